@@ -1,0 +1,30 @@
+# Two commands do everything on a fresh machine:
+#   make run    set up .venv (Python 3.12, pinned upstream), then the main job: a tiny CPU Megatron
+#               pretraining with TensorBoard + MLflow (local sqlite store) tracking on
+#   make test   set up .venv, then run the test suite (starts its own MLflow server on 127.0.0.1)
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.primus-installed
+export OMP_NUM_THREADS ?= 1
+
+.PHONY: setup run test bench clean
+setup: $(STAMP)
+
+$(STAMP): third_party/requirements.txt third_party/constraints.txt setup.cfg pyproject.toml
+	@test -x $(PY) || { py=$$(scripts/find-python3.12) && echo "creating $(VENV) with $$py" && $$py -m venv $(VENV); }
+	$(PY) -m pip install --quiet --disable-pip-version-check -r third_party/requirements.txt -c third_party/constraints.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	@touch $@
+
+run: setup
+	$(PY) -m primus.cli.main train --config configs/megatron/tiny_cpu.yaml
+
+test: setup
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+bench: setup
+	$(PY) benchmarks/run_all.py
+
+clean:
+	rm -rf $(VENV) output

@@ -1,0 +1,96 @@
+"""Secret detection and redaction: the one place that decides what is a secret.
+
+Every path that prints, logs params, writes a config or uploads the environment goes through
+``redact_value``/``redact_text``/``redact_mapping``. Config loading uses ``is_secret_key`` and
+``looks_like_secret`` to refuse secrets written into YAML.
+
+Two rules:
+* by key: a name that contains PASSWORD/PASSWD/SECRET/CREDENTIAL/APIKEY/API_KEY/PRIVATE_KEY, or
+  whose words (split on ``_``, ``-``, ``.`` and camelCase) include KEY, TOKEN, AUTH, AUTHORIZATION,
+  COOKIE or PWD. Word matching keeps ``tokenizer_type``, ``memory_keys`` and ``num_tokens`` visible.
+  Only string values are redacted by key: ``apply_query_key_layer_scaling: true`` is no secret.
+* by value: URLs with ``user:pass@``, ``Bearer``/``Basic`` credentials, well-known token shapes,
+  and the literal values of the secret-named environment variables of this process. A bare W&B key
+  (40 hex) is not matched by shape, since a git commit id has the same shape: it is caught by its
+  key name in config and by its value when it is in the environment.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from typing import Any
+
+MASK = "***"
+
+_SUBSTRINGS = ("PASSWORD", "PASSWD", "SECRET", "CREDENTIAL", "APIKEY", "API_KEY", "PRIVATE_KEY", "ACCESS_KEY")
+_WORDS = frozenset({"KEY", "TOKEN", "AUTH", "AUTHORIZATION", "COOKIE", "PWD", "PASS"})
+_WORD_SPLIT = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
+
+# Shapes of credentials that are secret wherever they appear, whatever they are called.
+_VALUE_PATTERNS = [
+    # scheme://user:password@host -> keep the user, hide the password
+    (re.compile(r"(?P<pre>\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]+:)[^\s@/]+(?=@)"), r"\g<pre>" + MASK),
+    (re.compile(r"(?i)\b(?P<pre>(?:bearer|basic|token)\s+)[A-Za-z0-9._~+/=-]{8,}"), r"\g<pre>" + MASK),
+    (re.compile(r"\b(?:sk|pk|rk)-(?:proj-|live-|test-)?[A-Za-z0-9_-]{16,}"), MASK),  # OpenAI/Stripe style
+    (re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,}"), MASK),  # GitHub
+    (re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}"), MASK),
+    (re.compile(r"\bhf_[A-Za-z0-9]{20,}"), MASK),  # Hugging Face
+    (re.compile(r"\bdapi[0-9a-f]{32}(?:-\d+)?\b"), MASK),  # Databricks PAT
+    (re.compile(r"\bA(?:KIA|SIA)[0-9A-Z]{16}\b"), MASK),  # AWS access key id
+    (re.compile(r"\bxox[abpr]-[A-Za-z0-9-]{10,}"), MASK),  # Slack
+    (re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), MASK),  # JWT
+]
+_MIN_LITERAL = 6  # shorter env values ("1", "true") would redact half the console
+
+
+def _words(name: str) -> list[str]:
+    return [w.upper() for w in _WORD_SPLIT.split(name) if w]
+
+
+def is_secret_key(name: str) -> bool:
+    """True when a config key or environment variable name denotes a credential."""
+    upper = name.upper()
+    if any(s in upper for s in _SUBSTRINGS):
+        return True
+    return any(w in _WORDS for w in _words(name))
+
+
+def looks_like_secret(value: str) -> bool:
+    """True when a string holds a credential by its shape (URL password, bearer token, key formats)."""
+    return any(p.search(value) for p, _ in _VALUE_PATTERNS)
+
+
+def _secret_env_values() -> list[str]:
+    vals = {v for k, v in os.environ.items() if v and len(v) >= _MIN_LITERAL and is_secret_key(k)}
+    return sorted(vals, key=len, reverse=True)  # longest first so a value containing another is fully hidden
+
+
+def redact_text(text: str) -> str:
+    """Hide every credential in free text: env secret values, then known shapes."""
+    for literal in _secret_env_values():
+        if literal in text:
+            text = text.replace(literal, MASK)
+    for pattern, repl in _VALUE_PATTERNS:
+        text = pattern.sub(repl, text)
+    return text
+
+
+def redact_value(key: str, value: Any) -> Any:
+    """Redact one config/param value given its key; non-string values pass unless nested."""
+    if isinstance(value, Mapping):
+        return redact_mapping(value)
+    if isinstance(value, (list, tuple)):
+        return type(value)(redact_value(key, v) for v in value)
+    if isinstance(value, (str, bytes)):
+        text = value.decode(errors="replace") if isinstance(value, bytes) else value
+        if text and is_secret_key(key):
+            return MASK
+        return redact_text(text)
+    return value
+
+
+def redact_mapping(mapping: Mapping[str, Any]) -> dict[str, Any]:
+    """A redacted copy of a (nested) mapping, keys kept."""
+    return {k: redact_value(str(k), v) for k, v in mapping.items()}
