@@ -7,7 +7,10 @@ import importlib
 import sys
 
 # sub-command name -> module under primus.cli defining add_parser(subparsers) that sets func=
-SUBCOMMANDS = {}
+SUBCOMMANDS = {
+    "doctor": "doctor",
+    "patches": "patches_cmd",
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
