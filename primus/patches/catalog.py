@@ -2,10 +2,26 @@
 light (no upstream import at module level: upstream is imported inside ``install``)."""
 
 import importlib
+import os
 
 DECLARING_MODULES: tuple[str, ...] = ()
 
+# Test and extension hook: more declaring modules, comma-separated, importable from sys.path.
+EXTRA_MODULES_ENV = "PRIMUS_EXTRA_PATCH_MODULES"
+
+
+def declaring_modules() -> tuple[str, ...]:
+    extra = os.environ.get(EXTRA_MODULES_ENV, "")
+    return DECLARING_MODULES + tuple(name.strip() for name in extra.split(",") if name.strip())
+
 
 def load_all() -> None:
-    for name in DECLARING_MODULES:
-        importlib.import_module(name)
+    for name in declaring_modules():
+        try:
+            importlib.import_module(name)
+        except ModuleNotFoundError as e:
+            if e.name != name:
+                raise
+            raise ValueError(f"patch declaring module {name!r} (from DECLARING_MODULES or {EXTRA_MODULES_ENV}="
+                             f"{os.environ.get(EXTRA_MODULES_ENV, '')!r}) is not importable; put it on "
+                             f"PYTHONPATH or remove it") from e

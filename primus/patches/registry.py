@@ -7,7 +7,8 @@ When the hook fires the registry checks the installed version, evaluates the con
 the patch's ``install(module, handle)``; the handle records every change so it can be undone.
 
 Errors: a failure inside patch code is logged and disables that patch (unless ``required``);
-errors raised by upstream code inside a wrapped call propagate unchanged.
+errors raised by upstream code inside a wrapped call propagate unchanged (same object, same
+traceback, no exception chained onto them).
 """
 
 from __future__ import annotations
@@ -28,6 +29,11 @@ log = logging.getLogger("primus.patches")
 
 Undo = Callable[[], None]
 
+SELECT_ENV = "PRIMUS_PATCHES"  # all | none | comma-separated patch ids
+DISABLE_ENV = "PRIMUS_DISABLE_PATCHES"  # comma-separated patch ids removed from the selection
+PLATFORM_ENV = "PRIMUS_PLATFORM"
+PLATFORMS = ("cpu", "cuda")
+
 
 class PatchError(RuntimeError):
     """A required patch could not be applied; training must not start without it."""
@@ -47,8 +53,11 @@ class PatchContext:
 
 def detect_platform() -> str:
     """'cpu' when forced by PRIMUS_PLATFORM=cpu or when torch sees no accelerator, else 'cuda'."""
-    forced = os.environ.get("PRIMUS_PLATFORM", "").strip().lower()
+    forced = os.environ.get(PLATFORM_ENV, "").strip().lower()
     if forced:
+        if forced not in PLATFORMS:
+            raise ValueError(f"{PLATFORM_ENV}={forced!r} is not a platform; use one of {', '.join(PLATFORMS)} "
+                             f"or unset it to detect the accelerator")
         return forced
     import torch  # only called from hooks on modules that already imported torch
 
@@ -68,6 +77,9 @@ class Patch:
     description: str = ""
 
     def __post_init__(self):
+        if not self.id or any(c in self.id for c in ", \t\n"):
+            raise ValueError(f"patch id {self.id!r} must be non-empty without commas or spaces "
+                             f"(ids are listed comma-separated in {SELECT_ENV})")
         try:
             SpecifierSet(self.versions)
         except InvalidSpecifier as e:
@@ -76,14 +88,65 @@ class Patch:
 
 @dataclass(frozen=True)
 class PatchRecord:
-    """One outcome of a patch: applied, skipped (with why), or failed (with the error)."""
+    """One outcome of a patch: pending (hooked, target not imported yet), applied, skipped (with
+    why), failed (with the error) or undone."""
 
     id: str
     target: str
     distribution: str | None
     version: str | None
-    status: str  # "applied" | "skipped" | "failed" | "undone"
+    status: str  # "pending" | "applied" | "skipped" | "failed" | "undone"
     reason: str = ""
+
+
+@dataclass(frozen=True)
+class Eligibility:
+    """Whether a patch may be installed now. ``problem``: it cannot (version, missing distribution,
+    broken condition; an error for a required patch). ``skip``: it need not (condition false)."""
+
+    version: str | None
+    problem: str | None = None
+    skip: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.problem is None and self.skip is None
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which patch ids may apply: ``only`` (None = all) minus ``disabled``."""
+
+    only: frozenset[str] | None = None
+    disabled: frozenset[str] = frozenset()
+
+    def __contains__(self, patch_id: str) -> bool:
+        return (self.only is None or patch_id in self.only) and patch_id not in self.disabled
+
+
+_MISSING = object()
+
+
+class _UpstreamCall:
+    """The ``wrapped`` a guarded wrapper receives: calls upstream and remembers what happened, so the
+    guard can tell upstream's exceptions (propagate) from the patch's own (disable the patch)."""
+
+    __slots__ = ("wrapped", "called", "result", "error")
+
+    def __init__(self, wrapped: Callable):
+        self.wrapped = wrapped
+        self.called = False
+        self.result: Any = None
+        self.error: BaseException | None = None
+
+    def __call__(self, *args, **kwargs):
+        self.called = True
+        try:
+            self.result = self.wrapped(*args, **kwargs)
+        except BaseException as e:
+            self.error = e
+            raise
+        return self.result
 
 
 class PatchHandle:
@@ -103,25 +166,31 @@ class PatchHandle:
         ``wrapper(wrapped, instance, args, kwargs)``, guarded so that patch-code errors fall back
         to the original call."""
         parent, attribute, original = wrapt.resolve_path(owner, name)
-        wrapt.apply_patch(parent, attribute, wrapt.FunctionWrapper(original, self._guard(wrapper)))
-        self._undo.append(lambda: wrapt.apply_patch(parent, attribute, original))
+        self._set(parent, attribute, wrapt.FunctionWrapper(original, self._guard(wrapper)))
 
     def replace(self, owner: Any, name: str, value: Any) -> None:
         """Set ``owner.<name> = value``, remembering the original for undo."""
-        missing = object()
-        original = owner.__dict__.get(name, missing) if hasattr(owner, "__dict__") else getattr(owner, name)
-        setattr(owner, name, value)
-
-        def restore():
-            if original is missing:
-                delattr(owner, name)
-            else:
-                setattr(owner, name, original)
-
-        self._undo.append(restore)
+        self._set(owner, name, value)
 
     def on_undo(self, fn: Undo) -> None:
         self._undo.append(fn)
+
+    def _set(self, owner: Any, name: str, value: Any) -> None:
+        # Only the owner's own attribute is restored on undo: an inherited one is deleted again,
+        # so the subclass does not keep a copy of its base's attribute.
+        own = _own_attribute(owner, name)
+        setattr(owner, name, value)
+
+        def restore():
+            if _own_attribute(owner, name) is not value:
+                log.warning("primus patch %s: %s.%s was replaced again by someone else; left as it is",
+                            self.patch.id, getattr(owner, "__name__", owner), name)
+            elif own is _MISSING:
+                delattr(owner, name)
+            else:
+                setattr(owner, name, own)
+
+        self._undo.append(restore)
 
     # -- guard ---------------------------------------------------------------------------
     def _guard(self, wrapper: Callable) -> Callable:
@@ -130,31 +199,21 @@ class PatchHandle:
         def guarded(wrapped, instance, args, kwargs):
             if handle.disabled:
                 return wrapped(*args, **kwargs)
-            state: dict[str, Any] = {}
-
-            def tracked(*a, **k):
-                state["called"] = True
-                try:
-                    state["result"] = wrapped(*a, **k)
-                except BaseException as e:
-                    state["upstream_error"] = e
-                    raise
-                return state["result"]
-
+            call = _UpstreamCall(wrapped)
             try:
-                return wrapper(tracked, instance, args, kwargs)
-            except BaseException as e:
-                upstream = state.get("upstream_error")
-                if upstream is not None:
-                    if e is not upstream:
-                        handle.fail(e)
-                    raise upstream
-                if isinstance(e, (KeyboardInterrupt, SystemExit)) or handle.patch.required:
+                return wrapper(call, instance, args, kwargs)
+            except BaseException as error:
+                if error is call.error or isinstance(error, (KeyboardInterrupt, SystemExit)):
                     raise
-                handle.fail(e)
-                if state.get("called"):
-                    return state["result"]
-                return wrapped(*args, **kwargs)
+                if handle.patch.required:
+                    handle.fail(error)
+                    raise
+                failure = error
+            # Outside the except block, so that re-raising upstream's error chains nothing onto it.
+            handle.fail(failure)
+            if call.error is not None:
+                raise call.error
+            return call.result if call.called else wrapped(*args, **kwargs)
 
         return guarded
 
@@ -165,6 +224,8 @@ class PatchHandle:
             self._on_failure(self, error)
 
     def undo(self) -> None:
+        # Disabled first: a wrapper someone bound early (``from m import f``) becomes a pass-through.
+        self.disabled = True
         while self._undo:
             self._undo.pop()()
 
@@ -176,13 +237,16 @@ class PatchRegistry:
         self._records: dict[str, PatchRecord] = {}
         self._active = False
         self._generation = 0
+        self._context = PatchContext()
+        self._selected = Selection()
         self._lock = threading.RLock()
 
     # -- declaration ---------------------------------------------------------------------
     def register(self, patch: Patch) -> Patch:
         with self._lock:
             if patch.id in self._patches:
-                raise DuplicatePatchError(f"patch id {patch.id!r} is already registered (target {patch.target})")
+                raise DuplicatePatchError(f"patch id {patch.id!r} is already registered (target "
+                                          f"{self._patches[patch.id].target}); patch ids must be unique")
             self._patches[patch.id] = patch
             if self._active:
                 self._hook(patch)
@@ -200,85 +264,124 @@ class PatchRegistry:
     def patches(self) -> list[Patch]:
         return list(self._patches.values())
 
+    def selection(self, only: Iterable[str] | None = None) -> Selection:
+        """The ids selected by ``only`` (else ``PRIMUS_PATCHES``: all, none or a comma list) minus
+        ``PRIMUS_DISABLE_PATCHES``. An unknown id is an error: a typo must not silently keep a patch on
+        or off."""
+        source, raw = ("only=", ",".join(only)) if only is not None else (SELECT_ENV, os.environ.get(SELECT_ENV, "all"))
+        disabled = self._known_ids(DISABLE_ENV, os.environ.get(DISABLE_ENV, ""))
+        keyword = raw.strip().lower()
+        if keyword in ("", "all"):
+            return Selection(None, disabled)
+        if keyword == "none":
+            return Selection(frozenset(), disabled)
+        return Selection(self._known_ids(source, raw), disabled)
+
+    def _known_ids(self, source: str, raw: str) -> frozenset[str]:
+        ids = frozenset(s.strip() for s in raw.split(",") if s.strip())
+        unknown = ids - set(self._patches)
+        if unknown:
+            raise ValueError(f"{source}{'' if source.endswith('=') else '='}{raw!r} names unknown patch ids "
+                             f"{sorted(unknown)}; use ids listed by `primus patches` (known: {sorted(self._patches)})")
+        return ids
+
     # -- activation ----------------------------------------------------------------------
     def activate(self, context: PatchContext | None = None, only: Iterable[str] | None = None) -> None:
-        """Install post-import hooks for every selected patch. ``only``/``PRIMUS_PATCHES`` select ids
-        (``all``, ``none`` or a comma list); ``PRIMUS_DISABLE_PATCHES`` removes ids."""
+        """Install post-import hooks for every selected patch (see ``selection``)."""
         with self._lock:
             if self._active:
                 log.warning("primus patches are already active; activate() ignored")
                 return
+            selected = self.selection(only)  # validated before anything changes
             self._context = context or PatchContext()
-            self._selected = _selection(self._patches, only)
+            self._selected = selected
             self._active = True
             self._generation += 1
             for patch in self._patches.values():
                 self._hook(patch)
 
     def _hook(self, patch: Patch) -> None:
-        if patch.id not in self._selected and not (self._selected is ALL):
-            self._records[patch.id] = PatchRecord(patch.id, patch.target, patch.distribution, None, "skipped",
-                                                  "not selected (PRIMUS_PATCHES / PRIMUS_DISABLE_PATCHES)")
+        if patch.id not in self._selected:
+            self._record(patch, None, "skipped", f"not selected ({SELECT_ENV} / {DISABLE_ENV})")
             return
+        self._record(patch, None, "pending", f"waiting for `import {patch.target}`")
         generation = self._generation
         wrapt.register_post_import_hook(lambda module: self._on_import(patch, module, generation), patch.target)
+
+    def eligibility(self, patch: Patch, context: PatchContext | None = None) -> Eligibility:
+        """Check the installed version and the condition, without installing anything."""
+        version = _installed_version(patch.distribution)
+        problem = _version_problem(patch, version)
+        if problem is not None or patch.condition is None:
+            return Eligibility(version, problem)
+        try:
+            if not patch.condition(context or self._context):
+                return Eligibility(version, skip="condition false")
+        except Exception as e:  # a broken condition is patch code failing
+            return Eligibility(version, problem=f"condition raised {e!r}")
+        return Eligibility(version)
 
     def _on_import(self, patch: Patch, module: Any, generation: int) -> None:
         with self._lock:
             if not self._active or generation != self._generation or patch.id in self._handles:
                 return  # stale hook from an earlier activation, or already applied once
-            version = _installed_version(patch.distribution)
-            problem = _version_problem(patch, version)
-            if problem is None and patch.condition is not None:
-                try:
-                    if not patch.condition(self._context):
-                        self._records[patch.id] = PatchRecord(patch.id, patch.target, patch.distribution, version,
-                                                              "skipped", "condition false")
-                        return
-                except Exception as e:  # a broken condition is patch code failing
-                    problem = f"condition raised {e!r}"
-            if problem is not None:
-                self._skip_or_raise(patch, version, problem)
+            verdict = self.eligibility(patch)
+            if verdict.skip is not None:
+                self._record(patch, verdict.version, "skipped", verdict.skip)
+                return
+            if verdict.problem is not None:
+                self._skip_or_raise(patch, verdict.version, verdict.problem)
                 return
             handle = PatchHandle(patch, self._context, self._on_failure)
             try:
                 patch.install(module, handle)
             except Exception as e:
                 handle.undo()
+                self._record(patch, verdict.version, "failed", f"install raised {e!r}")
                 if patch.required:
                     raise PatchError(f"required patch {patch.id} failed to install on {patch.target} "
-                                     f"{patch.distribution}=={version}: {e!r}") from e
+                                     f"{patch.distribution}=={verdict.version}: {e!r}") from e
                 log.warning("primus patch %s failed to install and is skipped: %r", patch.id, e)
-                self._records[patch.id] = PatchRecord(patch.id, patch.target, patch.distribution, version, "failed", repr(e))
                 return
             self._handles[patch.id] = handle
-            self._records[patch.id] = PatchRecord(patch.id, patch.target, patch.distribution, version, "applied")
-            log.debug("primus patch %s applied to %s (%s %s)", patch.id, patch.target, patch.distribution, version)
+            self._record(patch, verdict.version, "applied")
+            log.debug("primus patch %s applied to %s (%s %s)", patch.id, patch.target, patch.distribution,
+                      verdict.version)
 
     def _skip_or_raise(self, patch: Patch, version: str | None, problem: str) -> None:
         if patch.required:
+            self._record(patch, version, "failed", problem)
             raise PatchError(f"required patch {patch.id} cannot be applied: {problem}. "
                              f"Install a supported version ({patch.distribution}{patch.versions}) "
                              f"or update the patch.")
         log.warning("primus patch %s skipped: %s", patch.id, problem)
-        self._records[patch.id] = PatchRecord(patch.id, patch.target, patch.distribution, version, "skipped", problem)
+        self._record(patch, version, "skipped", problem)
 
     def _on_failure(self, handle: PatchHandle, error: BaseException) -> None:
-        p = handle.patch
-        old = self._records.get(p.id)
-        self._records[p.id] = PatchRecord(p.id, p.target, p.distribution, old.version if old else None, "failed",
-                                          f"disabled at run time: {error!r}")
+        with self._lock:
+            old = self._records.get(handle.patch.id)
+            self._record(handle.patch, old.version if old else None, "failed", f"disabled at run time: {error!r}")
+
+    def _record(self, patch: Patch, version: str | None, status: str, reason: str = "") -> None:
+        self._records[patch.id] = PatchRecord(patch.id, patch.target, patch.distribution, version, status, reason)
 
     # -- undo and reporting --------------------------------------------------------------
     def deactivate(self) -> None:
         """Undo every applied patch and make pending hooks inert."""
         with self._lock:
-            for pid, handle in reversed(list(self._handles.items())):
+            for handle in reversed(list(self._handles.values())):
                 handle.undo()
-                r = self._records[pid]
-                self._records[pid] = PatchRecord(r.id, r.target, r.distribution, r.version, "undone")
+                r = self._records[handle.patch.id]
+                self._record(handle.patch, r.version, "undone")
             self._handles.clear()
+            for r in self._records.values():
+                if r.status == "pending":
+                    self._record(self._patches[r.id], None, "undone", "deactivated before its target was imported")
             self._active = False
+
+    @property
+    def active(self) -> bool:
+        return self._active
 
     def records(self) -> list[PatchRecord]:
         return list(self._records.values())
@@ -292,29 +395,11 @@ class PatchRegistry:
         self._records.clear()
 
 
-class _All:
-    def __contains__(self, item):
-        return True
-
-
-ALL = _All()
-
-
-def _selection(patches: Mapping[str, Patch], only: Iterable[str] | None):
-    raw = ",".join(only) if only is not None else os.environ.get("PRIMUS_PATCHES", "all")
-    raw = raw.strip().lower()
-    disabled = {s.strip() for s in os.environ.get("PRIMUS_DISABLE_PATCHES", "").split(",") if s.strip()}
-    if raw in ("", "all"):
-        selected = ALL if not disabled else set(patches) - disabled
-    elif raw == "none":
-        selected = set()
-    else:
-        wanted = {s.strip() for s in raw.split(",") if s.strip()}
-        unknown = wanted - set(patches)
-        if unknown:
-            raise ValueError(f"PRIMUS_PATCHES names unknown patch ids {sorted(unknown)}; known: {sorted(patches)}")
-        selected = wanted - disabled
-    return selected
+def _own_attribute(owner: Any, name: str) -> Any:
+    """``owner``'s own attribute (not an inherited one), unbound; ``_MISSING`` if it has none."""
+    if hasattr(owner, "__dict__"):
+        return vars(owner).get(name, _MISSING)
+    return getattr(owner, name, _MISSING)
 
 
 def _installed_version(distribution: str | None) -> str | None:

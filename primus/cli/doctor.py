@@ -1,0 +1,71 @@
+"""`primus doctor`: what this environment runs, whether a GPU is visible, and whether the installed
+upstream files are the ones their wheels shipped. Exits 1 when an upstream file was modified or is
+missing, or when a distribution asked for with --dist is not installed."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import platform
+import sys
+
+from primus.patches.integrity import IntegrityReport, verify_distribution
+
+REPORTED_DISTRIBUTIONS = ("torch", "megatron-core", "torchtitan", "wandb", "mlflow", "tensorboard", "wrapt")
+VERIFIED_BY_DEFAULT = ("megatron-core", "torchtitan")  # the upstream trainers Primus patches
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser("doctor", help="versions, GPU, and upstream files unmodified", description=__doc__)
+    parser.add_argument("--dist", action="append", default=[], metavar="NAME",
+                        help="also verify this installed distribution against its RECORD (repeatable)")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    print(f"{'python':<14}{platform.python_version()} ({sys.executable})")
+    for name in REPORTED_DISTRIBUTIONS:
+        print(f"{name:<14}{_version(name) or 'not installed'}")
+    print(f"{'gpu':<14}{_gpu()}")
+    print("upstream files (wheel RECORD hashes):")
+    ok = True
+    for name in dict.fromkeys([*VERIFIED_BY_DEFAULT, *args.dist]):  # ordered, without repeats
+        try:
+            report = verify_distribution(name)
+        except importlib.metadata.PackageNotFoundError:
+            print(f"  {name}: not installed")
+            ok = ok and name not in args.dist
+            continue
+        print("  " + _describe(report))
+        ok = ok and report.clean
+    return 0 if ok else 1
+
+
+def _version(name: str) -> str | None:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _gpu() -> str:
+    try:
+        import torch
+    except ImportError:
+        return "unknown (torch not installed)"
+    if not torch.cuda.is_available():
+        return "none (torch.cuda.is_available() is False)"
+    names = sorted({torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())})
+    return f"{torch.cuda.device_count()} x {', '.join(names)}"
+
+
+def _describe(report: IntegrityReport) -> str:
+    head = f"{report.distribution} {report.version}:"
+    if report.unverifiable:
+        return f"{head} cannot verify: {report.unverifiable}"
+    if report.clean:
+        return f"{head} clean ({report.checked} files)"
+    lines = [f"{head} {len(report.modified)} modified, {len(report.missing)} missing of {report.checked} files"]
+    lines += [f"    modified: {path}" for path in report.modified]
+    lines += [f"    missing:  {path}" for path in report.missing]
+    return "\n".join(lines)

@@ -1,0 +1,58 @@
+"""`primus-run [--config EXP.yaml] COMMAND [ARGS...]`: run any command with Primus's patches active.
+
+Like ddtrace-run: the environment gets the bootstrap ``sitecustomize`` first on PYTHONPATH and
+PRIMUS_ACTIVATE=1, then the command replaces this process (os.execvpe). Every Python it starts,
+torchrun workers included, inherits the environment and activates the patches at start-up.
+Interpreters started with -I, -E or -S ignore PYTHONPATH or site, and run unpatched.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from primus.activation import activation_env
+from primus.patches import REGISTRY
+from primus.patches.catalog import load_all
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="primus-run", usage="primus-run [--config EXP.yaml] COMMAND [ARGS...]",
+                                     description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--config", metavar="EXP.yaml",
+                        help="experiment YAML; its absolute path reaches the command as PRIMUS_CONFIG")
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="the command to run and its arguments")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        parser.error("no command given; example: primus-run torchrun --nproc_per_node 2 pretrain_gpt.py ...")
+    if args.config is not None and not Path(args.config).is_file():
+        parser.error(f"--config {args.config!r}: no such file; give the path of an experiment YAML")
+    try:
+        # Check PRIMUS_PATCHES / PRIMUS_DISABLE_PATCHES here, where an error is a clean message and
+        # not a failure inside every child interpreter's start-up.
+        load_all()
+        REGISTRY.selection()
+    except ValueError as e:
+        parser.error(str(e))
+    env = activation_env(os.environ, config=args.config)
+    sys.stdout.flush()
+    try:
+        os.execvpe(command[0], command, env)
+    except FileNotFoundError:
+        print(f"primus-run: command not found: {command[0]!r}", file=sys.stderr)
+        return 127
+    except PermissionError:
+        print(f"primus-run: permission denied: {command[0]!r}", file=sys.stderr)
+        return 126
+
+
+if __name__ == "__main__":
+    sys.exit(main())
