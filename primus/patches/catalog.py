@@ -4,7 +4,9 @@ light (no upstream import at module level: upstream is imported inside ``install
 import importlib
 import os
 
-DECLARING_MODULES: tuple[str, ...] = ()
+DECLARING_MODULES: tuple[str, ...] = (
+    "primus.backends.megatron.patches.cpu_patches",
+)
 
 # Test and extension hook: more declaring modules, comma-separated, importable from sys.path.
 EXTRA_MODULES_ENV = "PRIMUS_EXTRA_PATCH_MODULES"

@@ -1,0 +1,49 @@
+"""Patches on megatron.training.global_vars: the tracking writers and One-Logger."""
+
+from __future__ import annotations
+
+import importlib.util
+
+from primus.backends.megatron.patches.versions import MEGATRON_CORE, SUPPORTED
+from primus.log import get_logger
+from primus.patches import REGISTRY
+
+log = get_logger("primus.megatron")
+
+
+@REGISTRY.patch("megatron.tracking.writers", target="megatron.training.global_vars", distribution=MEGATRON_CORE,
+                versions=SUPPORTED, backend="megatron",
+                description="global_vars._set_tensorboard_writer/_set_wandb_writer -> one hub behind all trackers")
+def _install_writers(module, handle):
+    from primus.backends.megatron.training import global_vars as primus_vars
+
+    def set_tensorboard_writer(wrapped, instance, args, kwargs):
+        primus_vars.set_tracking_writer(args[0] if args else kwargs["args"], module)
+
+    def set_wandb_writer(wrapped, instance, args, kwargs):
+        return None  # W&B is a sink of the hub set up above; upstream's wandb.init must not run
+
+    def destroy_global_vars(wrapped, instance, args, kwargs):
+        primus_vars.finish_tracking()
+        return wrapped(*args, **kwargs)
+
+    handle.wrap(module, "_set_tensorboard_writer", set_tensorboard_writer)
+    handle.wrap(module, "_set_wandb_writer", set_wandb_writer)
+    handle.wrap(module, "destroy_global_vars", destroy_global_vars)
+
+
+@REGISTRY.patch("megatron.one_logger.availability", target="megatron.training.global_vars",
+                distribution=MEGATRON_CORE, versions=SUPPORTED, backend="megatron",
+                description="global_vars._set_one_logger: one clear line instead of upstream's warning when "
+                            "the one_logger package is missing")
+def _install_one_logger(module, handle):
+    def set_one_logger(wrapped, instance, args, kwargs):
+        megatron_args = args[0] if args else kwargs["args"]
+        if megatron_args.enable_one_logger and importlib.util.find_spec("one_logger") is None:
+            if megatron_args.rank == megatron_args.world_size - 1:
+                log.info("One-Logger is on (enable_one_logger) but the one_logger package is not installed: "
+                         "One-Logger telemetry is off. Install it, or pass --no-one-logger to silence this.")
+            return None
+        return wrapped(*args, **kwargs)
+
+    handle.wrap(module, "_set_one_logger", set_one_logger)

@@ -1,0 +1,46 @@
+"""Patches on megatron.training.training: feed the hub after each training_log / evaluation."""
+
+from __future__ import annotations
+
+import inspect
+
+from primus.backends.megatron.patches.versions import MEGATRON_CORE, SUPPORTED
+from primus.patches import REGISTRY
+
+
+@REGISTRY.patch("megatron.tracking.training_log", target="megatron.training.training", distribution=MEGATRON_CORE,
+                versions=SUPPORTED, backend="megatron",
+                description="training.training_log / evaluate_and_print_results: perf figures and one log call "
+                            "per step, from the writer rank")
+def _install_training_log(module, handle):
+    from primus.backends.megatron.training.global_vars import get_tracking_session
+
+    iteration_of = _argument_reader(module.training_log, "iteration")
+
+    def training_log(wrapped, instance, args, kwargs):
+        result = wrapped(*args, **kwargs)
+        session = get_tracking_session()
+        if session is not None:
+            session.after_training_log(iteration_of(args, kwargs))
+        return result
+
+    def evaluate_and_print_results(wrapped, instance, args, kwargs):
+        result = wrapped(*args, **kwargs)
+        session = get_tracking_session()
+        if session is not None:
+            session.writer.emit()  # validation scalars of this step go out now, not with the next step
+        return result
+
+    handle.wrap(module, "training_log", training_log)
+    handle.wrap(module, "evaluate_and_print_results", evaluate_and_print_results)
+
+
+def _argument_reader(function, name: str):
+    """A fast reader of one argument of ``function`` from (args, kwargs); fails at install time when
+    upstream renames it, not in the training loop."""
+    index = list(inspect.signature(function).parameters).index(name)
+
+    def read(args, kwargs):
+        return args[index] if len(args) > index else kwargs[name]
+
+    return read

@@ -1,0 +1,50 @@
+"""Unmodified upstream Megatron trains a tiny GPT on CPU through ``pretrain_gpt.py`` with the CPU
+platform patches: one process, and torchrun with DP=2, TP=2 and PP=2. Each test reads the run's log."""
+
+from __future__ import annotations
+
+import pytest
+
+from primus.backends.megatron.patches.cpu_patches import CPU_PATCHES
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def single_process(megatron_run):
+    # DEBUG so the entry lists the patch records after training.
+    return megatron_run("single", "--logging-level", "10")
+
+
+@pytest.fixture(scope="module")
+def data_parallel(megatron_run):
+    return megatron_run("dp2", nproc=2)
+
+
+def test_single_process_trains_without_torchrun(single_process):
+    losses = single_process.assert_trained()
+    assert losses[-1] < losses[0], single_process.explain()
+
+
+def test_every_cpu_patch_is_recorded_as_applied(single_process):
+    output = single_process.output
+    for patch in CPU_PATCHES:
+        assert f"primus patch {patch.id}: applied" in output, single_process.explain()
+
+
+def test_data_parallel_matches_single_process(single_process, data_parallel):
+    # Same global batch, no dropout: DP=2 splits the micro-batches over ranks and all-reduces the
+    # gradients, so upstream must print the same losses (the research saw them identical).
+    assert data_parallel.assert_trained() == pytest.approx(single_process.assert_trained(), rel=1e-5)
+
+
+@pytest.mark.parametrize("parallelism", ["--tensor-model-parallel-size", "--pipeline-model-parallel-size"])
+def test_model_parallel_trains(megatron_run, parallelism):
+    run = megatron_run(parallelism.strip("-"), parallelism, "2", nproc=2)
+    run.assert_trained()
+
+
+def test_without_the_patches_upstream_refuses_to_start(megatron_run):
+    run = megatron_run("unpatched", env={"PRIMUS_PATCHES": "none"})
+    assert run.returncode != 0, run.explain()
+    assert "Megatron requires CUDA" in run.output, run.explain()
