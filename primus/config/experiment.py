@@ -1,0 +1,153 @@
+"""Load an experiment YAML into typed, validated module configs.
+
+Resolution for each module, later wins: module preset (``primus/configs/modules/<framework>/``,
+with its own ``extends:``) <- model preset (``primus/configs/models/<framework>/``) <- the
+module's ``overrides:`` <- command-line overrides. Every problem is collected and raised at once.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from primus.config.errors import ConfigError
+from primus.config.files import load_with_extends
+from primus.config.overrides import EXPERIMENT_KEYS, sort_overrides
+from primus.config.paths import MODEL_PRESETS_DIR, MODULE_PRESETS_DIR
+from primus.config.schema import Param, Schema
+from primus.config.schemas import FRAMEWORKS, schema_for
+from primus.config.tree import deep_merge, set_dotted
+from primus.redaction import redact_mapping
+
+_EXPERIMENT = Schema(
+    "top-level key",
+    [
+        Param("work_group", "str", nullable=True),
+        Param("user_name", "str", nullable=True),
+        Param("exp_name", "str"),
+        Param("workspace", "str"),
+        Param("modules", "any"),
+    ],
+)
+_MODULE_BLOCK = Schema(
+    "module key",
+    [
+        Param("framework", "str", choices=FRAMEWORKS),
+        Param("config", "str"),
+        Param("model", "str", nullable=True),
+        Param("overrides", "any", nullable=True),
+    ],
+)
+
+
+@dataclass(frozen=True)
+class ModuleConfig:
+    name: str
+    framework: str
+    params: dict[str, Any]  # every resolved parameter, typed; TorchTitan sections are nested dicts
+    primus_keys: frozenset[str]  # Primus's own parameters (dotted inside sections): not upstream's
+    schema: Schema
+
+
+@dataclass(frozen=True)
+class Experiment:
+    source: Path
+    name: str
+    workspace: Path
+    modules: dict[str, ModuleConfig]
+    raw: dict[str, Any]  # resolved and typed, NOT redacted: never print or upload it
+
+    def redacted(self) -> dict[str, Any]:
+        """``raw`` with every secret hidden, for printing and uploading."""
+        return redact_mapping(self.raw)
+
+
+def load_experiment(
+    path: str | os.PathLike[str], overrides: Iterable[str] = (), *, environ: Mapping[str, str] | None = None
+) -> Experiment:
+    """Load, resolve and validate; raise ``ConfigError`` listing every problem."""
+    source = Path(path).resolve()
+    environ = os.environ if environ is None else environ
+    tree, problems = load_with_extends(source, environ)
+    modules_in_file = tree.get("modules") if isinstance(tree.get("modules"), Mapping) else {}
+    cli = sort_overrides(overrides, modules_in_file)
+    problems += cli.problems
+    for dotted, value in cli.tree.items():
+        set_dotted(tree, dotted, value)
+
+    top, found = _EXPERIMENT.validate({"exp_name": source.stem, "workspace": "./output", **tree}, str(source))
+    problems += found
+    blocks = top.get("modules")
+    if not isinstance(blocks, Mapping) or not blocks:
+        problems.append(f"{source}: modules: missing; add at least one module, e.g. modules: {{pre_trainer: ...}}")
+        blocks = {}
+
+    modules: dict[str, ModuleConfig] = {}
+    for name, block in blocks.items():
+        module = _resolve_module(str(name), block, source.parent, environ, cli.modules.get(name, {}), problems)
+        if module is not None:
+            modules[module.name] = module
+    if problems:
+        raise ConfigError(problems)
+
+    raw = {key: top.get(key) for key in EXPERIMENT_KEYS if key != "modules"}
+    raw["modules"] = {
+        name: {"framework": m.framework, **{k: blocks[name].get(k) for k in ("config", "model")}, "params": m.params}
+        for name, m in modules.items()
+    }
+    workspace = Path(str(top["workspace"])).absolute()
+    raw["workspace"] = str(workspace)
+    return Experiment(source=source, name=str(top["exp_name"]), workspace=workspace, modules=modules, raw=raw)
+
+
+def _resolve_module(
+    name: str,
+    block: Any,
+    here: Path,
+    environ: Mapping[str, str],
+    cli_params: Mapping[str, Any],
+    problems: list[str],
+) -> ModuleConfig | None:
+    where = f"modules.{name}"
+    if not isinstance(block, Mapping):
+        problems.append(f"{where}: must be a mapping with framework, config, model and overrides")
+        return None
+    block, found = _MODULE_BLOCK.validate(block, where)
+    problems += found
+    framework = block.get("framework")
+    if framework not in FRAMEWORKS or not block.get("config"):
+        if "framework" not in block or "config" not in block:
+            problems.append(f"{where}: needs framework ({' | '.join(FRAMEWORKS)}) and config (a module preset)")
+        return None
+
+    params: dict[str, Any] = {}
+    for key, presets_dir in (("config", MODULE_PRESETS_DIR), ("model", MODEL_PRESETS_DIR)):
+        if block.get(key):
+            preset = _find_preset(presets_dir / framework, block[key], here, f"{where}.{key}", problems)
+            if preset is not None:
+                tree, found = load_with_extends(preset, environ)
+                params = deep_merge(params, tree)
+                problems += found
+    overrides = block.get("overrides") or {}
+    if not isinstance(overrides, Mapping):
+        problems.append(f"{where}.overrides: must be a mapping of parameter: value")
+        overrides = {}
+    params = deep_merge(deep_merge(params, overrides), cli_params)
+
+    schema = schema_for(framework)
+    params, found = schema.validate(params, where)
+    problems += found
+    return ModuleConfig(name, framework, params, schema.primus_keys, schema)
+
+
+def _find_preset(presets_dir: Path, name: str, here: Path, where: str, problems: list[str]) -> Path | None:
+    """A packaged preset by name, else a file relative to the experiment file."""
+    for candidate in (presets_dir / name, here / name):
+        if candidate.is_file():
+            return candidate
+    available = ", ".join(sorted(p.name for p in presets_dir.glob("*.yaml"))) or "none"
+    problems.append(f"{where} = {name!r}: no such preset in {presets_dir} (available: {available}) or next to the experiment file")
+    return None

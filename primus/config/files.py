@@ -1,0 +1,57 @@
+"""Read one config file with everything it ``extends:``: parents first (paths relative to the file
+that names them), deep-merged in order, the file itself last. Each file is checked for literal
+secrets and interpolated on its own, so a problem names the file it is in."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from primus.config import yaml12
+from primus.config.interpolation import interpolate
+from primus.config.secrets import find_secrets
+from primus.config.tree import deep_merge
+
+
+def load_with_extends(
+    path: Path, environ: Mapping[str, str], _chain: tuple[Path, ...] = ()
+) -> tuple[dict[str, Any], list[str]]:
+    """The merged mapping of ``path`` and its ``extends:`` ancestors, and the problems found."""
+    path = path.resolve()
+    if path in _chain:
+        cycle = " -> ".join(p.name for p in (*_chain[_chain.index(path) :], path))
+        return {}, [f"{_chain[-1]}: extends cycle {cycle}; remove one of these extends"]
+    try:
+        raw = yaml12.load_file(path)
+    except FileNotFoundError:
+        named_by = f" (named by {_chain[-1]})" if _chain else ""
+        return {}, [f"{path}: no such file{named_by}"]
+    except OSError as e:
+        return {}, [f"{path}: cannot read: {e.strerror}"]
+    except yaml.YAMLError as e:
+        return {}, [f"{path}: invalid YAML: {' '.join(str(e).split())}"]
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        return {}, [f"{path}: must be a mapping of key: value, got {type(raw).__name__}"]
+
+    source = str(path)
+    problems = find_secrets(raw, source)
+    raw, found = interpolate(raw, source, environ)
+    problems += found
+
+    parents = raw.pop("extends", None) or []
+    if isinstance(parents, str):
+        parents = [parents]
+    if not isinstance(parents, list) or not all(isinstance(p, str) for p in parents):
+        problems.append(f"{source}: extends = {parents!r}: must be a file name or a list of file names")
+        parents = []
+    merged: dict[str, Any] = {}
+    for parent in parents:
+        tree, found = load_with_extends(path.parent / parent, environ, (*_chain, path))
+        merged = deep_merge(merged, tree)
+        problems += found
+    return deep_merge(merged, raw), problems
