@@ -8,6 +8,7 @@ import sys
 
 # sub-command name -> module under primus.cli defining add_parser(subparsers) that sets func=
 SUBCOMMANDS = {
+    "config": "config_cmd",
     "doctor": "doctor",
     "patches": "patches_cmd",
 }
