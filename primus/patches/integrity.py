@@ -8,6 +8,7 @@ Each file listed in the distribution's RECORD with a hash is hashed again and co
 from __future__ import annotations
 
 import base64
+import csv
 import hashlib
 import importlib.metadata
 from dataclasses import dataclass, field
@@ -31,20 +32,22 @@ def verify_distribution(name: str) -> IntegrityReport:
     """Hash every file the RECORD of distribution ``name`` lists. Raises PackageNotFoundError when
     ``name`` is not installed."""
     dist = importlib.metadata.distribution(name)
-    version = dist.version
-    if dist.files is None:
-        return IntegrityReport(name, version, unverifiable="no RECORD file (not installed from a wheel?)")
+    # RECORD is read directly: Distribution.files leaves out the files that no longer exist.
+    record = dist.read_text("RECORD")
+    if record is None:
+        return IntegrityReport(name, dist.version, unverifiable="no RECORD file (not installed from a wheel?)")
     checked, modified, missing = 0, [], []
-    for entry in dist.files:
-        if entry.hash is None:  # RECORD itself and signature files carry no hash
+    for path, hash_spec, *_ in csv.reader(record.splitlines()):
+        if not hash_spec:  # RECORD itself and signature files carry no hash
             continue
+        algorithm, _, expected = hash_spec.partition("=")
         checked += 1
         try:
-            with open(dist.locate_file(entry), "rb") as f:
-                digest = hashlib.file_digest(f, entry.hash.mode).digest()
+            with open(dist.locate_file(path), "rb") as f:
+                digest = hashlib.file_digest(f, algorithm).digest()
         except FileNotFoundError:
-            missing.append(str(entry))
+            missing.append(path)
             continue
-        if base64.urlsafe_b64encode(digest).rstrip(b"=").decode() != entry.hash.value:
-            modified.append(str(entry))
-    return IntegrityReport(name, version, checked, modified, missing)
+        if base64.urlsafe_b64encode(digest).rstrip(b"=").decode() != expected:
+            modified.append(path)
+    return IntegrityReport(name, dist.version, checked, modified, missing)

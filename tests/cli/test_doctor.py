@@ -1,0 +1,78 @@
+"""`primus doctor`: versions, GPU, and upstream files checked against their wheel RECORD hashes —
+on a throwaway distribution we can modify, and on the real installed megatron-core."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import importlib
+
+import pytest
+
+from primus.cli.main import main
+from primus.patches.integrity import verify_distribution
+
+FILES = {"demo_upstream/__init__.py": "VERSION = 1\n", "demo_upstream/training.py": "def train():\n    return 0\n",
+         "demo_upstream/data/vocab.txt": "a\nb\n"}
+
+
+@pytest.fixture
+def demo_dist(tmp_path, monkeypatch):
+    """A distribution 'demo-upstream' 1.0 installed as a wheel installs it: files plus a dist-info
+    whose RECORD lists each file's sha256 (urlsafe base64, unpadded) and size."""
+    lines = []
+    for rel, text in FILES.items():
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+        lines.append(f"{rel},sha256={digest},{len(text)}")
+    info = tmp_path / "demo_upstream-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: demo-upstream\nVersion: 1.0\n")
+    lines += ["demo_upstream-1.0.dist-info/METADATA,,", "demo_upstream-1.0.dist-info/RECORD,,"]
+    (info / "RECORD").write_text("\n".join(lines) + "\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.invalidate_caches()
+    return tmp_path
+
+
+def test_clean_distribution(demo_dist, capsys):
+    assert main(["doctor", "--dist", "demo-upstream"]) == 0
+    out = capsys.readouterr().out
+    assert "demo-upstream 1.0: clean (3 files)" in out
+    for name in ("python", "torch", "megatron-core", "torchtitan", "wandb", "mlflow", "tensorboard", "wrapt", "gpu"):
+        assert any(line.startswith(name) for line in out.splitlines()), name
+
+
+def test_modified_file_is_reported_exactly(demo_dist, capsys):
+    with open(demo_dist / "demo_upstream/training.py", "a") as f:
+        f.write("# a local hotfix\n")
+    assert main(["doctor", "--dist", "demo-upstream"]) == 1
+    out = capsys.readouterr().out
+    assert "demo-upstream 1.0: 1 modified, 0 missing of 3 files" in out
+    assert [line.strip() for line in out.splitlines() if line.strip().startswith(("modified:", "missing:"))] == [
+        "modified: demo_upstream/training.py"]
+
+
+def test_missing_file_is_reported(demo_dist):
+    (demo_dist / "demo_upstream/data/vocab.txt").unlink()
+    report = verify_distribution("demo-upstream")
+    assert (report.modified, report.missing, report.clean) == ([], ["demo_upstream/data/vocab.txt"], False)
+
+
+def test_distribution_without_record_cannot_be_verified(demo_dist):
+    (demo_dist / "demo_upstream-1.0.dist-info/RECORD").unlink()
+    report = verify_distribution("demo-upstream")
+    assert not report.clean and "no RECORD" in report.unverifiable
+
+
+def test_asked_for_distribution_that_is_not_installed_fails(capsys):
+    assert main(["doctor", "--dist", "primus-no-such-distribution"]) == 1
+    assert "primus-no-such-distribution: not installed" in capsys.readouterr().out
+
+
+def test_installed_megatron_core_is_clean():
+    report = verify_distribution("megatron-core")
+    assert report.clean, (report.modified, report.missing)
+    assert report.checked > 500  # every hashed file of the wheel, not a sample

@@ -1,0 +1,249 @@
+"""What goes wrong, and who pays: patch-code failures disable the patch and never reach the caller;
+upstream's exceptions reach the caller unchanged; a required patch that cannot apply stops the run."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import logging
+import traceback
+
+import pytest
+
+from primus.patches import DuplicatePatchError, Patch, PatchError
+
+PACKAGING = importlib.metadata.version("packaging")  # a real installed distribution to gate on
+
+
+def wrap_greet(wrapper):
+    def install(module, handle):
+        handle.wrap(module, "greet", wrapper)
+
+    return install
+
+
+def passthrough(wrapped, instance, args, kwargs):
+    return wrapped(*args, **kwargs)
+
+
+def status(registry) -> list[tuple[str, str, str]]:
+    return [(r.id, r.status, r.reason) for r in registry.records()]
+
+
+# -- declaration -------------------------------------------------------------------------------
+def test_duplicate_id_is_refused_at_registration(registry):
+    first = registry.register(Patch("dup", "json", None, "", lambda m, h: None))
+    with pytest.raises(DuplicatePatchError, match="'dup' is already registered"):
+        registry.register(Patch("dup", "csv", None, "", lambda m, h: None))
+    assert registry.patches() == [first]
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    ({"id": "a,b"}, "without commas"),
+    ({"id": ""}, "non-empty"),
+    ({"versions": ">=banana"}, "invalid version specifier"),
+])
+def test_bad_declarations_are_refused(kwargs, message):
+    fields = {"id": "ok", "target": "json", "distribution": None, "versions": "", "install": lambda m, h: None}
+    with pytest.raises(ValueError, match=message):
+        Patch(**(fields | kwargs))
+
+
+# -- eligibility -------------------------------------------------------------------------------
+def test_version_in_range_applies_and_records_the_version(registry, upstream):
+    module = importlib.import_module(upstream())
+    registry.register(Patch("v.ok", module.__name__, "packaging", f"=={PACKAGING}", wrap_greet(passthrough)))
+    registry.activate()
+    [record] = registry.applied()
+    assert (record.distribution, record.version) == ("packaging", PACKAGING)
+
+
+def test_version_out_of_range_is_skipped_with_a_warning(registry, upstream, caplog):
+    module = importlib.import_module(upstream())
+    original = module.greet
+    registry.register(Patch("v.old", module.__name__, "packaging", "<1", wrap_greet(passthrough)))
+    with caplog.at_level(logging.WARNING, logger="primus.patches"):
+        registry.activate()
+    assert module.greet is original
+    assert status(registry) == [("v.old", "skipped", f"packaging {PACKAGING} is outside the supported range '<1'")]
+    assert "v.old skipped" in caplog.text
+
+
+def test_required_patch_out_of_range_raises_at_import(registry, upstream):
+    name = upstream()
+    registry.register(Patch("v.req", name, "packaging", "<1", wrap_greet(passthrough), required=True))
+    registry.activate()
+    with pytest.raises(PatchError, match=r"required patch v.req cannot be applied.*packaging<1"):
+        importlib.import_module(name)
+    assert status(registry)[0][1] == "failed"
+
+
+def test_required_patch_out_of_range_raises_at_activation_when_already_imported(registry, upstream):
+    module = importlib.import_module(upstream())
+    registry.register(Patch("v.req", module.__name__, "packaging", "<1", wrap_greet(passthrough), required=True))
+    with pytest.raises(PatchError):
+        registry.activate()
+
+
+def test_distribution_not_installed_is_skipped(registry, upstream):
+    module = importlib.import_module(upstream())
+    registry.register(Patch("v.none", module.__name__, "primus-no-such-distribution", ">=1", wrap_greet(passthrough)))
+    registry.activate()
+    assert status(registry) == [("v.none", "skipped", "distribution primus-no-such-distribution is not installed")]
+    assert module.greet("x") == "hello x"
+
+
+def test_false_condition_skips_quietly(registry, upstream, caplog):
+    module = importlib.import_module(upstream())
+    registry.register(Patch("c.false", module.__name__, None, "", wrap_greet(passthrough), condition=lambda ctx: False))
+    with caplog.at_level(logging.WARNING, logger="primus.patches"):
+        registry.activate()
+    assert status(registry) == [("c.false", "skipped", "condition false")]
+    assert caplog.text == ""
+
+
+def test_raising_condition_skips_with_a_warning(registry, upstream, caplog):
+    module = importlib.import_module(upstream())
+
+    def broken(ctx):
+        raise KeyError("no such option")
+
+    registry.register(Patch("c.raise", module.__name__, None, "", wrap_greet(passthrough), condition=broken))
+    with caplog.at_level(logging.WARNING, logger="primus.patches"):
+        registry.activate()
+    [(_, state, reason)] = status(registry)
+    assert state == "skipped" and "condition raised KeyError('no such option')" in reason
+    assert "c.raise skipped" in caplog.text
+
+
+# -- install failures --------------------------------------------------------------------------
+def test_failing_install_is_skipped_recorded_and_its_partial_changes_undone(registry, upstream, caplog):
+    module = importlib.import_module(upstream())
+    original = module.greet
+
+    def install(mod, handle):
+        handle.wrap(mod, "greet", passthrough)
+        raise AttributeError("upstream renamed training_log")
+
+    registry.register(Patch("i.fail", module.__name__, None, "", install))
+    with caplog.at_level(logging.WARNING, logger="primus.patches"):
+        registry.activate()
+    assert module.greet is original
+    assert status(registry) == [("i.fail", "failed", "install raised AttributeError('upstream renamed training_log')")]
+    assert "i.fail failed to install" in caplog.text
+
+
+def test_failing_required_install_raises_patch_error(registry, upstream):
+    name = upstream()
+
+    def install(mod, handle):
+        raise AttributeError("gone")
+
+    registry.register(Patch("i.req", name, None, "", install, required=True))
+    registry.activate()
+    with pytest.raises(PatchError, match="required patch i.req failed to install") as info:
+        importlib.import_module(name)
+    assert isinstance(info.value.__cause__, AttributeError)
+
+
+# -- failures at call time ---------------------------------------------------------------------
+def test_wrapper_failing_before_the_call_falls_back_to_the_original(registry, upstream, caplog):
+    module = importlib.import_module(upstream())
+    invocations = []
+
+    def broken(wrapped, instance, args, kwargs):
+        invocations.append(args)
+        raise TypeError("bug in patch code")
+
+    registry.register(Patch("w.before", module.__name__, None, "", wrap_greet(broken)))
+    registry.activate()
+    with caplog.at_level(logging.WARNING, logger="primus.patches"):
+        assert module.greet("k") == "hello k"
+    assert module.calls == ["k"]
+    assert "w.before failed and is now disabled" in caplog.text
+    assert status(registry) == [("w.before", "failed", "disabled at run time: TypeError('bug in patch code')")]
+    assert module.greet("l") == "hello l"
+    assert len(invocations) == 1, "a disabled patch's wrapper is not called again"
+
+
+def test_wrapper_failing_after_the_call_returns_upstream_result_without_calling_twice(registry, upstream):
+    module = importlib.import_module(upstream())
+
+    def broken(wrapped, instance, args, kwargs):
+        result = wrapped(*args, **kwargs)
+        return result + 1  # str + int: a bug in the patch, after upstream ran
+
+    registry.register(Patch("w.after", module.__name__, None, "", wrap_greet(broken)))
+    registry.activate()
+    assert module.greet("m") == "hello m"
+    assert module.calls == ["m"]
+    assert registry.records()[0].status == "failed"
+
+
+def test_upstream_exception_propagates_unchanged(registry, upstream):
+    module = importlib.import_module(upstream())
+
+    def install(mod, handle):
+        handle.wrap(mod, "explode", passthrough)
+
+    registry.register(Patch("w.upstream", module.__name__, None, "", install))
+    registry.activate()
+    with pytest.raises(ValueError) as first:
+        module.explode()
+    with pytest.raises(ValueError) as second:
+        module.explode()
+    error = first.value
+    assert str(error) == "upstream boom"
+    assert error.__context__ is None and error.__cause__ is None
+    frames = traceback.extract_tb(error.__traceback__)
+    assert (frames[-1].name, frames[-1].filename) == ("explode", module.__file__)
+    assert second.value is not error
+    assert registry.records()[0].status == "applied", "upstream's error is not the patch failing"
+
+
+def test_upstream_exception_wins_over_a_wrapper_that_replaces_it(registry, upstream):
+    module = importlib.import_module(upstream())
+    raised = []
+
+    def converting(wrapped, instance, args, kwargs):
+        try:
+            return wrapped(*args, **kwargs)
+        except ValueError as e:
+            raised.append(e)
+            raise RuntimeError("patch rewrote the error") from e
+
+    def install(mod, handle):
+        handle.wrap(mod, "explode", converting)
+
+    registry.register(Patch("w.convert", module.__name__, None, "", install))
+    registry.activate()
+    with pytest.raises(ValueError) as info:
+        module.explode()
+    assert info.value is raised[0]
+    assert info.value.__context__ is None, "nothing is chained onto upstream's exception"
+    assert registry.records()[0].status == "failed"
+
+
+def test_keyboard_interrupt_from_a_wrapper_is_not_swallowed(registry, upstream):
+    module = importlib.import_module(upstream())
+
+    def interrupted(wrapped, instance, args, kwargs):
+        raise KeyboardInterrupt
+
+    registry.register(Patch("w.kbd", module.__name__, None, "", wrap_greet(interrupted)))
+    registry.activate()
+    with pytest.raises(KeyboardInterrupt):
+        module.greet("n")
+
+
+def test_required_wrapper_failure_raises(registry, upstream):
+    module = importlib.import_module(upstream())
+
+    def broken(wrapped, instance, args, kwargs):
+        raise TypeError("required patch bug")
+
+    registry.register(Patch("w.req", module.__name__, None, "", wrap_greet(broken), required=True))
+    registry.activate()
+    with pytest.raises(TypeError, match="required patch bug"):
+        module.greet("o")
+    assert registry.records()[0].status == "failed"
