@@ -12,7 +12,7 @@ import yaml
 
 from primus.config import yaml12
 from primus.config.interpolation import interpolate
-from primus.config.secrets import find_secrets
+from primus.config.secrets import refuse_secrets
 from primus.config.tree import deep_merge
 
 
@@ -39,7 +39,7 @@ def load_with_extends(
         return {}, [f"{path}: must be a mapping of key: value, got {type(raw).__name__}"]
 
     source = str(path)
-    problems = find_secrets(raw, source)
+    raw, problems = refuse_secrets(raw, source)
     raw, found = interpolate(raw, source, environ)
     problems += found
 

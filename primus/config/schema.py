@@ -126,6 +126,8 @@ class Schema:
                     typed[key] = self._validate_level(value, name, where, problems)
                 else:
                     problems.append(f"{where}: {name} is a section; write its keys under it as a mapping")
+            elif value is ALREADY_REPORTED:
+                continue
             elif self.open and not prefix:
                 typed[key] = _settle(value)
             else:

@@ -7,8 +7,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from primus.config.errors import ALREADY_REPORTED
 from primus.config.schemas import upstream_parameter_names
-from primus.config.tree import iter_leaves
+from primus.config.tree import map_strings
 from primus.redaction import is_secret_key, looks_like_secret
 
 # Which environment variable holds the credential a key or value is about; first match wins.
@@ -48,11 +49,16 @@ def refusal(where: str, key: str, value: str, how: str = "written in config") ->
     )
 
 
-def find_secrets(tree: Any, source: str) -> list[str]:
-    """One problem per literal credential in ``tree``. Strings with a ``${VAR}`` reference are left
-    to interpolation, which checks what they expand to."""
-    return [
-        refusal(f"{source}: {path}", key, value)
-        for path, key, value in iter_leaves(tree)
-        if isinstance(value, str) and "${" not in value and is_secret(key, value)
-    ]
+def refuse_secrets(tree: Any, source: str) -> tuple[Any, list[str]]:
+    """``tree`` with each literal credential replaced by ALREADY_REPORTED, and one problem per
+    credential. Strings with a ``${VAR}`` reference are left to interpolation, which checks what
+    they expand to."""
+    problems: list[str] = []
+
+    def check(path: str, key: str, value: str) -> Any:
+        if "${" in value or not is_secret(key, value):
+            return value
+        problems.append(refusal(f"{source}: {path}", key, value))
+        return ALREADY_REPORTED
+
+    return map_strings(tree, check), problems

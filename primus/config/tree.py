@@ -1,8 +1,8 @@
-"""Operations on nested config mappings: deep merge, dotted paths, leaf walk."""
+"""Operations on nested config mappings: deep merge, dotted paths, mapping over string values."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 
@@ -31,26 +31,6 @@ def set_dotted(tree: dict[str, Any], dotted: str, value: Any) -> None:
             child = node[part] = {}
         node = child
     node[leaf] = value
-
-
-def iter_leaves(tree: Any, prefix: str = "") -> Iterator[tuple[str, str, Any]]:
-    """(dotted path, nearest mapping key, value) for every non-container value; list items are
-    reported under their list's key, so key-based rules still see the name."""
-    if isinstance(tree, Mapping):
-        for key, value in tree.items():
-            yield from _leaves_under(join(prefix, key), str(key), value)
-    else:
-        yield from _leaves_under(prefix, prefix.rsplit(".", 1)[-1], tree)
-
-
-def _leaves_under(path: str, key: str, value: Any) -> Iterator[tuple[str, str, Any]]:
-    if isinstance(value, Mapping):
-        yield from iter_leaves(value, path)
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            yield from _leaves_under(f"{path}[{i}]", key, item)
-    else:
-        yield path, key, value
 
 
 def map_strings(tree: Any, fn: Callable[[str, str, str], Any], prefix: str = "") -> Any:

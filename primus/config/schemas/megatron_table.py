@@ -14,6 +14,7 @@ spelling (``option`` for valued arguments, ``true_flag``/``false_flag`` for swit
 from __future__ import annotations
 
 import argparse
+import difflib
 import enum
 import sys
 from importlib.metadata import version
@@ -90,8 +91,11 @@ def main(argv: list[str] | None = None) -> int:
     opts = parser.parse_args(argv)
     text = render(build_table())
     if opts.check:
-        if TABLE_PATH.read_text(encoding="utf-8") != text:
-            print(f"{TABLE_PATH} differs from the installed megatron-core; regenerate it", file=sys.stderr)
+        checked_in = TABLE_PATH.read_text(encoding="utf-8")
+        if checked_in != text:
+            diff = difflib.unified_diff(checked_in.splitlines(), text.splitlines(), "checked in", "upstream", lineterm="")
+            print(f"{TABLE_PATH} differs from the installed megatron-core; regenerate it:", file=sys.stderr)
+            print("\n".join(list(diff)[:40]), file=sys.stderr)
             return 1
         return 0
     TABLE_PATH.write_text(text, encoding="utf-8")
