@@ -256,7 +256,8 @@ class PatchRegistry:
         """Decorator form: ``@registry.patch("x", target=..., distribution=..., versions=...)``."""
 
         def decorate(install):
-            self.register(Patch(id=id, target=target, distribution=distribution, versions=versions, install=install, **kw))
+            self.register(Patch(id=id, target=target, distribution=distribution, versions=versions, install=install,
+                                **kw))
             return install
 
         return decorate
@@ -265,24 +266,26 @@ class PatchRegistry:
         return list(self._patches.values())
 
     def selection(self, only: Iterable[str] | None = None) -> Selection:
-        """The ids selected by ``only`` (else ``PRIMUS_PATCHES``: all, none or a comma list) minus
-        ``PRIMUS_DISABLE_PATCHES``. An unknown id is an error: a typo must not silently keep a patch on
-        or off."""
-        source, raw = ("only=", ",".join(only)) if only is not None else (SELECT_ENV, os.environ.get(SELECT_ENV, "all"))
+        """The ids selected by ``only`` (a list of ids; empty: none) or else by ``PRIMUS_PATCHES`` (all,
+        none or a comma list), minus ``PRIMUS_DISABLE_PATCHES``. An unknown id is an error: a typo must
+        not silently keep a patch on or off."""
         disabled = self._known_ids(DISABLE_ENV, os.environ.get(DISABLE_ENV, ""))
+        if only is not None:
+            return Selection(self._known_ids("only", ",".join(only)), disabled)
+        raw = os.environ.get(SELECT_ENV, "all")
         keyword = raw.strip().lower()
         if keyword in ("", "all"):
             return Selection(None, disabled)
         if keyword == "none":
             return Selection(frozenset(), disabled)
-        return Selection(self._known_ids(source, raw), disabled)
+        return Selection(self._known_ids(SELECT_ENV, raw), disabled)
 
     def _known_ids(self, source: str, raw: str) -> frozenset[str]:
         ids = frozenset(s.strip() for s in raw.split(",") if s.strip())
         unknown = ids - set(self._patches)
         if unknown:
-            raise ValueError(f"{source}{'' if source.endswith('=') else '='}{raw!r} names unknown patch ids "
-                             f"{sorted(unknown)}; use ids listed by `primus patches` (known: {sorted(self._patches)})")
+            raise ValueError(f"{source}={raw!r} names unknown patch ids {sorted(unknown)}; "
+                             f"use ids listed by `primus patches` (known: {sorted(self._patches)})")
         return ids
 
     # -- activation ----------------------------------------------------------------------

@@ -30,6 +30,16 @@ def is_wrapped(fn) -> bool:
     return isinstance(fn, wrapt.FunctionWrapper)
 
 
+def hooked_then_deactivated(registry, upstream) -> tuple[str, list]:
+    """A patch activated and deactivated before its (not yet imported) target: its hook still waits."""
+    name = upstream()
+    installs: list = []
+    registry.register(greet_patch(name, installs))
+    registry.activate()
+    registry.deactivate()
+    return name, installs
+
+
 def test_import_then_activate(registry, upstream):
     module = importlib.import_module(upstream())
     registry.register(greet_patch(module.__name__))
@@ -81,11 +91,7 @@ def test_activate_deactivate_activate(registry, upstream):
 
 
 def test_deactivate_before_import_leaves_module_untouched(registry, upstream):
-    name = upstream()
-    installs: list = []
-    registry.register(greet_patch(name, installs))
-    registry.activate()
-    registry.deactivate()
+    name, installs = hooked_then_deactivated(registry, upstream)
     module = importlib.import_module(name)
     assert module.greet("e") == "hello e"
     assert installs == []
@@ -94,15 +100,18 @@ def test_deactivate_before_import_leaves_module_untouched(registry, upstream):
 
 
 def test_reactivation_before_import_applies_once(registry, upstream):
-    name = upstream()
-    installs: list = []
-    registry.register(greet_patch(name, installs))
-    registry.activate()
-    registry.deactivate()
+    name, installs = hooked_then_deactivated(registry, upstream)
     registry.activate()  # two hooks now wait on the module: the first one is stale
     module = importlib.import_module(name)
     assert len(installs) == 1
     assert not is_wrapped(module.greet.__wrapped__)
+
+
+def test_hook_left_by_an_earlier_activation_does_not_apply_an_unselected_patch(registry, upstream):
+    name, installs = hooked_then_deactivated(registry, upstream)
+    registry.activate(only=[])  # nothing selected this time; the first hook still waits on the module
+    module = importlib.import_module(name)
+    assert installs == [] and module.greet("z") == "hello z"
 
 
 def test_patch_registered_after_activation_is_hooked(registry, upstream):
