@@ -42,11 +42,18 @@ _MODULE_BLOCK = Schema(
     ],
 )
 
+_MODULE_BLOCK_HELP = {
+    "framework": f"name the backend: {' | '.join(FRAMEWORKS)}",
+    "config": "name a module preset under primus/configs/modules/<framework>/, e.g. pre_trainer.yaml",
+}
+
 
 @dataclass(frozen=True)
 class ModuleConfig:
     name: str
     framework: str
+    config: str  # the module preset, as named in the experiment
+    model: str | None  # the model preset, as named in the experiment
     params: dict[str, Any]  # every resolved parameter, typed; TorchTitan sections are nested dicts
     primus_keys: frozenset[str]  # Primus's own parameters (dotted inside sections): not upstream's
     schema: Schema
@@ -95,7 +102,7 @@ def load_experiment(
 
     raw = {key: top.get(key) for key in EXPERIMENT_KEYS if key != "modules"}
     raw["modules"] = {
-        name: {"framework": m.framework, **{k: blocks[name].get(k) for k in ("config", "model")}, "params": m.params}
+        name: {"framework": m.framework, "config": m.config, "model": m.model, "params": m.params}
         for name, m in modules.items()
     }
     workspace = Path(str(top["workspace"])).absolute()
@@ -117,16 +124,17 @@ def _resolve_module(
         return None
     block, found = _MODULE_BLOCK.validate(block, where)
     problems += found
-    framework = block.get("framework")
-    if framework not in FRAMEWORKS or not block.get("config"):
-        if "framework" not in block or "config" not in block:
-            problems.append(f"{where}: needs framework ({' | '.join(FRAMEWORKS)}) and config (a module preset)")
+    for key in ("framework", "config"):
+        if block.get(key, "") == "":
+            problems.append(f"{where}.{key}: missing; {_MODULE_BLOCK_HELP[key]}")
+    framework, config, model = block.get("framework"), block.get("config"), block.get("model")
+    if framework not in FRAMEWORKS or not isinstance(config, str) or not isinstance(model, (str, type(None))):
         return None
 
     params: dict[str, Any] = {}
-    for key, presets_dir in (("config", MODULE_PRESETS_DIR), ("model", MODEL_PRESETS_DIR)):
-        if block.get(key):
-            preset = _find_preset(presets_dir / framework, block[key], here, f"{where}.{key}", problems)
+    for preset_name, presets_dir in ((config, MODULE_PRESETS_DIR), (model, MODEL_PRESETS_DIR)):
+        if preset_name:
+            preset = _find_preset(presets_dir / framework, preset_name, here, where, problems)
             if preset is not None:
                 tree, found = load_with_extends(preset, environ)
                 params = deep_merge(params, tree)
@@ -140,7 +148,7 @@ def _resolve_module(
     schema = schema_for(framework)
     params, found = schema.validate(params, where)
     problems += found
-    return ModuleConfig(name, framework, params, schema.primus_keys, schema)
+    return ModuleConfig(name, framework, config, model, params, schema.primus_keys, schema)
 
 
 def _find_preset(presets_dir: Path, name: str, here: Path, where: str, problems: list[str]) -> Path | None:
@@ -149,5 +157,7 @@ def _find_preset(presets_dir: Path, name: str, here: Path, where: str, problems:
         if candidate.is_file():
             return candidate
     available = ", ".join(sorted(p.name for p in presets_dir.glob("*.yaml"))) or "none"
-    problems.append(f"{where} = {name!r}: no such preset in {presets_dir} (available: {available}) or next to the experiment file")
+    problems.append(
+        f"{where}: {name!r}: no such preset in {presets_dir} (available: {available}) nor next to the experiment file"
+    )
     return None

@@ -32,7 +32,7 @@ def sort_overrides(overrides: Iterable[str], modules: Mapping[str, Any]) -> Sort
     out = SortedOverrides()
     for text in overrides:
         key, sep, value = text.partition("=")
-        where = f"command line: {text.split('=', 1)[0]}"
+        where = f"command line: {key}"
         if not sep or not _KEY.match(key):
             out.problems.append(f"command line: {text!r} is not key=value; write e.g. train_iters=5")
             continue

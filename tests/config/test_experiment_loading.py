@@ -98,7 +98,7 @@ def test_every_problem_is_listed_at_once(tmp_path):
         "command line: 'nonsense' is not key=value",
         "colour is not a top-level key",
         "modules.other: framework = 'jax': expected one of ['megatron', 'torchtitan', 'maxtext']",
-        "modules.pre_trainer.model = 'no_such_model.yaml': no such preset",
+        "modules.pre_trainer: 'no_such_model.yaml': no such preset",
         "trian_iters is not a megatron parameter; did you mean train_iters?",
         "lr = 'fast': expected float or null, got str",
         "disable_wandb = 'yes': expected bool",
@@ -139,3 +139,14 @@ def test_loading_imports_no_upstream_framework():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert out.stdout.strip() == "[]"
+
+
+def test_module_block_needs_framework_and_config(tmp_path):
+    exp_file = write(tmp_path / "e.yaml", "modules:\n  a: {framework: megatron}\n  b: {config: x.yaml, model: '${NOPE}'}\n")
+    with pytest.raises(ConfigError) as err:
+        load_experiment(exp_file, environ={})
+    problems = err.value.problems
+    assert len(problems) == 3
+    assert "b.model: ${NOPE} is not set" in problems[0]
+    assert problems[1].startswith("modules.a.config: missing; name a module preset")
+    assert problems[2] == "modules.b.framework: missing; name the backend: megatron | torchtitan | maxtext"
