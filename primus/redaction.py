@@ -5,9 +5,10 @@ Every path that prints, logs params, writes a config or uploads the environment 
 ``looks_like_secret`` to refuse secrets written into YAML.
 
 Two rules:
-* by key: a name that contains PASSWORD/PASSWD/SECRET/CREDENTIAL/APIKEY/API_KEY/PRIVATE_KEY, or
-  whose words (split on ``_``, ``-``, ``.`` and camelCase) include KEY, TOKEN, AUTH, AUTHORIZATION,
-  COOKIE or PWD. Word matching keeps ``tokenizer_type``, ``memory_keys`` and ``num_tokens`` visible.
+* by key: a name that contains PASSWORD/PASSWD/SECRET/CREDENTIAL/APIKEY/API_KEY/PRIVATE_KEY/ACCESS_KEY,
+  or whose last word (split on ``_``, ``-``, ``.`` and camelCase) is KEY, TOKEN, AUTH, AUTHORIZATION,
+  COOKIE or PASS. The last-word rule keeps ``tokenizer_type``, ``memory_keys``, ``num_tokens`` and
+  Megatron's ``moe_token_dispatcher_type`` visible (and the shell's ``PWD`` is a directory).
   Only string values are redacted by key: ``apply_query_key_layer_scaling: true`` is no secret.
 * by value: URLs with ``user:pass@``, ``Bearer``/``Basic`` credentials, well-known token shapes,
   and the literal values of the secret-named environment variables of this process. A bare W&B key
@@ -25,7 +26,7 @@ from typing import Any
 MASK = "***"
 
 _SUBSTRINGS = ("PASSWORD", "PASSWD", "SECRET", "CREDENTIAL", "APIKEY", "API_KEY", "PRIVATE_KEY", "ACCESS_KEY")
-_WORDS = frozenset({"KEY", "TOKEN", "AUTH", "AUTHORIZATION", "COOKIE", "PWD", "PASS"})
+_LAST_WORDS = frozenset({"KEY", "TOKEN", "AUTH", "AUTHORIZATION", "COOKIE", "PASS"})
 _WORD_SPLIT = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
 
 # Shapes of credentials that are secret wherever they appear, whatever they are called.
@@ -54,7 +55,8 @@ def is_secret_key(name: str) -> bool:
     upper = name.upper()
     if any(s in upper for s in _SUBSTRINGS):
         return True
-    return any(w in _WORDS for w in _words(name))
+    words = _words(name)
+    return bool(words) and words[-1] in _LAST_WORDS
 
 
 def looks_like_secret(value: str) -> bool:

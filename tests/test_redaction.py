@@ -1,0 +1,49 @@
+import pytest
+
+from primus.redaction import MASK, is_secret_key, looks_like_secret, redact_mapping, redact_text
+
+
+@pytest.mark.parametrize("name", ["WANDB_API_KEY", "wandb_api_key", "DATABRICKS_TOKEN", "HF_TOKEN", "hfToken",
+                                  "MLFLOW_TRACKING_PASSWORD", "PGPASSWORD", "AWS_SECRET_ACCESS_KEY", "client_secret",
+                                  "GOOGLE_APPLICATION_CREDENTIALS", "http-authorization", "db_pass", "apiKey",
+                                  "AWS_ACCESS_KEY_ID", "ssh_private_key_path"])
+def test_secret_names(name):
+    assert is_secret_key(name)
+
+
+@pytest.mark.parametrize("name", ["tokenizer_type", "num_tokens", "memory_keys", "moe_token_dispatcher_type", "PWD",
+                                  "apply_query_key_layer_scaling", "key_value_heads", "keyboard", "author"])
+def test_ordinary_names(name):
+    assert not is_secret_key(name)
+
+
+@pytest.mark.parametrize("text", ["https://alice:s3cr3t@mlflow.example.com/api", "Authorization: Bearer abcdefghijkl123",
+                                  "sk-proj-abcdefghijklmnop1234", "ghp_abcdefghijklmnopqrstuvwxyz0123",
+                                  "hf_abcdefghijklmnopqrstuvwx", "dapi0123456789abcdef0123456789abcdef",
+                                  "AKIAABCDEFGHIJKLMNOP"])
+def test_secret_shapes_are_found_and_hidden(text):
+    assert looks_like_secret(text)
+    assert redact_text(text) != text
+
+
+def test_url_keeps_user_and_host_but_not_password():
+    assert redact_text("postgresql://bob:hunter22@db:5432/x") == f"postgresql://bob:{MASK}@db:5432/x"
+
+
+def test_env_secret_values_are_hidden_anywhere(monkeypatch):
+    monkeypatch.setenv("MY_SERVICE_TOKEN", "plain-looking-value-42")
+    assert redact_text("connecting with plain-looking-value-42 now") == f"connecting with {MASK} now"
+
+
+def test_git_commit_ids_stay_visible():
+    sha = "0123456789abcdef0123456789abcdef01234567"
+    assert redact_text(sha) == sha
+
+
+def test_mapping_redacts_by_key_and_value_and_keeps_booleans():
+    out = redact_mapping({"wandb_api_key": "x" * 40, "apply_query_key_layer_scaling": True,
+                          "nested": {"uri": "http://u:p4ssw0rd@h"}, "hosts": ["ok", "Bearer tok3n-abcdefgh"]})
+    assert out["wandb_api_key"] == MASK
+    assert out["apply_query_key_layer_scaling"] is True
+    assert out["nested"]["uri"] == f"http://u:{MASK}@h"
+    assert out["hosts"] == ["ok", f"Bearer {MASK}"]
