@@ -129,12 +129,14 @@ _MISSING = object()
 
 class _UpstreamCall:
     """The ``wrapped`` a guarded wrapper receives: calls upstream and remembers what happened, so the
-    guard can tell upstream's exceptions (propagate) from the patch's own (disable the patch)."""
+    guard can tell upstream's exceptions (propagate) from the patch's own (disable the patch).
+    Attributes (``__name__``, ``__module__``, ``__self__``...) are upstream's. Not a wrapt proxy:
+    its ``_self_`` attributes made each guarded call ~2 us slower than this slotted object."""
 
-    __slots__ = ("wrapped", "called", "result", "error")
+    __slots__ = ("__wrapped__", "called", "result", "error")
 
     def __init__(self, wrapped: Callable):
-        self.wrapped = wrapped
+        self.__wrapped__ = wrapped
         self.called = False
         self.result: Any = None
         self.error: BaseException | None = None
@@ -142,11 +144,18 @@ class _UpstreamCall:
     def __call__(self, *args, **kwargs):
         self.called = True
         try:
-            self.result = self.wrapped(*args, **kwargs)
+            self.result = self.__wrapped__(*args, **kwargs)
         except BaseException as e:
             self.error = e
             raise
         return self.result
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.__wrapped__, name)
+
+    # These two come from the class before __getattr__ is asked.
+    __module__ = property(lambda self: self.__wrapped__.__module__)  # type: ignore[assignment]
+    __doc__ = property(lambda self: self.__wrapped__.__doc__)  # type: ignore[assignment]
 
 
 class PatchHandle:

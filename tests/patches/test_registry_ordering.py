@@ -167,6 +167,36 @@ def test_replace_restores_or_removes(registry, upstream):
     assert module.greet is original and not hasattr(module, "added")
 
 
+def test_undo_leaves_a_later_replacement_in_place(registry, upstream, caplog):
+    module = importlib.import_module(upstream())
+    registry.register(greet_patch(module.__name__))
+    registry.activate()
+    ours = module.greet
+    module.greet = theirs = lambda name: "theirs"
+    with caplog.at_level(logging.WARNING, logger="primus.patches"):
+        registry.deactivate()
+    assert module.greet is theirs and "replaced again by someone else" in caplog.text
+    assert ours("p") == "hello p", "our wrapper, if still referenced, passes through"
+
+
+def test_wrapper_sees_the_upstream_callable_attributes(registry, upstream):
+    module = importlib.import_module(upstream())
+    names = []
+
+    def install(mod, handle):
+        def wrapper(wrapped, instance, args, kwargs):
+            names.append((wrapped.__name__, wrapped.__module__))
+            return wrapped(*args, **kwargs)
+
+        handle.wrap(mod, "greet", wrapper)
+
+    registry.register(Patch("test.names", module.__name__, None, "", install))
+    registry.activate()
+    assert module.greet("q") == "hello q"
+    assert names == [("greet", module.__name__)]
+    assert registry.applied(), "reading attributes of wrapped is not a patch failure"
+
+
 def test_on_undo_runs_in_reverse_order(registry, upstream):
     module = importlib.import_module(upstream())
     order: list[str] = []
