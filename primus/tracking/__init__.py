@@ -1,0 +1,23 @@
+"""Tracking core (layer 3): the metrics hub, its sinks (console, journal, TensorBoard, W&B, MLflow,
+One-Logger), lossless delivery and the run lifecycle. Backend-agnostic: nothing here imports a
+backend or a trainer, and trackers are imported lazily by their sink, so importing this is cheap.
+
+    run = start_run(TrackingConfig(run_dir=..., tensorboard=TensorBoardConfig(log_dir=...), ...))
+    run.install_exit_handlers()
+    run.log(step, {"lm loss": 2.3, "perf/tokens_per_sec_per_gpu": 1.2e4})
+    run.finish()
+"""
+
+from primus.tracking.config import (
+    ConsoleConfig,
+    MlflowConfig,
+    OneLoggerConfig,
+    TensorBoardConfig,
+    TrackingConfig,
+    TrackingConfigError,
+    WandbConfig,
+)
+from primus.tracking.run import Run, start_run
+
+__all__ = ["ConsoleConfig", "MlflowConfig", "OneLoggerConfig", "Run", "TensorBoardConfig", "TrackingConfig",
+           "TrackingConfigError", "WandbConfig", "start_run"]

@@ -1,0 +1,184 @@
+"""The metrics hub: the training thread's only contact with tracking.
+
+``log`` appends ``(kind, step, time, dict)`` to a deque and returns: no lock, no I/O, no
+validation beyond a length check. A hub thread wakes every ``tick_s``, turns what is queued into
+journal lines (plain floats, redacted text), appends them to the journal with one write, and then
+tells each sink worker how far the journal goes. Memory is bounded by ``capacity`` queued records;
+past that, records are dropped and counted (never in normal operation: the hub drains every tick).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import Counter, deque
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from primus.redaction import redact_text
+from primus.tracking.journal import EVENT, METRICS, TEXT, JournalWriter, encode
+from primus.tracking.worker import SinkWorker
+
+log = logging.getLogger("primus.tracking")
+
+MAX_TEXT_CHARS = 64 * 1024
+
+
+class MetricsHub:
+    def __init__(self, journal: JournalWriter, workers: Sequence[SinkWorker], capacity: int, tick_s: float = 0.1):
+        self.journal = journal
+        self.workers = list(workers)
+        self.dropped: Counter[str] = Counter()
+        self._capacity = capacity
+        self._tick_s = tick_s
+        self._pending: deque[tuple[str, Any, float, Any]] = deque()
+        self._accepting = True
+        self.refused = 0  # written by the training thread only
+        self._warned: set[str] = set()
+        self._cond = threading.Condition()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._requested = 0
+        self._drained = 0
+        self._thread = threading.Thread(target=self._main, name="primus-tracking-hub", daemon=True)
+
+    def start(self) -> None:
+        for w in self.workers:
+            w.start()
+        self._thread.start()
+
+    # -- training thread -----------------------------------------------------------------
+    def log(self, step: int, metrics: Mapping[str, float]) -> None:
+        try:
+            if self._accepting and len(self._pending) < self._capacity:
+                self._pending.append((METRICS, step, time.time(), dict(metrics)))
+            else:
+                self.refused += 1
+        except Exception:  # not a mapping: count it, never raise into training
+            self.refused += 1
+
+    def log_text(self, tag: str, text: str, step: int = 0) -> None:
+        if self._accepting and len(self._pending) < self._capacity:
+            self._pending.append((TEXT, step, time.time(), (tag, text)))
+        else:
+            self.refused += 1
+
+    def event(self, name: str, **fields: Any) -> None:
+        """A lifecycle record in the journal (start, end); accepted even while closing."""
+        self._pending.append((EVENT, 0, time.time(), {"event": name, **fields}))
+
+    def flush(self, timeout_s: float) -> bool:
+        """Journal everything logged so far and wait until every running sink delivered it."""
+        deadline = time.monotonic() + timeout_s
+        if not self._wait_drained(deadline):
+            return False
+        waits = [w.request_flush(self.journal.size) for w in self.workers]
+        return all(ev.wait(max(0.0, deadline - time.monotonic())) for ev in waits)
+
+    def close(self, status: str, deadline: float) -> list[SinkWorker]:
+        """Stop intake, journal what is queued, let the sinks deliver until ``deadline``; return the
+        workers that did not finish in time."""
+        self._accepting = False
+        self._count("queue_full", self.refused)
+        self.refused = 0
+        self.event("end", status=status, dropped=dict(self.dropped))
+        self._stop.set()
+        self._wake.set()
+        self._thread.join(max(0.0, deadline - time.monotonic()))
+        if not self._thread.is_alive():
+            self._drain()  # anything a racing log() appended after the last tick
+            self.journal.sync()
+        for w in self.workers:
+            w.close(status, deadline)
+        return [w for w in self.workers if not w.join(deadline)]
+
+    # -- hub thread ----------------------------------------------------------------------
+    def _main(self) -> None:
+        while True:
+            stopping = self._stop.is_set()
+            with self._cond:
+                requested = self._requested
+            try:
+                self._drain()
+            except Exception as e:  # e.g. the disk is full: count, warn once, keep the loop alive
+                self._warn_once("drain", "primus tracking: could not write the journal %s: %s", self.journal.path,
+                                redact_text(repr(e)))
+            with self._cond:
+                self._drained = requested
+                self._cond.notify_all()
+            if stopping:
+                return
+            self._wake.wait(self._tick_s)
+            self._wake.clear()
+
+    def _wait_drained(self, deadline: float) -> bool:
+        with self._cond:
+            self._requested += 1
+            wanted = self._requested
+        self._wake.set()
+        with self._cond:
+            return self._cond.wait_for(lambda: self._drained >= wanted or not self._thread.is_alive(),
+                                       max(0.0, deadline - time.monotonic()))
+
+    def _drain(self) -> None:
+        lines: list[bytes] = []
+        nbytes = 0
+        pending = self._pending
+        while pending:
+            kind, step, ts, payload = pending.popleft()
+            line = self._line(kind, step, ts, payload)
+            if line is None:
+                continue
+            if kind == METRICS and not self.journal.has_room(nbytes + len(line)):
+                self._journal_full()
+                continue
+            lines.append(line)
+            nbytes += len(line)
+        if lines:
+            end = self.journal.append(lines)
+            for w in self.workers:
+                w.notify(end)
+
+    def _line(self, kind: str, step: Any, ts: float, payload: Any) -> bytes | None:
+        try:
+            step = int(step)
+        except (TypeError, ValueError):
+            self._count("invalid_step", 1)
+            return None
+        if kind == METRICS:
+            data = self._floats(payload)
+            if not data:
+                return None
+        elif kind == TEXT:
+            tag, text = payload
+            data = {"tag": str(tag), "text": redact_text(str(text))[:MAX_TEXT_CHARS]}
+        else:
+            data = payload
+        return encode(kind, step, int(ts * 1000), data)
+
+    def _floats(self, metrics: Mapping[str, Any]) -> dict[str, float]:
+        out = {}
+        for name, value in metrics.items():
+            try:
+                out[str(name)] = float(value)  # a 0-d tensor becomes a float here, off the training thread
+            except (TypeError, ValueError):
+                self._count("invalid_value", 1)
+                self._warn_once(f"value:{name}", "primus tracking: metric %r has a value that is not a number "
+                                "(%s); it is skipped", name, type(value).__name__)
+        return out
+
+    def _journal_full(self) -> None:
+        self._count("journal_full", 1)
+        self._warn_once("journal_full", "primus tracking: the journal %s reached journal_max_bytes=%d; further "
+                        "metrics are dropped (counted in the journal's end record). Raise journal_max_bytes or "
+                        "log less often.", self.journal.path, self.journal.max_bytes)
+
+    def _count(self, what: str, n: int) -> None:
+        if n:
+            self.dropped[what] += n
+
+    def _warn_once(self, key: str, msg: str, *args: Any) -> None:
+        if key not in self._warned:
+            self._warned.add(key)
+            log.warning(msg, *args)

@@ -1,0 +1,107 @@
+"""Exit handling for a run: the final status is FINISHED on a normal exit or ``sys.exit(0)``,
+FAILED on an uncaught exception or a non-zero exit code, KILLED on SIGTERM/SIGINT; the sinks are
+flushed (within the run's exit deadline) in every case.
+
+Python does not tell an at-exit callback the exit code, so ``sys.exit`` is wrapped to remember it
+(a bare ``raise SystemExit(n)`` is not seen and counts as FINISHED). The at-exit callback is
+registered with ``threading``'s shutdown hooks, which run before ``atexit`` callbacks: the W&B
+client tears its service down in an ``atexit`` callback, and our sinks must finish before that.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from types import FrameType, TracebackType
+from typing import Any
+
+log = logging.getLogger("primus.tracking")
+
+SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+class ExitHandlers:
+    def __init__(self, finish: Callable[[str], None]):
+        self._finish = finish
+        self._active = False
+        self._exit_code: Any = None
+        self._killed = False
+        self._original_exit: Callable[..., Any] | None = None
+        self._previous_excepthook: Callable[..., Any] | None = None
+        self._previous_signals: dict[int, Any] = {}
+
+    def install(self) -> None:
+        if self._active:
+            return
+        self._active = True
+        self._original_exit = sys.exit
+        sys.exit = self._exit
+        self._previous_excepthook = sys.excepthook
+        sys.excepthook = self._excepthook
+        register = getattr(threading, "_register_atexit", None)
+        try:
+            (register or atexit.register)(self._at_exit)
+        except RuntimeError:  # interpreter already shutting down
+            atexit.register(self._at_exit)
+        if threading.current_thread() is not threading.main_thread():
+            log.warning("primus tracking: exit handlers installed from a non-main thread: SIGTERM/SIGINT will "
+                        "not mark the run KILLED")
+            return
+        for sig in SIGNALS:
+            previous = signal.getsignal(sig)
+            if previous is signal.SIG_IGN:
+                continue  # the process chose to ignore it; so do we
+            self._previous_signals[sig] = previous
+            signal.signal(sig, self._on_signal)
+
+    def uninstall(self) -> None:
+        if not self._active:
+            return
+        self._active = False
+        if sys.exit == self._exit:
+            sys.exit = self._original_exit
+        if sys.excepthook == self._excepthook:
+            sys.excepthook = self._previous_excepthook
+        if threading.current_thread() is threading.main_thread():
+            for sig, previous in self._previous_signals.items():
+                if signal.getsignal(sig) == self._on_signal:
+                    signal.signal(sig, previous if previous is not None else signal.SIG_DFL)
+        self._previous_signals.clear()
+
+    # -- hooks ---------------------------------------------------------------------------
+    def _exit(self, code: Any = None) -> None:
+        self._exit_code = code
+        self._original_exit(code)
+
+    def _excepthook(self, etype: type[BaseException], value: BaseException, tb: TracebackType | None) -> None:
+        self._previous_excepthook(etype, value, tb)  # the traceback first: finishing may take the deadline
+        if self._active:
+            self._finish("KILLED" if issubclass(etype, KeyboardInterrupt) else "FAILED")
+
+    def _at_exit(self) -> None:
+        if not self._active:
+            return
+        if self._killed:
+            self._finish("KILLED")
+        else:
+            self._finish("FINISHED" if self._exit_code in (None, 0) else "FAILED")
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        previous = self._previous_signals.get(signum)
+        if callable(previous) and previous is not signal.default_int_handler:
+            # the program has its own handler (Megatron's graceful exit): let it run, remember why we stop
+            self._killed = True
+            previous(signum, frame)
+            return
+        self._finish("KILLED")
+        self.uninstall()
+        if previous is signal.default_int_handler:
+            previous(signum, frame)  # KeyboardInterrupt, as without us
+            return
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)  # die of the signal, as without us

@@ -1,0 +1,54 @@
+"""``<run_dir>/meta.json``: what the trackers are told about a run (redacted params and tags, the
+tracker settings), saved once at start so ``primus tracking sync`` can create or finish the
+tracker runs later from the run directory alone."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from primus.redaction import redact_text
+from primus.tracking.config import MlflowConfig, TrackingConfig, WandbConfig
+from primus.tracking.params import flat_params, redacted_tags
+from primus.tracking.state import META_FILE, read_json, write_json_atomic
+from primus.tracking.system_tags import system_tags
+
+
+@dataclass
+class RunMeta:
+    params: dict[str, Any] = field(default_factory=dict)
+    tags: dict[str, str] = field(default_factory=dict)
+    mlflow: dict[str, Any] | None = None
+    wandb: dict[str, Any] | None = None
+
+    @classmethod
+    def build(cls, cfg: TrackingConfig) -> RunMeta:
+        """Redacts params and tags and adds the system tags (a git call: run it off the training thread)."""
+        return cls(params=flat_params(cfg.params), tags={**system_tags(), **redacted_tags(cfg.tags)},
+                   mlflow=cfg.mlflow and _settings(cfg.mlflow), wandb=cfg.wandb and _settings(cfg.wandb))
+
+    def save(self, run_dir: Path) -> None:
+        write_json_atomic(run_dir / META_FILE, dataclasses.asdict(self))
+
+    @classmethod
+    def load(cls, run_dir: Path) -> RunMeta:
+        return cls(**read_json(run_dir / META_FILE))
+
+    def mlflow_config(self, tracking_uri: str | None = None) -> MlflowConfig:
+        """The saved MLflow settings; ``tracking_uri`` replaces a saved URI (needed when it held a password)."""
+        saved = dict(self.mlflow or {})
+        if tracking_uri:
+            saved["tracking_uri"] = tracking_uri
+        return MlflowConfig(**saved)
+
+    def wandb_config(self) -> WandbConfig:
+        saved = dict(self.wandb or {})
+        if saved.get("save_dir"):
+            saved["save_dir"] = Path(saved["save_dir"])
+        return WandbConfig(**saved)
+
+
+def _settings(cfg: MlflowConfig | WandbConfig) -> dict[str, Any]:
+    return {k: redact_text(str(v)) if isinstance(v, (str, Path)) else v for k, v in dataclasses.asdict(cfg).items()}

@@ -1,0 +1,74 @@
+"""Metric names: the schema every backend feeds the hub with, and how each sink spells them.
+
+Two kinds of names reach the hub:
+
+* Upstream-native names pass through unchanged, so the TensorBoard dashboards users already have
+  keep working: Megatron's ``lm loss``, ``learning-rate``, ``grad-norm``, ``loss-scale``,
+  ``batch-size``, ``iteration-time``, ``lm loss validation``, ``lm loss validation ppl``,
+  ``params-norm``, ``num-zeros``, ``world-size``, ``mem-allocated-bytes`` ...
+* Primus's own names are ``<group>/<what>[_<unit>]`` in the groups below (see ``SCHEMA``).
+
+TensorBoard and W&B receive every name as it is. MLflow (and Databricks-hosted MLflow) accept only
+letters, digits and ``_ - . /`` and space in a key, at most 250 characters, no ``..`` or leading
+``/``: ``mlflow_key`` rewrites any other name readably (``%`` -> ``pct``, ``(x)`` -> ``_x``) and
+appends 8 hex digits of the original name's SHA-1, so two different names never share a key and a
+name always maps to the same key, in every process.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import posixpath
+import re
+
+# Primus's own metrics. Backends use these names for what they compute; perf.py produces perf/, mem/, sys/.
+SCHEMA: dict[str, str] = {
+    "train/loss": "training loss, mean over the log interval",
+    "train/lr": "learning rate at the step",
+    "train/grad_norm": "global gradient norm before clipping",
+    "train/loss_scale": "mixed-precision loss scale",
+    "train/batch_size": "global batch size in samples",
+    "train/tokens": "tokens consumed so far (all ranks)",
+    "val/loss": "validation loss",
+    "val/ppl": "validation perplexity",
+    "perf/iteration_time_ms": "wall time per iteration over the log interval",
+    "perf/tokens_per_sec": "tokens per second, whole job",
+    "perf/tokens_per_sec_per_gpu": "tokens per second per device",
+    "perf/tflops_per_gpu": "model TFLOP/s per device",
+    "perf/mfu": "model FLOPs utilisation (fraction of the device's dense peak); absent when the peak is unknown",
+    "mem/allocated_gib": "device memory allocated by the framework's allocator",
+    "mem/reserved_gib": "device memory reserved by the allocator",
+    "mem/peak_allocated_gib": "peak device memory allocated",
+    "mem/host_rss_gib": "resident memory of this process",
+    "sys/cpu_util_pct": "host CPU utilisation",
+    "sys/gpu_util_pct": "device utilisation (NVML / amdsmi)",
+}
+GROUPS = ("train/", "val/", "perf/", "mem/", "sys/")
+
+MLFLOW_MAX_KEY = 250
+_NOT_MLFLOW = re.compile(r"[^A-Za-z0-9_\-./ ]")
+_READABLE = (("%", "pct"), ("(", "_"), (")", ""), ("[", "_"), ("]", ""), ("@", "_at_"), ("+", "_plus_"),
+             ("=", "_eq_"))
+_HASH_LEN = 8
+
+
+def is_valid_mlflow_key(name: str) -> bool:
+    return (0 < len(name) <= MLFLOW_MAX_KEY and not _NOT_MLFLOW.search(name)
+            and posixpath.normpath(name) == name and not name.startswith(("/", "..")) and name != ".")
+
+
+@functools.lru_cache(maxsize=65536)
+def mlflow_key(name: str) -> str:
+    """The MLflow key for a metric, param or tag name (identity when MLflow accepts the name)."""
+    if is_valid_mlflow_key(name):
+        return name
+    readable = name
+    for bad, good in _READABLE:
+        readable = readable.replace(bad, good)
+    readable = _NOT_MLFLOW.sub("_", readable)
+    parts = (re.sub(r"_{2,}", "_", p.replace("..", "_")).strip("_ ") for p in readable.split("/"))
+    readable = "/".join(p for p in parts if p not in ("", "."))  # no //, ./, .. or leading /
+    readable = readable[:MLFLOW_MAX_KEY - _HASH_LEN - 1].rstrip("/") or "metric"
+    digest = hashlib.sha1(name.encode("utf-8", "surrogatepass")).hexdigest()[:_HASH_LEN]
+    return f"{readable}_{digest}"

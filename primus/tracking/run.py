@@ -1,0 +1,159 @@
+"""A tracked run: its directory, its hub and sink workers, and its end.
+
+``start_run`` does only local work (directory, lock, ids, journal, threads) and returns; creating
+the MLflow run, ``wandb.init`` and the TensorBoard writer happen on the sink workers.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from primus.tracking.config import RUN_STATUSES, TrackingConfig
+from primus.tracking.hub import MetricsHub
+from primus.tracking.journal import JOURNAL_FILE, JournalWriter
+from primus.tracking.lifecycle import ExitHandlers
+from primus.tracking.meta import RunMeta
+from primus.tracking.sink import Sink
+from primus.tracking.sinks.console import ConsoleSink
+from primus.tracking.sinks.mlflow import MlflowSink
+from primus.tracking.sinks.one_logger import OneLoggerSink
+from primus.tracking.sinks.tensorboard import TensorBoardSink
+from primus.tracking.sinks.wandb import WandbSink
+from primus.tracking.state import CursorStore, RunDirLock, RunState
+from primus.tracking.worker import SinkWorker
+
+log = logging.getLogger("primus.tracking")
+
+
+def start_run(config: TrackingConfig) -> Run:
+    """Validate the config (TrackingConfigError names the key and the fix), then start the run."""
+    return Run(config.resolve())
+
+
+class Run:
+    def __init__(self, cfg: TrackingConfig):
+        self.config = cfg
+        self.run_dir: Path = cfg.run_dir
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self._dir_lock = RunDirLock(self.run_dir).acquire()
+        try:
+            self._state = RunState(self.run_dir)
+            self.resumed = bool(self._state.section("run"))
+            self.wandb_run_id = self._wandb_id() if cfg.wandb else None
+            meta = RunMeta.build(cfg)
+            meta.save(self.run_dir)
+            self._journal = JournalWriter(self.run_dir / JOURNAL_FILE, cfg.journal_max_bytes)
+            cursors = CursorStore(self.run_dir)
+            self._workers = [SinkWorker(s, self._journal.path, cursors) for s in self._sinks(meta)]
+            self._hub = MetricsHub(self._journal, self._workers, cfg.pending_records)
+        except BaseException:
+            self._dir_lock.release()
+            raise
+        self._state.update("run", status="RUNNING", pid=os.getpid())
+        self._finish_lock = threading.Lock()
+        self._finished = False
+        self._exit_handlers = ExitHandlers(self.finish)
+        self._hub.event("start", pid=os.getpid(), run_name=cfg.run_name, resumed=self.resumed)
+        self._hub.start()
+
+    def _wandb_id(self) -> str:
+        saved = self._state.section("wandb").get("id")
+        if saved:
+            return saved
+        new = secrets.token_hex(4)
+        self._state.update("wandb", id=new)
+        return new
+
+    def _sinks(self, meta: RunMeta) -> list[Sink]:
+        cfg = self.config
+        sinks: list[Sink] = []
+        if cfg.console:
+            sinks.append(ConsoleSink(cfg.console))
+        if cfg.tensorboard:
+            sinks.append(TensorBoardSink(cfg.tensorboard))
+        if cfg.wandb and cfg.wandb.mode != "disabled":
+            sinks.append(WandbSink(cfg.wandb, meta, self._state, self.wandb_run_id))
+        if cfg.mlflow:
+            sinks.append(MlflowSink(cfg.mlflow, meta, self._state, self.run_dir))
+        if cfg.one_logger:
+            sinks.append(OneLoggerSink(cfg.one_logger, cfg.run_name))
+        return sinks
+
+    # -- training thread -----------------------------------------------------------------
+    def log(self, step: int, metrics: Mapping[str, float]) -> None:
+        """Queue one step's metrics (plain floats; names per ``primus.tracking.names``). Never blocks, never raises."""
+        self._hub.log(step, metrics)
+
+    def log_text(self, tag: str, text: str, step: int = 0) -> None:
+        """Text for TensorBoard ``add_text``, W&B summary and an MLflow tag; redacted before it is journaled."""
+        self._hub.log_text(tag, text, step)
+
+    def flush(self, timeout_s: float) -> bool:
+        """Wait until every running sink has delivered what was logged so far; False on timeout."""
+        return self._hub.flush(timeout_s)
+
+    @property
+    def mlflow_run_id(self) -> str | None:
+        """Known once the MLflow worker created or resumed the run (at once when resuming)."""
+        return self._state.section("mlflow").get("run_id")
+
+    @property
+    def logs_dir(self) -> Path:
+        """Put this run's log files here; uploaded to MLflow when ``MlflowConfig.upload_logs``."""
+        return self.run_dir / "logs"
+
+    @property
+    def traces_dir(self) -> Path:
+        """Point the profiler here; uploaded to MLflow when ``MlflowConfig.upload_traces``."""
+        return self.run_dir / "traces"
+
+    def stats(self) -> dict[str, Any]:
+        """Counters for logs and tests: records dropped by the hub, and per sink its failures, last
+        error, undelivered journal bytes and whether it was switched off."""
+        return {"dropped": dict(self._hub.dropped), "refused": self._hub.refused,
+                "sinks": {w.sink.name: {"failures": w.failures, "last_error": w.last_error,
+                                        "pending_bytes": w.pending_bytes, "disabled": w.disabled}
+                          for w in self._workers}}
+
+    # -- the end -------------------------------------------------------------------------
+    def install_exit_handlers(self) -> None:
+        """FINISHED on a normal exit or sys.exit(0), FAILED on an uncaught exception or a non-zero exit,
+        KILLED on SIGTERM/SIGINT (after which the signal does what it did before)."""
+        self._exit_handlers.install()
+
+    def finish(self, status: str | None = None) -> None:
+        """End the run with FINISHED (default), FAILED or KILLED. Idempotent. Waits at most
+        ``exit_deadline_s`` for the sinks; what they could not deliver stays in the journal."""
+        status = status or "FINISHED"
+        if status not in RUN_STATUSES:
+            raise ValueError(f"finish(status={status!r}): use one of {', '.join(RUN_STATUSES)}")
+        with self._finish_lock:
+            if self._finished:
+                return
+            self._finished = True
+        self._exit_handlers.uninstall()
+        deadline = time.monotonic() + self.config.exit_deadline_s
+        self._state.update("run", status=status)
+        late = self._hub.close(status, deadline)
+        self._report(late)
+        self._journal.close()
+        self._dir_lock.release()
+
+    def _report(self, late: list[SinkWorker]) -> None:
+        if self._hub.dropped:
+            log.warning("primus tracking: records dropped in this run: %s", dict(self._hub.dropped))
+        for w in self._workers:
+            if w.disabled:
+                continue
+            if w in late or w.pending_bytes:
+                log.warning("primus tracking: %s did not receive everything within exit_deadline_s=%s (%d journal "
+                            "bytes pending; last error: %s). It is all in %s: deliver it with "
+                            "`primus tracking sync %s`.", w.sink.name, self.config.exit_deadline_s, w.pending_bytes,
+                            w.last_error or "none", self._journal.path, self.run_dir)

@@ -1,0 +1,40 @@
+"""The one interface every tracker sink implements. A sink runs on its own worker thread
+(``worker.py``), so it may block and may raise: the worker retries, counts and warns."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Sequence
+from typing import ClassVar
+
+from primus.tracking.journal import Record
+
+
+class SinkUnavailable(RuntimeError):
+    """Raised by ``open`` when retrying cannot help (a package is missing, a mode is refused): the
+    worker warns once and stops that sink; the journal still holds everything."""
+
+
+class Sink(ABC):
+    name: ClassVar[str]
+    # True: a record is safe once ``write`` returned (the cursor is saved then); False: only after ``flush``
+    durable_on_write: ClassVar[bool] = True
+
+    @abstractmethod
+    def open(self) -> str:
+        """Connect, create or resume the tracker run; return the target's identity (a run id, a
+        directory) that the delivery cursor belongs to. Raise to be retried later."""
+
+    def chunks(self, records: Sequence[Record]) -> Iterable[Sequence[Record]]:
+        """Split records into what one ``write`` may send (e.g. MLflow's 1000 metrics per batch)."""
+        yield records
+
+    @abstractmethod
+    def write(self, records: Sequence[Record]) -> None:
+        """Deliver the records, all or none (raise). Records of every kind arrive; ignore what does not apply."""
+
+    def flush(self) -> None:
+        pass
+
+    def close(self, status: str, complete: bool) -> None:
+        """End the tracker run with ``status``; ``complete`` is False when records were left undelivered."""

@@ -1,0 +1,140 @@
+"""MLflow sink: ``MlflowClient`` with an explicit run id (fluent calls are thread-local and would
+create a stray run from this worker thread), MLflow's own HTTP retries off and a short per-attempt
+timeout (its defaults block 246 s on a dead server); the worker owns retries. Metrics go out with
+``log_batch`` of at most 1000, with the timestamp the training thread took, so a resend after an
+outage is absorbed by MLflow's (run, key, timestamp, step, value) key instead of duplicating."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from primus.redaction import redact_text
+from primus.tracking.artifacts import upload_run_files
+from primus.tracking.config import MlflowConfig
+from primus.tracking.journal import METRICS, TEXT, Record
+from primus.tracking.meta import RunMeta
+from primus.tracking.names import mlflow_key
+from primus.tracking.params import MLFLOW_MAX_PARAM_VALUE, MLFLOW_MAX_TAG_VALUE, clip
+from primus.tracking.sink import Sink
+from primus.tracking.state import RunState
+
+log = logging.getLogger("primus.tracking")
+
+MAX_METRICS_PER_BATCH = 1000
+MAX_PARAMS_TAGS_PER_BATCH = 100
+RECORDS_PER_WRITE = 200  # a resend after an outage goes out in bounded requests
+
+
+class MlflowSink(Sink):
+    name = "mlflow"
+
+    def __init__(self, cfg: MlflowConfig, meta: RunMeta, state: RunState, run_dir: Path):
+        self.cfg = cfg
+        self.meta = meta
+        self.state = state
+        self.run_dir = run_dir
+        self.run_id: str | None = state.section("mlflow").get("run_id")
+        self._client = None
+
+    def open(self) -> str:
+        # read by MLflow at request time; process-wide, so the user's own MLflow calls fail fast too
+        os.environ["MLFLOW_HTTP_REQUEST_MAX_RETRIES"] = "0"
+        os.environ["MLFLOW_HTTP_REQUEST_TIMEOUT"] = str(int(max(1, self.cfg.request_timeout_s)))
+        from mlflow import MlflowClient
+
+        self._client = MlflowClient(self.cfg.tracking_uri, self.cfg.registry_uri)
+        self.run_id = self._resume() or self._create()
+        return self.run_id
+
+    def _resume(self) -> str | None:
+        from mlflow.exceptions import MlflowException
+
+        saved = self.state.section("mlflow")
+        if not saved.get("run_id") or saved.get("tracking_uri") != redact_text(self.cfg.tracking_uri):
+            return None
+        try:
+            run = self._client.get_run(saved["run_id"])
+        except MlflowException as e:
+            if e.error_code != "RESOURCE_DOES_NOT_EXIST":
+                raise
+            log.warning("primus tracking: MLflow run %s saved in %s no longer exists; starting a new run",
+                        saved["run_id"], self.state.path)
+            return None
+        if run.info.status != "RUNNING":
+            self._client.update_run(run.info.run_id, status="RUNNING")
+        self._log_params(run.info.run_id, run.data.params)
+        return run.info.run_id
+
+    def _create(self) -> str:
+        from mlflow.exceptions import MlflowException
+
+        name = self.cfg.experiment_name
+        experiment = self._client.get_experiment_by_name(name)
+        if experiment is not None:
+            experiment_id = experiment.experiment_id
+        else:
+            try:
+                experiment_id = self._client.create_experiment(name, artifact_location=self._local_artifacts())
+            except MlflowException as e:  # another process created it first
+                if e.error_code != "RESOURCE_ALREADY_EXISTS":
+                    raise
+                experiment_id = self._client.get_experiment_by_name(name).experiment_id
+        tags = {mlflow_key(k): clip(v, MLFLOW_MAX_TAG_VALUE) for k, v in self.meta.tags.items()}
+        run = self._client.create_run(experiment_id, run_name=self.cfg.run_name, tags=tags)
+        run_id = run.info.run_id
+        self.state.update("mlflow", run_id=run_id, experiment_id=experiment_id,
+                          tracking_uri=redact_text(self.cfg.tracking_uri))
+        self._log_params(run_id, {})
+        return run_id
+
+    def _local_artifacts(self) -> str | None:
+        """A local store would put artifacts in ./mlruns of whatever the working directory is."""
+        if self.cfg.tracking_uri.startswith(("sqlite:", "file:", "/")):
+            return (self.run_dir.parent / "mlartifacts").as_uri()
+        return None
+
+    def _log_params(self, run_id: str, existing: dict[str, str]) -> None:
+        """Params are immutable in MLflow: log the missing ones, warn about changed ones (a resumed
+        job with a different config), never fail the run over them."""
+        from mlflow.entities import Param
+
+        wanted = {mlflow_key(k): clip(v, MLFLOW_MAX_PARAM_VALUE) for k, v in self.meta.params.items()}
+        changed = sorted(k for k, v in wanted.items() if k in existing and existing[k] != v)
+        if changed:
+            log.warning("primus tracking: resumed MLflow run %s keeps its first values for changed params %s",
+                        run_id, ", ".join(changed[:20]))
+        new = [Param(k, v) for k, v in wanted.items() if k not in existing]
+        for i in range(0, len(new), MAX_PARAMS_TAGS_PER_BATCH):
+            self._client.log_batch(run_id, params=new[i:i + MAX_PARAMS_TAGS_PER_BATCH], synchronous=True)
+
+    def chunks(self, records: Sequence[Record]) -> Iterable[Sequence[Record]]:
+        for i in range(0, len(records), RECORDS_PER_WRITE):
+            yield records[i:i + RECORDS_PER_WRITE]
+
+    def write(self, records: Sequence[Record]) -> None:
+        from mlflow.entities import Metric, RunTag
+
+        metrics = [Metric(mlflow_key(k), v, r.ts_ms, r.step) for r in records if r.kind == METRICS
+                   for k, v in r.data.items()]
+        # MLflow has no text-per-step: the latest text of a tag is a run tag
+        tags = {mlflow_key(f"text/{r.data['tag']}"): clip(r.data["text"], MLFLOW_MAX_TAG_VALUE)
+                for r in records if r.kind == TEXT}
+        tag_list = [RunTag(k, v) for k, v in tags.items()]
+        for i in range(0, len(tag_list), MAX_PARAMS_TAGS_PER_BATCH):
+            self._client.log_batch(self.run_id, tags=tag_list[i:i + MAX_PARAMS_TAGS_PER_BATCH], synchronous=True)
+        for i in range(0, len(metrics), MAX_METRICS_PER_BATCH):
+            self._client.log_batch(self.run_id, metrics=metrics[i:i + MAX_METRICS_PER_BATCH], synchronous=True)
+
+    def close(self, status: str, complete: bool) -> None:
+        if not complete:
+            return  # the run stays RUNNING until `primus tracking sync` delivers the rest
+        uploaded = self.state.section("mlflow").get("artifacts_uploaded")
+        if not uploaded and (self.cfg.upload_logs or self.cfg.upload_traces):
+            subdirs = [d for d, on in (("logs", self.cfg.upload_logs), ("traces", self.cfg.upload_traces)) if on]
+            upload_run_files(self._client, self.run_id, self.run_dir, subdirs)
+            self.state.update("mlflow", artifacts_uploaded=True)
+        self._client.set_terminated(self.run_id, status)
+        self.state.update("mlflow", terminated=status)

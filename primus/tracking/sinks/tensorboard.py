@@ -1,0 +1,41 @@
+"""TensorBoard sink: torch's ``SummaryWriter(max_queue=queue_size)``, created and fed on this worker.
+Names reach TensorBoard unchanged (Megatron's ``lm loss`` stays ``lm loss``), so existing dashboards work."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from primus.tracking.config import TensorBoardConfig
+from primus.tracking.journal import METRICS, TEXT, Record
+from primus.tracking.sink import Sink
+
+
+class TensorBoardSink(Sink):
+    name = "tensorboard"
+    durable_on_write = False  # events sit in the writer's queue until flush()
+
+    def __init__(self, cfg: TensorBoardConfig):
+        self.cfg = cfg
+        self._writer: Any = None
+
+    def open(self) -> str:
+        from torch.utils.tensorboard import SummaryWriter
+
+        self._writer = SummaryWriter(log_dir=str(self.cfg.log_dir), max_queue=self.cfg.queue_size)
+        return str(self.cfg.log_dir)
+
+    def write(self, records: Sequence[Record]) -> None:
+        for r in records:
+            walltime = r.ts_ms / 1000.0
+            if r.kind == METRICS:
+                for name, value in r.data.items():
+                    self._writer.add_scalar(name, value, r.step, walltime=walltime)
+            elif r.kind == TEXT:
+                self._writer.add_text(r.data["tag"], r.data["text"], r.step, walltime=walltime)
+
+    def flush(self) -> None:
+        self._writer.flush()
+
+    def close(self, status: str, complete: bool) -> None:
+        self._writer.close()

@@ -1,0 +1,83 @@
+"""W&B sink: one ``run.log`` per step, on this worker. ``wandb.init`` is bounded by
+``init_timeout_s``; if an online start fails the run is logged offline instead (one warning says
+where, and ``wandb sync <dir>`` uploads it later). The run id is chosen once and kept in the run
+directory, so a restarted job resumes the same W&B run (``resume="allow"``)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from primus.redaction import redact_text
+from primus.tracking.config import WandbConfig
+from primus.tracking.journal import METRICS, TEXT, Record
+from primus.tracking.meta import RunMeta
+from primus.tracking.sink import Sink, SinkUnavailable
+from primus.tracking.state import RunState
+
+log = logging.getLogger("primus.tracking")
+
+EXIT_CODES = {"FINISHED": 0, "FAILED": 1, "KILLED": 143}
+
+
+class WandbSink(Sink):
+    name = "wandb"
+
+    def __init__(self, cfg: WandbConfig, meta: RunMeta, state: RunState, run_id: str):
+        self.cfg = cfg
+        self.meta = meta
+        self.state = state
+        self.run_id = run_id
+        self._run: Any = None
+
+    def open(self) -> str:
+        try:
+            import wandb
+        except ImportError as e:
+            raise SinkUnavailable(f"wandb is not importable ({e}): pip install wandb, or turn W&B off") from e
+        self.cfg.save_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self._run = self._init(wandb, self.cfg.mode)
+        except Exception as e:
+            if self.cfg.mode != "online":
+                raise SinkUnavailable(f"wandb.init(mode={self.cfg.mode!r}) failed: {e}") from e
+            self._run = self._offline_instead(wandb, e)
+        self._run.config.update({**self.meta.params, "primus_tags": self.meta.tags}, allow_val_change=True)
+        self.state.update("wandb", id=self.run_id, mode=self._run.settings.mode,
+                          sync_dir=str(self._run.settings.sync_dir))
+        return self.run_id
+
+    def _init(self, wandb: Any, mode: str) -> Any:
+        return wandb.init(project=self.cfg.project, entity=self.cfg.entity, name=self.cfg.name,
+                          dir=str(self.cfg.save_dir), id=self.run_id, resume="allow", mode=mode,
+                          reinit="create_new",  # never finish a run the user's own code started
+                          settings=wandb.Settings(init_timeout=self.cfg.init_timeout_s, console="off"))
+
+    def _offline_instead(self, wandb: Any, error: Exception) -> Any:
+        try:
+            run = self._init(wandb, "offline")
+        except Exception as e:
+            raise SinkUnavailable(f"wandb.init failed online ({error}) and offline ({e})") from e
+        log.warning("primus tracking: W&B did not start online within init_timeout_s=%s (%s). This run is logged "
+                    "offline in %s and every step is also in the journal; upload it later with `wandb sync %s`.",
+                    self.cfg.init_timeout_s, redact_text(str(error))[:300], run.settings.sync_dir,
+                    run.settings.sync_dir)
+        return run
+
+    def write(self, records: Sequence[Record]) -> None:
+        step, row = None, {}
+        for r in records:
+            if r.kind == METRICS:
+                if step is not None and r.step != step:
+                    self._run.log(row, step=step)
+                    row = {}
+                step = r.step
+                row.update(r.data)
+            elif r.kind == TEXT:
+                self._run.summary[f"text/{r.data['tag']}"] = r.data["text"]
+        if row:
+            self._run.log(row, step=step)
+
+    def close(self, status: str, complete: bool) -> None:
+        self._run.finish(exit_code=EXIT_CODES.get(status, 1))

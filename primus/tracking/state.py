@@ -1,0 +1,96 @@
+"""What a run directory remembers between processes.
+
+* ``run.json``: the tracker run ids (so a restarted job resumes the same MLflow and W&B runs), the
+  final status asked for, and what each sink finished; written atomically (temp file + rename).
+* ``cursors/<sink>.json``: how far into the journal each sink has delivered, and to which target
+  (an MLflow run id, a W&B id, a log dir): a cursor for another target starts from 0.
+* ``meta.json``: the redacted params and tags, so ``primus tracking sync`` can create a run that a
+  dead server never saw.
+* ``.lock``: one live process per run directory (two writers would interleave the journal).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+STATE_FILE = "run.json"
+META_FILE = "meta.json"
+LOCK_FILE = ".lock"
+
+
+class RunDirBusyError(RuntimeError):
+    pass
+
+
+def write_json_atomic(path: Path, obj: Any) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    tmp.write_text(json.dumps(obj, indent=1, sort_keys=True))
+    os.replace(tmp, path)
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        return {}
+
+
+class RunDirLock:
+    def __init__(self, run_dir: Path):
+        self.path = run_dir / LOCK_FILE
+        self._fd: int | None = None
+
+    def acquire(self) -> RunDirLock:
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 64).decode(errors="replace").strip() or "another process"
+            os.close(fd)
+            raise RunDirBusyError(f"run directory {self.path.parent} is in use by pid {holder}: give each tracked "
+                                  f"process (each rank that logs) its own run_dir, or wait for it to exit") from None
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+        self._fd = fd
+        return self
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # closing the descriptor drops the flock
+            self._fd = None
+
+
+class RunState:
+    """``run.json`` as sections (``mlflow``, ``wandb``, ``run``) shared by the sink workers."""
+
+    def __init__(self, run_dir: Path):
+        self.path = run_dir / STATE_FILE
+        self._lock = threading.Lock()
+        self._data = read_json(self.path)
+
+    def section(self, name: str) -> dict[str, Any]:
+        with self._lock:
+            return dict(self._data.get(name, {}))
+
+    def update(self, name: str, **values: Any) -> None:
+        with self._lock:
+            self._data.setdefault(name, {}).update(values)
+            write_json_atomic(self.path, self._data)
+
+
+class CursorStore:
+    def __init__(self, run_dir: Path):
+        self.dir = run_dir / "cursors"
+        self.dir.mkdir(exist_ok=True)
+
+    def load(self, sink: str, target: str) -> int:
+        saved = read_json(self.dir / f"{sink}.json")
+        return int(saved.get("offset", 0)) if saved.get("target") == target else 0
+
+    def save(self, sink: str, target: str, offset: int) -> None:
+        write_json_atomic(self.dir / f"{sink}.json", {"target": target, "offset": offset})

@@ -1,0 +1,36 @@
+"""Tags every run gets: the git commit of the working directory, the upstream versions installed,
+and the Primus patches applied in this process (``primus.patches.REGISTRY``)."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import subprocess
+
+UPSTREAM_DISTRIBUTIONS = ("primus", "megatron-core", "torchtitan", "maxtext", "torch", "mlflow", "wandb",
+                          "tensorboard")
+
+
+def git_commit() -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    commit = out.stdout.strip()
+    return commit if out.returncode == 0 and commit else None
+
+
+def system_tags() -> dict[str, str]:
+    from primus.patches import REGISTRY
+
+    tags = {}
+    commit = git_commit()
+    if commit:
+        tags["mlflow.source.git.commit"] = commit
+    for dist in UPSTREAM_DISTRIBUTIONS:
+        try:
+            tags[f"primus.version.{dist}"] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    applied = REGISTRY.applied()
+    tags["primus.patches"] = ",".join(f"{r.id}@{r.version}" if r.version else r.id for r in applied) or "none"
+    return tags

@@ -1,0 +1,192 @@
+"""One background thread per sink: it follows the journal from the sink's saved cursor and feeds
+the sink, retrying with capped exponential backoff while the sink fails. Nothing it does can
+reach the training thread: failures are counted, warned about once per outage, and the data stays
+in the journal."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from pathlib import Path
+
+from primus.redaction import redact_text
+from primus.tracking.journal import read_records
+from primus.tracking.sink import Sink, SinkUnavailable
+from primus.tracking.state import CursorStore
+
+log = logging.getLogger("primus.tracking")
+
+BACKOFF_FIRST_S = 0.5
+BACKOFF_MAX_S = 10.0
+POLL_S = 1.0  # a worker also wakes on its own, in case a notify was missed
+FLUSH_EVERY_S = 5.0  # sinks that are durable only after flush() are flushed at least this often
+
+
+class SinkWorker:
+    def __init__(self, sink: Sink, journal: Path, cursors: CursorStore):
+        self.sink = sink
+        self.journal = journal
+        self.cursors = cursors
+        self.failures = 0
+        self.last_error = ""
+        self.disabled = False
+        self.target: str | None = None
+        self.cursor = 0
+        self._end = 0
+        self._wake = threading.Event()
+        self._lock = threading.Lock()
+        self._flushes: list[tuple[int, threading.Event]] = []
+        self._close: tuple[str, float] | None = None
+        self._outage_warned = False
+        self._unflushed = False
+        self._last_flush = time.monotonic()
+        self._finished = False
+        self._thread = threading.Thread(target=self._main, name=f"primus-tracking-{sink.name}", daemon=True)
+
+    # -- called by the hub / the run -----------------------------------------------------
+    def start(self) -> None:
+        self._thread.start()
+
+    def notify(self, end: int) -> None:
+        self._end = end
+        self._wake.set()
+
+    def request_flush(self, offset: int) -> threading.Event:
+        done = threading.Event()
+        with self._lock:
+            self._flushes.append((offset, done))
+        self._wake.set()
+        if self._finished:
+            done.set()
+        return done
+
+    def close(self, status: str, deadline: float) -> None:
+        self._close = (status, deadline)
+        self._wake.set()
+
+    def join(self, deadline: float) -> bool:
+        self._thread.join(max(0.0, deadline - time.monotonic()))
+        return not self._thread.is_alive()
+
+    @property
+    def pending_bytes(self) -> int:
+        return max(0, self._end - self.cursor)
+
+    # -- the thread ----------------------------------------------------------------------
+    def _main(self) -> None:
+        try:
+            if self._open():
+                self._deliver_until_closed()
+        except BaseException as e:  # a bug here must not take the process down; the journal keeps the data
+            self._failed("stopped", e)
+        finally:
+            with self._lock:
+                self._finished = True
+                for _, done in self._flushes:
+                    done.set()
+                self._flushes.clear()
+
+    def _open(self) -> bool:
+        backoff = BACKOFF_FIRST_S
+        while not self._past_deadline():
+            try:
+                self.target = self.sink.open()
+                self.cursor = self.cursors.load(self.sink.name, self.target)
+                self._recovered()
+                return True
+            except SinkUnavailable as e:
+                self.disabled = True
+                log.warning("primus tracking: %s is off for this run: %s", self.sink.name, redact_text(str(e)))
+                return False
+            except Exception as e:
+                self._failed("could not start", e)
+                backoff = self._backoff(backoff)
+        return False
+
+    def _deliver_until_closed(self) -> None:
+        backoff = BACKOFF_FIRST_S
+        while True:
+            self._wake.clear()  # before reading, so a notify that lands during delivery is not lost
+            try:
+                self._deliver()
+                self._serve_flushes()
+                self._recovered()
+                backoff = BACKOFF_FIRST_S
+            except Exception as e:
+                self._failed("failed to deliver", e)
+                if self._past_deadline():
+                    return
+                backoff = self._backoff(backoff)
+                continue
+            if self._close is not None and (self.cursor >= self._end or self._past_deadline()):
+                break
+            self._wake.wait(POLL_S)
+        if self._past_deadline() and self.cursor < self._end:
+            return  # out of time: the process is exiting; `primus tracking sync` finishes the job
+        status, _ = self._close
+        self.sink.close(status, complete=self.cursor >= self._end)
+        if self._unflushed:  # close() flushed what the sink held
+            self.cursors.save(self.sink.name, self.target, self.cursor)
+
+    def _deliver(self) -> None:
+        end = self._end
+        while self.cursor < end:
+            records, pos = read_records(self.journal, self.cursor, end)
+            if pos == self.cursor:
+                return  # the last line is still being written
+            for chunk in self.sink.chunks(records) if records else ():
+                self.sink.write(chunk)
+                self._advance(chunk[-1].end)
+            self._advance(pos)
+        if self._unflushed and time.monotonic() - self._last_flush > FLUSH_EVERY_S:
+            self._flush_sink()
+
+    def _advance(self, offset: int) -> None:
+        self.cursor = offset
+        if self.sink.durable_on_write:
+            self.cursors.save(self.sink.name, self.target, offset)
+        else:
+            self._unflushed = True
+
+    def _flush_sink(self) -> None:
+        self.sink.flush()
+        self._last_flush = time.monotonic()
+        if self._unflushed:
+            self.cursors.save(self.sink.name, self.target, self.cursor)
+            self._unflushed = False
+
+    def _serve_flushes(self) -> None:
+        with self._lock:
+            ready = [f for f in self._flushes if self.cursor >= f[0]]
+        if not ready:
+            return
+        self._flush_sink()
+        with self._lock:
+            for f in ready:
+                self._flushes.remove(f)
+                f[1].set()
+
+    # -- failures ------------------------------------------------------------------------
+    def _failed(self, what: str, error: BaseException) -> None:
+        self.failures += 1
+        self.last_error = redact_text(f"{type(error).__name__}: {error}")[:500]
+        if not self._outage_warned:
+            self._outage_warned = True
+            log.warning("primus tracking: %s %s (%s). Training continues; records stay in %s and are retried "
+                        "every few seconds.", self.sink.name, what, self.last_error, self.journal)
+
+    def _recovered(self) -> None:
+        if self._outage_warned:
+            self._outage_warned = False
+            log.warning("primus tracking: %s is delivering again after %d failed attempts", self.sink.name,
+                        self.failures)
+
+    def _backoff(self, delay: float) -> float:
+        deadline = self._close[1] if self._close else None
+        wait = delay if deadline is None else max(0.0, min(delay, deadline - time.monotonic()))
+        time.sleep(wait)
+        return min(delay * 2, BACKOFF_MAX_S)
+
+    def _past_deadline(self) -> bool:
+        return self._close is not None and time.monotonic() >= self._close[1]

@@ -1,0 +1,89 @@
+"""Shared fixtures for the whole suite.
+
+* The environment is made hermetic at import: tracker telemetry off, no inherited
+  ``MLFLOW_TRACKING_URI`` / ``WANDB_API_KEY``, and ``WANDB_BASE_URL`` pointing at a closed loopback
+  port, so no test can ever reach the real W&B host.
+* ``mlflow_server``: one real MLflow server per session (sqlite, ``--workers 1``, job executor off),
+  killed with its process tree at the end. ``mlflow_uri`` points a test at it (env
+  ``MLFLOW_TRACKING_URI``, MLflow's HTTP retries off so a bug fails fast instead of hanging 4 min).
+* ``fault_mlflow_server``: a second, dedicated server that a test may ``kill()``, ``pause()``
+  (SIGSTOP), ``resume()`` and ``restart()`` on the same port and database; it is healthy again
+  before the next test. Mark such tests ``@pytest.mark.slow``.
+* ``wandb_offline``: W&B in offline mode writing under the test's tmp dir; the ``wandb-core``
+  service is torn down afterwards. Read back with ``support.readers.read_wandb_history``.
+
+Helpers live in ``tests/support`` and are imported as ``support.<module>`` (this directory is put
+on ``sys.path`` below).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from support.mlflow_server import SERVER_ENV, MlflowServer, free_port  # noqa: E402
+
+HERMETIC_ENV = {**SERVER_ENV, "WANDB_ERROR_REPORTING": "false", "WANDB_SILENT": "true",
+                "WANDB_BASE_URL": f"http://127.0.0.1:{free_port()}"}  # closed port: nothing leaves the box
+for _name in ("MLFLOW_TRACKING_URI", "MLFLOW_REGISTRY_URI", "WANDB_API_KEY", "WANDB_MODE", "WANDB_PROJECT",
+              "WANDB_ENTITY", "WANDB_TEAM", "WANDB_RUN_NAME", "WANDB_DIR", "DATABRICKS_HOST", "DATABRICKS_TOKEN"):
+    os.environ.pop(_name, None)
+os.environ.update(HERMETIC_ENV)
+
+
+@pytest.fixture(scope="session")
+def mlflow_server(tmp_path_factory) -> MlflowServer:
+    server = MlflowServer(tmp_path_factory.mktemp("mlflow-session")).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def mlflow_uri(mlflow_server, monkeypatch) -> str:
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server.uri)
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "10")
+    return mlflow_server.uri
+
+
+@pytest.fixture
+def mlflow_client(mlflow_uri):
+    from mlflow import MlflowClient
+
+    return MlflowClient(mlflow_uri)
+
+
+@pytest.fixture(scope="session")
+def _fault_server(tmp_path_factory) -> MlflowServer:
+    server = MlflowServer(tmp_path_factory.mktemp("mlflow-fault")).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def fault_mlflow_server(_fault_server, monkeypatch) -> MlflowServer:
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "5")
+    yield _fault_server
+    if _fault_server.running():
+        _fault_server.resume()
+    if not (_fault_server.running() and _fault_server.healthy()):
+        _fault_server.restart()
+
+
+@pytest.fixture
+def wandb_offline(tmp_path, monkeypatch) -> Path:
+    root = tmp_path / "wandb"
+    root.mkdir()
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_DIR", str(root))
+    yield root
+    if "wandb" in sys.modules:
+        import wandb
+
+        wandb.teardown()  # stops wandb-core, which otherwise outlives the test

@@ -1,0 +1,99 @@
+"""Read back what the real trackers wrote: TensorBoard event files, W&B offline ``.wandb`` files,
+MLflow metric history. Tests assert on these, never on the calls that produced them."""
+
+from __future__ import annotations
+
+import json
+import struct
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+
+def read_tb_scalars(logdir: Path) -> dict[str, list[tuple[int, float]]]:
+    """Every scalar of every event file under ``logdir``: {tag: [(step, value), ...]} in file order.
+    ``size_guidance={"scalars": 0}``: the default keeps a 10 000-point sample per tag, silently."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(logdir), size_guidance={"scalars": 0})
+    acc.Reload()
+    return {tag: [(e.step, e.value) for e in acc.Scalars(tag)] for tag in acc.Tags()["scalars"]}
+
+
+# -- W&B offline transaction log (wandb 0.31: LevelDB-style log of protobuf Records) ---------
+_WANDB_MAGIC = b":W&B"
+_HEADER = 7
+_BLOCK = 32768
+_FULL, _FIRST, _MIDDLE, _LAST = 1, 2, 3, 4
+
+
+def _wandb_payloads(path: Path) -> Iterator[bytes]:
+    data = path.read_bytes()
+    if data[:4] != _WANDB_MAGIC:
+        raise ValueError(f"{path} is not a .wandb file")
+    pos, buf = _HEADER, None
+    while pos + 7 <= len(data):
+        left = _BLOCK - pos % _BLOCK
+        if left < 7:
+            pos += left
+            continue
+        crc, length, kind = struct.unpack_from("<IHB", data, pos)
+        if kind == 0 and length == 0:  # block padding
+            pos += left
+            continue
+        start, end = pos + 7, pos + 7 + length
+        if end > len(data) or zlib.crc32(bytes([kind]) + data[start:end]) & 0xFFFFFFFF != crc:
+            return  # a torn tail
+        payload, pos = data[start:end], end
+        if kind == _FULL:
+            yield payload
+        elif kind == _FIRST:
+            buf = bytearray(payload)
+        elif kind in (_MIDDLE, _LAST) and buf is not None:
+            buf += payload
+            if kind == _LAST:
+                yield bytes(buf)
+                buf = None
+
+
+def wandb_files(root: Path) -> list[Path]:
+    """The ``run-*.wandb`` files under ``root`` (one per process that logged to the run)."""
+    return sorted({p.resolve() for p in Path(root).rglob("run-*.wandb")}, key=lambda p: p.stat().st_mtime)
+
+
+def wandb_records(path: Path) -> Iterator[Any]:
+    from wandb.proto import wandb_internal_pb2
+
+    for payload in _wandb_payloads(path):
+        record = wandb_internal_pb2.Record()
+        record.ParseFromString(payload)
+        yield record
+
+
+def read_wandb_history(root: Path) -> list[dict[str, Any]]:
+    """History rows (``_step`` included) of every offline run file under ``root``, oldest file first."""
+    rows = []
+    for path in wandb_files(root):
+        for record in wandb_records(path):
+            if record.WhichOneof("record_type") != "history":
+                continue
+            row = {item.key or ".".join(item.nested_key): json.loads(item.value_json) for item in record.history.item}
+            if record.history.HasField("step"):
+                row.setdefault("_step", record.history.step.num)
+            rows.append(row)
+    return rows
+
+
+def wandb_run_ids(root: Path) -> set[str]:
+    ids = set()
+    for path in wandb_files(root):
+        for record in wandb_records(path):
+            if record.WhichOneof("record_type") == "run":
+                ids.add(record.run.run_id)
+    return ids
+
+
+def mlflow_history(client: Any, run_id: str, key: str) -> list[tuple[int, float]]:
+    """[(step, value)] of one MLflow metric, sorted by step (duplicates kept, so tests can see them)."""
+    return sorted((m.step, m.value) for m in client.get_metric_history(run_id, key))

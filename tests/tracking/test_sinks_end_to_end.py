@@ -1,0 +1,90 @@
+"""Every sink on at once, against the real trackers: TensorBoard event files, W&B offline files and a
+real MLflow server, read back. Every step and value must be present exactly once per sink."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from support.readers import mlflow_history, read_tb_scalars, read_wandb_history, wandb_run_ids
+
+from primus.tracking import (ConsoleConfig, MlflowConfig, TensorBoardConfig, TrackingConfig, WandbConfig,
+                             start_run)
+from primus.tracking.names import mlflow_key
+
+pytestmark = pytest.mark.slow
+
+NAMES = ["lm loss", "learning-rate", "grad-norm", "lm loss validation ppl", "perf/tokens_per_sec_per_gpu", "mfu(%)"]
+
+
+def value(step: int, i: int) -> float:
+    return step * 0.5 + i + 0.25  # exact in float32, so TensorBoard compares exactly too
+
+
+def config(tmp_path, name, console=None, **kw) -> TrackingConfig:
+    return TrackingConfig(run_dir=tmp_path / "run", experiment_name=name, tensorboard=TensorBoardConfig(tmp_path / "tb"),
+                          wandb=WandbConfig(project="primus-tests"), mlflow=MlflowConfig(), console=console,
+                          params={"lr": 3e-4, "model": {"layers": 2}}, tags={"team": "tracking"},
+                          exit_deadline_s=60, **kw)
+
+
+def log_steps(run, steps) -> None:
+    for s in steps:
+        run.log(s, {n: value(s, i) for i, n in enumerate(NAMES)})
+
+
+def assert_every_step_once(tmp_path, client, run, wandb_root, steps):
+    tb = read_tb_scalars(tmp_path / "tb")
+    assert set(tb) == set(NAMES)  # upstream names reach TensorBoard unchanged
+    for i, n in enumerate(NAMES):
+        assert tb[n] == [(s, value(s, i)) for s in steps]
+    rows = [r for r in read_wandb_history(wandb_root) if any(n in r for n in NAMES)]
+    assert [r["_step"] for r in rows] == list(steps)  # one W&B row per step
+    for r in rows:
+        assert {n: r[n] for n in NAMES} == {n: value(r["_step"], i) for i, n in enumerate(NAMES)}
+    for i, n in enumerate(NAMES):
+        assert mlflow_history(client, run.mlflow_run_id, mlflow_key(n)) == [(s, value(s, i)) for s in steps]
+
+
+def test_all_sinks_receive_every_step_exactly_once(tmp_path, mlflow_client, wandb_offline):
+    console = io.StringIO()
+    run = start_run(config(tmp_path, "e2e", console=ConsoleConfig(interval=10, stream=console)))
+    log_steps(run, range(30))
+    run.log_text("notes", "hello from the test", step=3)
+    assert run.flush(60)
+    run.finish()
+
+    assert_every_step_once(tmp_path, mlflow_client, run, wandb_offline, range(30))
+    mlrun = mlflow_client.get_run(run.mlflow_run_id)
+    assert mlrun.info.status == "FINISHED"
+    assert mlrun.info.run_name == "run"
+    assert mlrun.data.params["lr"] == "0.0003" and mlrun.data.params["model.layers"] == "2"
+    assert mlrun.data.tags["team"] == "tracking"
+    assert mlrun.data.tags["text/notes"] == "hello from the test"
+    assert mlrun.data.tags["primus.version.mlflow"] == "3.17.2"
+    assert "primus.patches" in mlrun.data.tags
+    assert wandb_run_ids(wandb_offline) == {run.wandb_run_id}
+    assert [line.split(" | ")[0] for line in console.getvalue().splitlines()] == [
+        "[primus] step 0", "[primus] step 10", "[primus] step 20"]
+    journal = [json.loads(line) for line in (tmp_path / "run" / "journal.jsonl").read_text().splitlines()]
+    assert [r["s"] for r in journal if r["k"] == "m"] == list(range(30))
+    assert journal[-1]["d"] == {"event": "end", "status": "FINISHED", "dropped": {}}
+
+
+def test_same_run_dir_resumes_the_same_runs_without_duplicates(tmp_path, mlflow_client, wandb_offline):
+    first = start_run(config(tmp_path, "resume"))
+    log_steps(first, range(5))
+    assert first.flush(60)
+    first.finish()
+
+    second = start_run(config(tmp_path, "resume"))
+    assert second.resumed and second.wandb_run_id == first.wandb_run_id
+    assert second.mlflow_run_id == first.mlflow_run_id
+    log_steps(second, range(5, 10))
+    second.finish()
+
+    assert_every_step_once(tmp_path, mlflow_client, second, wandb_offline, range(10))
+    assert wandb_run_ids(wandb_offline) == {first.wandb_run_id}
+    assert mlflow_client.get_run(second.mlflow_run_id).info.status == "FINISHED"
+    assert len(mlflow_client.search_runs([mlflow_client.get_experiment_by_name("resume").experiment_id])) == 1
