@@ -22,6 +22,8 @@ PRIMUS_PARAMS = [
     Param("log_avg_reset_interval", "int", primus=True, help="Iterations after which running averages reset."),
     Param("log_learning_rate_to_tensorboard", "bool", primus=True, help="Log the learning rate."),
     Param("log_batch_size_to_tensorboard", "bool", primus=True, help="Log the batch size."),
+    Param("primus_run_dir", "str", nullable=True, primus=True, help="This run's directory (journal, run ids)."),
+    Param("primus_exit_deadline", "float", primus=True, help="Seconds to wait at exit for trackers to deliver."),
 ]
 
 

@@ -1,10 +1,9 @@
-"""MLflow toggle, names and endpoint checks (spec §5). The tracking URI comes from
-MLFLOW_TRACKING_URI (else a local sqlite store in the run directory); Databricks needs DATABRICKS_HOST
-(and a token or a profile) — checked here, before training starts."""
+"""MLflow toggle and names (spec §5). The endpoint (MLFLOW_TRACKING_URI, Databricks host and token)
+is checked by the tracking core's config resolution, which plan_tracking runs on every rank before
+training starts."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 from primus.backends.megatron.patches.args.notices import Notices
@@ -15,7 +14,7 @@ _UPLOAD_FLAGS = ("mlflow_upload_traces", "mlflow_upload_logs", "mlflow_upload_pe
 
 @dataclass(frozen=True)
 class MlflowNames:
-    experiment_name: str
+    experiment_name: str | None
     run_name: str
 
 
@@ -29,14 +28,4 @@ def resolve_mlflow(args, run_name: str, notices: Notices) -> MlflowNames | None:
         if on:
             notices.info(f"{', '.join(on)} ignored: MLflow is disabled (disable_mlflow: true)")
         return None
-    uri = os.environ.get("MLFLOW_TRACKING_URI", "")
-    if uri == "databricks" or uri.startswith("databricks://"):
-        if not os.environ.get("DATABRICKS_HOST") and not uri.startswith("databricks://"):
-            notices.error("MLFLOW_TRACKING_URI is 'databricks' but DATABRICKS_HOST is not set: "
-                          "export DATABRICKS_HOST=https://<workspace>.cloud.databricks.com (and DATABRICKS_TOKEN)")
-        elif not os.environ.get("DATABRICKS_TOKEN") and not (os.environ.get("DATABRICKS_CLIENT_ID")
-                                                              and os.environ.get("DATABRICKS_CLIENT_SECRET")):
-            notices.warn("MLflow on Databricks without DATABRICKS_TOKEN (or a service principal): "
-                         "relying on a ~/.databrickscfg profile")
-    experiment = args.mlflow_experiment_name or os.environ.get("MLFLOW_EXPERIMENT_NAME") or "primus"
-    return MlflowNames(experiment_name=experiment, run_name=args.mlflow_run_name or run_name)
+    return MlflowNames(experiment_name=args.mlflow_experiment_name, run_name=args.mlflow_run_name or run_name)

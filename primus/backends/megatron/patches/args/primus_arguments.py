@@ -13,16 +13,9 @@ the YAML presets set all three explicitly, to the spec's default ``true``.
 from __future__ import annotations
 
 import argparse
+import os
 
-# dest names of every argument added here: the backend must not hand these to upstream code
-PRIMUS_ARGUMENT_DESTS = (
-    "disable_tensorboard", "disable_wandb", "disable_mlflow",
-    "mlflow_run_name", "mlflow_experiment_name", "mlflow_upload_traces", "mlflow_upload_logs",
-    "mlflow_upload_performance_metrics", "mlflow_upload_tracelens_report",
-    "log_learning_rate_to_tensorboard", "log_batch_size_to_tensorboard",
-    "log_avg_skip_iterations", "log_avg_reset_interval",
-    "primus_run_dir", "primus_exit_deadline",
-)
+from primus.backends.megatron.patches.args.experiment_defaults import experiment_defaults
 
 _TRUE = {"1", "true", "yes", "on", "y", "t"}
 _FALSE = {"0", "false", "no", "off", "n", "f"}
@@ -62,19 +55,24 @@ def add_primus_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
                        help="Warm-up iterations left out of running averages.")
     group.add_argument("--log-avg-reset-interval", type=int, default=10,
                        help="Iterations after which running averages restart.")
-    group.add_argument("--primus-run-dir", default=None,
-                       help="This run's directory (journal, run ids, derived tracker dirs). "
-                            "Default: <save>/primus when --save is given, else ./output/<run name>.")
+    group.add_argument("--primus-run-dir", default=os.environ.get("PRIMUS_RUN_DIR"),
+                       help="This run's directory (journal, run ids, derived tracker dirs); default "
+                            "$PRIMUS_RUN_DIR, else <save>/primus when --save is given, else a new folder "
+                            "under $PRIMUS_OUTPUT_ROOT (default output/megatron).")
     group.add_argument("--primus-exit-deadline", type=float, default=30.0,
                        help="Seconds the process waits at exit for trackers to deliver.")
     return parser
 
 
 def compose_extra_args_provider(user_provider):
-    """Upstream takes one ``extra_args_provider``; run ours first, then the user's own."""
+    """Upstream takes one ``extra_args_provider``: ours first, then the user's own, then the
+    experiment's values (PRIMUS_CONFIG) as defaults that the command line still overrides."""
 
     def provider(parser):
         parser = add_primus_arguments(parser)
-        return user_provider(parser) if user_provider is not None else parser
+        if user_provider is not None:
+            parser = user_provider(parser)
+        parser.set_defaults(**experiment_defaults())
+        return parser
 
     return provider

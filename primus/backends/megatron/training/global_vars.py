@@ -1,0 +1,64 @@
+"""Primus's tracking globals for Megatron, next to upstream's own (megatron.training.global_vars).
+
+``set_tracking_writer`` takes the place of upstream's ``_set_tensorboard_writer``: on the writer rank
+(the last, as upstream) it starts the tracking run — MLflow, W&B, TensorBoard and the journal, all
+behind the hub — and installs the HubWriter as upstream's TensorBoard writer. Upstream's own W&B
+writer stays unset: W&B is one of the hub's sinks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from primus.backends.megatron.training.hub_writer import HubWriter
+from primus.backends.megatron.training.tracking_plan import TrackingPlan, plan_tracking
+from primus.backends.megatron.training.tracking_session import TrackingSession
+
+_PLAN: TrackingPlan | None = None
+_SESSION: TrackingSession | None = None
+
+
+def set_tracking_plan(args) -> TrackingPlan:
+    global _PLAN
+    _PLAN = plan_tracking(args)
+    return _PLAN
+
+
+def get_tracking_session() -> TrackingSession | None:
+    return _SESSION
+
+
+def set_tracking_writer(args, upstream_global_vars) -> None:
+    """Start tracking on the writer rank and hand upstream the HubWriter."""
+    global _SESSION
+    plan = _PLAN if _PLAN is not None else set_tracking_plan(args)
+    if args.rank == args.world_size - 1:
+        plan.notices.emit()
+    if not plan.any_tracker or args.rank != args.world_size - 1:
+        return
+    from primus.tracking import start_run
+
+    run = start_run(plan.tracking_config(params=_plain_params(args), tags={"primus.backend": "megatron"}))
+    run.install_exit_handlers()
+    writer = HubWriter(run, log_learning_rate=args.log_learning_rate_to_tensorboard,
+                       log_batch_size=args.log_batch_size_to_tensorboard)
+    upstream_global_vars._GLOBAL_TENSORBOARD_WRITER = writer
+    _SESSION = TrackingSession(run, writer, args, mlflow_on=plan.config.mlflow is not None)
+
+
+def finish_tracking(status: str | None = None) -> None:
+    """End the run (in-process re-runs, tests); process exit is covered by the run's exit handlers."""
+    global _SESSION, _PLAN
+    session, _SESSION, _PLAN = _SESSION, None, None
+    if session is not None:
+        session.writer.flush()
+        session.run.finish(status)
+
+
+def _plain_params(args) -> dict[str, Any]:
+    """vars(args) reduced to what trackers can store (the hub redacts secrets)."""
+    out: dict[str, Any] = {}
+    for key, value in sorted(vars(args).items()):
+        if key.startswith("_"):
+            continue
+        out[key] = value if isinstance(value, (str, int, float, bool, type(None))) else str(value)
+    return out

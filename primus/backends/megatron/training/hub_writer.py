@@ -1,0 +1,69 @@
+"""The writer upstream Megatron gets in place of its TensorBoard SummaryWriter.
+
+Every upstream ``writer.add_scalar`` (training_log, timers.write, evaluate, MoE/MTP helpers) lands
+here and goes to the tracking run, so every enabled sink — TensorBoard, W&B, MLflow — receives every
+scalar whether or not TensorBoard itself is on. Scalars of one step are merged into one ``run.log``
+call (one W&B log and one MLflow batch per step, not one per metric).
+
+"<name> vs samples" tags use consumed samples as their step; that x-axis exists only in TensorBoard
+(as upstream, which never sends them to W&B: W&B steps must not go backwards)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+TENSORBOARD_ONLY = ("tensorboard",)
+_VS_SAMPLES = " vs samples"
+
+
+def to_float(value: Any) -> float:
+    """Upstream passes Python numbers, 0-d or 1-element tensors; float() handles all three."""
+    if hasattr(value, "item"):
+        value = value.item()
+    return float(value)
+
+
+class HubWriter:
+    def __init__(self, run, *, log_learning_rate: bool, log_batch_size: bool):
+        self._run = run
+        self._dropped_prefixes = tuple(prefix for prefix, keep in (("learning-rate", log_learning_rate),
+                                                                    ("batch-size", log_batch_size)) if not keep)
+        self._step: int | None = None
+        self._pending: dict[str, float] = {}
+
+    # -- the SummaryWriter surface upstream uses ------------------------------------------
+    def add_scalar(self, tag: str, scalar_value: Any, global_step: int | None = None, *_, **__) -> None:
+        if tag.startswith(self._dropped_prefixes):
+            return  # log_learning_rate_to_tensorboard / log_batch_size_to_tensorboard false
+        step = int(global_step or 0)
+        value = to_float(scalar_value)
+        if tag.endswith(_VS_SAMPLES):
+            self._run.log(step, {tag: value}, only=TENSORBOARD_ONLY)
+            return
+        if step != self._step:
+            self.emit()
+            self._step = step
+        self._pending[tag] = value
+
+    def add_text(self, tag: str, text_string: str, global_step: int | None = None, *_, **__) -> None:
+        # upstream writes one text per argument (hundreds); the params go to every tracker once instead
+        self._run.log_text(tag, text_string, int(global_step or 0), only=TENSORBOARD_ONLY)
+
+    def flush(self) -> None:
+        self.emit()
+
+    def close(self) -> None:
+        self.emit()
+
+    # -- ours ------------------------------------------------------------------------------
+    def emit(self, extra: Mapping[str, float] | None = None, step: int | None = None) -> None:
+        """Send the scalars gathered for the current step (plus ``extra``) as one log call."""
+        if extra:
+            if step is not None and step != self._step:
+                self.emit()
+                self._step = step
+            self._pending.update(extra)
+        if self._pending and self._step is not None:
+            self._run.log(self._step, self._pending)
+        self._pending = {}

@@ -1,0 +1,80 @@
+"""What the Megatron run will track, decided from the parsed arguments before training starts.
+
+Computed on every rank inside upstream's validate_args, so a bad setting fails everywhere and early;
+only the writer rank (the last, as upstream) turns it into a tracking run."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from primus.backends.megatron.patches.args.mlflow_config_patches import resolve_mlflow
+from primus.backends.megatron.patches.args.notices import Notices
+from primus.backends.megatron.patches.args.tensorboard_config_patches import resolve_tensorboard_dir
+from primus.backends.megatron.patches.args.wandb_config_patches import check_wandb, wandb_save_dir
+from primus.backends.megatron.training.run_directory import default_run_name, derive_run_dir
+from primus.tracking import MlflowConfig, TensorBoardConfig, TrackingConfig, TrackingConfigError, WandbConfig
+
+
+@dataclass(frozen=True)
+class TrackingPlan:
+    config: TrackingConfig  # params and tags are added on the writer rank
+    notices: Notices
+
+    @property
+    def any_tracker(self) -> bool:
+        return bool(self.config.tensorboard or self.config.wandb or self.config.mlflow)
+
+    def tracking_config(self, params: dict[str, Any], tags: dict[str, str]) -> TrackingConfig:
+        return dataclasses.replace(self.config, params=params, tags=tags)
+
+
+def plan_tracking(args) -> TrackingPlan:
+    """Validate the Primus arguments and decide the trackers; raises PrimusArgumentError listing
+    every problem. Sets args.tensorboard_dir to the derived folder when TensorBoard is on, so upstream's
+    profiler traces (written beside it) land in the run directory too."""
+    notices = Notices()
+    _check_ranges(args, notices)
+    run_dir = derive_run_dir(args)
+    run_name = args.mlflow_run_name or args.wandb_exp_name or default_run_name(args, run_dir)
+    tensorboard_dir = resolve_tensorboard_dir(args, run_dir, notices)
+    mlflow = resolve_mlflow(args, run_name, notices)
+    config = TrackingConfig(
+        run_dir=run_dir,
+        experiment_name=(mlflow and mlflow.experiment_name) or "primus",
+        run_name=run_name,
+        tensorboard=TensorBoardConfig(log_dir=tensorboard_dir, queue_size=args.tensorboard_queue_size)
+        if tensorboard_dir else None,
+        wandb=WandbConfig(project=args.wandb_project, entity=args.wandb_entity, name=args.wandb_exp_name,
+                          save_dir=wandb_save_dir(args, run_dir)) if check_wandb(args, notices) else None,
+        mlflow=MlflowConfig(experiment_name=mlflow.experiment_name, run_name=mlflow.run_name,
+                            upload_logs=args.mlflow_upload_logs, upload_traces=args.mlflow_upload_traces)
+        if mlflow else None,
+        exit_deadline_s=args.primus_exit_deadline,
+    )
+    if not notices.errors:
+        try:
+            config.resolve()  # the tracking core's own checks (Databricks host/token, W&B mode, ...)
+        except TrackingConfigError as e:
+            notices.error(str(e))
+    notices.raise_if_errors()
+    if tensorboard_dir is not None:
+        args.tensorboard_dir = str(tensorboard_dir)
+    return TrackingPlan(config, notices)
+
+
+def _check_ranges(args, notices: Notices) -> None:
+    minimums = {"log_avg_skip_iterations": 0, "log_avg_reset_interval": 1, "tensorboard_log_interval": 1}
+    for key, minimum in minimums.items():
+        value = getattr(args, key)
+        if value < minimum:
+            notices.error(f"{key}={value!r} is invalid: {_flag(key)} must be >= {minimum}")
+    if not args.primus_exit_deadline > 0:
+        notices.error(f"primus_exit_deadline={args.primus_exit_deadline!r} is invalid: "
+                      f"{_flag('primus_exit_deadline')} must be > 0 seconds")
+
+
+def _flag(key: str) -> str:
+    return "--" + key.replace("_", "-")

@@ -1,0 +1,97 @@
+"""Writer-rank state of one tracked Megatron run: the tracking run, the writer upstream writes to,
+and the throughput accumulators fed from the wrapped ``training_log``.
+
+Perf figures come from structured values at log steps only — consumed tokens, upstream's own FLOPs
+formula, wall time between log steps — so no device synchronisation or collective is added."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+
+from primus.backends.megatron.training.hub_writer import HubWriter
+from primus.tracking.perf import IntervalAverager, Utilisation, memory_metrics, throughput_metrics
+
+MLFLOW_ONLY = ("mlflow",)
+
+
+class TrackingSession:
+    def __init__(self, run, writer: HubWriter, args, *, mlflow_on: bool):
+        self.run = run
+        self.writer = writer
+        self._args = args
+        self._averager = IntervalAverager(args.log_avg_skip_iterations, args.log_avg_reset_interval)
+        perf_upload = mlflow_on and args.mlflow_upload_performance_metrics
+        self._throughput_on = args.log_throughput or perf_upload  # the perf upload implies throughput
+        self._system_on = perf_upload
+        self._console_on = args.log_throughput or args.log_progress
+        self._utilisation = Utilisation() if self._system_on else None
+        self._device_name, self._dtype = _device_and_dtype(args)
+        self._last: tuple[int, float] | None = None  # (iteration, perf_counter) at the previous log step
+
+    def after_training_log(self, iteration: int) -> None:
+        """Called after upstream's training_log: adds perf figures on log steps, then sends the step."""
+        if iteration % self._args.log_interval != 0 or not (self._throughput_on or self._console_on):
+            self.writer.emit()
+            return
+        now = time.perf_counter()
+        previous, self._last = self._last, (iteration, now)
+        if previous is None or iteration <= previous[0]:
+            self.writer.emit()  # the first log step only sets the baseline (it includes start-up)
+            return
+        iterations, seconds = iteration - previous[0], now - previous[1]
+        perf = self._interval_perf(iterations, seconds)
+        self.writer.emit(perf if self._throughput_on else None, step=iteration)
+        if self._system_on:
+            system = memory_metrics() | self._utilisation.read()
+            self.run.log(iteration, system, only=MLFLOW_ONLY)
+        if self._console_on:
+            print(render_console_line(iteration, self._args.train_iters, perf), flush=True)
+
+    def _interval_perf(self, iterations: int, seconds: float) -> dict[str, float]:
+        from megatron.core.num_microbatches_calculator import get_num_microbatches
+        from megatron.training.training import num_floating_point_operations
+
+        args = self._args
+        batch_size = args.micro_batch_size * args.data_parallel_size * get_num_microbatches()
+        tokens = float(batch_size * args.seq_length * iterations)
+        flops = float(num_floating_point_operations(args, batch_size)) * iterations
+        self._averager.add(iterations=iterations, seconds=seconds, tokens=tokens, flops=flops)
+        perf = throughput_metrics(tokens=tokens, seconds=seconds, world_size=args.world_size, flops=flops,
+                                  device_name=self._device_name, dtype=self._dtype)
+        perf["perf/iteration_time_ms"] = seconds / iterations * 1e3
+        perf.update(self._averager.averages(args.world_size))
+        return perf
+
+
+def render_console_line(iteration: int, train_iters: int | None, perf: Mapping[str, float]) -> str:
+    parts = [f"iteration {iteration}/{train_iters}"]
+    if "perf/tokens_per_sec_per_gpu" in perf:
+        avg = perf.get("perf/tokens_per_sec_per_gpu_avg")
+        parts.append(f"tokens/s/GPU {perf['perf/tokens_per_sec_per_gpu']:.1f}"
+                     + (f" (avg {avg:.1f})" if avg is not None else ""))
+    if "perf/tflops_per_gpu" in perf:
+        avg = perf.get("perf/tflops_per_gpu_avg")
+        parts.append(f"TFLOP/s/GPU {perf['perf/tflops_per_gpu']:.3f}" + (f" (avg {avg:.3f})" if avg is not None else ""))
+    if "perf/mfu" in perf:
+        parts.append(f"MFU {perf['perf/mfu']:.1%}")
+    avg_ms = perf.get("perf/iteration_time_ms_avg", perf.get("perf/iteration_time_ms"))
+    if avg_ms is not None and train_iters:
+        remaining = max(train_iters - iteration, 0) * avg_ms / 1e3
+        parts.append(f"ETA {_hms(remaining)}")
+    return "[primus] " + " | ".join(parts)
+
+
+def _hms(seconds: float) -> str:
+    s = int(round(seconds))
+    return f"{s // 3600:d}:{s % 3600 // 60:02d}:{s % 60:02d}"
+
+
+def _device_and_dtype(args) -> tuple[str | None, str]:
+    """Device name for the MFU peak; None (no MFU) under FP8, where a dense-peak MFU misleads."""
+    import torch
+
+    dtype = "bf16" if args.bf16 else "fp16" if args.fp16 else "fp32"
+    if getattr(args, "fp8", None) or not torch.cuda.is_available():
+        return None, dtype
+    return torch.cuda.get_device_name(), dtype

@@ -1,0 +1,1 @@
+"""Launching an experiment: the upstream command for the module's framework, patches active."""

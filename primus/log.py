@@ -1,0 +1,26 @@
+"""Primus's own console logger: ``primus`` and its children print to stderr at INFO (level from
+PRIMUS_LOG_LEVEL) through one handler that redacts secrets, whatever the host program configured."""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from primus.redaction import redact_text
+
+
+class _RedactingFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        return redact_text(super().format(record))
+
+
+def get_logger(name: str) -> logging.Logger:
+    root = logging.getLogger("primus")
+    if not getattr(root, "_primus_configured", False):
+        handler = logging.StreamHandler()
+        handler.setFormatter(_RedactingFormatter("[primus] %(levelname)s %(message)s"))
+        root.addHandler(handler)
+        root.setLevel(os.environ.get("PRIMUS_LOG_LEVEL", "INFO").upper())
+        root.propagate = False
+        root._primus_configured = True
+    return logging.getLogger(name if name.startswith("primus") else f"primus.{name}")

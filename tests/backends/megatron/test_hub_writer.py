@@ -1,0 +1,74 @@
+"""Unit tests of the HubWriter's own logic, against a recording run (the integration with real
+sinks is tested end to end in test_tracking_e2e.py)."""
+
+import pytest
+
+from primus.backends.megatron.training.hub_writer import HubWriter
+
+
+class RecordingRun:
+    def __init__(self):
+        self.calls = []
+
+    def log(self, step, metrics, only=None):
+        self.calls.append(("log", step, dict(metrics), only))
+
+    def log_text(self, tag, text, step=0, only=None):
+        self.calls.append(("text", step, {tag: text}, only))
+
+
+@pytest.fixture
+def run():
+    return RecordingRun()
+
+
+def test_scalars_of_one_step_become_one_log_call(run):
+    w = HubWriter(run, log_learning_rate=True, log_batch_size=True)
+    w.add_scalar("lm loss", 6.9, 1)
+    w.add_scalar("grad-norm", 1.5, 1)
+    w.add_scalar("lm loss", 6.8, 2)
+    w.flush()
+    assert run.calls == [("log", 1, {"lm loss": 6.9, "grad-norm": 1.5}, None),
+                         ("log", 2, {"lm loss": 6.8}, None)]
+
+
+def test_vs_samples_tags_go_to_tensorboard_only_with_their_own_step(run):
+    w = HubWriter(run, log_learning_rate=True, log_batch_size=True)
+    w.add_scalar("lm loss", 6.9, 3)
+    w.add_scalar("lm loss vs samples", 6.9, 12)
+    w.flush()
+    assert ("log", 12, {"lm loss vs samples": 6.9}, ("tensorboard",)) in run.calls
+    assert ("log", 3, {"lm loss": 6.9}, None) in run.calls
+
+
+def test_tensors_become_floats(run):
+    import torch
+    w = HubWriter(run, log_learning_rate=True, log_batch_size=True)
+    w.add_scalar("lm loss", torch.tensor([2.5]), 1)
+    w.add_scalar("grad-norm", torch.tensor(1.25), 1)
+    w.flush()
+    assert run.calls == [("log", 1, {"lm loss": 2.5, "grad-norm": 1.25}, None)]
+    assert all(type(v) is float for v in run.calls[0][2].values())
+
+
+def test_dropped_upstream_switches_are_honoured(run):
+    w = HubWriter(run, log_learning_rate=False, log_batch_size=False)
+    for tag in ("learning-rate", "learning-rate vs samples", "batch-size", "batch-size vs samples", "lm loss"):
+        w.add_scalar(tag, 1.0, 5)
+    w.flush()
+    assert run.calls == [("log", 5, {"lm loss": 1.0}, None)]
+
+
+def test_emit_merges_extra_metrics_into_the_step(run):
+    w = HubWriter(run, log_learning_rate=True, log_batch_size=True)
+    w.add_scalar("lm loss", 1.0, 7)
+    w.emit({"perf/tflops_per_gpu": 3.0}, step=7)
+    assert run.calls == [("log", 7, {"lm loss": 1.0, "perf/tflops_per_gpu": 3.0}, None)]
+    w.emit({"perf/tflops_per_gpu": 4.0}, step=8)
+    assert run.calls[-1] == ("log", 8, {"perf/tflops_per_gpu": 4.0}, None)
+
+
+def test_text_goes_to_tensorboard_only(run):
+    w = HubWriter(run, log_learning_rate=True, log_batch_size=True)
+    w.add_text("lr", "0.001")
+    assert run.calls == [("text", 0, {"lr": "0.001"}, ("tensorboard",))]

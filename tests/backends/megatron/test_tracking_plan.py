@@ -1,0 +1,104 @@
+"""The decision of which trackers run, from parsed Megatron arguments (no training here)."""
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from primus.backends.megatron.patches.args.notices import PrimusArgumentError
+from primus.backends.megatron.patches.args.primus_arguments import add_primus_arguments
+from primus.backends.megatron.training.tracking_plan import plan_tracking
+
+UPSTREAM_DEFAULTS = dict(tensorboard_dir=None, wandb_project=None, wandb_exp_name=None, wandb_save_dir=None,
+                         wandb_entity=None, save=None, tensorboard_log_interval=1, tensorboard_queue_size=1000)
+
+
+def parse(*argv, **upstream):
+    parser = add_primus_arguments(argparse.ArgumentParser())
+    args = parser.parse_args(list(argv))
+    for key, value in {**UPSTREAM_DEFAULTS, **upstream}.items():
+        setattr(args, key, value)
+    return args
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch, tmp_path):
+    for var in ("WANDB_PROJECT", "WANDB_RUN_NAME", "WANDB_TEAM", "WANDB_ENTITY", "WANDB_API_KEY", "WANDB_MODE",
+                "MLFLOW_TRACKING_URI", "DATABRICKS_HOST", "DATABRICKS_TOKEN", "MLFLOW_EXPERIMENT_NAME"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("NETRC", str(tmp_path / "no-netrc"))
+    monkeypatch.setenv("PRIMUS_OUTPUT_ROOT", str(tmp_path / "out"))
+
+
+def test_nothing_is_tracked_by_default():
+    plan = plan_tracking(parse())
+    assert not plan.any_tracker
+
+
+def test_upstream_command_line_keeps_its_meaning(tmp_path):
+    plan = plan_tracking(parse(tensorboard_dir=str(tmp_path / "tb"), wandb_project="p"))
+    assert plan.config.tensorboard.log_dir == tmp_path / "tb"
+    assert plan.config.wandb.project == "p"
+
+
+def test_disable_tensorboard_true_wins_over_a_directory(tmp_path):
+    plan = plan_tracking(parse("--disable-tensorboard", tensorboard_dir=str(tmp_path / "tb")))
+    assert plan.config.tensorboard is None
+    assert any("no event files" in n for n in plan.notices.infos)
+
+
+def test_tensorboard_without_directory_is_derived_and_said(tmp_path):
+    args = parse("--disable-tensorboard", "false", "--primus-run-dir", str(tmp_path / "run"))
+    plan = plan_tracking(args)
+    assert plan.config.tensorboard.log_dir == tmp_path / "run" / "tensorboard"
+    assert args.tensorboard_dir == str(tmp_path / "run" / "tensorboard")
+    assert any("tensorboard_dir not set" in n for n in plan.notices.infos)
+
+
+def test_wandb_names_are_derived_not_a_crash(tmp_path):
+    plan = plan_tracking(parse("--disable-wandb", "false", "--primus-run-dir", str(tmp_path / "r1")))
+    resolved = plan.config.resolve()
+    assert (resolved.wandb.name, resolved.wandb.save_dir) == ("r1", tmp_path / "r1" / "wandb")
+    assert any("no credentials" in w for w in plan.notices.warnings)
+
+
+def test_wandb_names_from_environment(monkeypatch):
+    monkeypatch.setenv("WANDB_PROJECT", "envp")
+    monkeypatch.setenv("WANDB_RUN_NAME", "envrun")
+    monkeypatch.setenv("WANDB_TEAM", "team")
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    plan = plan_tracking(parse("--disable-wandb", "false"))
+    resolved = plan.config.resolve()
+    assert (resolved.wandb.project, resolved.wandb.name, resolved.wandb.entity) == ("envp", "envrun", "team")
+    assert plan.notices.warnings == []
+
+
+def test_databricks_without_host_is_an_error_before_training(monkeypatch):
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "databricks")
+    with pytest.raises(PrimusArgumentError, match="DATABRICKS_HOST"):
+        plan_tracking(parse("--disable-mlflow", "false"))
+
+
+def test_mlflow_upload_flags_without_mlflow_are_reported():
+    plan = plan_tracking(parse("--mlflow-upload-logs"))
+    assert plan.config.mlflow is None
+    assert any("mlflow_upload_logs ignored" in n for n in plan.notices.infos)
+
+
+def test_every_range_problem_is_listed_at_once():
+    with pytest.raises(PrimusArgumentError) as e:
+        plan_tracking(parse("--log-avg-reset-interval", "0", "--primus-exit-deadline", "0"))
+    assert len(e.value.problems) == 2
+    assert "--log-avg-reset-interval must be >= 1" in str(e.value)
+
+
+def test_bad_toggle_value_names_the_flag(capsys):
+    with pytest.raises(SystemExit):
+        parse("--disable-mlflow", "maybe")
+    assert "--disable-mlflow" in capsys.readouterr().err
+
+
+def test_run_dir_follows_the_checkpoint_directory(tmp_path):
+    plan = plan_tracking(parse("--disable-mlflow", "false", save=str(tmp_path / "ckpt")))
+    assert plan.config.run_dir == Path(tmp_path / "ckpt" / "primus")
+    assert plan.config.mlflow.run_name == "ckpt"
