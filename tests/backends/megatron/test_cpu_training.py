@@ -12,8 +12,8 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def single_process(megatron_run):
-    # DEBUG so the entry lists the patch records after training.
-    return megatron_run("single", "--logging-level", "10")
+    # DEBUG so the entry lists the patch records after training; TensorBoard for the memory tags.
+    return megatron_run("single", "--logging-level", "10", "--tensorboard-dir", "tb", "--log-memory-to-tensorboard")
 
 
 @pytest.fixture(scope="module")
@@ -30,6 +30,20 @@ def test_every_cpu_patch_is_recorded_as_applied(single_process):
     output = single_process.output
     for patch in CPU_PATCHES:
         assert f"primus patch {patch.id}: applied" in output, single_process.explain()
+
+
+def test_memory_tags_report_host_memory(single_process):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    single_process.assert_trained()
+    events = EventAccumulator(str(single_process.log_path.parent / "tb"), size_guidance={"scalars": 0}).Reload()
+    for tag in ("mem-allocated-bytes", "mem-reserved-bytes", "mem-max-allocated-bytes"):
+        values = [event.value for event in events.Scalars(tag)]
+        # A process that imported torch and Megatron holds hundreds of MB; upstream's CUDA query gave 0.
+        assert len(values) == 3 and min(values) > 100e6, (tag, values)
+    peak = [event.value for event in events.Scalars("mem-max-allocated-bytes")]
+    current = [event.value for event in events.Scalars("mem-allocated-bytes")]
+    assert all(p >= 0.9 * c for p, c in zip(peak, current)), (peak, current)
 
 
 def test_data_parallel_matches_single_process(single_process, data_parallel):

@@ -58,7 +58,7 @@ def install_cuda_runtime_shims(megatron_core: ModuleType, handle: PatchHandle) -
         return torch.get_rng_state()
 
     def manual_seed(seed: int) -> None:
-        # Not torch.manual_seed: it calls torch.cuda.manual_seed_all, which would land back here.
+        # The CPU generator only: torch.manual_seed would also queue seeds for the absent CUDA devices.
         torch.default_generator.manual_seed(int(seed))
 
     for owner in (cuda, cuda.random):  # tensor_parallel/random.py reaches both paths
