@@ -1,0 +1,41 @@
+"""`primus tracking sync RUN_DIR`: deliver to MLflow (and W&B) what a run's journal holds and its
+trackers did not receive (a server that was down, an exit deadline that ran out), then set the
+run's final status."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from primus.redaction import redact_text
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser("tracking", help="tracking maintenance (sync a run's journal)",
+                                   description=__doc__)
+    sub = parser.add_subparsers(dest="tracking_command", required=True)
+    sync = sub.add_parser("sync", help="replay a run's journal into its MLflow and W&B runs", description=__doc__)
+    sync.add_argument("run_dir", help="the run directory (it holds journal.jsonl and run.json)")
+    sync.add_argument("--timeout", type=float, default=300.0, help="give up after this many seconds (default 300)")
+    sync.add_argument("--tracking-uri", default=None,
+                      help="MLflow tracking URI to use instead of the saved one (needed when it held a password)")
+    sync.set_defaults(func=run_sync)
+
+
+def run_sync(args: argparse.Namespace) -> int:
+    from primus.tracking.state import RunDirBusyError
+    from primus.tracking.sync import SyncError, sync_run
+
+    try:
+        report = sync_run(args.run_dir, timeout_s=args.timeout, tracking_uri=args.tracking_uri)
+    except (SyncError, RunDirBusyError) as e:
+        print(f"primus tracking sync: {redact_text(str(e))}", file=sys.stderr)
+        return 2
+    for sink, done in report.delivered.items():
+        detail = "" if done else f" (last error: {report.errors.get(sink, 'timed out')}); run the command again"
+        print(f"{sink}: {'delivered, status ' + report.status if done else 'NOT fully delivered'}{detail}")
+    if not report.delivered:
+        print("nothing to deliver: the run has no MLflow or W&B sink with pending records")
+    if report.wandb_offline_dir:
+        print(f"W&B logged this run offline; upload it with: wandb sync {report.wandb_offline_dir}")
+    return 0 if report.ok else 1

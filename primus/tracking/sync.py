@@ -1,0 +1,87 @@
+"""``primus tracking sync RUN_DIR``: deliver what a finished (or crashed) run left in its journal.
+
+It replays the journal into MLflow and W&B from each sink's saved cursor, with the same sink code
+as a live run (MLflow dedups the resend by timestamp; W&B skips steps it already has), uploads the
+run's artifacts if asked and not done, and sets the final status the run asked for. A run whose
+process died without finishing is marked KILLED. W&B runs logged offline are uploaded by W&B's own
+``wandb sync <dir>``; this command prints that command.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from primus.redaction import MASK
+from primus.tracking.journal import JOURNAL_FILE, journal_size
+from primus.tracking.meta import RunMeta
+from primus.tracking.sink import Sink
+from primus.tracking.sinks.mlflow import MlflowSink
+from primus.tracking.sinks.wandb import WandbSink
+from primus.tracking.state import CursorStore, RunDirLock, RunState
+from primus.tracking.worker import SinkWorker
+
+
+class SyncError(RuntimeError):
+    pass
+
+
+@dataclass
+class SyncReport:
+    status: str
+    delivered: dict[str, bool] = field(default_factory=dict)  # sink -> everything delivered
+    errors: dict[str, str] = field(default_factory=dict)
+    wandb_offline_dir: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return all(self.delivered.values())
+
+
+def sync_run(run_dir: Path, timeout_s: float = 300.0, tracking_uri: str | None = None) -> SyncReport:
+    run_dir = Path(run_dir).expanduser().absolute()
+    journal = run_dir / JOURNAL_FILE
+    if not journal.is_file():
+        raise SyncError(f"{run_dir} has no {JOURNAL_FILE}: give the run directory of a tracked run")
+    lock = RunDirLock(run_dir).acquire()
+    try:
+        state = RunState(run_dir)
+        meta = RunMeta.load(run_dir)
+        status = state.section("run").get("status", "RUNNING")
+        if status == "RUNNING":  # nobody holds the lock, so the process ended without finishing
+            status = "KILLED"
+        report = SyncReport(status=status)
+        sinks: list[Sink] = []
+        if meta.mlflow:
+            sinks.append(MlflowSink(meta.mlflow_config(_mlflow_uri(meta, tracking_uri)), meta, state, run_dir))
+        wandb_state = state.section("wandb")
+        if meta.wandb and wandb_state.get("id"):
+            if wandb_state.get("mode") == "offline":
+                report.wandb_offline_dir = wandb_state.get("sync_dir")
+            if CursorStore(run_dir).load("wandb", wandb_state["id"]) < journal_size(journal):
+                sinks.append(WandbSink(meta.wandb_config(), meta, state, wandb_state["id"]))
+        deadline = time.monotonic() + timeout_s
+        workers = [SinkWorker(s, journal, CursorStore(run_dir)) for s in sinks]
+        for w in workers:
+            w.start()
+            w.notify(journal_size(journal))
+            w.close(status, deadline)
+        for w in workers:
+            done = w.join(deadline) and not w.disabled and w.pending_bytes == 0
+            report.delivered[w.sink.name] = done
+            if w.last_error:
+                report.errors[w.sink.name] = w.last_error
+        return report
+    finally:
+        lock.release()
+
+
+def _mlflow_uri(meta: RunMeta, override: str | None) -> str:
+    saved = (meta.mlflow or {}).get("tracking_uri")
+    uri = override or (saved if saved and MASK not in saved else None) or os.environ.get("MLFLOW_TRACKING_URI")
+    if not uri:
+        raise SyncError(f"the run's MLflow tracking URI held a credential and was saved as {saved!r}: pass "
+                        f"--tracking-uri or set MLFLOW_TRACKING_URI")
+    return uri
