@@ -55,6 +55,11 @@ class WandbSink(Sink):
                           settings=wandb.Settings(init_timeout=self.cfg.init_timeout_s, console="off"))
 
     def _offline_instead(self, wandb: Any, error: Exception) -> Any:
+        if wandb.run is not None:
+            raise SinkUnavailable(f"wandb.init failed online ({error}), and another W&B run is active in this "
+                                  f"process, so it cannot restart W&B offline; `primus tracking sync` replays the "
+                                  f"journal into W&B later") from error
+        wandb.teardown()  # wandb-core keeps the failed online run's id "in use" until its service restarts
         try:
             run = self._init(wandb, "offline")
         except Exception as e:

@@ -1,0 +1,49 @@
+"""W&B online with no reachable server (WANDB_BASE_URL on a closed loopback port, a well-formed fake
+key): the wait is bounded by init_timeout_s, training never waits, one clear warning, and every step
+is in the journal and in the offline run W&B falls back to."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+
+import pytest
+from support.readers import read_wandb_history
+
+from primus.tracking import TrackingConfig, WandbConfig, start_run
+
+pytestmark = pytest.mark.slow
+
+FAKE_KEY = "0123456789abcdef0123456789abcdef01234567"
+
+
+def test_unreachable_wandb_server_is_bounded_and_loses_nothing(tmp_path, monkeypatch, caplog):
+    monkeypatch.setenv("WANDB_MODE", "online")
+    monkeypatch.setenv("WANDB_API_KEY", FAKE_KEY)
+    caplog.set_level(logging.WARNING, logger="primus.tracking")
+    t = time.monotonic()
+    run = start_run(TrackingConfig(run_dir=tmp_path / "run", wandb=WandbConfig(project="p", init_timeout_s=3),
+                                   exit_deadline_s=30))
+    assert time.monotonic() - t < 1.0
+    costs = []
+    for step in range(20):
+        t = time.perf_counter()
+        run.log(step, {"loss": float(step)})
+        costs.append(time.perf_counter() - t)
+        time.sleep(0.05)
+    assert max(costs) < 0.05
+    t = time.monotonic()
+    run.finish()
+    assert time.monotonic() - t < 3 + 20  # init_timeout, then the offline start and finish
+
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1, warnings
+    assert "W&B did not start online within init_timeout_s=3" in warnings[0] and "wandb sync" in warnings[0]
+    journal = [json.loads(line) for line in (tmp_path / "run" / "journal.jsonl").read_text().splitlines()]
+    assert [r["d"]["loss"] for r in journal if r["k"] == "m"] == [float(s) for s in range(20)]
+    rows = [r for r in read_wandb_history(tmp_path / "run") if "loss" in r]
+    assert [(r["_step"], r["loss"]) for r in rows] == [(s, float(s)) for s in range(20)]
+    for path in (tmp_path / "run").rglob("*"):
+        if path.is_file():
+            assert FAKE_KEY.encode() not in path.read_bytes(), path
