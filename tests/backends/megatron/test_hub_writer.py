@@ -72,3 +72,17 @@ def test_text_goes_to_tensorboard_only(run):
     w = HubWriter(run, log_learning_rate=True, log_batch_size=True)
     w.add_text("lr", "0.001")
     assert run.calls == [("text", 0, {"lr": "0.001"}, ("tensorboard",))]
+
+
+def test_a_failing_run_never_raises_into_upstream(caplog):
+    class BrokenRun(RecordingRun):
+        def log(self, step, metrics, only=None):
+            raise RuntimeError("sink exploded")
+
+    w = HubWriter(BrokenRun(), log_learning_rate=True, log_batch_size=True)
+    w.add_scalar("lm loss", 1.0, 1)
+    w.add_scalar("lm loss", 1.0, 2)  # emits step 1: the failure is swallowed
+    w.flush()
+    w.add_scalar("lm loss vs samples", 1.0, 8)
+    assert "sink exploded" in caplog.text
+    assert caplog.text.count("tracking writer failed") == 1

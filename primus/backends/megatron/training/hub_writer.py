@@ -10,8 +10,13 @@ call (one W&B log and one MLflow batch per step, not one per metric).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Callable, Mapping
 from typing import Any
+
+from primus.log import get_logger
+
+log = get_logger("primus.megatron")
 
 TENSORBOARD_ONLY = ("tensorboard",)
 _VS_SAMPLES = " vs samples"
@@ -24,6 +29,24 @@ def to_float(value: Any) -> float:
     return float(value)
 
 
+def never_raises(method: Callable) -> Callable:
+    """Upstream calls the writer directly inside its training loop: a failure here is logged once
+    and the call dropped, never raised into training."""
+
+    @functools.wraps(method)
+    def guarded(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except Exception as e:
+            if not self._failed:
+                self._failed = True
+                log.warning("tracking writer failed in %s (%r); metrics of this call are dropped, training goes on",
+                            method.__name__, e)
+            return None
+
+    return guarded
+
+
 class HubWriter:
     def __init__(self, run, *, log_learning_rate: bool, log_batch_size: bool):
         self._run = run
@@ -31,8 +54,10 @@ class HubWriter:
                                                                     ("batch-size", log_batch_size)) if not keep)
         self._step: int | None = None
         self._pending: dict[str, float] = {}
+        self._failed = False
 
     # -- the SummaryWriter surface upstream uses ------------------------------------------
+    @never_raises
     def add_scalar(self, tag: str, scalar_value: Any, global_step: int | None = None, *_, **__) -> None:
         if tag.startswith(self._dropped_prefixes):
             return  # log_learning_rate_to_tensorboard / log_batch_size_to_tensorboard false
@@ -46,17 +71,21 @@ class HubWriter:
             self._step = step
         self._pending[tag] = value
 
+    @never_raises
     def add_text(self, tag: str, text_string: str, global_step: int | None = None, *_, **__) -> None:
         # upstream writes one text per argument (hundreds); the params go to every tracker once instead
         self._run.log_text(tag, text_string, int(global_step or 0), only=TENSORBOARD_ONLY)
 
+    @never_raises
     def flush(self) -> None:
         self.emit()
 
+    @never_raises
     def close(self) -> None:
         self.emit()
 
     # -- ours ------------------------------------------------------------------------------
+    @never_raises
     def emit(self, extra: Mapping[str, float] | None = None, step: int | None = None) -> None:
         """Send the scalars gathered for the current step (plus ``extra``) as one log call."""
         if extra:
