@@ -16,7 +16,7 @@ from collections import Counter, deque
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from primus.redaction import redact_text
+from primus.redaction import redact_text, redact_value
 from primus.tracking.journal import EVENT, METRICS, TEXT, JournalWriter, encode
 from primus.tracking.worker import SinkWorker
 
@@ -152,7 +152,7 @@ class MetricsHub:
                 return None
         elif kind == TEXT:
             tag, text = payload
-            data = {"tag": str(tag), "text": redact_text(str(text))[:MAX_TEXT_CHARS]}
+            data = {"tag": str(tag), "text": redact_value(str(tag), str(text))[:MAX_TEXT_CHARS]}  # by tag and shape
         else:
             data = payload
         return encode(kind, step, int(ts * 1000), data)

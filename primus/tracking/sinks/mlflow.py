@@ -43,6 +43,8 @@ class MlflowSink(Sink):
         # read by MLflow at request time; process-wide, so the user's own MLflow calls fail fast too
         os.environ["MLFLOW_HTTP_REQUEST_MAX_RETRIES"] = "0"
         os.environ["MLFLOW_HTTP_REQUEST_TIMEOUT"] = str(int(max(1, self.cfg.request_timeout_s)))
+        # set_terminated prints the run's URL to stdout, with any user:password the tracking URI holds
+        os.environ["MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"] = "true"
         from mlflow import MlflowClient
 
         self._client = MlflowClient(self.cfg.tracking_uri, self.cfg.registry_uri)
@@ -87,6 +89,8 @@ class MlflowSink(Sink):
         run_id = run.info.run_id
         self.state.update("mlflow", run_id=run_id, experiment_id=experiment_id,
                           tracking_uri=redact_text(self.cfg.tracking_uri))
+        log.info("primus tracking: MLflow run %s in experiment %r at %s", run_id, name,
+                 redact_text(self.cfg.tracking_uri))
         self._log_params(run_id, {})
         return run_id
 
