@@ -34,7 +34,8 @@ class MetricsHub:
         self._tick_s = tick_s
         self._pending: deque[tuple[str, Any, float, Any]] = deque()
         self._accepting = True
-        self.refused = 0  # written by the training thread only
+        self.refused = 0  # these two are written by the training thread only
+        self.malformed = 0
         self._warned: set[str] = set()
         self._cond = threading.Condition()
         self._wake = threading.Event()
@@ -56,7 +57,7 @@ class MetricsHub:
             else:
                 self.refused += 1
         except Exception:  # not a mapping: count it, never raise into training
-            self.refused += 1
+            self.malformed += 1
 
     def log_text(self, tag: str, text: str, step: int = 0) -> None:
         if self._accepting and len(self._pending) < self._capacity:
@@ -80,15 +81,20 @@ class MetricsHub:
         """Stop intake, journal what is queued, let the sinks deliver until ``deadline``; return the
         workers that did not finish in time."""
         self._accepting = False
-        self._count("queue_full", self.refused)
-        self.refused = 0
-        self.event("end", status=status, dropped=dict(self.dropped))
         self._stop.set()
         self._wake.set()
         self._thread.join(max(0.0, deadline - time.monotonic()))
-        if not self._thread.is_alive():
+        if not self._thread.is_alive():  # else the disk hangs: no end record, the sinks still get their deadline
             self._drain()  # anything a racing log() appended after the last tick
+            self._count("queue_full", self.refused)
+            self._count("not_a_mapping", self.malformed)
+            self.refused = self.malformed = 0
+            end = encode(EVENT, 0, int(time.time() * 1000), {"event": "end", "status": status,
+                                                             "dropped": dict(self.dropped)})
+            offset = self.journal.append([end])
             self.journal.sync()
+            for w in self.workers:
+                w.notify(offset)
         for w in self.workers:
             w.close(status, deadline)
         return [w for w in self.workers if not w.join(deadline)]

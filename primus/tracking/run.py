@@ -117,7 +117,7 @@ class Run:
     def stats(self) -> dict[str, Any]:
         """Counters for logs and tests: records dropped by the hub, and per sink its failures, last
         error, undelivered journal bytes and whether it was switched off."""
-        return {"dropped": dict(self._hub.dropped), "refused": self._hub.refused,
+        return {"dropped": dict(self._hub.dropped), "refused": self._hub.refused + self._hub.malformed,
                 "sinks": {w.sink.name: {"failures": w.failures, "last_error": w.last_error,
                                         "pending_bytes": w.pending_bytes, "disabled": w.disabled}
                           for w in self._workers}}

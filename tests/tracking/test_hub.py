@@ -1,0 +1,119 @@
+"""The hub and its workers with no tracker at all: the journal is the record, intake never raises,
+memory and disk are bounded with counters, and a sink that fails gets every record exactly once."""
+
+import json
+import logging
+import time
+
+import pytest
+
+from primus.tracking import TrackingConfig, start_run
+from primus.tracking.journal import METRICS, read_records
+from primus.tracking.sink import Sink
+from primus.tracking.state import CursorStore, RunDirBusyError
+from primus.tracking.worker import SinkWorker
+
+
+def journal(run):
+    return [json.loads(line) for line in (run.run_dir / "journal.jsonl").read_text().splitlines()]
+
+
+def test_bad_input_is_counted_never_raised(tmp_path):
+    run = start_run(TrackingConfig(run_dir=tmp_path))
+    run.log("not a step", {"loss": 1.0})
+    run.log(1, None)
+    run.log(2, {"loss": object(), "ok": 2})
+    run.log(3, {"nan": float("nan")})
+    run.finish()
+    metrics = [r for r in journal(run) if r["k"] == METRICS]
+    assert [(r["s"], r["d"]) for r in metrics[:1]] == [(2, {"ok": 2.0})]
+    assert metrics[1]["s"] == 3 and metrics[1]["d"]["nan"] != metrics[1]["d"]["nan"]
+    assert journal(run)[-1]["d"]["dropped"] == {"invalid_step": 1, "invalid_value": 1, "not_a_mapping": 1}
+
+
+def test_memory_is_bounded_by_pending_records(tmp_path):
+    run = start_run(TrackingConfig(run_dir=tmp_path, pending_records=10))
+    for step in range(5000):  # far faster than the hub's 0.1 s tick
+        run.log(step, {"loss": 1.0})
+    run.finish()
+    end = journal(run)[-1]["d"]
+    kept = sum(r["k"] == METRICS for r in journal(run))
+    assert end["dropped"]["queue_full"] > 0 and kept + end["dropped"]["queue_full"] == 5000
+
+
+def test_journal_cap_stops_metrics_with_one_warning(tmp_path, caplog):
+    run = start_run(TrackingConfig(run_dir=tmp_path, journal_max_bytes=2000))
+    for step in range(200):
+        run.log(step, {"loss": 1.0})
+    run.finish()
+    warnings = [r.getMessage() for r in caplog.records if "journal_max_bytes=2000" in r.getMessage()]
+    assert len(warnings) == 1
+    assert (tmp_path / "journal.jsonl").stat().st_size < 2000 + 200  # plus the end record
+    assert journal(run)[-1]["d"]["dropped"]["journal_full"] > 150
+
+
+def test_one_process_per_run_dir(tmp_path):
+    run = start_run(TrackingConfig(run_dir=tmp_path))
+    with pytest.raises(RunDirBusyError, match="its own run_dir"):
+        start_run(TrackingConfig(run_dir=tmp_path))
+    run.finish()
+    start_run(TrackingConfig(run_dir=tmp_path)).finish()  # free again after finish
+
+
+class FlakySink(Sink):
+    """Fails every other write: the worker must retry and deliver each record exactly once."""
+
+    name = "flaky"
+
+    def __init__(self):
+        self.got, self.calls, self.closed = [], 0, None
+
+    def open(self):
+        return "target"
+
+    def chunks(self, records):
+        for i in range(0, len(records), 3):
+            yield records[i:i + 3]
+
+    def write(self, records):
+        self.calls += 1
+        if self.calls % 2:
+            raise ConnectionError("server away")
+        self.got += [r.step for r in records if r.kind == METRICS]
+
+    def close(self, status, complete):
+        self.closed = (status, complete)
+
+
+def test_worker_retries_until_every_record_is_delivered_once(tmp_path, monkeypatch, caplog):
+    monkeypatch.setattr("primus.tracking.worker.BACKOFF_FIRST_S", 0.01)
+    run = start_run(TrackingConfig(run_dir=tmp_path / "run"))
+    for step in range(20):
+        run.log(step, {"loss": float(step)})
+    run.finish()
+    path = run.run_dir / "journal.jsonl"
+    sink, cursors = FlakySink(), CursorStore(run.run_dir)
+    worker = SinkWorker(sink, path, cursors)
+    worker.start()
+    worker.notify(path.stat().st_size)
+    worker.close("FINISHED", time.monotonic() + 30)
+    assert worker.join(time.monotonic() + 30)
+    assert sink.got == list(range(20)) and sink.closed == ("FINISHED", True)
+    assert worker.failures > 0 and "flaky failed to deliver (ConnectionError: server away)" in caplog.text
+    assert cursors.load("flaky", "target") == path.stat().st_size
+    assert cursors.load("flaky", "another target") == 0
+    records, end = read_records(path, 0)
+    assert end == path.stat().st_size and records[-1].data["event"] == "end"
+
+
+def test_missing_one_logger_is_one_clear_message(tmp_path, caplog):
+    from primus.tracking import OneLoggerConfig
+
+    caplog.set_level(logging.WARNING, logger="primus.tracking")
+    run = start_run(TrackingConfig(run_dir=tmp_path, one_logger=OneLoggerConfig()))
+    run.log(0, {"loss": 1.0})
+    assert run.flush(10)
+    run.finish()
+    assert [r.getMessage() for r in caplog.records] == [
+        "primus tracking: one_logger is off for this run: enable_one_logger is on but the one_logger package is "
+        "not importable (No module named 'one_logger'); install NVIDIA's one_logger or set enable_one_logger: false"]

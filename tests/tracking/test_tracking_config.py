@@ -1,0 +1,57 @@
+from pathlib import Path
+
+import pytest
+
+from primus.tracking import (ConsoleConfig, MlflowConfig, TensorBoardConfig, TrackingConfig, TrackingConfigError,
+                             WandbConfig)
+
+
+def resolve(env=None, **kw):
+    return TrackingConfig(run_dir=Path("/tmp/primus-cfg/run-7"), **kw).resolve(env or {})
+
+
+def test_wandb_settings_come_from_the_environment_when_unset():
+    env = {"WANDB_PROJECT": "proj", "WANDB_TEAM": "team", "WANDB_RUN_NAME": "nm", "WANDB_MODE": "offline"}
+    cfg = resolve(env, wandb=WandbConfig())
+    assert (cfg.wandb.project, cfg.wandb.entity, cfg.wandb.name, cfg.wandb.mode) == ("proj", "team", "nm", "offline")
+    assert cfg.wandb.save_dir == Path("/tmp/primus-cfg/run-7")
+    explicit = resolve(env, wandb=WandbConfig(project="mine", entity="me"))
+    assert (explicit.wandb.project, explicit.wandb.entity) == ("mine", "me")
+
+
+def test_mlflow_uri_from_env_else_a_local_store_next_to_the_run():
+    assert resolve({"MLFLOW_TRACKING_URI": "http://h:5000"}, mlflow=MlflowConfig()).mlflow.tracking_uri == "http://h:5000"
+    cfg = resolve(mlflow=MlflowConfig())
+    assert cfg.mlflow.tracking_uri == "sqlite:////tmp/primus-cfg/mlflow.db"
+    assert (cfg.mlflow.experiment_name, cfg.mlflow.run_name) == ("primus", "run-7")
+
+
+@pytest.mark.parametrize("kw,key,fix", [
+    (dict(wandb=WandbConfig(mode="onlne")), "wandb.mode (or WANDB_MODE)='onlne'", "online, offline"),
+    (dict(exit_deadline_s=-1), "exit_deadline_s=-1", "positive number"),
+    (dict(exit_deadline_s=float("nan")), "exit_deadline_s=nan", "positive number"),
+    (dict(journal_max_bytes=0), "journal_max_bytes=0", "positive integer"),
+    (dict(tensorboard=TensorBoardConfig(Path("/tmp/tb"), queue_size=0)), "tensorboard.queue_size=0", "positive"),
+    (dict(console=ConsoleConfig(interval=0)), "console.interval=0", "positive integer"),
+    (dict(wandb=WandbConfig(init_timeout_s=0)), "wandb.init_timeout_s=0", "positive number"),
+])
+def test_bad_values_name_the_key_the_value_and_the_fix(kw, key, fix):
+    with pytest.raises(TrackingConfigError) as e:
+        resolve(**kw)
+    assert key in str(e.value) and fix in str(e.value)
+
+
+def test_databricks_needs_host_and_token_and_a_workspace_experiment_path(tmp_path):
+    env = {"MLFLOW_TRACKING_URI": "databricks", "DATABRICKS_CONFIG_FILE": str(tmp_path / "none")}
+    with pytest.raises(TrackingConfigError, match="DATABRICKS_HOST and DATABRICKS_TOKEN"):
+        resolve(env, mlflow=MlflowConfig(experiment_name="/Users/me/x"))
+    env.update(DATABRICKS_HOST="https://x.cloud.databricks.com", DATABRICKS_TOKEN="dapi" + "0" * 32)
+    with pytest.raises(TrackingConfigError, match="'/Users/<you>/exp'"):
+        resolve(env, mlflow=MlflowConfig(experiment_name="exp"))
+    assert resolve(env, mlflow=MlflowConfig(experiment_name="/Users/me/exp")).mlflow.tracking_uri == "databricks"
+
+
+def test_a_secret_in_a_bad_value_is_not_echoed():
+    with pytest.raises(TrackingConfigError) as e:
+        resolve({"WANDB_MODE": "https://u:hunter2hunter2@x"}, wandb=WandbConfig())
+    assert "hunter2" not in str(e.value)
