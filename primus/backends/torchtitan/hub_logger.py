@@ -1,0 +1,32 @@
+"""The metric logger upstream's ``MetricsProcessor`` gets in place of its TensorBoard and W&B loggers.
+
+Everything upstream logs — ``log`` (losses, grad norm, throughput, memory, lr, tokens seen) and
+``log_validation`` — is one ``run.log`` per call: every enabled sink (TensorBoard, W&B, MLflow, journal)
+gets every metric, with upstream's names (MLflow's sink spells them for MLflow: ``throughput(tps)`` ->
+``throughput_tps_<hash>``). The call queues and returns; nothing is written on the training thread."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from torchtitan.components.metrics import BaseLogger
+
+from primus.backends.torchtitan.step_perf import StepPerf
+
+
+class HubLogger(BaseLogger):
+    def __init__(self, run, *, tag: str | None = None, perf: StepPerf | None = None):
+        self.run = run
+        self.tag = tag
+        self.perf = perf  # set when the perf metric set is on; read by the wrapped MetricsProcessor.log
+
+    def log(self, metrics: dict[str, Any], step: int) -> None:
+        if self.tag is not None:  # upstream's loggers prefix the tag the same way
+            metrics = {f"{self.tag}/{k}": v for k, v in metrics.items()}
+        self.run.log(step, metrics)
+
+    def close(self) -> None:
+        # upstream's train.main() closes the trainer inside `except Exception:` before re-raising
+        failed = sys.exc_info()[1] is not None
+        self.run.finish("FAILED" if failed else "FINISHED")

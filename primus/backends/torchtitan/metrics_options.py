@@ -1,0 +1,53 @@
+"""Primus's metrics options as fields of upstream's ``metrics`` config.
+
+``with_primus_options`` turns the loaded ``MetricsProcessor.Config`` (or a user's subclass of it) into
+a subclass that also has the fields below, so they are set the same way as upstream's own — in the
+experiment YAML's ``metrics:`` block or on the command line (``--metrics.enable-mlflow``) — and are
+part of the config dict every tracker receives. ``build()`` still constructs the same processor class."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+PRIMUS_FIELDS = ("enable_mlflow", "mlflow_run_name", "mlflow_experiment_name", "mlflow_upload_performance_metrics",
+                 "mlflow_upload_logs", "mlflow_upload_traces")
+
+
+@functools.cache
+def primus_config_class(base: type) -> type:
+    if all(name in {f.name for f in dataclasses.fields(base)} for name in PRIMUS_FIELDS):
+        return base
+
+    @dataclass(kw_only=True, slots=True)
+    class PrimusMetricsConfig(base):
+        enable_mlflow: bool = False
+        """Whether to log metrics to MLflow (MLFLOW_TRACKING_URI; default: a local sqlite store)"""
+
+        mlflow_run_name: str | None = None
+        """MLflow run name (default: the run directory's name)"""
+
+        mlflow_experiment_name: str | None = None
+        """MLflow experiment name (default: primus)"""
+
+        mlflow_upload_performance_metrics: bool = False
+        """Also log tokens/s, TFLOP/s, MFU, memory and utilisation (perf/, mem/, sys/) every log step"""
+
+        mlflow_upload_logs: bool = False
+        """Write this run's log to <run_dir>/logs and upload it to MLflow after training"""
+
+        mlflow_upload_traces: bool = False
+        """Write profiler traces to <run_dir>/traces and upload them to MLflow after training"""
+
+    PrimusMetricsConfig.__name__ = PrimusMetricsConfig.__qualname__ = f"Primus{base.__qualname__.replace('.', '')}"
+    return PrimusMetricsConfig
+
+
+def with_primus_options(metrics_config: Any) -> Any:
+    cls = primus_config_class(type(metrics_config))
+    if type(metrics_config) is cls:
+        return metrics_config
+    values = {f.name: getattr(metrics_config, f.name) for f in dataclasses.fields(metrics_config) if f.init}
+    return cls(**values)

@@ -1,0 +1,41 @@
+"""Patches on torchtitan.config.manager: the experiment YAML and Primus's metrics options onto
+upstream's config, and the tracking decided (and checked) as soon as the config is parsed.
+
+Required: without them a `--metrics.enable-mlflow` flag is an unknown argument, and a bad setting would
+surface only after the model was built."""
+
+from __future__ import annotations
+
+import os
+
+from primus.backends.torchtitan.patches.versions import SUPPORTED, TORCHTITAN
+from primus.patches import REGISTRY
+
+
+@REGISTRY.patch("torchtitan.config.experiment", target="torchtitan.config.manager", distribution=TORCHTITAN,
+                versions=SUPPORTED, backend="torchtitan", required=True,
+                description="ConfigManager._load_config: metrics config with Primus's options, experiment YAML "
+                            "sections as defaults (the command line still wins); parse_args: tracking plan checked")
+def _install_config(module, handle):
+    from primus.backends.torchtitan.experiment import MODEL_SECTION, experiment_params, run_dir_from_env
+    from primus.backends.torchtitan.metrics_options import with_primus_options
+    from primus.backends.torchtitan.tracking_session import prepare_tracking
+    from primus.backends.torchtitan.upstream_config import apply_sections
+
+    def load_config(wrapped, instance, args, kwargs):
+        config, rest = wrapped(*args, **kwargs)
+        config.metrics = with_primus_options(config.metrics)
+        params = experiment_params() or {}
+        run_dir = run_dir_from_env()
+        if run_dir is not None and "dump_folder" not in params:
+            config.dump_folder = str(run_dir)  # checkpoints, traces and trackers all in the run directory
+        apply_sections(config, {k: v for k, v in params.items() if k != MODEL_SECTION})
+        return config, rest
+
+    def parse_args(wrapped, instance, args, kwargs):
+        config = wrapped(*args, **kwargs)
+        prepare_tracking(config, rank=int(os.environ.get("RANK", "0")))
+        return config
+
+    handle.wrap(module.ConfigManager, "_load_config", load_config)
+    handle.wrap(module.ConfigManager, "parse_args", parse_args)

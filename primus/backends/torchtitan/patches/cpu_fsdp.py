@@ -1,0 +1,34 @@
+"""FSDP on gloo: ``distributed/fsdp.py:316`` calls ``disable_fsdp_gradient_division``, which sets a
+divide factor of 1.0; FSDP2 then reduce-scatters with ``ReduceOp.PREMUL_SUM`` and gloo refuses
+("Cannot use ReduceOp.PREMUL_SUM with Gloo"). Forcing plain SUM keeps the same arithmetic: the factor
+is 1.0 and torchtitan normalises the loss by the global token count itself."""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from primus.backends.torchtitan.patches.cpu_platform import cpu_patch
+from primus.patches import PatchHandle
+
+
+def _sum_reductions_after(wrapped, instance, args, kwargs):
+    result = wrapped(*args, **kwargs)
+    from torch.distributed.fsdp import FSDPModule
+
+    model = args[0] if args else kwargs["model"]
+    for module in model.modules():
+        if isinstance(module, FSDPModule):
+            module.set_force_sum_reduction_for_comms(True)
+    return result
+
+
+def install_sum_reductions(fsdp: ModuleType, handle: PatchHandle) -> None:
+    handle.wrap(fsdp, "disable_fsdp_gradient_division", _sum_reductions_after)
+
+
+PATCHES = (
+    cpu_patch("torchtitan.cpu.fsdp_sum_reduction", "torchtitan.distributed.fsdp",
+              "distributed.fsdp.disable_fsdp_gradient_division: FSDP reduces with SUM, which gloo supports "
+              "(fsdp.py:27,316; torch _fsdp_collectives PREMUL_SUM)",
+              install_sum_reductions),
+)

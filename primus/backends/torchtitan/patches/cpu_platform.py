@@ -1,0 +1,19 @@
+"""What every TorchTitan CPU-platform patch shares: the upstream range and the condition that turns it
+on (no accelerator, or PRIMUS_PLATFORM=cpu)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from primus.backends.torchtitan.patches.versions import SUPPORTED, TORCHTITAN
+from primus.patches import Patch, PatchContext, PatchHandle
+
+
+def on_cpu(context: PatchContext) -> bool:
+    return context.platform() == "cpu"
+
+
+def cpu_patch(id: str, target: str, description: str, install: Callable[[Any, PatchHandle], None]) -> Patch:
+    return Patch(id=id, target=target, distribution=TORCHTITAN, versions=SUPPORTED, install=install,
+                 backend="torchtitan", condition=on_cpu, description=description)

@@ -1,0 +1,50 @@
+"""Patches on torchtitan.components.metrics.MetricsProcessor: the hub in place of upstream's loggers.
+
+``_build_metric_logger`` returns a HubLogger on the metrics rank (upstream's rule: rank 0, or the first
+rank of the last pipeline stage) or on every rank with ``save_for_all_ranks``, instead of upstream's
+TensorBoard/W&B LoggerContainer; ranks that do not track get upstream's no-op BaseLogger. With every
+tracker off, upstream's own method runs unchanged. ``log`` adds the perf metric set when it is on."""
+
+from __future__ import annotations
+
+from primus.backends.torchtitan.patches.versions import SUPPORTED, TORCHTITAN
+from primus.patches import REGISTRY
+
+
+@REGISTRY.patch("torchtitan.tracking.metrics_processor", target="torchtitan.components.metrics",
+                distribution=TORCHTITAN, versions=SUPPORTED, backend="torchtitan",
+                description="MetricsProcessor._build_metric_logger -> the hub behind every tracker; "
+                            "MetricsProcessor.log -> perf/mem/sys metrics (mlflow_upload_performance_metrics)")
+def _install_metrics_processor(module, handle):
+    import torch.distributed as dist
+
+    from primus.backends.torchtitan.hub_logger import HubLogger
+    from primus.backends.torchtitan.tracking_plan import plan_tracking
+    from primus.backends.torchtitan.tracking_session import current_plan, start_tracking
+
+    def build_metric_logger(wrapped, instance, args, kwargs):
+        rank = dist.get_rank()
+        # a Trainer built without upstream's ConfigManager was not planned at parse time
+        plan = current_plan() or plan_tracking(kwargs["config"], dump_folder=kwargs["dump_folder"],
+                                               checkpointing=False, rank=rank)
+        if plan.config is None:
+            return wrapped(*args, **kwargs)
+        metrics_rank = module._get_metrics_rank(parallel_dims=kwargs["parallel_dims"],
+                                                pp_schedule=kwargs["pp_schedule"])
+        if not plan.all_ranks and rank != metrics_rank:
+            return module.BaseLogger()
+        return start_tracking(plan, config_dict=kwargs.get("config_dict"), tag=kwargs.get("tag"))
+
+    def log(wrapped, instance, args, kwargs):
+        logger = instance.logger
+        if isinstance(logger, HubLogger) and logger.perf is not None:
+            step = args[0] if args else kwargs["step"]
+            perf = logger.perf.measure(instance, step)  # before upstream resets its counters
+            if len(args) > 4:
+                args = (*args[:4], {**(args[4] or {}), **perf})
+            else:
+                kwargs = {**kwargs, "extra_metrics": {**(kwargs.get("extra_metrics") or {}), **perf}}
+        return wrapped(*args, **kwargs)
+
+    handle.wrap(module.MetricsProcessor, "_build_metric_logger", build_metric_logger)
+    handle.wrap(module.MetricsProcessor, "log", log)

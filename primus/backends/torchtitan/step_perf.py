@@ -1,0 +1,37 @@
+"""The perf/memory/utilisation set (``mlflow_upload_performance_metrics``), measured at a log step from
+the counters upstream's ``MetricsProcessor`` keeps (tokens and wall time since the last log) before it
+resets them: host-side values only, no device synchronisation.
+
+Unlike upstream's ``tflops``/``mfu(%)``, MFU here uses the device's datasheet peak and is left out when
+the peak is unknown (upstream falls back to an A100's, which gives CPUs and new GPUs a wrong MFU)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from primus.tracking.perf import Utilisation, memory_metrics, throughput_metrics
+
+_DTYPES = {"bfloat16": "bf16", "float32": "fp32", "float16": "fp16"}
+
+
+class StepPerf:
+    def __init__(self, dtype: str):
+        self._dtype = _DTYPES.get(dtype, dtype)
+        self._utilisation = Utilisation()
+        self._last_step: int | None = None
+
+    def measure(self, processor: Any, step: int) -> dict[str, float]:
+        """Call before upstream's ``log`` on the same step (it resets the counters read here)."""
+        seconds = time.perf_counter() - processor.time_last_log
+        steps = step - self._last_step if self._last_step is not None else processor.config.log_freq
+        self._last_step = step
+        dims = processor.parallel_dims
+        # ntokens_since_last_log counts this rank's batches; data-parallel ranks each see their own
+        tokens = processor.ntokens_since_last_log * dims.world_size / dims.non_data_parallel_size
+        perf = throughput_metrics(tokens=tokens, seconds=seconds, world_size=dims.world_size,
+                                  flops=float(processor.num_flops_per_token) * tokens,
+                                  device_name=processor.device_memory_monitor.device_name, dtype=self._dtype)
+        if steps > 0 and seconds > 0:
+            perf["perf/iteration_time_ms"] = seconds / steps * 1e3
+        return perf | memory_metrics() | self._utilisation.read()

@@ -1,0 +1,93 @@
+"""What a TorchTitan run will track, decided from the parsed config on every rank before anything is
+built: a bad setting (an unreachable Databricks host without a token, an unknown W&B mode) stops every
+rank with one message, and only the metrics rank(s) later start the run.
+
+Run directory (journal, run ids, tracker folders): PRIMUS_RUN_DIR when `primus train` set it; else
+``<dump_folder>/<save_tb_folder>/primus`` when checkpointing is on, so a job restarted from its
+checkpoint resumes the same MLflow and W&B runs; else upstream's ``<dump_folder>/<save_tb_folder>/<time>``.
+With ``save_for_all_ranks`` each rank has its own ``rank_<r>`` run below it."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from primus.backends.torchtitan.patches.wandb_patches import wandb_settings
+from primus.tracking import MlflowConfig, TensorBoardConfig, TrackingConfig, TrackingConfigError
+
+DEFAULT_EXPERIMENT = "primus"
+UPSTREAM_TB_QUEUE = 1000  # upstream's SummaryWriter(max_queue=1000)
+
+
+class TrackingPlanError(ValueError):
+    """A metrics setting that cannot work; raised before training starts, naming the key and the fix."""
+
+
+@dataclass(frozen=True)
+class TrackingPlan:
+    config: TrackingConfig | None  # None: every tracker is off and upstream's behaviour is unchanged
+    all_ranks: bool  # save_for_all_ranks: every rank tracks, each into its own run
+    perf_metrics: bool  # mlflow_upload_performance_metrics with MLflow on
+    log_file: Path | None  # mlflow_upload_logs: this rank's log, uploaded after training
+    traces_dir: Path | None  # mlflow_upload_traces: where the profiler writes, uploaded after training
+    warnings: tuple[str, ...] = ()
+    infos: tuple[str, ...] = ()
+
+    def for_run(self, params: dict[str, Any], tags: dict[str, str]) -> TrackingConfig:
+        return dataclasses.replace(self.config, params=params, tags=tags)
+
+
+def run_directory(metrics: Any, *, dump_folder: str, checkpointing: bool, rank: int,
+                  explicit: Path | None, now: float | None = None) -> Path:
+    if explicit is not None:
+        base = explicit
+    else:
+        stamp = "primus" if checkpointing else time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
+        base = Path(dump_folder) / metrics.save_tb_folder / stamp
+    return base / f"rank_{rank}" if metrics.save_for_all_ranks else base
+
+
+def plan_tracking(metrics: Any, *, dump_folder: str, checkpointing: bool, rank: int,
+                  explicit_run_dir: Path | None = None) -> TrackingPlan:
+    """``metrics``: the parsed metrics config (upstream's fields plus Primus's, see metrics_options)."""
+    warnings: list[str] = []
+    infos: list[str] = []
+    if metrics.log_freq < 1:
+        raise TrackingPlanError(f"metrics.log_freq={metrics.log_freq!r} is invalid: log every N >= 1 steps, e.g. 10")
+    mlflow_on = bool(getattr(metrics, "enable_mlflow", False))
+    uploads = [name for name in ("mlflow_upload_performance_metrics", "mlflow_upload_logs", "mlflow_upload_traces")
+               if getattr(metrics, name, False)]
+    if uploads and not mlflow_on:
+        infos.append(f"{', '.join('metrics.' + u for u in uploads)} ignored: MLflow is off "
+                     f"(metrics.enable_mlflow: false)")
+        uploads = []
+    if not (metrics.enable_tensorboard or metrics.enable_wandb or mlflow_on):
+        return TrackingPlan(None, False, False, None, None, tuple(warnings), tuple(infos))
+
+    run_dir = run_directory(metrics, dump_folder=dump_folder, checkpointing=checkpointing, rank=rank,
+                            explicit=explicit_run_dir)
+    # upstream's layout <dump>/<tb>/<time>/ when the run directory is derived; <run_dir>/<tb> under primus train
+    tb_dir = run_dir / metrics.save_tb_folder if explicit_run_dir is not None else run_dir
+    run_name = getattr(metrics, "mlflow_run_name", None) or (run_dir.parent if metrics.save_for_all_ranks
+                                                              else run_dir).name
+    config = TrackingConfig(
+        run_dir=run_dir,
+        experiment_name=getattr(metrics, "mlflow_experiment_name", None) or DEFAULT_EXPERIMENT,
+        run_name=f"{run_name}-rank{rank}" if metrics.save_for_all_ranks else run_name,
+        tensorboard=TensorBoardConfig(log_dir=tb_dir, queue_size=UPSTREAM_TB_QUEUE) if metrics.enable_tensorboard
+        else None,
+        wandb=wandb_settings(run_dir / "wandb", warnings) if metrics.enable_wandb else None,
+        mlflow=MlflowConfig(upload_logs="mlflow_upload_logs" in uploads,
+                            upload_traces="mlflow_upload_traces" in uploads) if mlflow_on else None,
+    )
+    try:
+        config = config.resolve()
+    except TrackingConfigError as e:
+        raise TrackingPlanError(f"metrics settings: {e}") from e
+    return TrackingPlan(config, bool(metrics.save_for_all_ranks), "mlflow_upload_performance_metrics" in uploads,
+                        run_dir / "logs" / f"rank_{rank}.log" if "mlflow_upload_logs" in uploads else None,
+                        run_dir / "traces" if "mlflow_upload_traces" in uploads else None,
+                        tuple(warnings), tuple(infos))

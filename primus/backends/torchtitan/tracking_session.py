@@ -1,0 +1,70 @@
+"""One process's tracking for TorchTitan: the plan decided when the config is parsed (kept here for
+the metrics processor, built later inside the Trainer), and the run started on the metrics rank(s)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from primus.backends.torchtitan.experiment import run_dir_from_env
+from primus.backends.torchtitan.tracking_plan import TrackingPlan, plan_tracking
+from primus.log import _RedactingFormatter, get_logger
+
+log = get_logger("primus.torchtitan")
+
+_PLAN: TrackingPlan | None = None
+
+
+def prepare_tracking(config: Any, rank: int) -> TrackingPlan:
+    """Plan from the parsed ``Trainer.Config`` (raises TrackingPlanError), say what was decided once,
+    and point upstream's log and profiler output where the MLflow upload takes it from."""
+    global _PLAN
+    plan = plan_tracking(config.metrics, dump_folder=config.dump_folder, checkpointing=config.checkpoint.enable,
+                         rank=rank, explicit_run_dir=run_dir_from_env())
+    if rank == 0:
+        for text in plan.infos:
+            log.info("%s", text)
+        for text in plan.warnings:
+            log.warning("%s", text)
+    if plan.traces_dir is not None:
+        config.profiler.save_traces_folder = str(plan.traces_dir)  # absolute: joined to dump_folder, it stays
+    if plan.log_file is not None:
+        _log_to_file(plan.log_file)
+    _PLAN = plan
+    return plan
+
+
+def current_plan() -> TrackingPlan | None:
+    return _PLAN
+
+
+def start_tracking(plan: TrackingPlan, *, config_dict: dict[str, Any] | None, tag: str | None):
+    """Start the run on this rank and return the logger upstream's processor will use."""
+    from primus.backends.torchtitan.hub_logger import HubLogger
+    from primus.backends.torchtitan.step_perf import StepPerf
+    from primus.tracking import start_run
+
+    settings = dict(config_dict or {})
+    model = settings.pop("model_spec", None)  # the model's layer-by-layer configs: not run parameters
+    tags = {"primus.backend": "torchtitan"}
+    if isinstance(model, dict):
+        tags.update({f"torchtitan.{k}": str(model[k]) for k in ("name", "flavor") if model.get(k) is not None})
+    run = start_run(plan.for_run(params=settings, tags=tags))
+    run.install_exit_handlers()
+    training = settings.get("training", {})
+    perf = StepPerf(str(training.get("mixed_precision_param", "bfloat16"))) if plan.perf_metrics else None
+    return HubLogger(run, tag=tag, perf=perf)
+
+
+def forget_plan() -> None:
+    """Tests and in-process re-runs: the next parse plans afresh."""
+    global _PLAN
+    _PLAN = None
+
+
+def _log_to_file(path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(path)
+    handler.setFormatter(_RedactingFormatter("%(asctime)s %(levelname)s %(message)s"))
+    logging.getLogger().addHandler(handler)  # torchtitan logs to the root logger (tools/logging.py:12)

@@ -1,0 +1,63 @@
+"""An experiment's sections set on upstream's ``Trainer.Config`` (the loaded config function's result),
+before the command line is parsed: so ``training: {steps: 5}`` in YAML means ``--training.steps 5``, and
+a flag given on the command line still wins. Keys upstream does not have are errors, reported together,
+with a did-you-mean."""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+from collections.abc import Mapping
+from typing import Any
+
+from primus.config import ConfigError
+
+
+def apply_sections(config: Any, params: Mapping[str, Any], where: str = "torchtitan") -> None:
+    problems: list[str] = []
+    _apply(config, params, where, problems)
+    if problems:
+        raise ConfigError(problems)
+
+
+def _apply(target: Any, values: Mapping[str, Any], path: str, problems: list[str]) -> None:
+    names = [f.name for f in dataclasses.fields(target) if f.init and not f.name.startswith("_")]
+    for key, value in values.items():
+        dotted = f"{path}.{key}"
+        if key not in names:
+            close = difflib.get_close_matches(str(key), names, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            problems.append(f"{dotted}: {type(target).__qualname__} has no field {key!r}; {hint}"
+                            f"fields: {', '.join(sorted(names))}")
+            continue
+        current = getattr(target, key)
+        if dataclasses.is_dataclass(current):
+            if isinstance(value, Mapping):
+                _apply(current, value, dotted, problems)
+            else:
+                problems.append(f"{dotted}={value!r}: this is a section of upstream's config; give a mapping of "
+                                f"its fields, e.g. {key}: {{...}}")
+            continue
+        problem = _type_problem(current, value)
+        if problem:
+            problems.append(f"{dotted}={value!r}: {problem}")
+        else:
+            setattr(target, key, value)
+
+
+def _type_problem(current: Any, value: Any) -> str | None:
+    """Upstream's default tells the type (tyro would check a command-line value the same way)."""
+    if current is None or value is None:
+        return None
+    if isinstance(current, bool) != isinstance(value, bool):
+        return f"expected {type(current).__name__} like upstream's default {current!r}"
+    if isinstance(current, (int, float)) and not isinstance(value, (int, float)):
+        return f"expected a number like upstream's default {current!r}"
+    if isinstance(current, int) and not isinstance(current, bool) and isinstance(value, float) \
+            and not value.is_integer():
+        return f"expected a whole number like upstream's default {current!r}"
+    if isinstance(current, str) and not isinstance(value, str):
+        return f"expected a string like upstream's default {current!r}; quote it"
+    if isinstance(current, (list, tuple)) and not isinstance(value, (list, tuple)):
+        return f"expected a list like upstream's default {current!r}"
+    return None
