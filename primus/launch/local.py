@@ -18,7 +18,7 @@ from pathlib import Path
 from primus.config import Experiment, ModuleConfig
 
 # python -m <entry> runs the framework's upstream trainer with Primus's patches active
-ENTRY_MODULES = {"megatron": "primus.backends.megatron"}
+ENTRY_MODULES = {"megatron": "primus.backends.megatron", "torchtitan": "primus.backends.torchtitan"}
 
 
 @dataclass(frozen=True)

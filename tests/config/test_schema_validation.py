@@ -94,7 +94,8 @@ def test_megatron_schema_types_come_from_upstream_and_primus():
 def test_torchtitan_and_maxtext_primus_keys():
     assert schema_for("torchtitan").primus_keys == {
         "metrics.enable_mlflow", "metrics.mlflow_run_name", "metrics.mlflow_experiment_name",
-        "metrics.mlflow_upload_performance_metrics",
+        "metrics.mlflow_upload_performance_metrics", "metrics.mlflow_upload_logs", "metrics.mlflow_upload_traces",
+        "model.module", "model.config",
     }
     assert schema_for("maxtext").primus_keys == {
         "enable_mlflow", "mlflow_run_name", "mlflow_experiment_name", "mlflow_upload_performance_metrics",

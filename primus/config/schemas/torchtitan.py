@@ -1,6 +1,6 @@
 """TorchTitan schema: the ``metrics:`` section (upstream's MetricsProcessor.Config fields plus
-Primus's MLflow switches), strict. Other sections pass through to TorchTitan's own config, which
-checks them when the job starts."""
+Primus's MLflow switches) and ``model:`` (upstream's ``--module``/``--config``), strict. Other sections
+pass through to TorchTitan's own config, which Primus checks field by field when the job starts."""
 
 from __future__ import annotations
 
@@ -16,6 +16,11 @@ PARAMS = [
     Param("metrics.disable_color_printing", "bool", help="No ANSI colours on the console."),
     Param("metrics.enable_mlflow", "bool", primus=True, help="Enable MLflow logging."),
     *mlflow_params("metrics."),
+    Param("metrics.mlflow_upload_logs", "bool", primus=True, help="Upload this run's log file to MLflow."),
+    Param("metrics.mlflow_upload_traces", "bool", primus=True, help="Upload this run's profiler traces to MLflow."),
+    Param("model.module", "str", primus=True,
+          help="torchtitan --module: a model name (llama3) or an importable module with a config_registry."),
+    Param("model.config", "str", primus=True, help="torchtitan --config: the config function, e.g. llama3_8b."),
 ]
 
 
