@@ -1,0 +1,181 @@
+"""Upstream torchtitan 0.3.0 trains the llama3 debug model on CPU with Primus's hub behind its metrics
+processor. What every tracker received is read back — TensorBoard event files, the W&B offline run
+file, the real MLflow server — and must hold every metric upstream computes at every logged step;
+disabled trackers must hold nothing, and training must not change (same losses as upstream alone)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+from support.readers import mlflow_history, read_tb_scalars, read_wandb_history, wandb_files, wandb_records
+from titan_runs import STEPS, UPSTREAM_KEYS
+
+from primus.tracking.names import is_valid_mlflow_key, mlflow_key
+
+pytestmark = pytest.mark.slow
+
+STEP_LIST = list(range(1, STEPS + 1))
+PERF_KEYS = frozenset({"perf/tokens_per_sec", "perf/tokens_per_sec_per_gpu", "perf/tflops_per_gpu",
+                       "perf/iteration_time_ms", "mem/host_rss_gib", "mem/host_peak_rss_gib", "sys/cpu_util_pct",
+                       "sys/host_mem_used_pct"})  # no perf/mfu: a CPU has no datasheet peak
+CPU_PATCHES_ONLY = "torchtitan.cpu.device,torchtitan.cpu.fsdp_sum_reduction"
+WANDB_ENV = {"WANDB_MODE": "offline", "WANDB_PROJECT": "titan-e2e", "WANDB_RUN_NAME": "titan-all-sinks",
+             "WANDB_TEAM": "primus-team"}
+
+ALL_SINKS_YAML = """
+modules:
+  pre_trainer:
+    framework: torchtitan
+    config: pre_trainer.yaml
+    overrides:
+      model: {module: primus.backends.torchtitan, config: llama3_debugmodel_cpu}
+      training: {steps: 3}
+      metrics:
+        log_freq: 1
+        enable_tensorboard: true
+        enable_wandb: true
+        enable_mlflow: true
+        mlflow_experiment_name: titan-all-sinks
+        mlflow_upload_performance_metrics: true
+        mlflow_upload_logs: true
+"""
+
+
+def tb_dirs(dump: Path) -> list[Path]:
+    return sorted({p.parent for p in dump.rglob("events.out.tfevents.*")})
+
+
+def only_run(client, experiment: str):
+    runs = client.search_runs([client.get_experiment_by_name(experiment).experiment_id])
+    assert len(runs) == 1, [r.info.run_name for r in runs]
+    return runs[0]
+
+
+def assert_mlflow_has_every_step(client, run, keys) -> None:
+    assert run.info.status == "FINISHED"
+    assert all(is_valid_mlflow_key(k) for k in run.data.metrics), sorted(run.data.metrics)
+    assert set(run.data.metrics) == {mlflow_key(k) for k in keys}
+    for key in keys:
+        assert [s for s, _ in mlflow_history(client, run.info.run_id, mlflow_key(key))] == STEP_LIST, key
+
+
+def assert_tb_has_every_step(logdir: Path, keys) -> dict[str, list[tuple[int, float]]]:
+    scalars = read_tb_scalars(logdir)
+    assert set(scalars) == set(keys)
+    for key in keys:
+        assert [s for s, _ in scalars[key]] == STEP_LIST, key
+    return scalars
+
+
+@pytest.fixture(scope="module")
+def all_sinks(titan_run, mlflow_server, tmp_path_factory):
+    """One process through `primus train`'s entry, every tracker on from an experiment YAML."""
+    exp = tmp_path_factory.mktemp("exp") / "titan_all_sinks.yaml"
+    exp.write_text(ALL_SINKS_YAML)
+    return titan_run("all-sinks", env={"PRIMUS_CONFIG": str(exp), "MLFLOW_TRACKING_URI": mlflow_server.uri,
+                                       **WANDB_ENV})
+
+
+@pytest.fixture(scope="module")
+def upstream_alone(titan_run):
+    """The same training with only the CPU patches: upstream's own TensorBoard logger, no Primus tracking."""
+    return titan_run("upstream-alone", "--metrics.enable-tensorboard", launcher="primus-run",
+                     env={"PRIMUS_PATCHES": CPU_PATCHES_ONLY})
+
+
+def test_every_sink_gets_every_metric_at_every_step(all_sinks, mlflow_client):
+    all_sinks.assert_trained()
+    expected = UPSTREAM_KEYS | PERF_KEYS
+    [logdir] = tb_dirs(all_sinks.dump)
+    tb = assert_tb_has_every_step(logdir, expected)
+
+    rows = [r for r in read_wandb_history(all_sinks.dump) if "grad_norm" in r]
+    assert [r["_step"] for r in rows] == STEP_LIST
+    for row in rows:
+        assert expected <= set(row)
+        tb_loss = dict(tb["loss_metrics/global_avg_loss"])[row["_step"]]
+        assert row["loss_metrics/global_avg_loss"] == pytest.approx(tb_loss, rel=1e-6)
+
+    run = only_run(mlflow_client, "titan-all-sinks")
+    assert_mlflow_has_every_step(mlflow_client, run, expected)
+    losses = mlflow_history(mlflow_client, run.info.run_id, "loss_metrics/global_avg_loss")
+    assert [v for _, v in losses] == pytest.approx([v for _, v in tb["loss_metrics/global_avg_loss"]], rel=1e-6)
+
+
+def test_wandb_run_takes_its_settings_from_the_environment(all_sinks):
+    all_sinks.assert_trained()
+    [run_file] = wandb_files(all_sinks.dump)
+    [run] = [r.run for r in wandb_records(run_file) if r.WhichOneof("record_type") == "run"]
+    assert (run.project, run.display_name, run.entity) == ("titan-e2e", "titan-all-sinks", "primus-team")
+
+
+def test_mlflow_run_has_the_config_and_this_runs_log(all_sinks, mlflow_client):
+    run = only_run(mlflow_client, "titan-all-sinks")
+    params = run.data.params
+    assert params["training.steps"] == "3" and params["metrics.enable_mlflow"] == "True"
+    assert run.data.tags["primus.backend"] == "torchtitan"
+    [log] = [a.path for a in mlflow_client.list_artifacts(run.info.run_id, "logs")]
+    assert log == "logs/rank_0.log"
+
+
+def test_losses_are_those_of_upstream_alone(all_sinks, upstream_alone):
+    all_sinks.assert_trained()
+    upstream_alone.assert_trained()
+    assert upstream_alone.console_steps() == all_sinks.console_steps()
+    [ours] = tb_dirs(all_sinks.dump)
+    [theirs] = tb_dirs(upstream_alone.dump)
+    ours, theirs = read_tb_scalars(ours), read_tb_scalars(theirs)
+    assert set(theirs) == UPSTREAM_KEYS  # the hub drops nothing upstream's own logger writes
+    for key in ("loss_metrics/global_avg_loss", "loss_metrics/global_max_loss", "grad_norm", "n_tokens_seen",
+                "lr/AdamW"):
+        assert ours[key] == theirs[key], key
+    assert all(math.isfinite(v) for _, v in ours["loss_metrics/global_avg_loss"])
+
+
+@pytest.fixture(scope="module")
+def fsdp_every_rank(titan_run, mlflow_server):
+    """torchrun, 2 processes with FSDP on gloo: the user's upstream command under primus-run, trackers on
+    from the command line, one run per rank; W&B stays off."""
+    return titan_run("fsdp-all-ranks", "--parallelism.data-parallel-shard-degree", "2", "--metrics.enable-tensorboard",
+                     "--metrics.enable-mlflow", "--metrics.save-for-all-ranks",
+                     "--metrics.mlflow-experiment-name", "titan-fsdp-all-ranks", nproc=2, launcher="primus-run",
+                     env={"MLFLOW_TRACKING_URI": mlflow_server.uri, **WANDB_ENV})
+
+
+def test_save_for_all_ranks_gives_one_run_per_rank(fsdp_every_rank, mlflow_client):
+    fsdp_every_rank.assert_trained()
+    experiment = mlflow_client.get_experiment_by_name("titan-fsdp-all-ranks").experiment_id
+    runs = sorted(mlflow_client.search_runs([experiment]), key=lambda r: r.info.run_name)
+    assert [r.info.run_name[-6:] for r in runs] == ["-rank0", "-rank1"]
+    for run in runs:
+        assert_mlflow_has_every_step(mlflow_client, run, UPSTREAM_KEYS)
+    logdirs = tb_dirs(fsdp_every_rank.dump)
+    assert [d.name for d in logdirs] == ["rank_0", "rank_1"]
+    losses = [assert_tb_has_every_step(d, UPSTREAM_KEYS)["loss_metrics/global_avg_loss"] for d in logdirs]
+    assert losses[0] == losses[1]  # the global average, the same on every rank
+
+
+def test_disabled_tracker_receives_nothing(fsdp_every_rank):
+    fsdp_every_rank.assert_trained()
+    assert not list(fsdp_every_rank.dump.rglob("*.wandb")) and not list(fsdp_every_rank.dump.rglob("wandb"))
+
+
+@pytest.fixture(scope="module")
+def fsdp_metrics_rank(titan_run, mlflow_server):
+    """torchrun, 2 processes with FSDP through `primus train`'s entry: only the metrics rank tracks."""
+    return titan_run("fsdp-metrics-rank", "--parallelism.data-parallel-shard-degree", "2",
+                     "--metrics.enable-tensorboard", "--metrics.enable-mlflow",
+                     "--metrics.mlflow-experiment-name", "titan-fsdp-rank0", nproc=2,
+                     env={"MLFLOW_TRACKING_URI": mlflow_server.uri})
+
+
+def test_only_the_metrics_rank_tracks_by_default(fsdp_metrics_rank, fsdp_every_rank, mlflow_client):
+    fsdp_metrics_rank.assert_trained()
+    run = only_run(mlflow_client, "titan-fsdp-rank0")
+    assert_mlflow_has_every_step(mlflow_client, run, UPSTREAM_KEYS)
+    [logdir] = tb_dirs(fsdp_metrics_rank.dump)
+    scalars = assert_tb_has_every_step(logdir, UPSTREAM_KEYS)
+    every_rank = read_tb_scalars(tb_dirs(fsdp_every_rank.dump)[0])
+    assert scalars["loss_metrics/global_avg_loss"] == every_rank["loss_metrics/global_avg_loss"]

@@ -1,0 +1,46 @@
+"""What the TorchTitan end-to-end tests share: the CPU config, the keys upstream computes, and a run's
+captured output (fixtures that launch runs are in conftest.py)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+CPU_CONFIG = ["--module", "primus.backends.torchtitan", "--config", "llama3_debugmodel_cpu"]
+STEPS = 3
+# Every key upstream's MetricsProcessor.log computes (torchtitan 0.3.0, no quantization, one AdamW group).
+UPSTREAM_KEYS = frozenset({
+    "loss_metrics/global_avg_loss", "loss_metrics/global_max_loss", "grad_norm", "throughput(tps)", "tflops",
+    "mfu(%)", "time_metrics/end_to_end(s)", "time_metrics/data_loading(s)", "time_metrics/data_loading(%)",
+    "memory/max_active(GiB)", "memory/max_active(%)", "memory/max_reserved(GiB)", "memory/max_reserved(%)",
+    "memory/num_alloc_retries", "memory/num_ooms", "n_tokens_seen", "lr/AdamW",
+})
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_CONSOLE_STEP = re.compile(r"step:\s+(\d+)\s+loss:\s+([0-9.]+)\s+grad_norm:\s+([0-9.]+)")
+
+
+@dataclass(frozen=True)
+class TitanRun:
+    returncode: int
+    dump: Path
+    log_path: Path
+    seconds: float
+
+    @property
+    def output(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def explain(self) -> str:
+        tail = "\n".join(self.output.splitlines()[-50:])
+        return f"exit code {self.returncode} after {self.seconds:.1f} s; log {self.log_path}; last lines:\n{tail}"
+
+    def console_steps(self) -> dict[int, tuple[str, str]]:
+        """{step: (loss, grad_norm)} as upstream printed them (rounded to 5 and 4 decimals)."""
+        return {int(m.group(1)): (m.group(2), m.group(3)) for m in _CONSOLE_STEP.finditer(_ANSI.sub("", self.output))}
+
+    def assert_trained(self) -> None:
+        assert self.returncode == 0, self.explain()
+        assert sorted(self.console_steps()) == list(range(1, STEPS + 1)), self.explain()
+
+
