@@ -1,6 +1,6 @@
 """The metrics hub: the training thread's only contact with tracking.
 
-``log`` appends ``(kind, step, time, dict)`` to a deque and returns: no lock, no I/O, no
+``log`` appends ``(kind, step, time, dict, only)`` to a deque and returns: no lock, no I/O, no
 validation beyond a length check. A hub thread wakes every ``tick_s``, turns what is queued into
 journal lines (plain floats, redacted text), appends them to the journal with one write, and then
 tells each sink worker how far the journal goes. Memory is bounded by ``capacity`` queued records;
@@ -32,7 +32,7 @@ class MetricsHub:
         self.dropped: Counter[str] = Counter()
         self._capacity = capacity
         self._tick_s = tick_s
-        self._pending: deque[tuple[str, Any, float, Any]] = deque()
+        self._pending: deque[tuple[str, Any, float, Any, Sequence[str] | None]] = deque()
         self._accepting = True
         self.refused = 0  # these two are written by the training thread only
         self.malformed = 0
@@ -50,24 +50,24 @@ class MetricsHub:
         self._thread.start()
 
     # -- training thread -----------------------------------------------------------------
-    def log(self, step: int, metrics: Mapping[str, float]) -> None:
+    def log(self, step: int, metrics: Mapping[str, float], only: Sequence[str] | None = None) -> None:
         try:
             if self._accepting and len(self._pending) < self._capacity:
-                self._pending.append((METRICS, step, time.time(), dict(metrics)))
+                self._pending.append((METRICS, step, time.time(), dict(metrics), only))
             else:
                 self.refused += 1
         except Exception:  # not a mapping: count it, never raise into training
             self.malformed += 1
 
-    def log_text(self, tag: str, text: str, step: int = 0) -> None:
+    def log_text(self, tag: str, text: str, step: int = 0, only: Sequence[str] | None = None) -> None:
         if self._accepting and len(self._pending) < self._capacity:
-            self._pending.append((TEXT, step, time.time(), (tag, text)))
+            self._pending.append((TEXT, step, time.time(), (tag, text), only))
         else:
             self.refused += 1
 
     def event(self, name: str, **fields: Any) -> None:
         """A lifecycle record in the journal (start, end); accepted even while closing."""
-        self._pending.append((EVENT, 0, time.time(), {"event": name, **fields}))
+        self._pending.append((EVENT, 0, time.time(), {"event": name, **fields}, None))
 
     def flush(self, timeout_s: float) -> bool:
         """Journal everything logged so far and wait until every running sink delivered it."""
@@ -132,8 +132,8 @@ class MetricsHub:
         nbytes = 0
         pending = self._pending
         while pending:
-            kind, step, ts, payload = pending.popleft()
-            line = self._line(kind, step, ts, payload)
+            kind, step, ts, payload, only = pending.popleft()
+            line = self._line(kind, step, ts, payload, only)
             if line is None:
                 continue
             if kind == METRICS and not self.journal.has_room(nbytes + len(line)):
@@ -146,11 +146,12 @@ class MetricsHub:
             for w in self.workers:
                 w.notify(end)
 
-    def _line(self, kind: str, step: Any, ts: float, payload: Any) -> bytes | None:
+    def _line(self, kind: str, step: Any, ts: float, payload: Any, only: Sequence[str] | None) -> bytes | None:
         try:
             step = int(step)
+            only = None if only is None else (only,) if isinstance(only, str) else tuple(map(str, only))
         except (TypeError, ValueError):
-            self._count("invalid_step", 1)
+            self._count("invalid_step_or_only", 1)
             return None
         if kind == METRICS:
             data = self._floats(payload)
@@ -161,7 +162,7 @@ class MetricsHub:
             data = {"tag": str(tag), "text": redact_value(str(tag), str(text))[:MAX_TEXT_CHARS]}  # by tag and shape
         else:
             data = payload
-        return encode(kind, step, int(ts * 1000), data)
+        return encode(kind, step, int(ts * 1000), data, only)
 
     def _floats(self, metrics: Mapping[str, Any]) -> dict[str, float]:
         out = {}

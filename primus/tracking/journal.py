@@ -4,7 +4,8 @@ The hub appends to it before any sink sees a record; every sink reads it forward
 cursor, so a sink that fell behind (a dead server, a crash, a restart) catches up from the file,
 and ``primus tracking sync`` can replay it later. A line is
 ``{"k": kind, "s": step, "t": unix_ms, "d": data}`` with kind ``m`` (metrics: ``{name: float}``),
-``x`` (text: ``{"tag", "text"}``) or ``e`` (a lifecycle event). The timestamp is taken on the
+``x`` (text: ``{"tag", "text"}``) or ``e`` (a lifecycle event), and ``"o": [sink, ...]`` when the
+record is meant for some sinks only. The timestamp is taken on the
 training thread and never re-stamped, which is what makes a resend to MLflow idempotent.
 """
 
@@ -28,10 +29,17 @@ class Record:
     ts_ms: int
     data: Mapping[str, Any]
     end: int  # journal offset just past this record: a sink that handled it resumes from here
+    only: tuple[str, ...] | None = None  # the sinks this record is for (by Sink.name); None: all
+
+    def is_for(self, sink: str) -> bool:
+        return self.only is None or sink in self.only
 
 
-def encode(kind: str, step: int, ts_ms: int, data: Mapping[str, Any]) -> bytes:
-    return json.dumps({"k": kind, "s": step, "t": ts_ms, "d": data}, separators=(",", ":")).encode() + b"\n"
+def encode(kind: str, step: int, ts_ms: int, data: Mapping[str, Any], only: tuple[str, ...] | None = None) -> bytes:
+    obj = {"k": kind, "s": step, "t": ts_ms, "d": data}
+    if only is not None:
+        obj["o"] = only
+    return json.dumps(obj, separators=(",", ":")).encode() + b"\n"
 
 
 class JournalWriter:
@@ -88,7 +96,8 @@ def read_records(path: Path, start: int, stop: int | None = None,
         pos += len(line)
         try:
             obj = json.loads(line)
-            records.append(Record(obj["k"], int(obj["s"]), int(obj["t"]), obj["d"], pos))
+            only = tuple(obj["o"]) if "o" in obj else None
+            records.append(Record(obj["k"], int(obj["s"]), int(obj["t"]), obj["d"], pos, only))
         except (ValueError, KeyError, TypeError):
             continue  # a torn line left by a crash: skip it, keep the rest
     return records, pos

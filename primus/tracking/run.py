@@ -11,7 +11,7 @@ import os
 import secrets
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -87,13 +87,16 @@ class Run:
         return sinks
 
     # -- training thread -----------------------------------------------------------------
-    def log(self, step: int, metrics: Mapping[str, float]) -> None:
-        """Queue one step's metrics (plain floats; names per ``primus.tracking.names``). Never blocks, never raises."""
-        self._hub.log(step, metrics)
+    def log(self, step: int, metrics: Mapping[str, float], only: Sequence[str] | None = None) -> None:
+        """Queue one step's metrics (plain floats; names per ``primus.tracking.names``). Never blocks,
+        never raises. ``only`` limits the record to some sinks by name: "console", "tensorboard",
+        "wandb", "mlflow", "one_logger" (e.g. Megatron's "vs samples" x-axis exists only in TensorBoard)."""
+        self._hub.log(step, metrics, only)
 
-    def log_text(self, tag: str, text: str, step: int = 0) -> None:
-        """Text for TensorBoard ``add_text``, W&B summary and an MLflow tag; redacted before it is journaled."""
-        self._hub.log_text(tag, text, step)
+    def log_text(self, tag: str, text: str, step: int = 0, only: Sequence[str] | None = None) -> None:
+        """Text for TensorBoard ``add_text``, W&B summary and an MLflow tag; redacted (by tag name and
+        by shape) before it is journaled. ``only`` as for ``log``."""
+        self._hub.log_text(tag, text, step, only)
 
     def flush(self, timeout_s: float) -> bool:
         """Wait until every running sink has delivered what was logged so far; False on timeout."""

@@ -135,6 +135,7 @@ class SinkWorker:
             records, pos = read_records(self.journal, self.cursor, end)
             if pos == self.cursor:
                 return  # the last line is still being written
+            records = [r for r in records if r.is_for(self.sink.name)]
             for chunk in self.sink.chunks(records) if records else ():
                 self.sink.write(chunk)
                 self._advance(chunk[-1].end)

@@ -28,7 +28,7 @@ def test_bad_input_is_counted_never_raised(tmp_path):
     metrics = [r for r in journal(run) if r["k"] == METRICS]
     assert [(r["s"], r["d"]) for r in metrics[:1]] == [(2, {"ok": 2.0})]
     assert metrics[1]["s"] == 3 and metrics[1]["d"]["nan"] != metrics[1]["d"]["nan"]
-    assert journal(run)[-1]["d"]["dropped"] == {"invalid_step": 1, "invalid_value": 1, "not_a_mapping": 1}
+    assert journal(run)[-1]["d"]["dropped"] == {"invalid_step_or_only": 1, "invalid_value": 1, "not_a_mapping": 1}
 
 
 def test_memory_is_bounded_by_pending_records(tmp_path):
