@@ -41,6 +41,8 @@ def _apply(target: Any, values: Mapping[str, Any], path: str, problems: list[str
         problem = _type_problem(current, value)
         if problem:
             problems.append(f"{dotted}={value!r}: {problem}")
+        elif isinstance(current, int) and not isinstance(current, bool) and isinstance(value, float):
+            setattr(target, key, int(value))  # 1e3 is a float in YAML 1.2; upstream's field is an int
         else:
             setattr(target, key, value)
 

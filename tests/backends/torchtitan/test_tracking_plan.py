@@ -1,0 +1,89 @@
+"""What a TorchTitan run tracks, decided from the metrics settings before training: run directories,
+names, the uploads that need MLflow, and the errors and warnings for bad settings."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from primus.backends.torchtitan.tracking_plan import TrackingPlanError, plan_tracking
+
+
+def metrics(**overrides):
+    settings = dict(log_freq=10, enable_tensorboard=False, enable_wandb=False, save_tb_folder="tb",
+                    save_for_all_ranks=False, disable_color_printing=False, enable_mlflow=False,
+                    mlflow_run_name=None, mlflow_experiment_name=None, mlflow_upload_performance_metrics=False,
+                    mlflow_upload_logs=False, mlflow_upload_traces=False)
+    return SimpleNamespace(**{**settings, **overrides})
+
+
+def plan(tmp_path, checkpointing=False, rank=0, explicit=None, **overrides):
+    return plan_tracking(metrics(**overrides), dump_folder=str(tmp_path), checkpointing=checkpointing, rank=rank,
+                         explicit_run_dir=explicit)
+
+
+def test_every_tracker_off_leaves_upstream_alone(tmp_path):
+    p = plan(tmp_path, mlflow_upload_logs=True)
+    assert p.config is None and not p.perf_metrics and p.log_file is None
+    assert p.infos == ("metrics.mlflow_upload_logs ignored: MLflow is off (metrics.enable_mlflow: false)",)
+    assert not any(tmp_path.iterdir())
+
+
+def test_derived_run_directory_is_upstreams_tensorboard_folder(tmp_path):
+    p = plan(tmp_path, enable_tensorboard=True)
+    run_dir = p.config.run_dir
+    assert run_dir.parent == tmp_path / "tb" and p.config.tensorboard.log_dir == run_dir
+    assert p.config.run_name == run_dir.name and p.config.mlflow is None and p.config.wandb is None
+
+
+def test_checkpointed_job_keeps_one_run_directory_to_resume(tmp_path):
+    assert plan(tmp_path, checkpointing=True, enable_mlflow=True).config.run_dir == tmp_path / "tb" / "primus"
+
+
+def test_primus_train_run_directory_and_one_run_per_rank(tmp_path):
+    p = plan(tmp_path, rank=1, explicit=tmp_path / "exp", enable_tensorboard=True, save_for_all_ranks=True,
+             enable_mlflow=True, mlflow_run_name="trial", mlflow_upload_logs=True, mlflow_upload_traces=True)
+    assert p.config.run_dir == tmp_path / "exp" / "rank_1" and p.all_ranks
+    assert p.config.tensorboard.log_dir == tmp_path / "exp" / "rank_1" / "tb"
+    assert p.config.run_name == p.config.mlflow.run_name == "trial-rank1"
+    assert p.log_file == p.config.run_dir / "logs" / "rank_1.log" and p.traces_dir == p.config.run_dir / "traces"
+    assert p.config.mlflow.upload_logs and p.config.mlflow.upload_traces
+
+
+def test_log_freq_below_one_is_refused(tmp_path):
+    with pytest.raises(TrackingPlanError, match=r"metrics.log_freq=0 is invalid: log every N >= 1 steps"):
+        plan(tmp_path, log_freq=0, enable_tensorboard=True)
+
+
+def test_databricks_without_credentials_is_refused_before_training(tmp_path, monkeypatch):
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "databricks")
+    monkeypatch.setenv("DATABRICKS_CONFIG_FILE", str(tmp_path / "none"))
+    with pytest.raises(TrackingPlanError, match="MLFLOW_TRACKING_URI='databricks'.*DATABRICKS_HOST and DATABRICKS_TOKEN"):
+        plan(tmp_path, enable_mlflow=True)
+
+
+def test_wandb_settings_come_from_upstreams_environment_variables(tmp_path, monkeypatch):
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_TEAM", "team-a")
+    monkeypatch.setenv("WANDB_RUN_NAME", "trial")
+    monkeypatch.setenv("WANDB_RUN_ID", "abc")
+    p = plan(tmp_path, enable_wandb=True)
+    wandb = p.config.wandb
+    assert (wandb.project, wandb.entity, wandb.name, wandb.mode) == ("torchtitan", "team-a", "trial", "offline")
+    assert wandb.save_dir == p.config.run_dir / "wandb"
+    assert p.warnings == ("WANDB_RUN_ID is set but not passed to W&B: the run id is chosen once and kept in the run "
+                          "directory, so a restart resumes the same run",)
+
+
+def test_wandb_without_credentials_warns(tmp_path, monkeypatch):
+    monkeypatch.setenv("NETRC", str(tmp_path / "no-netrc"))
+    monkeypatch.setenv("WANDB_PROJECT", "mine")
+    p = plan(tmp_path, enable_wandb=True)
+    assert p.config.wandb.project == "mine" and p.config.wandb.mode == "online"
+    assert len(p.warnings) == 1 and "no credentials were found" in p.warnings[0]
+
+
+def test_perf_metric_set_needs_mlflow(tmp_path):
+    assert plan(tmp_path, enable_mlflow=True, mlflow_upload_performance_metrics=True).perf_metrics
+    assert not plan(tmp_path, enable_tensorboard=True, mlflow_upload_performance_metrics=True).perf_metrics

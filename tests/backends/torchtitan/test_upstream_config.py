@@ -1,0 +1,66 @@
+"""An experiment's sections onto upstream's real ``Trainer.Config``, and Primus's metrics options as
+fields upstream's command-line parser (tyro) accepts."""
+
+from __future__ import annotations
+
+import pytest
+from torchtitan.models.llama3 import config_registry as tt_registry
+
+from primus.backends.torchtitan.metrics_options import PRIMUS_FIELDS, with_primus_options
+from primus.backends.torchtitan.upstream_config import apply_sections
+from primus.config import ConfigError
+
+
+@pytest.fixture
+def config():
+    return tt_registry.llama3_debugmodel()
+
+
+def test_sections_set_upstream_fields(config):
+    apply_sections(config, {"dump_folder": "/tmp/x", "training": {"steps": 7, "seq_len": 1e3},
+                            "metrics": {"log_freq": 2, "enable_tensorboard": True}})
+    assert (config.dump_folder, config.training.steps, config.metrics.log_freq) == ("/tmp/x", 7, 2)
+    assert config.training.seq_len == 1000 and type(config.training.seq_len) is int
+    assert config.metrics.enable_tensorboard is True
+
+
+def test_every_bad_key_is_reported_with_the_fix(config):
+    with pytest.raises(ConfigError) as error:
+        apply_sections(config, {"training": {"stepz": 3, "steps": "many"}, "metrics": 5, "no_such": 1})
+    problems = error.value.problems
+    assert len(problems) == 4
+    assert problems[0].startswith("torchtitan.training.stepz: TrainingConfig has no field 'stepz'; did you mean "
+                                  "'steps'?")
+    assert problems[1] == "torchtitan.training.steps='many': expected a number like upstream's default 10"
+    assert "torchtitan.metrics=5: this is a section" in problems[2]
+    assert problems[3].startswith("torchtitan.no_such: ")
+    assert config.training.steps == 10  # a rejected value is not set
+
+
+def test_primus_options_are_upstream_fields_on_the_command_line(config):
+    import tyro
+    from torchtitan.components.metrics import MetricsProcessor
+    from torchtitan.config.manager import custom_registry
+
+    config.metrics = with_primus_options(config.metrics)
+    assert config.metrics.log_freq == 1  # upstream's value kept
+    assert config.metrics._owner is MetricsProcessor  # build() still constructs upstream's processor
+    parsed = tyro.cli(type(config), default=config, registry=custom_registry,
+                      args=["--metrics.enable-mlflow", "--metrics.mlflow-experiment-name", "exp"])
+    assert parsed.metrics.enable_mlflow is True and parsed.metrics.mlflow_experiment_name == "exp"
+    assert set(PRIMUS_FIELDS) <= set(parsed.to_dict()["metrics"])  # trackers receive them with the config
+
+
+def test_a_user_subclass_keeps_its_processor(config):
+    from dataclasses import dataclass
+
+    from torchtitan.components.metrics import MetricsProcessor
+
+    class MyProcessor(MetricsProcessor):
+        @dataclass(kw_only=True, slots=True)
+        class Config(MetricsProcessor.Config):
+            extra: int = 3
+
+    options = with_primus_options(MyProcessor.Config(extra=4))
+    assert options._owner is MyProcessor and options.extra == 4 and options.enable_mlflow is False
+    assert with_primus_options(options) is options
