@@ -2,6 +2,9 @@
 FAILED on an uncaught exception or a non-zero exit code, KILLED on SIGTERM/SIGINT; the sinks are
 flushed (within the run's exit deadline) in every case.
 
+Forked children (DataLoader workers) inherit the handlers but must never end the parent's run: every
+hook checks that it runs in the process that installed it, and otherwise behaves as if absent.
+
 Python does not tell an at-exit callback the exit code, so ``sys.exit`` is wrapped to remember it
 (a bare ``raise SystemExit(n)`` is not seen and counts as FINISHED). The at-exit callback is
 registered with ``threading``'s shutdown hooks, which run before ``atexit`` callbacks: the W&B
@@ -34,11 +37,17 @@ class ExitHandlers:
         self._original_exit: Callable[..., Any] | None = None
         self._previous_excepthook: Callable[..., Any] | None = None
         self._previous_signals: dict[int, Any] = {}
+        self._pid = os.getpid()
+
+    def _ours(self) -> bool:
+        """Active, and in the process that installed us (not a forked child)."""
+        return self._active and os.getpid() == self._pid
 
     def install(self) -> None:
         if self._active:
             return
         self._active = True
+        self._pid = os.getpid()
         self._original_exit = sys.exit
         sys.exit = self._exit
         self._previous_excepthook = sys.excepthook
@@ -80,11 +89,11 @@ class ExitHandlers:
 
     def _excepthook(self, etype: type[BaseException], value: BaseException, tb: TracebackType | None) -> None:
         self._previous_excepthook(etype, value, tb)  # the traceback first: finishing may take the deadline
-        if self._active:
+        if self._ours():
             self._finish("KILLED" if issubclass(etype, KeyboardInterrupt) else "FAILED")
 
     def _at_exit(self) -> None:
-        if not self._active:
+        if not self._ours():
             return
         if self._killed:
             self._finish("KILLED")
@@ -93,6 +102,9 @@ class ExitHandlers:
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         previous = self._previous_signals.get(signum)
+        if os.getpid() != self._pid:  # a forked child (a DataLoader worker being stopped): not our run
+            self._pass_on(signum, frame, previous)
+            return
         if callable(previous) and previous is not signal.default_int_handler:
             # the program has its own handler (Megatron's graceful exit): let it run, remember why we stop
             self._killed = True
@@ -100,8 +112,13 @@ class ExitHandlers:
             return
         self._finish("KILLED")
         self.uninstall()
-        if previous is signal.default_int_handler:
-            previous(signum, frame)  # KeyboardInterrupt, as without us
+        self._pass_on(signum, frame, previous)
+
+    @staticmethod
+    def _pass_on(signum: int, frame: FrameType | None, previous: Any) -> None:
+        """Do what the signal did before us."""
+        if callable(previous):
+            previous(signum, frame)  # default_int_handler: KeyboardInterrupt, as without us
             return
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)  # die of the signal, as without us

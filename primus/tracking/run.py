@@ -59,6 +59,7 @@ class Run:
         self._state.update("run", status="RUNNING", pid=os.getpid())
         self._finish_lock = threading.Lock()
         self._finished = False
+        self._owner_pid = os.getpid()
         self._exit_handlers = ExitHandlers(self.finish)
         self._hub.event("start", pid=os.getpid(), run_name=cfg.run_name, resumed=self.resumed)
         self._hub.start()
@@ -137,6 +138,8 @@ class Run:
         status = status or "FINISHED"
         if status not in RUN_STATUSES:
             raise ValueError(f"finish(status={status!r}): use one of {', '.join(RUN_STATUSES)}")
+        if os.getpid() != self._owner_pid:
+            return  # a forked child (a DataLoader worker) holds a copy of the run: only its owner ends it
         with self._finish_lock:
             if self._finished:
                 return
