@@ -12,6 +12,7 @@ SUBCOMMANDS = {
     "doctor": "doctor",
     "patches": "patches_cmd",
     "tracking": "tracking_cmd",
+    "train": "train",
 }
 
 
