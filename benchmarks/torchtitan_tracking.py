@@ -1,0 +1,113 @@
+"""Step-time cost of tracking on upstream torchtitan (llama3 debug model, CPU), side by side in one run.
+
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/torchtitan_tracking.py [--rounds 2] [--steps 30]
+
+Variants, interleaved round by round (in a rotating order) so load on the machine hits each alike:
+  off            every tracker off (the hub is never started)
+  primus-all     Primus: TensorBoard + W&B (offline) + MLflow (local sqlite) + the perf metric set
+  primus-tb-wb   Primus: TensorBoard + W&B (offline)
+  upstream-tb-wb upstream's own TensorBoardLogger + WandBLogger (offline), only the CPU patches active
+Step time: the gaps between upstream's own console step lines (log_freq 1), steps 3..N, median per run.
+Prints the ratios primus-all/off and primus-tb-wb/upstream-tb-wb (goal <= 1.02), and the training-thread
+cost of one logged step (``Run.log`` of upstream's 17-metric dict, all sinks on).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+
+PYTHON = sys.executable
+PRIMUS_RUN = str(Path(PYTHON).parent / "primus-run")
+CPU_PATCHES_ONLY = "torchtitan.cpu.device,torchtitan.cpu.fsdp_sum_reduction"
+LINE = re.compile(r"\[titan\] (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) .*?step:\s+(\d+)\s+loss")
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+VARIANTS: dict[str, tuple[list[str], dict[str, str]]] = {
+    "off": ([], {}),
+    "primus-all": (["--metrics.enable-tensorboard", "--metrics.enable-wandb", "--metrics.enable-mlflow",
+                    "--metrics.mlflow-upload-performance-metrics"], {}),
+    "primus-tb-wb": (["--metrics.enable-tensorboard", "--metrics.enable-wandb"], {}),
+    "upstream-tb-wb": (["--metrics.enable-tensorboard", "--metrics.enable-wandb"], {"PRIMUS_PATCHES": CPU_PATCHES_ONLY}),
+}
+
+
+def step_seconds(output: str) -> list[float]:
+    stamps = {int(step): datetime.strptime(ts, "%Y-%m-%d %H:%M:%S,%f").timestamp()
+              for ts, step in LINE.findall(ANSI.sub("", output))}
+    steps = sorted(stamps)
+    return [stamps[b] - stamps[a] for a, b in zip(steps, steps[1:]) if a >= 2]
+
+
+def run_variant(name: str, steps: int, workdir: Path) -> float:
+    args, extra_env = VARIANTS[name]
+    dump = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=workdir))
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1",
+           "WANDB_MODE": "offline", "WANDB_SILENT": "true", **extra_env}
+    env.pop("MLFLOW_TRACKING_URI", None)  # the local sqlite store next to the run
+    command = [PRIMUS_RUN, PYTHON, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=1",
+               "-m", "torchtitan.train", "--module", "primus.backends.torchtitan", "--config", "llama3_debugmodel_cpu",
+               "--training.steps", str(steps), "--metrics.log-freq", "1", "--dump-folder", str(dump), *args]
+    done = subprocess.run(command, env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"{name} failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+    gaps = step_seconds(done.stdout + done.stderr)
+    if len(gaps) < steps - 3:
+        sys.exit(f"{name}: found {len(gaps)} step gaps, expected {steps - 3}")
+    return statistics.median(gaps)
+
+
+def log_call_microseconds(workdir: Path, calls: int = 2000) -> float:
+    """Training-thread cost of one logged step: Run.log with upstream's metric dict, every sink on."""
+    from primus.tracking import MlflowConfig, TensorBoardConfig, TrackingConfig, WandbConfig, start_run
+
+    os.environ.update(WANDB_MODE="offline", WANDB_SILENT="true")
+    run = start_run(TrackingConfig(run_dir=workdir / "hub", tensorboard=TensorBoardConfig(workdir / "hub" / "tb"),
+                                   wandb=WandbConfig(project="bench"), mlflow=MlflowConfig()))
+    metrics = {k: 1.5 for k in ("loss_metrics/global_avg_loss", "loss_metrics/global_max_loss", "grad_norm",
+                                "throughput(tps)", "tflops", "mfu(%)", "time_metrics/end_to_end(s)",
+                                "time_metrics/data_loading(s)", "time_metrics/data_loading(%)",
+                                "memory/max_active(GiB)", "memory/max_active(%)", "memory/max_reserved(GiB)",
+                                "memory/max_reserved(%)", "memory/num_alloc_retries", "memory/num_ooms",
+                                "n_tokens_seen", "lr/AdamW")}
+    started = time.perf_counter()
+    for step in range(calls):
+        run.log(step, metrics)
+    elapsed = time.perf_counter() - started
+    run.finish()
+    return elapsed / calls * 1e6
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--steps", type=int, default=30)
+    args = parser.parse_args()
+    names = list(VARIANTS)
+    results: dict[str, list[float]] = {n: [] for n in names}
+    with tempfile.TemporaryDirectory(prefix="titan-bench-") as tmp:
+        workdir = Path(tmp)
+        for r in range(args.rounds):
+            order = names[r % len(names):] + names[:r % len(names)]
+            for name in order:
+                results[name].append(run_variant(name, args.steps, workdir))
+                print(f"round {r + 1} {name:15s} {results[name][-1] * 1e3:8.1f} ms/step", flush=True)
+        log_us = log_call_microseconds(workdir)
+    step = {n: statistics.median(v) for n, v in results.items()}
+    print("\nmedian step time (ms):", ", ".join(f"{n} {s * 1e3:.1f}" for n, s in step.items()))
+    print(f"primus-all / off                  = {step['primus-all'] / step['off']:.3f}")
+    print(f"primus-tb-wb / upstream-tb-wb     = {step['primus-tb-wb'] / step['upstream-tb-wb']:.3f}")
+    print(f"upstream-tb-wb / off              = {step['upstream-tb-wb'] / step['off']:.3f}")
+    print(f"Run.log per logged step (17 metrics, all sinks): {log_us:.1f} us on the training thread")
+
+
+if __name__ == "__main__":
+    main()
