@@ -1,7 +1,7 @@
 """The command that runs an experiment's module on this machine: one process, or torchrun.
 
-The experiment reaches the child through the environment — PRIMUS_CONFIG (the YAML),
-PRIMUS_CONFIG_OVERRIDES (the command-line overrides, JSON) and PRIMUS_RUN_DIR — so every rank
+The experiment reaches the child through the environment — PRIMUS_CONFIG (the YAML) and
+PRIMUS_CONFIG_OVERRIDES (the command-line overrides plus the run directory, JSON) — so every rank
 resolves the same configuration and writes into the same run directory."""
 
 from __future__ import annotations
@@ -57,14 +57,23 @@ def plan_local_launch(exp: Experiment, module: ModuleConfig, overrides: Sequence
         raise ValueError(f"--nproc-per-node {nproc_per_node}: must be at least 1")
     run_dir = run_directory(exp, module)
     env = dict(environ)
-    env.update({"PRIMUS_CONFIG": str(exp.source), "PRIMUS_CONFIG_OVERRIDES": json.dumps(list(overrides)),
-                "PRIMUS_RUN_DIR": str(run_dir)})
+    overrides = [*overrides, *_derived_overrides(exp, module, run_dir)]
+    env.update({"PRIMUS_CONFIG": str(exp.source), "PRIMUS_CONFIG_OVERRIDES": json.dumps(overrides)})
     if nproc_per_node == 1:
         argv = [python, "-m", entry]
     else:
         argv = [python, "-m", "torch.distributed.run", f"--nproc_per_node={nproc_per_node}", "--nnodes=1",
                 "--master_addr=127.0.0.1", f"--master_port={_free_port()}", "-m", entry]
     return LaunchPlan(argv=argv, env=env, run_dir=run_dir)
+
+
+def _derived_overrides(exp: Experiment, module: ModuleConfig, run_dir: Path) -> list[str]:
+    """The run directory, and the experiment's name as the MLflow experiment when none is set."""
+    prefix = f"modules.{module.name}.overrides"
+    derived = [f"{prefix}.primus_run_dir={run_dir}"]
+    if module.framework == "megatron" and not module.params.get("mlflow_experiment_name"):
+        derived.append(f"{prefix}.mlflow_experiment_name={exp.name}")
+    return derived
 
 
 def _free_port() -> int:

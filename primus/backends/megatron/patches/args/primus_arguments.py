@@ -13,7 +13,6 @@ the YAML presets set all three explicitly, to the spec's default ``true``.
 from __future__ import annotations
 
 import argparse
-import os
 
 from primus.backends.megatron.patches.args.experiment_defaults import experiment_defaults
 
@@ -55,10 +54,10 @@ def add_primus_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
                        help="Warm-up iterations left out of running averages.")
     group.add_argument("--log-avg-reset-interval", type=int, default=10,
                        help="Iterations after which running averages restart.")
-    group.add_argument("--primus-run-dir", default=os.environ.get("PRIMUS_RUN_DIR"),
+    group.add_argument("--primus-run-dir", default=None,
                        help="This run's directory (journal, run ids, derived tracker dirs); default "
-                            "$PRIMUS_RUN_DIR, else <save>/primus when --save is given, else a new folder "
-                            "under $PRIMUS_OUTPUT_ROOT (default output/megatron).")
+                            "<save>/primus when --save is given, else a new folder under $PRIMUS_OUTPUT_ROOT "
+                            "(default output/megatron).")
     group.add_argument("--primus-exit-deadline", type=float, default=30.0,
                        help="Seconds the process waits at exit for trackers to deliver.")
     return parser
