@@ -1,0 +1,43 @@
+"""The logger upstream's MetricsProcessor writes to: one journaled record per call, upstream's tag
+prefix, and the run's final status from how upstream closes it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from primus.backends.torchtitan.hub_logger import HubLogger
+from primus.tracking import TrackingConfig, start_run
+from primus.tracking.journal import JOURNAL_FILE, METRICS, read_records
+from primus.tracking.state import STATE_FILE
+
+
+@pytest.fixture
+def run(tmp_path):
+    return start_run(TrackingConfig(run_dir=tmp_path / "run"))
+
+
+def status(run) -> str:
+    return json.loads((run.run_dir / STATE_FILE).read_text())["run"]["status"]
+
+
+def test_each_log_call_is_one_record_with_upstreams_names(run):
+    logger = HubLogger(run, tag="val")
+    logger.log({"loss_metrics/global_avg_loss": 2.5, "throughput(tps)": 10}, step=4)
+    logger.close()
+    records = [r for r in read_records(run.run_dir / JOURNAL_FILE, 0)[0] if r.kind == METRICS]
+    assert [(r.step, r.data) for r in records] == [(4, {"val/loss_metrics/global_avg_loss": 2.5,
+                                                        "val/throughput(tps)": 10.0})]
+    assert status(run) == "FINISHED"
+
+
+def test_closed_while_an_exception_is_handled_means_failed(run):
+    # upstream's train.main(): `except Exception: trainer.close(); raise`
+    with pytest.raises(RuntimeError):
+        try:
+            raise RuntimeError("Loss is not finite")
+        except RuntimeError:
+            HubLogger(run).close()
+            raise
+    assert status(run) == "FAILED"
