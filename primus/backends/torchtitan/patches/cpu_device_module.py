@@ -9,7 +9,7 @@ from typing import Any
 
 import torch
 
-_GIB_FIELDS = ("active_bytes.all.peak", "reserved_bytes.all.peak")
+_PEAK_FIELDS = ("active_bytes.all.peak", "reserved_bytes.all.peak")
 
 
 def _host_name() -> str:
@@ -58,7 +58,7 @@ class CpuDeviceModule(types.ModuleType):
 
     def memory_stats(self, device: Any = None) -> dict[str, int]:
         peak = _peak_rss_bytes()
-        return {**dict.fromkeys(_GIB_FIELDS, peak), "num_alloc_retries": 0, "num_ooms": 0}
+        return {**dict.fromkeys(_PEAK_FIELDS, peak), "num_alloc_retries": 0, "num_ooms": 0}
 
     def reset_peak_memory_stats(self, device: Any = None) -> None:
         try:  # "5" resets VmHWM to the current RSS (Linux >= 4.0)
