@@ -9,6 +9,8 @@
 * ``fault_mlflow_server``: a second, dedicated server that a test may ``kill()``, ``pause()``
   (SIGSTOP), ``resume()`` and ``restart()`` on the same port and database; it is healthy again
   before the next test. Mark such tests ``@pytest.mark.slow``.
+* ``primus_caplog``: ``caplog`` that also sees the ``primus.*`` loggers (``primus.log`` stops them
+  propagating to the root logger, where plain ``caplog`` listens).
 * ``wandb_offline``: W&B in offline mode writing under the test's tmp dir; the ``wandb-core``
   service is torn down afterwards. Read back with ``support.readers.read_wandb_history``.
 
@@ -18,6 +20,7 @@ on ``sys.path`` below).
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from pathlib import Path
@@ -36,18 +39,35 @@ for _name in ("MLFLOW_TRACKING_URI", "MLFLOW_REGISTRY_URI", "WANDB_API_KEY", "WA
 os.environ.update(HERMETIC_ENV)
 
 
-@pytest.fixture(scope="session")
-def mlflow_server(tmp_path_factory) -> MlflowServer:
-    server = MlflowServer(tmp_path_factory.mktemp("mlflow-session")).start()
+@pytest.fixture
+def primus_caplog(caplog, monkeypatch):
+    """``caplog`` that sees Primus's own log records even after ``primus.log.get_logger`` configured the
+    ``primus`` logger not to propagate to the root (which is where caplog listens)."""
+    monkeypatch.setattr(logging.getLogger("primus"), "propagate", True)
+    return caplog
+
+
+def _session_server(tmp_path_factory, name: str):
+    server = MlflowServer(tmp_path_factory.mktemp(name)).start()
     yield server
     server.stop()
+
+
+def _fail_fast(monkeypatch) -> None:
+    """MLflow's own retries would turn one broken test into a 4-minute hang."""
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "10")
+
+
+@pytest.fixture(scope="session")
+def mlflow_server(tmp_path_factory) -> MlflowServer:
+    yield from _session_server(tmp_path_factory, "mlflow-session")
 
 
 @pytest.fixture
 def mlflow_uri(mlflow_server, monkeypatch) -> str:
     monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server.uri)
-    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
-    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "10")
+    _fail_fast(monkeypatch)
     return mlflow_server.uri
 
 
@@ -60,15 +80,12 @@ def mlflow_client(mlflow_uri):
 
 @pytest.fixture(scope="session")
 def _fault_server(tmp_path_factory) -> MlflowServer:
-    server = MlflowServer(tmp_path_factory.mktemp("mlflow-fault")).start()
-    yield server
-    server.stop()
+    yield from _session_server(tmp_path_factory, "mlflow-fault")
 
 
 @pytest.fixture
 def fault_mlflow_server(_fault_server, monkeypatch) -> MlflowServer:
-    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
-    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "5")
+    _fail_fast(monkeypatch)
     yield _fault_server
     if _fault_server.running():
         _fault_server.resume()

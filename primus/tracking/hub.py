@@ -136,7 +136,7 @@ class MetricsHub:
             line = self._line(kind, step, ts, payload, only)
             if line is None:
                 continue
-            if kind == METRICS and not self.journal.has_room(nbytes + len(line)):
+            if kind != EVENT and not self.journal.has_room(nbytes + len(line)):
                 self._journal_full()
                 continue
             lines.append(line)
@@ -178,7 +178,7 @@ class MetricsHub:
     def _journal_full(self) -> None:
         self._count("journal_full", 1)
         self._warn_once("journal_full", "primus tracking: the journal %s reached journal_max_bytes=%d; further "
-                        "metrics are dropped (counted in the journal's end record). Raise journal_max_bytes or "
+                        "metrics and texts are dropped (counted in the journal's end record). Raise journal_max_bytes or "
                         "log less often.", self.journal.path, self.journal.max_bytes)
 
     def _count(self, what: str, n: int) -> None:

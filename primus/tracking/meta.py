@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from primus.redaction import redact_text
-from primus.tracking.config import MlflowConfig, TrackingConfig, WandbConfig
+from primus.tracking.config import MlflowConfig, TensorBoardConfig, TrackingConfig, WandbConfig
 from primus.tracking.params import flat_params, redacted_tags
 from primus.tracking.state import META_FILE, read_json, write_json_atomic
 from primus.tracking.system_tags import system_tags
@@ -22,12 +22,14 @@ class RunMeta:
     tags: dict[str, str] = field(default_factory=dict)
     mlflow: dict[str, Any] | None = None
     wandb: dict[str, Any] | None = None
+    tensorboard: dict[str, Any] | None = None
 
     @classmethod
     def build(cls, cfg: TrackingConfig) -> RunMeta:
         """Redacts params and tags and adds the system tags (a git call: run it off the training thread)."""
         return cls(params=flat_params(cfg.params), tags={**system_tags(), **redacted_tags(cfg.tags)},
-                   mlflow=cfg.mlflow and _settings(cfg.mlflow), wandb=cfg.wandb and _settings(cfg.wandb))
+                   mlflow=cfg.mlflow and _settings(cfg.mlflow), wandb=cfg.wandb and _settings(cfg.wandb),
+                   tensorboard=cfg.tensorboard and _settings(cfg.tensorboard))
 
     def save(self, run_dir: Path) -> None:
         write_json_atomic(run_dir / META_FILE, dataclasses.asdict(self))
@@ -50,5 +52,5 @@ class RunMeta:
         return WandbConfig(**saved)
 
 
-def _settings(cfg: MlflowConfig | WandbConfig) -> dict[str, Any]:
+def _settings(cfg: MlflowConfig | WandbConfig | TensorBoardConfig) -> dict[str, Any]:
     return {k: redact_text(str(v)) if isinstance(v, (str, Path)) else v for k, v in dataclasses.asdict(cfg).items()}

@@ -7,7 +7,7 @@ from primus.tracking import MlflowConfig, TrackingConfig, start_run
 pytestmark = pytest.mark.slow
 
 
-def test_logs_and_traces_of_this_run_only_are_uploaded(tmp_path, mlflow_client, caplog):
+def test_logs_and_traces_of_this_run_only_are_uploaded(tmp_path, mlflow_client, primus_caplog):
     run = start_run(TrackingConfig(run_dir=tmp_path / "run", experiment_name="artifacts",
                                    mlflow=MlflowConfig(upload_logs=True, upload_traces=True)))
     run.logs_dir.mkdir()
@@ -28,5 +28,5 @@ def test_logs_and_traces_of_this_run_only_are_uploaded(tmp_path, mlflow_client, 
     assert sorted(listing()) == ["logs/train.log", "traces/rank0/trace.json"]
     local = mlflow_client.download_artifacts(run.mlflow_run_id, "logs/train.log", str(tmp_path / "down"))
     assert open(local).read() == "step 1 loss 2.0\n"
-    assert "points outside the run directory" in caplog.text
+    assert "points outside the run directory" in primus_caplog.text
     assert mlflow_client.get_run(run.mlflow_run_id).info.status == "FINISHED"

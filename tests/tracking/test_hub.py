@@ -41,12 +41,12 @@ def test_memory_is_bounded_by_pending_records(tmp_path):
     assert end["dropped"]["queue_full"] > 0 and kept + end["dropped"]["queue_full"] == 5000
 
 
-def test_journal_cap_stops_metrics_with_one_warning(tmp_path, caplog):
+def test_journal_cap_stops_metrics_with_one_warning(tmp_path, primus_caplog):
     run = start_run(TrackingConfig(run_dir=tmp_path, journal_max_bytes=2000))
     for step in range(200):
         run.log(step, {"loss": 1.0})
     run.finish()
-    warnings = [r.getMessage() for r in caplog.records if "journal_max_bytes=2000" in r.getMessage()]
+    warnings = [r.getMessage() for r in primus_caplog.records if "journal_max_bytes=2000" in r.getMessage()]
     assert len(warnings) == 1
     assert (tmp_path / "journal.jsonl").stat().st_size < 2000 + 200  # plus the end record
     assert journal(run)[-1]["d"]["dropped"]["journal_full"] > 150
@@ -85,7 +85,7 @@ class FlakySink(Sink):
         self.closed = (status, complete)
 
 
-def test_worker_retries_until_every_record_is_delivered_once(tmp_path, monkeypatch, caplog):
+def test_worker_retries_until_every_record_is_delivered_once(tmp_path, monkeypatch, primus_caplog):
     monkeypatch.setattr("primus.tracking.worker.BACKOFF_FIRST_S", 0.01)
     run = start_run(TrackingConfig(run_dir=tmp_path / "run"))
     for step in range(20):
@@ -99,21 +99,21 @@ def test_worker_retries_until_every_record_is_delivered_once(tmp_path, monkeypat
     worker.close("FINISHED", time.monotonic() + 30)
     assert worker.join(time.monotonic() + 30)
     assert sink.got == list(range(20)) and sink.closed == ("FINISHED", True)
-    assert worker.failures > 0 and "flaky failed to deliver (ConnectionError: server away)" in caplog.text
+    assert worker.failures > 0 and "flaky failed to deliver (ConnectionError: server away)" in primus_caplog.text
     assert cursors.load("flaky", "target") == path.stat().st_size
     assert cursors.load("flaky", "another target") == 0
     records, end = read_records(path, 0)
     assert end == path.stat().st_size and records[-1].data["event"] == "end"
 
 
-def test_missing_one_logger_is_one_clear_message(tmp_path, caplog):
+def test_missing_one_logger_is_one_clear_message(tmp_path, primus_caplog):
     from primus.tracking import OneLoggerConfig
 
-    caplog.set_level(logging.WARNING, logger="primus.tracking")
+    primus_caplog.set_level(logging.WARNING, logger="primus.tracking")
     run = start_run(TrackingConfig(run_dir=tmp_path, one_logger=OneLoggerConfig()))
     run.log(0, {"loss": 1.0})
     assert run.flush(10)
     run.finish()
-    assert [r.getMessage() for r in caplog.records] == [
+    assert [r.getMessage() for r in primus_caplog.records] == [
         "primus tracking: one_logger is off for this run: enable_one_logger is on but the one_logger package is "
         "not importable (No module named 'one_logger'); install NVIDIA's one_logger or set enable_one_logger: false"]

@@ -38,7 +38,7 @@ def corpus() -> tuple[dict, dict, list[str]]:
 SHAPED = ("data_url", "headers", "urls", "openai", "github", "huggingface", "databricks", "aws_id", "slack", "jwt")
 
 
-def test_no_secret_reaches_any_sink_file_or_console(tmp_path, mlflow_server, wandb_offline, monkeypatch, caplog, capsys):
+def test_no_secret_reaches_any_sink_file_or_console(tmp_path, mlflow_server, wandb_offline, monkeypatch, primus_caplog, capsys):
     params, tags, leaks = corpus()
     env_secret, uri_password = token(), token()
     monkeypatch.setenv("MY_SERVICE_TOKEN", env_secret)
@@ -47,7 +47,7 @@ def test_no_secret_reaches_any_sink_file_or_console(tmp_path, mlflow_server, wan
     # (a bare random value in free text is undetectable without its key: free text holds only shapes)
     shaped = [v for k, v in params.items() if k in SHAPED]
     texts = {**{k: str(v) for k, v in params.items() if not isinstance(v, dict)}, "notes": " ".join(map(str, shaped)) + f" {env_secret}"}
-    caplog.set_level(logging.DEBUG)
+    primus_caplog.set_level(logging.DEBUG)
     console = io.StringIO()
     uri = mlflow_server.uri.replace("http://", f"http://primus:{uri_password}@")
     run = start_run(TrackingConfig(run_dir=tmp_path / "run", experiment_name="redaction", params=params, tags=tags,
@@ -70,9 +70,9 @@ def test_no_secret_reaches_any_sink_file_or_console(tmp_path, mlflow_server, wan
     mlrun = MlflowClient(mlflow_server.uri).get_run(run.mlflow_run_id)
     assert mlrun.data.params["wandb_api_key"] == "***" and mlrun.data.params["data_url"].startswith("https://alice:***@")
     assert mlrun.data.tags["text/hf_token"] == "***" and mlrun.data.tags["text/notes"].count("***") >= 10
-    assert any("failed" in r.getMessage() for r in caplog.records)  # the dead server was reported
+    assert any("failed" in r.getMessage() for r in primus_caplog.records)  # the dead server was reported
     out = capsys.readouterr()
-    surfaces = {"console sink": console.getvalue(), "stdout": out.out, "stderr": out.err, "log": caplog.text,
+    surfaces = {"console sink": console.getvalue(), "stdout": out.out, "stderr": out.err, "log": primus_caplog.text,
                 "mlflow params/tags": repr(mlrun.data.params) + repr(mlrun.data.tags)}
     for path in [*tmp_path.rglob("*"), *mlflow_server.root.glob("mlflow.db*")]:
         if path.is_file() and not path.is_symlink():

@@ -18,10 +18,10 @@ pytestmark = pytest.mark.slow
 FAKE_KEY = "0123456789abcdef0123456789abcdef01234567"
 
 
-def test_unreachable_wandb_server_is_bounded_and_loses_nothing(tmp_path, monkeypatch, caplog):
+def test_unreachable_wandb_server_is_bounded_and_loses_nothing(tmp_path, monkeypatch, primus_caplog):
     monkeypatch.setenv("WANDB_MODE", "online")
     monkeypatch.setenv("WANDB_API_KEY", FAKE_KEY)
-    caplog.set_level(logging.WARNING, logger="primus.tracking")
+    primus_caplog.set_level(logging.WARNING, logger="primus.tracking")
     t = time.monotonic()
     run = start_run(TrackingConfig(run_dir=tmp_path / "run", wandb=WandbConfig(project="p", init_timeout_s=3),
                                    exit_deadline_s=30))
@@ -37,7 +37,7 @@ def test_unreachable_wandb_server_is_bounded_and_loses_nothing(tmp_path, monkeyp
     run.finish()
     assert time.monotonic() - t < 3 + 20  # init_timeout, then the offline start and finish
 
-    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING and r.name.startswith("primus")]
+    warnings = [r.getMessage() for r in primus_caplog.records if r.levelno >= logging.WARNING and r.name.startswith("primus")]
     assert len(warnings) == 1, warnings
     assert "W&B did not start online within init_timeout_s=3" in warnings[0] and "wandb sync" in warnings[0]
     journal = [json.loads(line) for line in (tmp_path / "run" / "journal.jsonl").read_text().splitlines()]
