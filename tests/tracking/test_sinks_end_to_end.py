@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import time
 
 import pytest
 from support.readers import mlflow_history, read_tb_scalars, read_wandb_history, wandb_run_ids
@@ -82,6 +83,9 @@ def test_same_run_dir_resumes_the_same_runs_without_duplicates(tmp_path, mlflow_
     log_steps(first, range(5))
     assert first.flush(60)
     first.finish()
+    # TensorBoard reads event files in name order: whole-second time, pid, then a per-process counter compared
+    # as text (".10" < ".9"). A real restart is a new pid seconds later; in one process, let the second tick.
+    time.sleep(1.1)
 
     second = start_run(config(tmp_path, "resume"))
     assert second.resumed and second.wandb_run_id == first.wandb_run_id
