@@ -44,7 +44,6 @@ SCHEMA: dict[str, str] = {
     "sys/cpu_util_pct": "host CPU utilisation",
     "sys/gpu_util_pct": "device utilisation (NVML / amdsmi)",
 }
-GROUPS = ("train/", "val/", "perf/", "mem/", "sys/")
 
 MLFLOW_MAX_KEY = 250
 _NOT_MLFLOW = re.compile(r"[^A-Za-z0-9_\-./ ]")

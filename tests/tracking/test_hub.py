@@ -117,3 +117,14 @@ def test_missing_one_logger_is_one_clear_message(tmp_path, primus_caplog):
     assert [r.getMessage() for r in primus_caplog.records] == [
         "primus tracking: one_logger is off for this run: enable_one_logger is on but the one_logger package is "
         "not importable (No module named 'one_logger'); install NVIDIA's one_logger or set enable_one_logger: false"]
+
+
+def test_importing_the_tracking_core_imports_no_tracker_and_no_backend():
+    import subprocess
+    import sys
+
+    code = ("import sys, primus.tracking, primus.tracking.sync; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('torch', 'mlflow', 'wandb', 'tensorboard', 'megatron', 'torchtitan') or m.startswith('primus.backends')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
