@@ -1,24 +1,60 @@
-"""`primus train --config EXP.yaml [key=value ...]`: run an experiment with tracking on."""
+"""`primus train --config EXP.yaml [launch flags] [key=value ...]`: run an experiment with tracking on,
+on this machine (one process or torchrun, one node of many), on Slurm or in a container.
+
+Launch flags override the experiment's `launch:` block key by key. Credentials reach Slurm jobs and
+containers by name through the passthrough allow-list; `--dry-run` prints the exact command."""
 
 from __future__ import annotations
 
 import argparse
-import shlex
+import os
 import subprocess
 import sys
 
 from primus.config import ConfigError, load_experiment
-from primus.launch.local import plan_local_launch, select_module
+from primus.config.schemas.launch import LAUNCHERS
+from primus.launch.dispatch import plan_launch
+from primus.launch.job import select_module
+from primus.launch.plan import LaunchPlan
 from primus.launch.results import describe_results
+from primus.launch.settings import resolve_settings
+from primus.redaction import redact_text
+
+# flag destination -> key of the launch: block it overrides
+FLAG_KEYS = {
+    "launcher": "launcher", "nproc_per_node": "nproc_per_node", "nnodes": "nnodes", "node_rank": "node_rank",
+    "rdzv_endpoint": "rdzv_endpoint", "rdzv_id": "rdzv_id",
+    "slurm_submit": "slurm.submit", "partition": "slurm.partition", "time": "slurm.time",
+    "account": "slurm.account", "gpus_per_node": "slurm.gpus_per_node",
+    "image": "container.image", "runtime": "container.runtime", "mounts": "container.mounts",
+}
 
 
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser("train", help="run an experiment (upstream trainer, patches active)",
-                              description=__doc__)
+                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--config", required=True, metavar="EXP.yaml", help="experiment YAML")
     p.add_argument("--module", default=None, help="module to run when the experiment has several")
-    p.add_argument("--nproc-per-node", type=int, default=1, help="processes on this node (torchrun when > 1)")
-    p.add_argument("--dry-run", action="store_true", help="print the command instead of running it")
+    p.add_argument("--dry-run", action="store_true", help="print the exact command (secrets redacted), run nothing")
+    p.add_argument("--launcher", choices=LAUNCHERS,
+                   help="local (default; torchrun when more than one process), torchrun, slurm or container")
+    nodes = p.add_argument_group("processes and nodes")
+    nodes.add_argument("--nproc-per-node", type=int, help="processes per node (torchrun when > 1)")
+    nodes.add_argument("--nnodes", type=int, help="nodes the job spans")
+    nodes.add_argument("--node-rank", type=int, help="this node's rank (static rendezvous); omit for c10d")
+    nodes.add_argument("--rdzv-endpoint", metavar="HOST:PORT", help="where the nodes meet (the first node)")
+    nodes.add_argument("--rdzv-id", metavar="ID", help="job id, the same on every node (default $SLURM_JOB_ID)")
+    slurm = p.add_argument_group("slurm")
+    slurm.add_argument("--slurm-submit", choices=("sbatch", "srun"), help="a batch job (default) or srun attached")
+    slurm.add_argument("--partition")
+    slurm.add_argument("--time", metavar="HH:MM:SS")
+    slurm.add_argument("--account")
+    slurm.add_argument("--gpus-per-node", type=int)
+    container = p.add_argument_group("container")
+    container.add_argument("--image", help="image with primus installed")
+    container.add_argument("--runtime", choices=("docker", "podman"))
+    container.add_argument("--mount", dest="mounts", action="append", metavar="SRC:DST[:OPTS]",
+                           help="one more mount (repeatable)")
     p.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides, typed by the schema")
     p.set_defaults(func=run)
 
@@ -27,14 +63,25 @@ def run(args: argparse.Namespace) -> int:
     try:
         exp = load_experiment(args.config, args.overrides)
         module = select_module(exp, args.module)
-        plan = plan_local_launch(exp, module, args.overrides, args.nproc_per_node)
+        flags = {key: getattr(args, dest) for dest, key in FLAG_KEYS.items()}
+        settings = resolve_settings(exp.launch, flags, os.environ)
+        plan = plan_launch(exp, module, args.overrides, settings)
     except (ConfigError, ValueError) as e:
-        print(f"primus train: {e}", file=sys.stderr)
+        print(f"primus train: {redact_text(str(e))}", file=sys.stderr)
         return 2
     print(f"[primus] run directory: {plan.run_dir}", flush=True)
-    print(f"[primus] command: {shlex.join(plan.argv)}", flush=True)
+    print(f"[primus] command: {redact_text(plan.shell())}", flush=True)
     if args.dry_run:
         return 0
-    code = subprocess.call(plan.argv, env=plan.env)
-    print(describe_results(plan.run_dir), flush=True)
+    return _execute(plan)
+
+
+def _execute(plan: LaunchPlan) -> int:
+    for folder in plan.make_dirs:
+        folder.mkdir(parents=True, exist_ok=True)
+    code = subprocess.run(plan.argv, env=plan.env, input=plan.stdin, text=True).returncode
+    if plan.detached:
+        print(f"[primus] submitted: the run's results will be in {plan.run_dir}", flush=True)
+    else:
+        print(describe_results(plan.run_dir), flush=True)
     return code

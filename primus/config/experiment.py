@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ from primus.config.overrides import EXPERIMENT_KEYS, sort_overrides
 from primus.config.paths import MODEL_PRESETS_DIR, MODULE_PRESETS_DIR
 from primus.config.schema import Param, Schema
 from primus.config.schemas import FRAMEWORKS, schema_for
+from primus.config.schemas.launch import LAUNCH_SCHEMA
 from primus.config.tree import deep_merge, set_dotted
 from primus.redaction import redact_mapping
 
@@ -29,6 +30,7 @@ _EXPERIMENT = Schema(
         Param("user_name", "str", nullable=True),
         Param("exp_name", "str"),
         Param("workspace", "str"),
+        Param("launch", "any", nullable=True),
         Param("modules", "any"),
     ],
 )
@@ -66,6 +68,7 @@ class Experiment:
     workspace: Path
     modules: dict[str, ModuleConfig]
     raw: dict[str, Any]  # resolved and typed, NOT redacted: never print or upload it
+    launch: dict[str, Any] = field(default_factory=dict)  # the typed launch: block (keys given only)
 
     def redacted(self) -> dict[str, Any]:
         """``raw`` with every secret hidden, for printing and uploading."""
@@ -87,6 +90,13 @@ def load_experiment(
 
     top, found = _EXPERIMENT.validate({"exp_name": source.stem, "workspace": "./output", **tree}, str(source))
     problems += found
+    launch = top.get("launch") or {}
+    if isinstance(launch, Mapping):
+        launch, found = LAUNCH_SCHEMA.validate(launch, f"{source}: launch")
+        problems += found
+    else:
+        problems.append(f"{source}: launch: must be a mapping of launch settings, e.g. launch: {{launcher: slurm}}")
+        launch = {}
     blocks = top.get("modules")
     if not isinstance(blocks, Mapping) or not blocks:
         problems.append(f"{source}: modules: missing; add at least one module, e.g. modules: {{pre_trainer: ...}}")
@@ -107,7 +117,9 @@ def load_experiment(
     }
     workspace = Path(str(top["workspace"])).absolute()
     raw["workspace"] = str(workspace)
-    return Experiment(source=source, name=str(top["exp_name"]), workspace=workspace, modules=modules, raw=raw)
+    raw["launch"] = launch
+    return Experiment(source=source, name=str(top["exp_name"]), workspace=workspace, modules=modules, raw=raw,
+                      launch=launch)
 
 
 def _resolve_module(

@@ -15,7 +15,7 @@ from primus.config.secrets import is_secret, refusal
 from primus.config.tree import set_dotted
 from primus.config.yaml12 import Unparsed
 
-EXPERIMENT_KEYS = ("work_group", "user_name", "exp_name", "workspace", "modules")
+EXPERIMENT_KEYS = ("work_group", "user_name", "exp_name", "workspace", "launch", "modules")
 _KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*(\.[A-Za-z0-9_-]+)*$")
 
 

@@ -1,0 +1,83 @@
+"""Credentials an enabled tracker needs, checked before anything is launched: a job that would train for
+hours and then fail to log in (or quietly not log) is stopped here, with the variable to set named.
+
+W&B online needs WANDB_API_KEY or a `wandb login` entry in ~/.netrc; Databricks-hosted MLflow needs
+DATABRICKS_HOST and DATABRICKS_TOKEN (or a profile in ~/.databrickscfg). For a Slurm job or a container
+the variable must also be on the passthrough allow-list, and a container sees neither ~/.netrc nor
+~/.databrickscfg: there only the environment counts."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from types import SimpleNamespace
+
+from primus.backends.megatron.patches.args.mlflow_config_patches import mlflow_enabled
+from primus.backends.megatron.patches.args.wandb_config_patches import has_wandb_credentials, wandb_enabled
+from primus.config import ModuleConfig
+
+WANDB_OFFLINE_MODES = ("offline", "dryrun", "disabled")
+
+
+def enabled_trackers(module: ModuleConfig) -> tuple[bool, bool]:
+    """(W&B on, MLflow on) as the module's backend will decide them."""
+    p = module.params
+    if module.framework == "megatron":
+        args = SimpleNamespace(disable_wandb=p.get("disable_wandb"), wandb_project=p.get("wandb_project"),
+                               disable_mlflow=p.get("disable_mlflow", True))
+        return wandb_enabled(args), mlflow_enabled(args)
+    section = p.get("metrics", {}) if module.framework == "torchtitan" else p
+    return bool(section.get("enable_wandb")), bool(section.get("enable_mlflow"))
+
+
+def missing_credentials(module: ModuleConfig, environ: Mapping[str, str], passes: Callable[[str], bool],
+                        home_visible: bool) -> list[str]:
+    """One message per missing credential. ``passes(name)``: the job receives the variable;
+    ``home_visible``: the job reads this user's ~/.netrc and ~/.databrickscfg (not in a container)."""
+    wandb_on, mlflow_on = enabled_trackers(module)
+    problems = []
+    if wandb_on:
+        problems += _wandb(environ, passes, home_visible)
+    if mlflow_on:
+        problems += _databricks(environ, passes, home_visible)
+    return problems
+
+
+def _given(name: str, environ: Mapping[str, str], passes: Callable[[str], bool]) -> str | None:
+    """None when the job gets ``name``; else why not."""
+    if not environ.get(name):
+        return f"{name} is not set"
+    if not passes(name):
+        return f"{name} is set but the passthrough allow-list excludes it (see launch.passthrough)"
+    return None
+
+
+def _wandb(environ: Mapping[str, str], passes: Callable[[str], bool], home_visible: bool) -> list[str]:
+    mode = environ.get("WANDB_MODE", "online").lower()
+    if mode in WANDB_OFFLINE_MODES:
+        return [] if passes("WANDB_MODE") else [
+            f"WANDB_MODE={mode} is set but the passthrough allow-list excludes it, so the job would run W&B "
+            f"online: allow WANDB_MODE in launch.passthrough.names"]
+    why = _given("WANDB_API_KEY", environ, passes)
+    # online and no key here, so has_wandb_credentials() is the `wandb login` entry in ~/.netrc
+    if why is None or (home_visible and not environ.get("WANDB_API_KEY") and has_wandb_credentials()):
+        return []
+    login = "" if home_visible else " (a container does not see ~/.netrc)"
+    return [f"W&B is enabled and online (WANDB_MODE={mode}) but {why} and there is no `wandb login`{login}: "
+            f"export WANDB_API_KEY=<your key> (https://wandb.ai/authorize), or set WANDB_MODE=offline "
+            f"and upload later with `wandb sync`"]
+
+
+def _databricks(environ: Mapping[str, str], passes: Callable[[str], bool], home_visible: bool) -> list[str]:
+    if environ.get("MLFLOW_TRACKING_URI") != "databricks":
+        return []  # a databricks://<profile> URI names its profile; other servers need no credential
+    profile = Path(environ.get("DATABRICKS_CONFIG_FILE") or Path.home() / ".databrickscfg")
+    if home_visible and profile.is_file():
+        return []
+    whys = [why for name in ("DATABRICKS_HOST", "DATABRICKS_TOKEN") if (why := _given(name, environ, passes))]
+    if not whys:
+        return []
+    where = f", or a profile in {profile}" if home_visible else " (a container does not see ~/.databrickscfg)"
+    return [f"MLflow is enabled with MLFLOW_TRACKING_URI=databricks but {' and '.join(whys)}: export "
+            f"DATABRICKS_HOST=https://<workspace>.cloud.databricks.com and DATABRICKS_TOKEN=<token>{where}"]

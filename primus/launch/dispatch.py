@@ -1,0 +1,46 @@
+"""From an experiment and its launch settings to the plan of the one command that starts it."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from primus.config import Experiment, ModuleConfig
+from primus.launch.container import plan_container
+from primus.launch.credentials import missing_credentials
+from primus.launch.job import prepare_job
+from primus.launch.local import plan_local_launch
+from primus.launch.passthrough import load_passthrough
+from primus.launch.plan import LaunchPlan
+from primus.launch.settings import LaunchSettings
+from primus.launch.slurm import plan_slurm
+
+
+class LaunchError(ValueError):
+    """The job cannot be launched as asked; the message names what to set and how."""
+
+
+def plan_launch(exp: Experiment, module: ModuleConfig, overrides: Sequence[str], settings: LaunchSettings,
+                environ: Mapping[str, str] = os.environ, python: str = sys.executable,
+                cwd: Path | None = None) -> LaunchPlan:
+    """The plan for ``settings.launcher``; raises ConfigError (bad launch settings or allow-list) or
+    LaunchError (a credential an enabled tracker needs is missing) before anything starts."""
+    cwd = cwd or Path.cwd()
+    job = prepare_job(exp, module, overrides, settings.rendezvous and settings.rendezvous.run_id)
+    if settings.launcher in ("local", "torchrun"):
+        _require_credentials(module, environ, lambda name: True, home_visible=True)
+        return plan_local_launch(job, settings, environ, python)
+    passthrough = load_passthrough(settings.passthrough, environ)
+    in_container = settings.launcher == "container"
+    _require_credentials(module, environ, passthrough.allows, home_visible=not in_container)
+    if in_container:
+        return plan_container(job, settings, passthrough, environ, cwd)
+    return plan_slurm(job, settings, passthrough, environ, python, cwd)
+
+
+def _require_credentials(module: ModuleConfig, environ: Mapping[str, str], passes, home_visible: bool) -> None:
+    problems = missing_credentials(module, environ, passes, home_visible)
+    if problems:
+        raise LaunchError("\n".join(["cannot launch:", *(f"  - {p}" for p in problems)]))

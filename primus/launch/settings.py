@@ -1,0 +1,144 @@
+"""The launch settings of one `primus train`: the experiment's ``launch:`` block with the command-line
+flags over it, typed, defaulted and checked together before anything starts."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from primus.config import ConfigError
+from primus.config.schemas.launch import LAUNCH_SCHEMA
+from primus.config.tree import set_dotted
+
+SLURM_JOB_ID_ENV = "SLURM_JOB_ID"
+
+
+@dataclass(frozen=True)
+class Rendezvous:
+    """Where the nodes of a multi-node torchrun meet; None for one node."""
+
+    nnodes: int
+    host: str
+    port: int
+    run_id: str  # the same on every node: torchrun's --rdzv_id and the run directory's name
+    node_rank: int | None  # given: static rendezvous (this node's rank); None: c10d assigns ranks
+
+
+@dataclass(frozen=True)
+class SlurmSettings:
+    submit: str
+    partition: str | None
+    time: str | None
+    account: str | None
+    gpus_per_node: int | None
+    job_name: str | None
+    master_port: int
+    extra_args: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ContainerSettings:
+    image: str | None
+    runtime: str
+    python: str
+    mounts: tuple[str, ...]
+    extra_args: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class LaunchSettings:
+    launcher: str
+    nproc_per_node: int
+    nnodes: int
+    rendezvous: Rendezvous | None
+    passthrough: Mapping[str, Any]  # the experiment's allow-list layer (names, prefixes, exclude, host)
+    slurm: SlurmSettings
+    container: ContainerSettings
+
+
+def resolve_settings(block: Mapping[str, Any], flags: Mapping[str, Any],
+                     environ: Mapping[str, str]) -> LaunchSettings:
+    """``flags`` maps dotted launch keys (``slurm.partition``) to values given on the command line;
+    None means not given. ``container.mounts`` from flags add to the experiment's. Raises ConfigError
+    listing every problem, each naming the key (and the flag) with the fix."""
+    tree = copy.deepcopy(dict(block))
+    for key, value in flags.items():
+        if value is None:
+            continue
+        if key == "container.mounts":
+            value = [*tree.get("container", {}).get("mounts", ()), *value]
+        set_dotted(tree, key, value)
+    typed, problems = LAUNCH_SCHEMA.validate(tree, "launch")
+    if problems:
+        raise ConfigError(problems)
+    get = _defaulted(typed)
+
+    launcher = get("launcher")
+    slurm = SlurmSettings(
+        submit=get("slurm.submit"), partition=get("slurm.partition"), time=get("slurm.time"),
+        account=get("slurm.account"), gpus_per_node=get("slurm.gpus_per_node"), job_name=get("slurm.job_name"),
+        master_port=get("slurm.master_port"), extra_args=tuple(get("slurm.extra_args")))
+    container = ContainerSettings(
+        image=get("container.image"), runtime=get("container.runtime"), python=get("container.python"),
+        mounts=tuple(get("container.mounts")), extra_args=tuple(get("container.extra_args")))
+    nproc = get("nproc_per_node")
+    if nproc is None:
+        nproc = (slurm.gpus_per_node if launcher == "slurm" else None) or 1
+    nnodes = get("nnodes")
+
+    _check(nproc >= 1, problems, "launch.nproc_per_node (--nproc-per-node)", nproc, "give at least 1")
+    _check(nnodes >= 1, problems, "launch.nnodes (--nnodes)", nnodes, "give at least 1")
+    _check(slurm.gpus_per_node is None or slurm.gpus_per_node >= 0, problems,
+           "launch.slurm.gpus_per_node (--gpus-per-node)", slurm.gpus_per_node, "give 0 or more, or leave it unset")
+    _check(0 < slurm.master_port < 65536, problems, "launch.slurm.master_port", slurm.master_port,
+           "give a TCP port, e.g. 29500")
+    rendezvous = None
+    if launcher == "slurm":
+        for key, flag in (("node_rank", "--node-rank"), ("rdzv_endpoint", "--rdzv-endpoint")):
+            _check(get(key) is None, problems, f"launch.{key} ({flag})", get(key),
+                   "remove it: under Slurm every node gets its rank and the first node's address from Slurm")
+    elif nnodes > 1 or get("node_rank") is not None or get("rdzv_endpoint") is not None:
+        rendezvous = _rendezvous(get, nnodes, environ, problems)
+    _check(launcher != "container" or bool(container.image), problems, "launch.container.image (--image)",
+           container.image, "name the image to run, e.g. --image rocm/megatron-lm:latest (with primus installed)")
+    if problems:
+        raise ConfigError(problems)
+    passthrough = {k: v for k, v in typed.get("passthrough", {}).items()}
+    return LaunchSettings(launcher, nproc, nnodes, rendezvous, passthrough, slurm, container)
+
+
+def _rendezvous(get, nnodes: int, environ: Mapping[str, str], problems: list[str]) -> Rendezvous | None:
+    endpoint, node_rank = get("rdzv_endpoint"), get("node_rank")
+    run_id = get("rdzv_id") or environ.get(SLURM_JOB_ID_ENV)
+    _check(nnodes > 1, problems, "launch.nnodes (--nnodes)", nnodes,
+           "give the number of nodes (2 or more) with --node-rank/--rdzv-endpoint, or drop those for one node")
+    host, _, port = (endpoint or "").rpartition(":")
+    _check(bool(host) and port.isdigit() and 0 < int(port) < 65536, problems,
+           "launch.rdzv_endpoint (--rdzv-endpoint)", endpoint,
+           "give HOST:PORT of the first node, the same on every node, e.g. node001:29500")
+    _check(bool(run_id), problems, "launch.rdzv_id (--rdzv-id)", run_id,
+           "give a job id, the same on every node (it names the shared run directory), e.g. --rdzv-id llama-0412")
+    _check(node_rank is None or 0 <= node_rank < nnodes, problems, "launch.node_rank (--node-rank)", node_rank,
+           f"give this node's rank, 0 to {nnodes - 1}, or leave it unset for c10d rendezvous")
+    if problems:
+        return None
+    return Rendezvous(nnodes=nnodes, host=host, port=int(port), run_id=str(run_id), node_rank=node_rank)
+
+
+def _defaulted(typed: Mapping[str, Any]):
+    """A getter for dotted keys: the typed value, else the schema's default."""
+    def get(dotted: str) -> Any:
+        node: Any = typed
+        for part in dotted.split("."):
+            if not isinstance(node, Mapping) or part not in node:
+                return LAUNCH_SCHEMA.params[dotted].default
+            node = node[part]
+        return node
+    return get
+
+
+def _check(ok: bool, problems: list[str], key: str, value: Any, fix: str) -> None:
+    if not ok:
+        problems.append(f"{key} = {value!r}: {fix}")
