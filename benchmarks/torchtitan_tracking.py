@@ -2,7 +2,8 @@
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/torchtitan_tracking.py [--rounds 2] [--steps 30]
 
-Variants, interleaved round by round (in a rotating order) so load on the machine hits each alike:
+Variants run in pairs at the same time, side by side, so load on the machine hits both alike (each
+pair's processes start together; a round runs every pair once; ratios are medians over rounds):
   off            every tracker off (the hub is never started)
   primus-all     Primus: TensorBoard + W&B (offline) + MLflow (local sqlite) + the perf metric set
   primus-tb-wb   Primus: TensorBoard + W&B (offline)
@@ -36,7 +37,8 @@ VARIANTS: dict[str, tuple[list[str], dict[str, str]]] = {
     "primus-all": (["--metrics.enable-tensorboard", "--metrics.enable-wandb", "--metrics.enable-mlflow",
                     "--metrics.mlflow-upload-performance-metrics"], {}),
     "primus-tb-wb": (["--metrics.enable-tensorboard", "--metrics.enable-wandb"], {}),
-    "upstream-tb-wb": (["--metrics.enable-tensorboard", "--metrics.enable-wandb"], {"PRIMUS_PATCHES": CPU_PATCHES_ONLY}),
+    "upstream-tb-wb": (["--metrics.enable-tensorboard", "--metrics.enable-wandb"],
+                       {"PRIMUS_PATCHES": CPU_PATCHES_ONLY}),
 }
 
 
@@ -47,7 +49,10 @@ def step_seconds(output: str) -> list[float]:
     return [stamps[b] - stamps[a] for a, b in zip(steps, steps[1:]) if a >= 2]
 
 
-def run_variant(name: str, steps: int, workdir: Path) -> float:
+PAIRS = (("off", "primus-all"), ("upstream-tb-wb", "primus-tb-wb"))
+
+
+def start_variant(name: str, steps: int, workdir: Path) -> subprocess.Popen:
     args, extra_env = VARIANTS[name]
     dump = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=workdir))
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1",
@@ -56,13 +61,22 @@ def run_variant(name: str, steps: int, workdir: Path) -> float:
     command = [PRIMUS_RUN, PYTHON, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=1",
                "-m", "torchtitan.train", "--module", "primus.backends.torchtitan", "--config", "llama3_debugmodel_cpu",
                "--training.steps", str(steps), "--metrics.log-freq", "1", "--dump-folder", str(dump), *args]
-    done = subprocess.run(command, env=env, capture_output=True, text=True)
-    if done.returncode != 0:
-        sys.exit(f"{name} failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
-    gaps = step_seconds(done.stdout + done.stderr)
+    return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def median_step_seconds(name: str, process: subprocess.Popen, steps: int) -> float:
+    output, _ = process.communicate()
+    if process.returncode != 0:
+        sys.exit(f"{name} failed ({process.returncode}):\n{output[-4000:]}")
+    gaps = step_seconds(output)
     if len(gaps) < steps - 3:
         sys.exit(f"{name}: found {len(gaps)} step gaps, expected {steps - 3}")
     return statistics.median(gaps)
+
+
+def run_pair(pair: tuple[str, str], steps: int, workdir: Path) -> dict[str, float]:
+    processes = {name: start_variant(name, steps, workdir) for name in pair}
+    return {name: median_step_seconds(name, p, steps) for name, p in processes.items()}
 
 
 def log_call_microseconds(workdir: Path, calls: int = 2000) -> float:
@@ -70,7 +84,8 @@ def log_call_microseconds(workdir: Path, calls: int = 2000) -> float:
     from primus.tracking import MlflowConfig, TensorBoardConfig, TrackingConfig, WandbConfig, start_run
 
     os.environ.update(WANDB_MODE="offline", WANDB_SILENT="true")
-    run = start_run(TrackingConfig(run_dir=workdir / "hub", tensorboard=TensorBoardConfig(workdir / "hub" / "tb"),
+    hub = workdir / "hub"
+    run = start_run(TrackingConfig(run_dir=hub / "run", tensorboard=TensorBoardConfig(hub / "tb"),
                                    wandb=WandbConfig(project="bench"), mlflow=MlflowConfig()))
     metrics = {k: 1.5 for k in ("loss_metrics/global_avg_loss", "loss_metrics/global_max_loss", "grad_norm",
                                 "throughput(tps)", "tflops", "mfu(%)", "time_metrics/end_to_end(s)",
@@ -91,21 +106,18 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--steps", type=int, default=30)
     args = parser.parse_args()
-    names = list(VARIANTS)
-    results: dict[str, list[float]] = {n: [] for n in names}
+    ratios: dict[str, list[float]] = {f"{b} / {a}": [] for a, b in PAIRS}
     with tempfile.TemporaryDirectory(prefix="titan-bench-") as tmp:
         workdir = Path(tmp)
         for r in range(args.rounds):
-            order = names[r % len(names):] + names[:r % len(names)]
-            for name in order:
-                results[name].append(run_variant(name, args.steps, workdir))
-                print(f"round {r + 1} {name:15s} {results[name][-1] * 1e3:8.1f} ms/step", flush=True)
+            for a, b in PAIRS:
+                step = run_pair((a, b), args.steps, workdir)
+                ratios[f"{b} / {a}"].append(step[b] / step[a])
+                print(f"round {r + 1}: {a} {step[a] * 1e3:.1f} ms/step, {b} {step[b] * 1e3:.1f} ms/step, "
+                      f"ratio {step[b] / step[a]:.3f}", flush=True)
         log_us = log_call_microseconds(workdir)
-    step = {n: statistics.median(v) for n, v in results.items()}
-    print("\nmedian step time (ms):", ", ".join(f"{n} {s * 1e3:.1f}" for n, s in step.items()))
-    print(f"primus-all / off                  = {step['primus-all'] / step['off']:.3f}")
-    print(f"primus-tb-wb / upstream-tb-wb     = {step['primus-tb-wb'] / step['upstream-tb-wb']:.3f}")
-    print(f"upstream-tb-wb / off              = {step['upstream-tb-wb'] / step['off']:.3f}")
+    for name, values in ratios.items():
+        print(f"{name:32s} = {statistics.median(values):.3f} (median of {', '.join(f'{v:.3f}' for v in values)})")
     print(f"Run.log per logged step (17 metrics, all sinks): {log_us:.1f} us on the training thread")
 
 

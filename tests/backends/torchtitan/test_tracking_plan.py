@@ -59,7 +59,8 @@ def test_log_freq_below_one_is_refused(tmp_path):
 def test_databricks_without_credentials_is_refused_before_training(tmp_path, monkeypatch):
     monkeypatch.setenv("MLFLOW_TRACKING_URI", "databricks")
     monkeypatch.setenv("DATABRICKS_CONFIG_FILE", str(tmp_path / "none"))
-    with pytest.raises(TrackingPlanError, match="MLFLOW_TRACKING_URI='databricks'.*DATABRICKS_HOST and DATABRICKS_TOKEN"):
+    with pytest.raises(TrackingPlanError,
+                       match="MLFLOW_TRACKING_URI='databricks'.*DATABRICKS_HOST and DATABRICKS_TOKEN"):
         plan(tmp_path, enable_mlflow=True)
 
 
