@@ -8,7 +8,6 @@ the variable must also be on the passthrough allow-list, and a container sees ne
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import SimpleNamespace

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from primus.config import Experiment, ModuleConfig
@@ -40,7 +40,8 @@ def plan_launch(exp: Experiment, module: ModuleConfig, overrides: Sequence[str],
     return plan_slurm(job, settings, passthrough, environ, python, cwd)
 
 
-def _require_credentials(module: ModuleConfig, environ: Mapping[str, str], passes, home_visible: bool) -> None:
+def _require_credentials(module: ModuleConfig, environ: Mapping[str, str], passes: Callable[[str], bool],
+                         home_visible: bool) -> None:
     problems = missing_credentials(module, environ, passes, home_visible)
     if problems:
         raise LaunchError("\n".join(["cannot launch:", *(f"  - {p}" for p in problems)]))

@@ -7,7 +7,6 @@ later layer undoes an earlier exclusion. Only names are kept here, never values.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -16,8 +15,7 @@ from typing import Any
 
 import yaml
 
-from primus.config import ConfigError
-from primus.config import yaml12
+from primus.config import ConfigError, yaml12
 from primus.config.paths import CONFIGS_DIR
 from primus.config.schemas.launch import PASSTHROUGH_SCHEMA
 

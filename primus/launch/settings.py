@@ -4,7 +4,7 @@ flags over it, typed, defaulted and checked together before anything starts."""
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -105,11 +105,10 @@ def resolve_settings(block: Mapping[str, Any], flags: Mapping[str, Any],
            container.image, "name the image to run, e.g. --image rocm/megatron-lm:latest (with primus installed)")
     if problems:
         raise ConfigError(problems)
-    passthrough = {k: v for k, v in typed.get("passthrough", {}).items()}
-    return LaunchSettings(launcher, nproc, nnodes, rendezvous, passthrough, slurm, container)
+    return LaunchSettings(launcher, nproc, nnodes, rendezvous, dict(typed.get("passthrough", {})), slurm, container)
 
 
-def _rendezvous(get, nnodes: int, environ: Mapping[str, str], problems: list[str]) -> Rendezvous | None:
+def _rendezvous(get: Callable[[str], Any], nnodes: int, environ: Mapping[str, str], problems: list[str]) -> Rendezvous | None:
     endpoint, node_rank = get("rdzv_endpoint"), get("node_rank")
     run_id = get("rdzv_id") or environ.get(SLURM_JOB_ID_ENV)
     _check(nnodes > 1, problems, "launch.nnodes (--nnodes)", nnodes,
@@ -127,7 +126,7 @@ def _rendezvous(get, nnodes: int, environ: Mapping[str, str], problems: list[str
     return Rendezvous(nnodes=nnodes, host=host, port=int(port), run_id=str(run_id), node_rank=node_rank)
 
 
-def _defaulted(typed: Mapping[str, Any]):
+def _defaulted(typed: Mapping[str, Any]) -> Callable[[str], Any]:
     """A getter for dotted keys: the typed value, else the schema's default."""
     def get(dotted: str) -> Any:
         node: Any = typed
