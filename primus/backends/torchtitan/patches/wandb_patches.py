@@ -25,7 +25,7 @@ NOT_PASSED = {
 def wandb_settings(save_dir: Path, warnings: list[str], environ: Mapping[str, str] = os.environ) -> WandbConfig:
     """The W&B sink's settings; appends a warning for missing credentials and for each upstream
     variable that is set but not honoured. WANDB_RUN_GROUP and WANDB_JOB_TYPE reach wandb directly."""
-    from primus.backends.megatron.patches.args.wandb_config_patches import has_wandb_credentials
+    from primus.tracking.credentials import has_wandb_credentials
 
     if not has_wandb_credentials():
         warnings.append("W&B is enabled (metrics.enable_wandb) but no credentials were found (WANDB_API_KEY unset, no "

@@ -7,11 +7,10 @@ offline mode and `wandb login` (netrc) are valid, and the journal keeps every me
 
 from __future__ import annotations
 
-import netrc
-import os
 from pathlib import Path
 
 from primus.backends.megatron.patches.args.notices import Notices
+from primus.tracking.credentials import has_wandb_credentials
 
 
 def wandb_enabled(args) -> bool:
@@ -33,15 +32,3 @@ def check_wandb(args, notices: Notices) -> bool:
 
 def wandb_save_dir(args, run_dir: Path) -> Path:
     return Path(args.wandb_save_dir) if args.wandb_save_dir else run_dir / "wandb"
-
-
-def has_wandb_credentials() -> bool:
-    if os.environ.get("WANDB_MODE", "").lower() in ("offline", "dryrun", "disabled"):
-        return True
-    if os.environ.get("WANDB_API_KEY"):
-        return True
-    host = os.environ.get("WANDB_BASE_URL", "https://api.wandb.ai").split("://")[-1].split("/")[0]
-    try:
-        return netrc.netrc(os.environ.get("NETRC")).authenticators(host) is not None
-    except (FileNotFoundError, netrc.NetrcParseError):
-        return False
