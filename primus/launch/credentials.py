@@ -58,8 +58,8 @@ def _wandb(environ: Mapping[str, str], passes: Callable[[str], bool], home_visib
             f"WANDB_MODE={mode} is set but the passthrough allow-list excludes it, so the job would run W&B "
             f"online: allow WANDB_MODE in launch.passthrough.names"]
     why = _given("WANDB_API_KEY", environ, passes)
-    # online and no key here, so has_wandb_credentials(environ) is the `wandb login` entry in ~/.netrc
-    if why is None or (home_visible and not environ.get("WANDB_API_KEY") and has_wandb_credentials(environ)):
+    # online and no key here, so has_wandb_credentials() is this user's `wandb login` entry in ~/.netrc
+    if why is None or (home_visible and not environ.get("WANDB_API_KEY") and has_wandb_credentials()):
         return []
     login = "" if home_visible else " (a container does not see ~/.netrc)"
     return [f"W&B is enabled and online (WANDB_MODE={mode}) but {why} and there is no `wandb login`{login}: "
