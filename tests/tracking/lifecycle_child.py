@@ -8,11 +8,11 @@ from pathlib import Path
 from primus.tracking import MlflowConfig, TrackingConfig, start_run
 
 run = start_run(TrackingConfig(run_dir=Path(sys.argv[1]), experiment_name=sys.argv[2], mlflow=MlflowConfig(),
-                               exit_deadline_s=60))
+                               exit_deadline_s=180))
 run.install_exit_handlers()
 for step in range(5):
     run.log(step, {"loss": float(step)})
-assert run.flush(60), run.stats()
+assert run.flush(180), run.stats()
 ending = sys.argv[3]
 if ending == "sys.exit(0)":
     sys.exit(0)

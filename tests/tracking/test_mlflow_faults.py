@@ -42,13 +42,13 @@ def assert_exactly_once(server, run_id, steps):
 def test_server_killed_and_restarted_mid_run_loses_and_duplicates_nothing(tmp_path, fault_mlflow_server):
     run = start(tmp_path, fault_mlflow_server, "kill-restart", exit_deadline_s=90)
     log_steps(run, range(0, 30))
-    assert run.flush(60)
+    assert run.flush(180)
     fault_mlflow_server.kill()
     log_steps(run, range(30, 60), pause_s=0.01)
     assert not run.flush(1.0)  # nowhere to deliver while the server is dead
     fault_mlflow_server.restart()
     log_steps(run, range(60, 90))
-    assert run.flush(60)
+    assert run.flush(180)
     assert run.stats()["sinks"]["mlflow"]["failures"] > 0
     run.finish()
     assert assert_exactly_once(fault_mlflow_server, run.mlflow_run_id, range(90)).info.status == "FINISHED"
@@ -57,7 +57,7 @@ def test_server_killed_and_restarted_mid_run_loses_and_duplicates_nothing(tmp_pa
 def test_hung_server_costs_the_training_thread_nothing(tmp_path, fault_mlflow_server):
     run = start(tmp_path, fault_mlflow_server, "sigstop", exit_deadline_s=90)
     log_steps(run, range(10))
-    assert run.flush(60)
+    assert run.flush(180)
     fault_mlflow_server.pause()
     try:
         costs = log_steps(run, range(10, 410), pause_s=0.005)  # ~3 s of training against a server that never answers
@@ -66,7 +66,7 @@ def test_hung_server_costs_the_training_thread_nothing(tmp_path, fault_mlflow_se
         fault_mlflow_server.resume()
     # loose bounds for a loaded 2-core CI box; benchmarks/hub_overhead.py measures the real figures
     assert statistics.median(costs) < 200e-6
-    assert sorted(costs)[int(len(costs) * 0.99)] < 5e-3
+    assert sorted(costs)[int(len(costs) * 0.99)] < 20e-3  # one synchronous MLflow call would cost >= 2 s here
     run.finish()
     assert assert_exactly_once(fault_mlflow_server, run.mlflow_run_id, range(410)).info.status == "FINISHED"
 

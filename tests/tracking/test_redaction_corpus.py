@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import logging
 import secrets
+import time
 
 import pytest
 
@@ -57,12 +58,15 @@ def test_no_secret_reaches_any_sink_file_or_console(tmp_path, mlflow_server, wan
         run.log(step, {"loss": 1.0 + step})
     for tag, text in texts.items():
         run.log_text(tag, text)
-    assert run.flush(60)
+    assert run.flush(180)
     run.finish()
     # a dead server whose URI holds a password: the failure warnings must not show it
     dead = start_run(TrackingConfig(run_dir=tmp_path / "dead", exit_deadline_s=1,
                                     mlflow=MlflowConfig(tracking_uri=f"http://primus:{uri_password}@127.0.0.1:9")))
     dead.log(0, {"loss": 1.0})
+    deadline = time.monotonic() + 60
+    while not dead.stats()["sinks"]["mlflow"]["failures"] and time.monotonic() < deadline:
+        time.sleep(0.05)
     dead.finish()
 
     from mlflow import MlflowClient
@@ -80,4 +84,5 @@ def test_no_secret_reaches_any_sink_file_or_console(tmp_path, mlflow_server, wan
     assert len(surfaces) > 15  # journal, run.json, meta.json, cursors, TB events, W&B files, the server's db
     for where, content in surfaces.items():
         found = [leak for leak in leaks if leak in content]
-        assert not found, f"secret(s) {found} in {where}"
+        context = [content[max(0, content.index(f) - 300):content.index(f) + 100].replace(f, "<SECRET>") for f in found]
+        assert not found, f"secret(s) in {where}: {context}"
