@@ -35,7 +35,7 @@ TINY_GPT_ARGS = (
 _NOT_INHERITED = ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
                   "PRIMUS_PATCHES", "PRIMUS_DISABLE_PATCHES", "PRIMUS_PLATFORM", "PRIMUS_ACTIVATE")
 
-_ITERATION_LINE = re.compile(r"iteration\s+(\d+)/\s*\d+ \|.*")
+_ITERATION_LINE = re.compile(r"iteration\s+(\d+)/\s*\d+ \| consumed samples.*")  # upstream's, not [primus]'s
 _LOSS = re.compile(r"lm loss: ([^ |]+)")
 _ITERATION_MS = re.compile(r"elapsed time per iteration \(ms\): ([0-9.]+)")
 

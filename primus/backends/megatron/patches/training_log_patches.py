@@ -1,4 +1,5 @@
-"""Patches on megatron.training.training: feed the hub after each training_log / evaluation."""
+"""Patches that feed the hub from upstream's logging: after each training_log / evaluation
+(megatron.training.training), and the timer scalars training_log writes (megatron.core.timers)."""
 
 from __future__ import annotations
 
@@ -44,3 +45,27 @@ def _argument_reader(function, name: str):
         return args[index] if len(args) > index else kwargs[name]
 
     return read
+
+
+@REGISTRY.patch("megatron.tracking.timers", target="megatron.core.timers", distribution=MEGATRON_CORE,
+                versions=SUPPORTED, backend="megatron",
+                description="Timers.write: --log-timers-to-tensorboard scalars reach the hub writer (upstream writes "
+                            "only to a SummaryWriter instance or the wandb module, and drops anything else)")
+def _install_timers_write(module, handle):
+    from primus.backends.megatron.training.hub_writer import HubWriter
+
+    signature = inspect.signature(module.Timers.write)
+
+    def write(wrapped, instance, args, kwargs):
+        call = signature.bind(instance, *args, **kwargs)
+        call.apply_defaults()
+        a = call.arguments
+        if not isinstance(a["writer"], HubWriter) or a["normalizer"] <= 0.0:
+            return wrapped(*args, **kwargs)
+        # upstream's own gather across ranks (every rank takes part), then each timer's maximum to the hub
+        times = instance._get_global_min_max_time(a["names"], a["reset"], a["barrier"], a["normalizer"])
+        for name, (_, max_time) in times.items():
+            a["writer"].add_scalar(name + "-time", max_time, a["iteration"])
+        return None
+
+    handle.wrap(module, "Timers.write", write)

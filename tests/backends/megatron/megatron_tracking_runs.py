@@ -1,0 +1,226 @@
+"""What the Megatron tracking end-to-end tests share: the catalogue of tiny runs (one per toggle
+combination, each also carrying some spec parameters), the runs themselves — started at most once per
+session, two at a time, because several test modules assert on the same run — and the read-back of
+every sink a run wrote: TensorBoard event files, the W&B offline run files, the real MLflow server.
+
+Expected tags are written out per run as {tag: [steps]}: upstream's tags at every iteration, Primus's
+perf/* figures from the second log step on (the first log step is the baseline of the interval timer:
+it would include start-up)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from support.readers import mlflow_history, read_tb_scalars, read_wandb_history, wandb_files, wandb_run_ids
+
+from primus.tracking.names import mlflow_key
+
+TB, WANDB, MLFLOW = "tensorboard", "wandb", "mlflow"
+SINKS = (TB, WANDB, MLFLOW)
+VS_SAMPLES = " vs samples"
+
+UPSTREAM = ("lm loss", "learning-rate", "loss-scale", "grad-norm")
+PERF = ("perf/tokens_per_sec", "perf/tokens_per_sec_per_gpu", "perf/tflops_per_gpu", "perf/iteration_time_ms")
+PERF_AVG = ("perf/iteration_time_ms_avg", "perf/tokens_per_sec_per_gpu_avg", "perf/tflops_per_gpu_avg")
+# mlflow_upload_performance_metrics on a CPU host: no device memory or utilisation to read
+SYSTEM = ("mem/host_rss_gib", "mem/host_peak_rss_gib", "sys/cpu_util_pct", "sys/host_mem_used_pct")
+# timers.write at --timing-log-level 1 on one CPU process: the timers upstream started (the others are absent)
+TIMERS_LEVEL_1 = ("forward-backward-time", "optimizer-time", "optimizer-inner-step-time",
+                  "optimizer-copy-to-main-grad-time", "all-grads-sync-time", "embedding-grads-all-reduce-time")
+# upstream's tags that also have a "<tag> vs samples" twin (TensorBoard only)
+WITH_SAMPLES_AXIS = (*UPSTREAM, "params-norm", "num-zeros", "world-size", "batch-size", "lm loss validation",
+                     "lm loss validation ppl")
+MEMORY = ("mem-reserved-bytes", "mem-allocated-bytes", "mem-max-allocated-bytes", "mem-allocated-count")
+
+
+def at(steps: Iterable[int], *tags: str) -> dict[str, list[int]]:
+    return {tag: list(steps) for tag in tags}
+
+
+def toggles(tensorboard: bool, wandb: bool, mlflow: bool) -> list[str]:
+    """Every toggle given explicitly, as the YAML presets do."""
+    return ["--disable-tensorboard", str(not tensorboard).lower(), "--disable-wandb", str(not wandb).lower(),
+            "--disable-mlflow", str(not mlflow).lower()]
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One tiny training: which sinks are on, its extra arguments, and what each enabled sink must hold."""
+    on: frozenset[str]
+    args: tuple[str, ...]
+    expected: Mapping[str, list[int]]  # {tag: steps} for every enabled sink
+    mlflow_only: Mapping[str, list[int]] = field(default_factory=dict)  # mem/* and sys/*: MLflow alone
+    iterations: int = 3
+    nproc: int = 1
+
+    @property
+    def experiment(self) -> str:
+        """Every run names its MLflow experiment (ignored when MLflow is off) so a test can look it up."""
+        return self.args[self.args.index("--mlflow-experiment-name") + 1]
+
+
+def spec(name: str, on: Iterable[str], *args: str, expected: Mapping[str, list[int]],
+         mlflow_only: Mapping[str, list[int]] | None = None, iterations: int = 3, nproc: int = 1) -> RunSpec:
+    on = frozenset(on)
+    return RunSpec(on, (*toggles(TB in on, WANDB in on, MLFLOW in on), "--mlflow-experiment-name", f"h6-{name}",
+                        *args), expected, mlflow_only or {}, iterations, nproc)
+
+
+STEPS = [1, 2, 3]
+PERF_STEPS = [2, 3]
+
+RUNS: dict[str, RunSpec] = {
+    # Every tracker off although their directories and names are given: nothing may be written.
+    "none": spec("none", (), "--tensorboard-dir", "tb", "--wandb-project", "h6-none", "--log-throughput",
+                 "--log-params-norm", expected={}),
+    # Every tracker on, named; the perf set goes to MLflow; One-Logger options accepted without the package.
+    "all": spec("all", SINKS, "--log-throughput", "--log-params-norm", "--mlflow-run-name", "h6-all-run",
+                "--wandb-project", "h6-project", "--wandb-exp-name", "h6-all-wandb", "--wandb-entity", "h6-team",
+                "--wandb-save-dir", "my-wandb", "--mlflow-upload-performance-metrics",
+                "--one-logger-project", "h6", "--one-logger-run-name", "h6-one", "--one-logger-async",
+                "--app-tag-run-name", "h6-app", "--app-tag-run-version", "1.2.3",
+                expected=at(STEPS, *UPSTREAM, "params-norm") | at(PERF_STEPS, *PERF),
+                mlflow_only=at(PERF_STEPS, *SYSTEM)),
+    # TensorBoard only, with every per-metric switch and the timers. Validation at the last iteration is
+    # written three times, as upstream does: the in-loop evaluation, then the final validation and test
+    # evaluations (upstream tags the test loss "validation" too).
+    "tb": spec("tb", (TB,), "--log-throughput", "--log-timers-to-tensorboard", "--timing-log-level", "1",
+               "--log-memory-to-tensorboard", "--log-world-size-to-tensorboard", "--log-validation-ppl-to-tensorboard",
+               "--eval-interval", "3", "--eval-iters", "1", "--log-params-norm", "--log-num-zeros-in-grad",
+               "--log-batch-size-to-tensorboard", "true", "--tensorboard-queue-size", "7", "--logging-level", "10",
+               "--no-one-logger",
+               expected=at(STEPS, *UPSTREAM, "params-norm", "num-zeros", "world-size", "batch-size", *MEMORY,
+                           "throughput", *TIMERS_LEVEL_1)
+               | at(PERF_STEPS, *PERF, "iteration-time") | at([3, 3, 3], "lm loss validation", "lm loss validation ppl")),
+    # W&B only, learning rate and loss scale switched off; averages from the first interval, reset every step.
+    "wandb": spec("wandb", (WANDB,), "--wandb-project", "h6-wandb", "--log-throughput",
+                  "--log-learning-rate-to-tensorboard", "false", "--no-log-loss-scale-to-tensorboard",
+                  "--log-avg-skip-iterations", "0", "--log-avg-reset-interval", "1",
+                  expected=at(STEPS, "lm loss", "grad-norm") | at(PERF_STEPS, *PERF, *PERF_AVG)),
+    # MLflow only: the perf set without --log-throughput (it implies it), logs and traces uploaded,
+    # averages over every interval (no reset within 10), timers on the console only, as their maximum.
+    "mlflow": spec("mlflow", (MLFLOW,), "--mlflow-upload-performance-metrics", "--mlflow-upload-logs",
+                   "--mlflow-upload-traces", "--profile", "--use-pytorch-profiler", "--profile-step-start", "1",
+                   "--profile-step-end", "2", "--log-avg-skip-iterations", "0", "--timing-log-level", "1",
+                   "--timing-log-option", "max",
+                   expected=at(STEPS, *UPSTREAM) | at(PERF_STEPS, *PERF, *PERF_AVG), mlflow_only=at(PERF_STEPS, *SYSTEM)),
+    # TensorBoard + W&B, 4 iterations: tensorboard_log_interval 2 halves the steps, log_interval 3 sets the
+    # console cadence (iterations 1 and 3) independently.
+    "tb_wandb": spec("tb_wandb", (TB, WANDB), "--wandb-project", "h6-intervals", "--train-iters", "4",
+                     "--tensorboard-log-interval", "2", "--log-interval", "3",
+                     expected=at([2, 4], *UPSTREAM), iterations=4),
+    # torchrun, 2 processes.
+    "dp2_all": spec("dp2_all", SINKS, "--wandb-project", "h6-dp2", "--log-throughput",
+                    expected=at(STEPS, *UPSTREAM) | at(PERF_STEPS, *PERF), nproc=2),
+    "pp2_wandb": spec("pp2_wandb", (WANDB,), "--wandb-project", "h6-pp2", "--pipeline-model-parallel-size", "2",
+                      "--log-throughput", expected=at(STEPS, *UPSTREAM) | at(PERF_STEPS, *PERF), nproc=2),
+}
+
+
+# -- runs, shared by every module of the session ------------------------------------------------
+_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="megatron-run")  # 2 cores: two runs at a time
+_STARTED: dict[str, Future] = {}
+_LOCK = threading.Lock()
+
+
+def start(launcher: Callable[..., Any], mlflow_uri: str, *names: str) -> None:
+    """Start these runs in the background (each once per session); ``launcher`` is ``megatron_run``."""
+    with _LOCK:
+        for name in names:
+            if name not in _STARTED:
+                run = RUNS[name]
+                env = {"WANDB_MODE": "offline", "MLFLOW_TRACKING_URI": mlflow_uri}
+                _STARTED[name] = _POOL.submit(launcher, name, *run.args, nproc=run.nproc, env=env)
+
+
+def result(launcher: Callable[..., Any], mlflow_uri: str, name: str):
+    start(launcher, mlflow_uri, name)
+    return _STARTED[name].result()
+
+
+# -- read-back --------------------------------------------------------------------------------
+def tb_event_files(root: Path) -> list[Path]:
+    return sorted(root.rglob("events.out.tfevents.*"))
+
+
+def tb_steps(root: Path) -> dict[str, list[int]]:
+    [logdir] = {p.parent for p in tb_event_files(root)}
+    return {tag: [step for step, _ in points] for tag, points in read_tb_scalars(logdir).items()}
+
+
+def wandb_steps(root: Path) -> dict[str, list[int]]:
+    """{key: steps} over the history rows of every W&B run file under ``root`` (W&B's own keys left out)."""
+    out: dict[str, list[int]] = {}
+    for row in read_wandb_history(root):
+        for key in row:
+            if not key.startswith("_"):
+                out.setdefault(key, []).append(row["_step"])
+    return out
+
+
+def wandb_values(root: Path, key: str) -> dict[int, float]:
+    return {row["_step"]: row[key] for row in read_wandb_history(root) if key in row}
+
+
+def mlflow_runs(client: Any, experiment: str) -> list[Any]:
+    found = client.get_experiment_by_name(experiment)
+    return [] if found is None else client.search_runs([found.experiment_id])
+
+
+def mlflow_steps(client: Any, run: Any) -> dict[str, list[int]]:
+    return {key: [step for step, _ in mlflow_history(client, run.info.run_id, key)] for key in run.data.metrics}
+
+
+def written_by(root: Path) -> dict[str, list[Path]]:
+    """What each tracker left on disk under ``root``."""
+    return {TB: tb_event_files(root),
+            WANDB: sorted({*wandb_files(root), *(p for p in root.rglob("wandb") if p.is_dir())}),
+            MLFLOW: sorted({*root.rglob("mlflow.db"), *root.rglob("mlruns")})}
+
+
+def assert_same(actual: Any, expected: Any, what: str) -> None:
+    """Equality with a readable difference (pytest rewrites asserts in test modules only)."""
+    if actual != expected:
+        if isinstance(actual, Mapping) and isinstance(expected, Mapping):
+            diff = {k: (actual.get(k), expected.get(k)) for k in sorted({*actual, *expected})
+                    if actual.get(k) != expected.get(k)}
+            raise AssertionError(f"{what}: (got, expected) differ at {diff}")
+        raise AssertionError(f"{what}: got {actual!r}, expected {expected!r}")
+
+
+def assert_sinks(run: Any, spec_: RunSpec, client: Any) -> None:
+    """Each enabled sink holds exactly the expected tags, each at exactly the expected steps, from
+    exactly one writer (one event file, one W&B run, one MLflow run); each disabled sink wrote nothing."""
+    root = run.log_path.parent
+    expected = dict(spec_.expected)
+    on_disk = written_by(root)
+    runs = mlflow_runs(client, spec_.experiment)
+    if TB in spec_.on:
+        assert len(on_disk[TB]) == 1, on_disk[TB]
+        steps = tb_steps(root)
+        samples = {tag: s for tag, s in steps.items() if tag.endswith(VS_SAMPLES)}
+        assert_same({tag: s for tag, s in steps.items() if tag not in samples}, expected, "TensorBoard steps")
+        # the consumed-samples x-axis of upstream's tags stays in TensorBoard, at each logged step
+        assert_same(set(samples), {f"{t}{VS_SAMPLES}" for t in expected if t in WITH_SAMPLES_AXIS}, "vs samples tags")
+    else:
+        assert on_disk[TB] == [], on_disk[TB]
+    if WANDB in spec_.on:
+        assert len(wandb_run_ids(root)) == 1 and len(wandb_files(root)) == 1, wandb_files(root)
+        assert_same(wandb_steps(root), expected, "W&B steps")
+    else:
+        assert on_disk[WANDB] == [], on_disk[WANDB]
+    if MLFLOW in spec_.on:
+        assert len(runs) == 1, [r.info.run_name for r in runs]
+        assert_same(runs[0].info.status, "FINISHED", "MLflow run status")
+        want = {mlflow_key(tag): s for tag, s in {**expected, **spec_.mlflow_only}.items()}
+        assert_same(mlflow_steps(client, runs[0]), want, "MLflow steps")
+    else:
+        assert runs == [], [r.info.run_name for r in runs]
+        assert on_disk[MLFLOW] == [], on_disk[MLFLOW]
+    if not spec_.on:
+        assert list(root.rglob("journal.jsonl")) == []

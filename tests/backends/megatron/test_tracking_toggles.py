@@ -1,0 +1,43 @@
+"""Every combination of the three tracker toggles on upstream Megatron (1 process; 2 processes for
+DP=2 and PP=2): each enabled sink — TensorBoard events, the W&B offline run file, the MLflow server —
+holds every expected tag at every logged iteration, from one writer rank; each disabled sink holds and
+wrote nothing. The remaining combination (TensorBoard + MLflow) is `primus train`'s tiny_cpu.yaml
+(test_tracking_primus_train.py), W&B + MLflow is the resumed run (test_tracking_resume.py).
+Tracking never changes training: the same losses and norms with every tracker on as with all off."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from megatron_tracking_runs import RUNS, assert_sinks, result, start
+
+pytestmark = pytest.mark.slow
+
+COMBINATIONS = ("none", "all", "tb", "wandb", "mlflow", "tb_wandb", "dp2_all", "pp2_wandb")
+_CONSOLE = re.compile(r"iteration\s+(\d+)/.*?lm loss: (\S+) \|.*?grad norm: (\S+) \|.*?params norm: (\S+) \|")
+
+
+@pytest.fixture(scope="module")
+def run_of(megatron_run, mlflow_server):
+    start(megatron_run, mlflow_server.uri, *COMBINATIONS)
+    return lambda name: result(megatron_run, mlflow_server.uri, name)
+
+
+@pytest.mark.parametrize("name", COMBINATIONS)
+def test_enabled_sinks_hold_every_tag_and_disabled_ones_nothing(run_of, name, mlflow_client):
+    run = run_of(name)
+    run.assert_trained(RUNS[name].iterations) if name != "tb_wandb" else None
+    assert run.returncode == 0, run.explain()
+    assert_sinks(run, RUNS[name], mlflow_client)
+
+
+def test_tracking_never_changes_training(run_of):
+    """Losses, gradient norms and parameter norms per iteration, as upstream prints them, with every
+    tracker on and with every tracker off."""
+    on, off = run_of("all"), run_of("none")
+    on.assert_trained()
+    off.assert_trained()
+    per_iteration = _CONSOLE.findall(off.output)
+    assert [int(i) for i, *_ in per_iteration] == [1, 2, 3], off.explain()
+    assert _CONSOLE.findall(on.output) == per_iteration
