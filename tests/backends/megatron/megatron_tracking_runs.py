@@ -86,14 +86,15 @@ RUNS: dict[str, RunSpec] = {
                 "--app-tag-run-name", "h6-app", "--app-tag-run-version", "1.2.3",
                 expected=at(STEPS, *UPSTREAM, "params-norm") | at(PERF_STEPS, *PERF),
                 mlflow_only=at(PERF_STEPS, *SYSTEM)),
-    # TensorBoard only, with every per-metric switch and the timers. Validation at the last iteration is
+    # TensorBoard only (directory derived), with every per-metric switch and the timers; MLflow's upload
+    # switches are ignored with MLflow off. Validation at the last iteration is
     # written three times, as upstream does: the in-loop evaluation, then the final validation and test
     # evaluations (upstream tags the test loss "validation" too).
     "tb": spec("tb", (TB,), "--log-throughput", "--log-timers-to-tensorboard", "--timing-log-level", "1",
                "--log-memory-to-tensorboard", "--log-world-size-to-tensorboard", "--log-validation-ppl-to-tensorboard",
                "--eval-interval", "3", "--eval-iters", "1", "--log-params-norm", "--log-num-zeros-in-grad",
                "--log-batch-size-to-tensorboard", "true", "--tensorboard-queue-size", "7", "--logging-level", "10",
-               "--no-one-logger",
+               "--no-one-logger", "--mlflow-upload-performance-metrics", "--mlflow-upload-logs",
                expected=at(STEPS, *UPSTREAM, "params-norm", "num-zeros", "world-size", "batch-size", *MEMORY,
                            "throughput", *TIMERS_LEVEL_1)
                | at(PERF_STEPS, *PERF, "iteration-time") | at([3, 3, 3], "lm loss validation", "lm loss validation ppl")),
@@ -105,7 +106,7 @@ RUNS: dict[str, RunSpec] = {
     # MLflow only: the perf set without --log-throughput (it implies it), logs and traces uploaded,
     # averages over every interval (no reset within 10), timers on the console only, as their maximum.
     "mlflow": spec("mlflow", (MLFLOW,), "--mlflow-upload-performance-metrics", "--mlflow-upload-logs",
-                   "--mlflow-upload-traces", "--profile", "--use-pytorch-profiler", "--profile-step-start", "1",
+                   "--mlflow-upload-traces", "--mlflow-upload-tracelens-report", "--profile", "--use-pytorch-profiler", "--profile-step-start", "1",
                    "--profile-step-end", "2", "--log-avg-skip-iterations", "0", "--timing-log-level", "1",
                    "--timing-log-option", "max",
                    expected=at(STEPS, *UPSTREAM) | at(PERF_STEPS, *PERF, *PERF_AVG), mlflow_only=at(PERF_STEPS, *SYSTEM)),

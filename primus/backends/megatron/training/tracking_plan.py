@@ -34,7 +34,7 @@ class TrackingPlan:
 def plan_tracking(args) -> TrackingPlan:
     """Validate the Primus arguments and decide the trackers; raises PrimusArgumentError listing
     every problem. Sets args.tensorboard_dir to the derived folder when TensorBoard is on, so upstream's
-    profiler traces (written beside it) land in the run directory too."""
+    profiler traces (written beside it) land in the run directory too, under traces/ when MLflow uploads them."""
     notices = Notices()
     _check_ranges(args, notices)
     run_dir = derive_run_dir(args)
@@ -62,6 +62,11 @@ def plan_tracking(args) -> TrackingPlan:
     notices.raise_if_errors()
     if tensorboard_dir is not None:
         args.tensorboard_dir = str(tensorboard_dir)
+    if mlflow and args.mlflow_upload_traces:
+        # upstream's torch profiler writes <tensorboard_dir>/../torch_profile (training.train, 0.19.2); only the
+        # profiler reads args.tensorboard_dir now (the TensorBoard sink has its own log_dir), so anchor it in
+        # <run_dir>/traces, which the MLflow sink uploads after training
+        args.tensorboard_dir = str(run_dir / "traces" / "profiler")
     return TrackingPlan(config, notices)
 
 
