@@ -18,6 +18,7 @@ from typing import Any
 
 from primus.redaction import redact_text, redact_value
 from primus.tracking.journal import EVENT, METRICS, TEXT, JournalWriter, encode
+from primus.tracking.sink import outside_except
 from primus.tracking.worker import SinkWorker
 
 log = logging.getLogger("primus.tracking")
@@ -105,11 +106,10 @@ class MetricsHub:
             stopping = self._stop.is_set()
             with self._cond:
                 requested = self._requested
-            try:
-                self._drain()
-            except Exception as e:  # e.g. the disk is full: count, warn once, keep the loop alive
+            error = outside_except(self._drain)
+            if error is not None:  # e.g. the disk is full: warn once, keep the loop alive
                 self._warn_once("drain", "primus tracking: could not write the journal %s: %s", self.journal.path,
-                                redact_text(repr(e)))
+                                redact_text(repr(error)))
             with self._cond:
                 self._drained = requested
                 self._cond.notify_all()

@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
-from typing import ClassVar
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, ClassVar
 
 from primus.tracking.journal import Record
 
@@ -38,3 +38,14 @@ class Sink(ABC):
 
     def close(self, status: str, complete: bool) -> None:
         """End the tracker run with ``status``; ``complete`` is False when records were left undelivered."""
+
+
+def outside_except(fn: Callable[[], Any]) -> Exception | None:
+    """Run ``fn`` and return its exception instead of raising it, so the caller logs outside the
+    ``except`` block: a log handler that fails prints the exception being handled along with its own
+    error, unredacted (an MLflow error carries the tracking URI, password included)."""
+    try:
+        fn()
+    except Exception as e:
+        return e
+    return None

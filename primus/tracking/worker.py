@@ -12,7 +12,7 @@ from pathlib import Path
 
 from primus.redaction import redact_text
 from primus.tracking.journal import read_records
-from primus.tracking.sink import Sink, SinkUnavailable
+from primus.tracking.sink import Sink, SinkUnavailable, outside_except
 from primus.tracking.state import CursorStore
 
 log = logging.getLogger("primus.tracking")
@@ -75,50 +75,53 @@ class SinkWorker:
 
     # -- the thread ----------------------------------------------------------------------
     def _main(self) -> None:
+        error = None
         try:
             if self._open():
                 self._deliver_until_closed()
         except BaseException as e:  # a bug here must not take the process down; the journal keeps the data
-            self._failed("stopped", e)
+            error = e
         finally:
             with self._lock:
                 self._finished = True
                 for _, done in self._flushes:
                     done.set()
                 self._flushes.clear()
+        if error is not None:
+            self._failed("stopped", error)
 
     def _open(self) -> bool:
         backoff = BACKOFF_FIRST_S
         while not self._past_deadline():
-            try:
-                self.target = self.sink.open()
-                self.cursor = self.cursors.load(self.sink.name, self.target)
+            error = outside_except(self._open_once)
+            if error is None:
                 self._recovered()
                 return True
-            except SinkUnavailable as e:
+            if isinstance(error, SinkUnavailable):
                 self.disabled = True
-                log.warning("primus tracking: %s is off for this run: %s", self.sink.name, redact_text(str(e)))
+                log.warning("primus tracking: %s is off for this run: %s", self.sink.name, redact_text(str(error)))
                 return False
-            except Exception as e:
-                self._failed("could not start", e)
-                backoff = self._backoff(backoff)
+            self._failed("could not start", error)
+            backoff = self._backoff(backoff)
         return False
+
+    def _open_once(self) -> None:
+        self.target = self.sink.open()
+        self.cursor = self.cursors.load(self.sink.name, self.target)
 
     def _deliver_until_closed(self) -> None:
         backoff = BACKOFF_FIRST_S
         while True:
             self._wake.clear()  # before reading, so a notify that lands during delivery is not lost
-            try:
-                self._deliver()
-                self._serve_flushes()
-                self._recovered()
-                backoff = BACKOFF_FIRST_S
-            except Exception as e:
-                self._failed("failed to deliver", e)
+            error = outside_except(self._deliver_and_flush)
+            if error is not None:
+                self._failed("failed to deliver", error)
                 if self._past_deadline():
                     return
                 backoff = self._backoff(backoff)
                 continue
+            self._recovered()
+            backoff = BACKOFF_FIRST_S
             if self._close is not None and (self.cursor >= self._end or self._past_deadline()):
                 break
             self._wake.wait(POLL_S)
@@ -128,6 +131,10 @@ class SinkWorker:
         self.sink.close(status, complete=self.cursor >= self._end)
         if self._unflushed:  # close() flushed what the sink held
             self.cursors.save(self.sink.name, self.target, self.cursor)
+
+    def _deliver_and_flush(self) -> None:
+        self._deliver()
+        self._serve_flushes()
 
     def _deliver(self) -> None:
         end = self._end

@@ -128,3 +128,36 @@ def test_importing_the_tracking_core_imports_no_tracker_and_no_backend():
             "('torch', 'mlflow', 'wandb', 'tensorboard', 'megatron', 'torchtitan') or m.startswith('primus.backends')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+class SecretFailingSink(Sink):
+    name = "secretive"
+
+    def open(self):
+        raise ConnectionError("API request to http://u:hunter2hunter2@host failed")
+
+    def write(self, records):
+        pass
+
+
+def test_a_broken_log_handler_does_not_print_the_unredacted_error(tmp_path, capsys):
+    class Broken(logging.Handler):
+        def emit(self, record):  # as a StreamHandler on a closed stream
+            try:
+                raise OSError("stream closed")
+            except OSError:
+                self.handleError(record)  # prints its own error and the exception being handled
+
+    logger = logging.getLogger("primus.tracking")
+    broken = Broken()
+    logger.addHandler(broken)
+    try:
+        (tmp_path / "journal.jsonl").write_bytes(b"")
+        worker = SinkWorker(SecretFailingSink(), tmp_path / "journal.jsonl", CursorStore(tmp_path))
+        worker.start()
+        worker.close("FINISHED", time.monotonic() + 0.5)
+        worker.join(time.monotonic() + 5)
+    finally:
+        logger.removeHandler(broken)
+    err = capsys.readouterr().err
+    assert "--- Logging error ---" in err and "hunter2" not in err

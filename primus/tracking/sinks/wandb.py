@@ -13,7 +13,7 @@ from primus.redaction import redact_text
 from primus.tracking.config import WandbConfig
 from primus.tracking.journal import METRICS, TEXT, Record
 from primus.tracking.meta import RunMeta
-from primus.tracking.sink import Sink, SinkUnavailable
+from primus.tracking.sink import Sink, SinkUnavailable, outside_except
 from primus.tracking.state import RunState
 
 log = logging.getLogger("primus.tracking")
@@ -37,12 +37,11 @@ class WandbSink(Sink):
         except ImportError as e:
             raise SinkUnavailable(f"wandb is not importable ({e}): pip install wandb, or turn W&B off") from e
         self.cfg.save_dir.mkdir(parents=True, exist_ok=True)
-        try:
-            self._run = self._init(wandb, self.cfg.mode)
-        except Exception as e:
+        error = outside_except(lambda: setattr(self, "_run", self._init(wandb, self.cfg.mode)))
+        if error is not None:
             if self.cfg.mode != "online":
-                raise SinkUnavailable(f"wandb.init(mode={self.cfg.mode!r}) failed: {e}") from e
-            self._run = self._offline_instead(wandb, e)
+                raise SinkUnavailable(f"wandb.init(mode={self.cfg.mode!r}) failed: {error}") from error
+            self._run = self._offline_instead(wandb, error)
         self._run.config.update({**self.meta.params, "primus_tags": self.meta.tags}, allow_val_change=True)
         self.state.update("wandb", id=self.run_id, mode=self._run.settings.mode,
                           sync_dir=str(self._run.settings.sync_dir))
