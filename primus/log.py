@@ -24,3 +24,8 @@ def get_logger(name: str) -> logging.Logger:
         root.propagate = False
         root._primus_configured = True
     return logging.getLogger(name if name.startswith("primus") else f"primus.{name}")
+
+
+def set_level(level: int | str) -> None:
+    """Apply the program's own log level (Megatron's --logging-level) to Primus's lines too."""
+    get_logger("primus").setLevel(level)

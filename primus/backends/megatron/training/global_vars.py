@@ -12,6 +12,7 @@ from typing import Any
 from primus.backends.megatron.training.hub_writer import HubWriter
 from primus.backends.megatron.training.tracking_plan import TrackingPlan, plan_tracking
 from primus.backends.megatron.training.tracking_session import TrackingSession
+from primus.log import set_level
 
 _PLAN: TrackingPlan | None = None
 _SESSION: TrackingSession | None = None
@@ -19,6 +20,8 @@ _SESSION: TrackingSession | None = None
 
 def set_tracking_plan(args) -> TrackingPlan:
     global _PLAN
+    if args.logging_level is not None:
+        set_level(args.logging_level)  # spec §2: logging_level holds for Primus's lines as well
     _PLAN = plan_tracking(args)
     return _PLAN
 
