@@ -52,23 +52,20 @@ def toggles(tensorboard: bool, wandb: bool, mlflow: bool) -> list[str]:
 class RunSpec:
     """One tiny training: which sinks are on, its extra arguments, and what each enabled sink must hold."""
     on: frozenset[str]
-    args: tuple[str, ...]
+    experiment: str  # every run names its MLflow experiment (ignored when MLflow is off) for the look-up
     expected: Mapping[str, list[int]]  # {tag: steps} for every enabled sink
     mlflow_only: Mapping[str, list[int]] = field(default_factory=dict)  # mem/* and sys/*: MLflow alone
+    args: tuple[str, ...] = ()
     iterations: int = 3
     nproc: int = 1
-
-    @property
-    def experiment(self) -> str:
-        """Every run names its MLflow experiment (ignored when MLflow is off) so a test can look it up."""
-        return self.args[self.args.index("--mlflow-experiment-name") + 1]
 
 
 def spec(name: str, on: Iterable[str], *args: str, expected: Mapping[str, list[int]],
          mlflow_only: Mapping[str, list[int]] | None = None, iterations: int = 3, nproc: int = 1) -> RunSpec:
     on = frozenset(on)
-    return RunSpec(on, (*toggles(TB in on, WANDB in on, MLFLOW in on), "--mlflow-experiment-name", f"h6-{name}",
-                        *args), expected, mlflow_only or {}, iterations, nproc)
+    return RunSpec(on, f"h6-{name}", expected, mlflow_only or {},
+                   (*toggles(TB in on, WANDB in on, MLFLOW in on), "--mlflow-experiment-name", f"h6-{name}", *args),
+                   iterations, nproc)
 
 
 STEPS = [1, 2, 3]
