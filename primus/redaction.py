@@ -11,6 +11,7 @@ Two rules:
   Megatron's ``moe_token_dispatcher_type`` visible (and the shell's ``PWD`` is a directory).
   Only string values are redacted by key: ``apply_query_key_layer_scaling: true`` is no secret.
 * by value: URLs with ``user:pass@``, ``Bearer``/``Basic`` credentials, well-known token shapes,
+  ``name: value`` / ``name=value`` in free text when the name is a secret name,
   and the literal values of the secret-named environment variables of this process. A bare W&B key
   (40 hex) is not matched by shape, since a git commit id has the same shape: it is caught by its
   key name in config and by its value when it is in the environment.
@@ -43,6 +44,9 @@ _VALUE_PATTERNS = [
     (re.compile(r"\bxox[abpr]-[A-Za-z0-9-]{10,}"), MASK),  # Slack
     (re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), MASK),  # JWT
 ]
+# "name: value" / "name=value" in free text (logs, YAML dumps, command lines): the value is hidden when
+# the name is a secret name by the key rule above
+_ASSIGNMENT = re.compile(r"""(?P<key>[A-Za-z_][A-Za-z0-9_.-]*)(?P<sep>["']?\s*[:=]\s*["']?)(?P<value>[^\s"',;}]+)""")
 _MIN_LITERAL = 6  # shorter env values ("1", "true") would redact half the console
 
 
@@ -76,7 +80,13 @@ def redact_text(text: str) -> str:
             text = text.replace(literal, MASK)
     for pattern, repl in _VALUE_PATTERNS:
         text = pattern.sub(repl, text)
-    return text
+    return _ASSIGNMENT.sub(_hide_assigned_secret, text)
+
+
+def _hide_assigned_secret(match: re.Match) -> str:
+    if match["value"] == MASK or not is_secret_key(match["key"]):
+        return match[0]
+    return f"{match['key']}{match['sep']}{MASK}"
 
 
 def redact_value(key: str, value: Any) -> Any:

@@ -47,3 +47,20 @@ def test_mapping_redacts_by_key_and_value_and_keeps_booleans():
     assert out["apply_query_key_layer_scaling"] is True
     assert out["nested"]["uri"] == f"http://u:{MASK}@h"
     assert out["hosts"] == ["ok", f"Bearer {MASK}"]
+
+
+@pytest.mark.parametrize("text,hidden", [
+    ("hf_token: abc123xyz", "abc123xyz"),
+    ("export WANDB_API_KEY=0123456789abcdef", "0123456789abcdef"),
+    ('{"password": "hunter2"}', "hunter2"),
+    ("--db-pass=s3cr3t --lr=0.1", "s3cr3t"),
+    ("client_secret = 'xyz987'", "xyz987"),
+])
+def test_assignments_to_secret_names_are_hidden_in_free_text(text, hidden):
+    out = redact_text(text)
+    assert hidden not in out and MASK in out
+
+
+def test_assignments_to_ordinary_names_stay():
+    text = "num_tokens: 4096 | tokenizer_type=NullTokenizer | lr: 0.001 | tokens/s/GPU: 1878.1"
+    assert redact_text(text) == text
