@@ -8,7 +8,9 @@ pair's processes start together; a round runs every pair once; ratios are median
   primus-all     Primus: TensorBoard + W&B (offline) + MLflow (local sqlite) + the perf metric set
   primus-tb-wb   Primus: TensorBoard + W&B (offline)
   upstream-tb-wb upstream's own TensorBoardLogger + WandBLogger (offline), only the CPU patches active
-Step time: the gaps between upstream's own console step lines (log_freq 1), steps 3..N, median per run.
+Step time: the gaps between upstream's own console step lines (log_freq 1), steps 3..N, median of the
+gaps that ended while both processes of the pair were training (the one that starts training later
+would otherwise get the machine to itself at the end).
 Prints the ratios primus-all/off and primus-tb-wb/upstream-tb-wb (goal <= 1.02), and the training-thread
 cost of one logged step (``Run.log`` of upstream's 17-metric dict, all sinks on).
 """
@@ -42,11 +44,12 @@ VARIANTS: dict[str, tuple[list[str], dict[str, str]]] = {
 }
 
 
-def step_seconds(output: str) -> list[float]:
+def step_gaps(output: str) -> list[tuple[float, float]]:
+    """(end time, seconds) of each step after the second, from upstream's console timestamps."""
     stamps = {int(step): datetime.strptime(ts, "%Y-%m-%d %H:%M:%S,%f").timestamp()
               for ts, step in LINE.findall(ANSI.sub("", output))}
     steps = sorted(stamps)
-    return [stamps[b] - stamps[a] for a, b in zip(steps, steps[1:]) if a >= 2]
+    return [(stamps[b], stamps[b] - stamps[a]) for a, b in zip(steps, steps[1:]) if a >= 2]
 
 
 PAIRS = (("off", "primus-all"), ("upstream-tb-wb", "primus-tb-wb"))
@@ -64,29 +67,35 @@ def start_variant(name: str, steps: int, workdir: Path) -> subprocess.Popen:
     return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
-def median_step_seconds(name: str, process: subprocess.Popen, steps: int) -> float:
+def gaps_of(name: str, process: subprocess.Popen, steps: int) -> list[tuple[float, float]]:
     output, _ = process.communicate()
     if process.returncode != 0:
         sys.exit(f"{name} failed ({process.returncode}):\n{output[-4000:]}")
-    gaps = step_seconds(output)
+    gaps = step_gaps(output)
     if len(gaps) < steps - 3:
         sys.exit(f"{name}: found {len(gaps)} step gaps, expected {steps - 3}")
-    return statistics.median(gaps)
+    return gaps
 
 
 def run_pair(pair: tuple[str, str], steps: int, workdir: Path) -> dict[str, float]:
     processes = {name: start_variant(name, steps, workdir) for name in pair}
-    return {name: median_step_seconds(name, p, steps) for name, p in processes.items()}
+    gaps = {name: gaps_of(name, p, steps) for name, p in processes.items()}
+    start = max(g[0][0] - g[0][1] for g in gaps.values())
+    end = min(g[-1][0] for g in gaps.values())
+    both = {name: [s for t, s in g if start < t <= end] for name, g in gaps.items()}
+    if min(len(v) for v in both.values()) < 5:
+        sys.exit(f"{pair}: the two runs trained at the same time for too few steps; raise --steps")
+    return {name: statistics.median(v) for name, v in both.items()}
 
 
-def log_call_microseconds(workdir: Path, calls: int = 2000) -> float:
+def log_call_microseconds(workdir: Path, calls: int = 500) -> float:
     """Training-thread cost of one logged step: Run.log with upstream's metric dict, every sink on."""
     from primus.tracking import MlflowConfig, TensorBoardConfig, TrackingConfig, WandbConfig, start_run
 
     os.environ.update(WANDB_MODE="offline", WANDB_SILENT="true")
     hub = workdir / "hub"
     run = start_run(TrackingConfig(run_dir=hub / "run", tensorboard=TensorBoardConfig(hub / "tb"),
-                                   wandb=WandbConfig(project="bench"), mlflow=MlflowConfig()))
+                                   wandb=WandbConfig(project="bench"), mlflow=MlflowConfig(), exit_deadline_s=300))
     metrics = {k: 1.5 for k in ("loss_metrics/global_avg_loss", "loss_metrics/global_max_loss", "grad_norm",
                                 "throughput(tps)", "tflops", "mfu(%)", "time_metrics/end_to_end(s)",
                                 "time_metrics/data_loading(s)", "time_metrics/data_loading(%)",

@@ -10,6 +10,7 @@ With ``save_for_all_ranks`` each rank has its own ``rank_<r>`` run below it."""
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,12 +41,21 @@ class TrackingPlan:
         return dataclasses.replace(self.config, params=params, tags=tags)
 
 
+def launch_time() -> float:
+    """When this job started: torchrun's agent process for its workers (the same on every local rank,
+    so their derived run directories agree), else this process."""
+    import psutil
+
+    process = psutil.Process(os.getppid() if "TORCHELASTIC_RUN_ID" in os.environ else os.getpid())
+    return process.create_time()
+
+
 def run_directory(metrics: Any, *, dump_folder: str, checkpointing: bool, rank: int,
                   explicit: Path | None, now: float | None = None) -> Path:
     if explicit is not None:
         base = explicit
     else:
-        stamp = "primus" if checkpointing else time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
+        stamp = "primus" if checkpointing else time.strftime("%Y%m%d-%H%M%S", time.localtime(now or launch_time()))
         base = Path(dump_folder) / metrics.save_tb_folder / stamp
     return base / f"rank_{rank}" if metrics.save_for_all_ranks else base
 

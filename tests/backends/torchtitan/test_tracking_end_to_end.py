@@ -149,10 +149,11 @@ def test_save_for_all_ranks_gives_one_run_per_rank(fsdp_every_rank, mlflow_clien
     experiment = mlflow_client.get_experiment_by_name("titan-fsdp-all-ranks").experiment_id
     runs = sorted(mlflow_client.search_runs([experiment]), key=lambda r: r.info.run_name)
     assert [r.info.run_name[-6:] for r in runs] == ["-rank0", "-rank1"]
+    assert runs[0].info.run_name[:-6] == runs[1].info.run_name[:-6]  # one job: the ranks agree on its name
     for run in runs:
         assert_mlflow_has_every_step(mlflow_client, run, UPSTREAM_KEYS)
     logdirs = tb_dirs(fsdp_every_rank.dump)
-    assert [d.name for d in logdirs] == ["rank_0", "rank_1"]
+    assert [d.name for d in logdirs] == ["rank_0", "rank_1"] and logdirs[0].parent == logdirs[1].parent
     losses = [assert_tb_has_every_step(d, UPSTREAM_KEYS)["loss_metrics/global_avg_loss"] for d in logdirs]
     assert losses[0] == losses[1]  # the global average, the same on every rank
 
