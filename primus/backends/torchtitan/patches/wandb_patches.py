@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from primus.tracking import WandbConfig
+from primus.tracking.credentials import has_wandb_credentials
 
 UPSTREAM_DEFAULT_PROJECT = "torchtitan"
 # Upstream passes these to wandb.init; the hub does not: it chooses and keeps the run id (resume).
@@ -25,9 +26,7 @@ NOT_PASSED = {
 def wandb_settings(save_dir: Path, warnings: list[str], environ: Mapping[str, str] = os.environ) -> WandbConfig:
     """The W&B sink's settings; appends a warning for missing credentials and for each upstream
     variable that is set but not honoured. WANDB_RUN_GROUP and WANDB_JOB_TYPE reach wandb directly."""
-    from primus.tracking.credentials import has_wandb_credentials
-
-    if not has_wandb_credentials():
+    if not has_wandb_credentials(environ):
         warnings.append("W&B is enabled (metrics.enable_wandb) but no credentials were found (WANDB_API_KEY unset, no "
                         "`wandb login` entry in ~/.netrc, WANDB_MODE is not offline): set WANDB_API_KEY or "
                         "WANDB_MODE=offline. Metrics are kept in the run's journal either way (`wandb sync` later).")
