@@ -1,4 +1,5 @@
-"""TensorBoard sink: torch's ``SummaryWriter(max_queue=queue_size)``, created and fed on this worker.
+"""TensorBoard sink: torch's ``SummaryWriter(max_queue=queue_size)``, created and fed on this worker;
+tensorboardX's (the same interface) where torch is not installed, as in MaxText's JAX environment.
 Names reach TensorBoard unchanged (Megatron's ``lm loss`` stays ``lm loss``), so existing dashboards work."""
 
 from __future__ import annotations
@@ -20,7 +21,10 @@ class TensorBoardSink(Sink):
         self._writer: Any = None
 
     def open(self) -> str:
-        from torch.utils.tensorboard import SummaryWriter
+        try:
+            from torch.utils.tensorboard import SummaryWriter
+        except ImportError:
+            from tensorboardX import SummaryWriter
 
         self._writer = SummaryWriter(log_dir=str(self.cfg.log_dir), max_queue=self.cfg.queue_size)
         return str(self.cfg.log_dir)
