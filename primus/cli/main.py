@@ -11,6 +11,7 @@ SUBCOMMANDS = {
     "config": "config_cmd",
     "doctor": "doctor",
     "patches": "patches_cmd",
+    "report": "report_cmd",
     "tracking": "tracking_cmd",
     "train": "train",
 }

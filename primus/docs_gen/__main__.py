@@ -1,0 +1,5 @@
+import sys
+
+from primus.docs_gen.generate import main
+
+sys.exit(main())

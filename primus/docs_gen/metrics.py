@@ -1,0 +1,42 @@
+"""docs/metrics.md: Primus's metric-name schema, which metric each `primus report` panel plots per
+backend, and how MLflow spells the names it refuses."""
+
+from __future__ import annotations
+
+from primus.config.schemas import FRAMEWORKS
+from primus.docs_gen.markdown import code, table
+from primus.docs_gen.options import BACKEND_TITLES
+from primus.report.panels import PANELS
+from primus.tracking.names import SCHEMA, is_valid_mlflow_key, mlflow_key
+
+
+def _names(names: tuple[str, ...]) -> str:
+    return ", ".join(code(n + "*" if n.endswith("/") else n) for n in names) or "—"
+
+
+def render_metrics() -> str:
+    schema = table(["Name", "Meaning"], [[code(name), meaning] for name, meaning in SCHEMA.items()])
+    panels = table(["Panel", "Primus name", *(BACKEND_TITLES[f] for f in FRAMEWORKS)],
+                   [[p.title, _names(p.primus_names), *(_names(p.native.get(f, ())) for f in FRAMEWORKS)]
+                    for p in PANELS])
+    every = dict.fromkeys([*SCHEMA, *(n for p in PANELS for names in p.native.values() for n in names)])
+    refused = [[code(n), code(mlflow_key(n))] for n in every if not n.endswith("/") and not is_valid_mlflow_key(n)]
+    return "\n\n".join([
+        "# Metric names",
+        "Two kinds of names reach the trackers. Upstream's own names pass through unchanged (Megatron's "
+        "`lm loss`, `learning-rate`, `grad-norm`; TorchTitan's `loss_metrics/global_avg_loss`, `throughput(tps)`; "
+        "MaxText's `learning/loss`), so existing dashboards keep working. Primus's own metrics are named "
+        "`<group>/<what>[_<unit>]`:",
+        schema,
+        "## What `primus report` plots",
+        "Each panel plots, per run, the first of these names the run's journal holds: Primus's name first, then "
+        "the run's backend's (from the `primus.backend` tag in `meta.json`; every backend's when it is missing). "
+        "A name ending in `*` is a prefix (TorchTitan names its learning rate after the optimizer: `lr/AdamW`). "
+        "Upstream's byte counts are shown in GiB.",
+        panels,
+        "## MLflow spelling",
+        "TensorBoard and W&B receive every name as it is. MLflow (and Databricks) accept only letters, digits, "
+        "`_ - . /` and space in a key: other names are rewritten readably, with 8 hex digits of the original "
+        "name's SHA-1 so two names never share a key. The names above that MLflow refuses:",
+        table(["Name", "MLflow key"], refused),
+    ]) + "\n"

@@ -1,0 +1,134 @@
+"""docs/options.md: every option of every backend's schema with its default, and the ``launch:`` block.
+
+A backend's default is what a module gets from ``config: pre_trainer.yaml`` (the packaged preset and the
+presets it extends); a key the preset does not set keeps upstream's default. Descriptions are the
+schema's help, else the Purpose column of the spec's tables (docs/spec-logging-and-experiment-tracking.md).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from primus.config.files import load_with_extends
+from primus.config import yaml12
+from primus.config.paths import CONFIGS_DIR, MODULE_PRESETS_DIR
+from primus.config.schema import Param, Schema
+from primus.config.schemas import FRAMEWORKS, schema_for
+from primus.config.schemas.launch import LAUNCH_SCHEMA
+from primus.config.schemas.megatron_table import TABLE_PATH
+from primus.config.tree import join
+from primus.docs_gen.markdown import code, table, yaml_text
+
+PRESET = "pre_trainer.yaml"
+BACKEND_TITLES = {"megatron": "Megatron", "torchtitan": "TorchTitan", "maxtext": "MaxText"}
+_SPEC_ROW = re.compile(r"^\|\s*(`[^|]*`)\s*\|.*\|\s*([^|]*?)\s*\|\s*$")
+_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
+_OPEN_SCHEMA_NOTE = {
+    "torchtitan": "Other sections (`training:`, `parallelism:`, `model:` fields other than these, ...) pass "
+                  "through to TorchTitan's own config, which Primus checks field by field when the job starts.",
+    "maxtext": "MaxText's other keys pass through to MaxText's own config loader, which checks them.",
+}
+
+
+def preset_defaults(framework: str) -> dict[str, Any]:
+    """Dotted parameter name -> the typed value ``pre_trainer.yaml`` gives it, in the preset's order."""
+    schema = schema_for(framework)
+    tree, problems = load_with_extends(MODULE_PRESETS_DIR / framework / PRESET, environ={})
+    typed, found = schema.validate(tree, f"{framework}/{PRESET}")
+    if problems or found:
+        raise ValueError("\n".join(problems + found))
+    return dict(_flatten(typed, "", schema))
+
+
+def _flatten(tree: Mapping[str, Any], prefix: str, schema: Schema) -> Iterable[tuple[str, Any]]:
+    for key, value in tree.items():
+        name = join(prefix, key)
+        if name in schema.sections and isinstance(value, Mapping):
+            yield from _flatten(value, name, schema)
+        else:
+            yield name, value
+
+
+def spec_purposes(spec: Path) -> dict[str, str]:
+    """Parameter -> its Purpose cell in the spec's tables (links reduced to their text); first one wins."""
+    purposes: dict[str, str] = {}
+    for line in spec.read_text(encoding="utf-8").splitlines():
+        if match := _SPEC_ROW.match(line):
+            for name in re.findall(r"`([^`]*)`", match.group(1)):
+                purposes.setdefault(name, _LINK.sub(r"\1", match.group(2)))
+    return purposes
+
+
+def _described(param: Param, purposes: Mapping[str, str]) -> str:
+    return param.help or purposes.get(param.name, "")
+
+
+def _rows(params: Iterable[Param], defaults: Mapping[str, Any], purposes: Mapping[str, str],
+          upstream_column: bool) -> list[list[str]]:
+    rows = []
+    for p in params:
+        upstream = ["—" if p.primus else code(yaml_text(p.default))] if upstream_column else []
+        rows.append([code(p.name), code(yaml_text(defaults.get(p.name, p.default))), *upstream, p.expected(),
+                     "Primus" if p.primus else "upstream", _described(p, purposes)])
+    return rows
+
+
+def _backend_section(framework: str, purposes: Mapping[str, str]) -> str:
+    schema, defaults = schema_for(framework), preset_defaults(framework)
+    # the preset's keys in its order (the spec's sections), then the schema's others that are Primus's own
+    main = [schema.params[n] for n in defaults] + [p for n, p in schema.params.items() if n not in defaults
+                                                    and (p.primus or framework != "megatron")]
+    upstream_column = framework == "megatron"
+    header = ["Parameter", "Default", *(["Upstream default"] if upstream_column else []), "Type", "Owner",
+              "Description"]
+    parts = [f"## {BACKEND_TITLES[framework]} (`framework: {framework}`)",
+             f"Logging and tracking parameters: what `config: {PRESET}` sets, and Primus's own.",
+             table(header, _rows(main, defaults, purposes, upstream_column))]
+    if framework in _OPEN_SCHEMA_NOTE:
+        parts.append(_OPEN_SCHEMA_NOTE[framework])
+    if framework == "megatron":
+        parts.append(_megatron_upstream_section(schema, {p.name for p in main}))
+    return "\n\n".join(parts)
+
+
+def _flag(param: Param) -> str:
+    """Upstream's command-line spelling: ``--opt``, or a switch with the value it sets."""
+    if param.option:
+        return code(param.option)
+    if param.true_flag and param.false_flag:
+        return f"{code(param.true_flag)} / {code(param.false_flag)}"
+    return f"{code(param.true_flag)} (true)" if param.true_flag else f"{code(param.false_flag or '')} (false)"
+
+
+def _megatron_upstream_section(schema: Schema, shown: set[str]) -> str:
+    rest = [p for n, p in schema.params.items() if n not in shown]
+    rows = [[code(p.name), code(yaml_text(p.default)), p.expected(), _flag(p)] for p in rest]
+    table_file = TABLE_PATH.relative_to(CONFIGS_DIR.parents[1])
+    return "\n\n".join([
+        "### Every other megatron-core argument",
+        f"Upstream's defaults, which the preset leaves alone: {len(rest)} arguments of megatron-core "
+        f"{yaml12.load_file(TABLE_PATH)['megatron_core']} (from `{table_file}`). In YAML, write the name as it is "
+        "here; on upstream's command line (`primus-run`), the flag.",
+        table(["Parameter", "Default", "Type", "Flag"], rows)])
+
+
+def _launch_section() -> str:
+    rows = [[code(f"launch.{p.name}"), code(yaml_text(p.default)), p.expected(), p.help]
+            for p in LAUNCH_SCHEMA.params.values()]
+    return "\n\n".join([
+        "## The experiment's `launch:` block",
+        "Where and how `primus train` starts the job; `primus train`'s command-line flags override these keys.",
+        table(["Parameter", "Default", "Type", "Description"], rows)])
+
+
+def render_options(spec: Path) -> str:
+    purposes = spec_purposes(spec)
+    intro = (f"Every option Primus validates, per backend, with its default. A module's default is what "
+             f"`config: {PRESET}` gives it (the packaged preset under `primus/configs/modules/<backend>/`, with the "
+             f"presets it extends); a key it does not set keeps upstream's default. An unknown key is an error with "
+             f"a did-you-mean. Owner: Primus's own parameter, or upstream's (passed to the trainer as it is).")
+    sections = [_backend_section(framework, purposes) for framework in FRAMEWORKS]
+    return "\n\n".join(["# Options", intro, *sections, _launch_section()]) + "\n"

@@ -1,0 +1,22 @@
+"""`primus report`: plots and a summary table for one run or several, from their journals alone.
+
+API::
+
+    from primus.report import build_report, write_report
+
+    report = build_report([Path("output/tiny_cpu/20261129-172708"), ...])  # RunDirError: not a run dir
+    report.panels["loss"]["20261129-172708"]  # Line(name="lm loss", steps=[...], values=[...])
+    report.omitted                            # panel titles no run has data for (not drawn)
+    report.summary                            # one SummaryRow per run
+    write_report(report, Path("report.html")) # or .png; ValueError for another suffix
+
+Which metric a panel plots on each backend: ``primus.report.panels`` (also in docs/metrics.md).
+"""
+
+from primus.report.build import Line, Report, build_report, output_format, write_report
+from primus.report.run_data import RunDirError
+from primus.report.summary import SummaryRow
+from primus.report.table import text_table, warmup_note
+
+__all__ = ["Line", "Report", "RunDirError", "SummaryRow", "build_report", "output_format", "text_table",
+           "warmup_note", "write_report"]

@@ -1,0 +1,55 @@
+"""The report's figure: one panel per quantity with every run overlaid, a note naming the panels left
+out for lack of data, and (for a PNG report) the summary table under the panels.
+
+Drawn on a bare ``Figure`` with the Agg canvas: no pyplot, no GUI backend, nothing global."""
+
+from __future__ import annotations
+
+import math
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
+
+from primus.report.build import Report
+from primus.report.table import TABLE_HEADER, table_rows, warmup_note
+
+COLUMNS = 2
+PANEL_SIZE = (6.0, 3.6)  # inches
+TABLE_ROW_HEIGHT = 0.3
+
+
+def render(report: Report, *, with_table: bool) -> Figure:
+    shown = [title for title in report.panels if report.panels[title]]
+    rows = max(1, math.ceil(len(shown) / COLUMNS))
+    table_height = TABLE_ROW_HEIGHT * (len(report.summary) + 2) if with_table else 0.0
+    width, height = PANEL_SIZE[0] * COLUMNS, PANEL_SIZE[1] * rows + table_height + 0.6
+    fig = Figure(figsize=(width, height), layout="constrained")
+    FigureCanvasAgg(fig)
+    grid = fig.add_gridspec(rows + (1 if with_table else 0), COLUMNS,
+                            height_ratios=[PANEL_SIZE[1]] * rows + ([table_height] if with_table else []))
+    for i, title in enumerate(shown):
+        ax = fig.add_subplot(grid[i // COLUMNS, i % COLUMNS])
+        ax.set_title(title)
+        ax.set_xlabel("step")
+        names = []
+        for label, line in report.panels[title].items():
+            ax.plot(line.steps, line.values, marker="." if len(line.steps) < 30 else None, label=label)
+            names.append(line.name)
+        ax.set_ylabel(", ".join(dict.fromkeys(names)))
+        ax.grid(alpha=0.3)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        if len(report.runs) > 1:
+            ax.legend(fontsize="small")
+    if not shown:
+        fig.add_subplot(grid[0, :]).set_axis_off()
+    if with_table:
+        ax = fig.add_subplot(grid[rows, :])
+        ax.set_axis_off()
+        table = ax.table(cellText=table_rows(report.summary), colLabels=TABLE_HEADER, loc="center", cellLoc="left")
+        table.auto_set_font_size(False)
+        table.set_fontsize(8)
+    fig.suptitle(report.title, fontsize="medium")
+    notes = [report.omitted_note()] + ([warmup_note(report.summary)] if with_table else [])
+    fig.text(0.01, 0.002, "\n".join(n for n in notes if n), fontsize="small", color="dimgray", va="bottom")
+    return fig

@@ -1,0 +1,85 @@
+"""What the report reads from one run directory: every metric series in its journal, its backend and
+its warm-up setting. Nothing here talks to a tracker: the journal is the run's own record."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+from primus.tracking.journal import EVENT, JOURNAL_FILE, METRICS, journal_size, read_records
+from primus.tracking.meta import RunMeta
+
+# IntervalAverager's default and trainer_base.yaml's: used when the run's params do not say
+DEFAULT_SKIP_ITERATIONS = 2
+
+
+class RunDirError(ValueError):
+    """A path given as a run directory that is not one."""
+
+
+@dataclass(frozen=True)
+class Point:
+    step: int
+    value: float
+    segment: int  # which process wrote it: a restarted job appends a new segment to the same journal
+
+
+@dataclass(frozen=True)
+class RunData:
+    path: Path
+    label: str
+    backend: str | None
+    skip_iterations: int  # log_avg_skip_iterations: warm-up iterations left out of averages
+    points: dict[str, list[Point]]  # metric name -> its points in journal order
+
+    def series(self, name: str, scale: float = 1.0) -> tuple[list[int], list[float]]:
+        """Steps and values of one metric for plotting: one value per step, the last one written
+        (a resumed run replays the steps after its checkpoint)."""
+        by_step = {p.step: p.value * scale for p in self.points.get(name, ())}
+        steps = sorted(by_step)
+        return steps, [by_step[s] for s in steps]
+
+
+def load_run(path: Path, label: str | None = None) -> RunData:
+    """Read ``path``'s journal; raise RunDirError naming the path and the fix when it has none."""
+    journal = path / JOURNAL_FILE
+    if not journal.is_file():
+        raise RunDirError(_not_a_run_dir(path))
+    points: dict[str, list[Point]] = defaultdict(list)
+    segment, offset, end = 0, 0, journal_size(journal)
+    while offset < end:
+        records, next_offset = read_records(journal, offset)
+        if next_offset == offset:
+            break  # only a line still being written is left
+        offset = next_offset
+        for record in records:
+            if record.kind == EVENT and record.data.get("event") == "start":
+                segment += 1
+            elif record.kind == METRICS:
+                for name, value in record.data.items():
+                    points[name].append(Point(record.step, float(value), segment))
+    meta = RunMeta.load(path) if (path / "meta.json").is_file() else RunMeta()
+    skip = meta.params.get("log_avg_skip_iterations")
+    return RunData(path=path, label=label or path.name, backend=meta.tags.get("primus.backend"),
+                   skip_iterations=skip if isinstance(skip, int) else DEFAULT_SKIP_ITERATIONS, points=dict(points))
+
+
+def _not_a_run_dir(path: Path) -> str:
+    if not path.exists():
+        return f"{path}: no such directory; pass a run directory (the folder holding {JOURNAL_FILE})"
+    inside = sorted(p.parent for p in path.glob(f"*/{JOURNAL_FILE}"))
+    if inside:
+        shown = " ".join(str(p) for p in inside[-3:])
+        return f"{path}: not a run directory (no {JOURNAL_FILE}); it holds runs, pass one or more of them: {shown}"
+    return (f"{path}: not a run directory (no {JOURNAL_FILE}); pass the folder a tracked run wrote, "
+            f"e.g. output/<exp_name>/<run_name>")
+
+
+def run_labels(paths: list[Path]) -> list[str]:
+    """Short, distinct labels: the run folder's name, with its experiment folder when names repeat."""
+    names = [p.name for p in paths]
+    if len(set(names)) == len(names):
+        return names
+    labels = [f"{p.parent.name}/{p.name}" for p in paths]
+    return labels if len(set(labels)) == len(labels) else [str(p) for p in paths]

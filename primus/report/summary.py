@@ -1,0 +1,68 @@
+"""One summary row per run: steps, final loss, mean throughput after warm-up, peak memory."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from primus.report.panels import LOSS, MEMORY, SCALE, TFLOPS, TOKENS_PER_SEC, Panel, pick_name
+from primus.report.run_data import Point, RunData
+
+
+@dataclass(frozen=True)
+class SummaryRow:
+    label: str
+    backend: str | None
+    steps: int | None  # the last step any panel's metric was logged at
+    final_loss: float | None
+    mean_tokens_per_sec: float | None  # per GPU, log intervals after warm-up
+    mean_tflops: float | None  # per GPU, log intervals after warm-up
+    peak_memory_gib: float | None
+    skip_iterations: int
+
+
+def mean_after_warmup(points: Sequence[Point], skip_iterations: int) -> float | None:
+    """The mean of a rate over the run's log intervals, leaving out warm-up by the rule of
+    ``perf.IntervalAverager``: an interval is left out while the iterations its process has run, up to
+    the interval's end, are at most ``skip_iterations``. Each process (journal segment) warms up anew.
+
+    An interval runs from the previous point of the same process; a process's first point counts as one
+    iteration (where its interval began is not in the journal). Weighting each interval's rate by its
+    iterations over the rate (its time, up to the constant tokens per step) gives total work over total
+    time: the ratio of sums ``IntervalAverager`` computes, not the arithmetic mean of the rates."""
+    iterations = seconds = 0.0
+    seen: dict[int, tuple[int, int]] = {}  # segment -> (iterations run, step of the last point)
+    for point in points:
+        run, last = seen.get(point.segment, (0, point.step - 1))
+        n = point.step - last
+        if n <= 0:
+            continue  # a replayed or repeated step does not add iterations
+        run += n
+        seen[point.segment] = (run, point.step)
+        if run > skip_iterations and point.value > 0:
+            iterations += n
+            seconds += n / point.value
+    return iterations / seconds if seconds else None
+
+
+def summarize(run: RunData) -> SummaryRow:
+    def named(panel: Panel) -> str | None:
+        return pick_name(panel, run.backend, set(run.points))
+
+    def mean_rate(panel: Panel) -> float | None:
+        name = named(panel)
+        return mean_after_warmup(run.points[name], run.skip_iterations) if name else None
+
+    loss, memory = named(LOSS), named(MEMORY)
+    steps = [p.step for panel in (LOSS, TOKENS_PER_SEC, TFLOPS, MEMORY) if (name := named(panel))
+             for p in run.points[name]]
+    return SummaryRow(
+        label=run.label,
+        backend=run.backend,
+        steps=max(steps) if steps else None,
+        final_loss=run.series(loss)[1][-1] if loss else None,
+        mean_tokens_per_sec=mean_rate(TOKENS_PER_SEC),
+        mean_tflops=mean_rate(TFLOPS),
+        peak_memory_gib=max(run.series(memory, SCALE.get(memory, 1.0))[1]) if memory else None,
+        skip_iterations=run.skip_iterations,
+    )
