@@ -9,7 +9,7 @@ a parameter's effect is shown against a run without it. Where each parameter is 
 | log_interval (§2)                               | tb_wandb vs all   | console iteration lines 1,3 of 4 vs every one     |
 | log_throughput (§2)                             | all vs tb_wandb   | tokens/s and TFLOP/s lines, perf/* tags           |
 | log_progress (§2)                               | resume            | test_tracking_resume.py: progress.txt, ETA line   |
-| log_params_norm, log_num_zeros_in_grad (§2)     | tb vs wandb / all | params-norm, num-zeros tags and console fields    |
+| log_params_norm, log_num_zeros_in_grad (§2)     | tb vs wandb       | params-norm, num-zeros tags and console fields    |
 | log_avg_skip_iterations, _reset_interval (§2)   | all, wandb, mlflow| perf/*_avg absent / per interval / over window    |
 | timing_log_level, timing_log_option (§2)        | tb, mlflow vs all | per-iteration timer lines, (min, max) vs max      |
 | logging_level (§2)                              | tb vs none        | upstream's DEBUG records on the console           |
@@ -86,8 +86,7 @@ def test_log_throughput_prints_and_logs_throughput(run_of):
     with_it, without = run_of("all").output, run_of("tb_wandb").output
     assert "throughput per GPU (TFLOP/s/GPU)" in with_it and "[primus] iteration 3/3 | tokens/s/GPU" in with_it
     assert "TFLOP/s/GPU" not in without and "tokens/s" not in without
-    assert set(PERF) <= set(wandb_steps(root(run_of("all"))))
-    assert not set(PERF) & set(wandb_steps(root(run_of("tb_wandb"))))
+    assert set(PERF) <= set(wandb_steps(root(run_of("all"))))  # without it: test_tracking_resume.py's MLflow run
 
 
 def test_params_norm_and_zeros_in_grad(run_of):
@@ -117,9 +116,8 @@ def test_running_averages_skip_and_reset(run_of, mlflow_client):
 
 def test_timing_log_level_and_option(run_of):
     # level 1 adds the per-iteration timers to the console; the option picks how ranks are summarised
-    assert re.search(r"\(min, max\) time across ranks \(ms\):\n\s+forward-backward", run_of("tb").output)
-    assert re.search(r"\nmax time across ranks \(ms\):\n\s+forward-backward", run_of("mlflow").output.replace(
-        "INFO:megatron.core.timers:", "\n"))
+    assert re.search(r"timers:\(min, max\) time across ranks \(ms\):\n\s+forward-backward", run_of("tb").output)
+    assert re.search(r"timers:max time across ranks \(ms\):\n\s+forward-backward", run_of("mlflow").output)
     assert not re.search(r"time across ranks \(ms\):\n\s+forward-backward", run_of("all").output)
 
 

@@ -27,8 +27,7 @@ def run_of(megatron_run, mlflow_server):
 @pytest.mark.parametrize("name", COMBINATIONS)
 def test_enabled_sinks_hold_every_tag_and_disabled_ones_nothing(run_of, name, mlflow_client):
     run = run_of(name)
-    run.assert_trained(RUNS[name].iterations) if name != "tb_wandb" else None
-    assert run.returncode == 0, run.explain()
+    assert run.returncode == 0, run.explain()  # the steps each sink holds show how far it trained
     assert_sinks(run, RUNS[name], mlflow_client)
 
 
