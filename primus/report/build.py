@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from primus.report.panels import PANELS, SCALE, pick_name
+from primus.report.panels import PANELS
 from primus.report.run_data import RunData, load_run, run_labels
 from primus.report.summary import SummaryRow, summarize
 
@@ -47,10 +47,9 @@ def build_report(run_dirs: Sequence[Path]) -> Report:
     for panel in PANELS:
         panels[panel.title] = {}
         for run in runs:
-            name = pick_name(panel, run.backend, set(run.points))
+            name = run.metric_for(panel)
             if name is not None:
-                steps, values = run.series(name, SCALE.get(name, 1.0))
-                panels[panel.title][run.label] = Line(name, steps, values)
+                panels[panel.title][run.label] = Line(name, *run.series(name))
     return Report(runs, panels, [summarize(run) for run in runs])
 
 

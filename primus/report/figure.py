@@ -33,9 +33,12 @@ def render(report: Report, *, with_table: bool) -> Figure:
         ax.set_title(title)
         ax.set_xlabel("step")
         names = []
-        for label, line in report.panels[title].items():
-            ax.plot(line.steps, line.values, marker="." if len(line.steps) < 30 else None, label=label)
-            names.append(line.name)
+        for index, run in enumerate(report.runs):  # one colour per run in every panel
+            line = report.panels[title].get(run.label)
+            if line is not None:
+                ax.plot(line.steps, line.values, marker="." if len(line.steps) < 30 else None, label=run.label,
+                        color=f"C{index % 10}")
+                names.append(line.name)
         ax.set_ylabel(", ".join(dict.fromkeys(names)))
         ax.grid(alpha=0.3)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))

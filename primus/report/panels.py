@@ -12,7 +12,7 @@ imports nothing heavy.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 from primus.config.schemas import FRAMEWORKS as BACKENDS
@@ -50,7 +50,7 @@ LOSS, LEARNING_RATE, TOKENS_PER_SEC, TFLOPS, MEMORY = PANELS
 SCALE = {"mem-max-allocated-bytes": 1 / GIB, "mem-allocated-bytes": 1 / GIB}
 
 
-def pick_name(panel: Panel, backend: str | None, names: set[str]) -> str | None:
+def pick_name(panel: Panel, backend: str | None, names: Collection[str]) -> str | None:
     """The first of the panel's names for ``backend`` that the run logged, or None."""
     for candidate in panel.candidates(backend):
         if candidate.endswith("/"):

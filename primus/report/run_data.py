@@ -7,6 +7,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
+from primus.report.panels import SCALE, Panel, pick_name
 from primus.tracking.journal import EVENT, JOURNAL_FILE, METRICS, journal_size, read_records
 from primus.tracking.meta import RunMeta
 
@@ -33,9 +34,14 @@ class RunData:
     skip_iterations: int  # log_avg_skip_iterations: warm-up iterations left out of averages
     points: dict[str, list[Point]]  # metric name -> its points in journal order
 
-    def series(self, name: str, scale: float = 1.0) -> tuple[list[int], list[float]]:
-        """Steps and values of one metric for plotting: one value per step, the last one written
+    def metric_for(self, panel: Panel) -> str | None:
+        """The metric this run logged for ``panel`` (see ``panels``), or None."""
+        return pick_name(panel, self.backend, self.points.keys())
+
+    def series(self, name: str) -> tuple[list[int], list[float]]:
+        """Steps and values of one metric in its panel's unit, one value per step: the last one written
         (a resumed run replays the steps after its checkpoint)."""
+        scale = SCALE.get(name, 1.0)
         by_step = {p.step: p.value * scale for p in self.points.get(name, ())}
         steps = sorted(by_step)
         return steps, [by_step[s] for s in steps]

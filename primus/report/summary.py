@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from primus.report.panels import LOSS, MEMORY, SCALE, TFLOPS, TOKENS_PER_SEC, Panel, pick_name
+from primus.report.panels import LOSS, MEMORY, PANELS, TFLOPS, TOKENS_PER_SEC, Panel
 from primus.report.run_data import Point, RunData
 
 
@@ -39,23 +39,21 @@ def mean_after_warmup(points: Sequence[Point], skip_iterations: int) -> float | 
             continue  # a replayed or repeated step does not add iterations
         run += n
         seen[point.segment] = (run, point.step)
-        if run > skip_iterations and point.value > 0:
+        if run > skip_iterations and point.value > 0:  # a zero rate has no time to weigh it by
             iterations += n
             seconds += n / point.value
     return iterations / seconds if seconds else None
 
 
 def summarize(run: RunData) -> SummaryRow:
-    def named(panel: Panel) -> str | None:
-        return pick_name(panel, run.backend, set(run.points))
+    name = {panel.title: run.metric_for(panel) for panel in PANELS}
 
     def mean_rate(panel: Panel) -> float | None:
-        name = named(panel)
-        return mean_after_warmup(run.points[name], run.skip_iterations) if name else None
+        metric = name[panel.title]
+        return mean_after_warmup(run.points[metric], run.skip_iterations) if metric else None
 
-    loss, memory = named(LOSS), named(MEMORY)
-    steps = [p.step for panel in (LOSS, TOKENS_PER_SEC, TFLOPS, MEMORY) if (name := named(panel))
-             for p in run.points[name]]
+    loss, memory = name[LOSS.title], name[MEMORY.title]
+    steps = [p.step for metric in name.values() if metric for p in run.points[metric]]
     return SummaryRow(
         label=run.label,
         backend=run.backend,
@@ -63,6 +61,6 @@ def summarize(run: RunData) -> SummaryRow:
         final_loss=run.series(loss)[1][-1] if loss else None,
         mean_tokens_per_sec=mean_rate(TOKENS_PER_SEC),
         mean_tflops=mean_rate(TFLOPS),
-        peak_memory_gib=max(run.series(memory, SCALE.get(memory, 1.0))[1]) if memory else None,
+        peak_memory_gib=max(run.series(memory)[1]) if memory else None,
         skip_iterations=run.skip_iterations,
     )
