@@ -37,11 +37,16 @@ SCHEMA: dict[str, str] = {
     "perf/tokens_per_sec_per_gpu": "tokens per second per device",
     "perf/tflops_per_gpu": "model TFLOP/s per device",
     "perf/mfu": "model FLOPs utilisation (fraction of the device's dense peak); absent when the peak is unknown",
+    "perf/iteration_time_ms_avg": "iteration time over the running window (log_avg_skip_iterations, log_avg_reset_interval)",
+    "perf/tokens_per_sec_per_gpu_avg": "tokens per second per device over the running window (ratio of sums)",
+    "perf/tflops_per_gpu_avg": "model TFLOP/s per device over the running window (ratio of sums)",
     "mem/allocated_gib": "device memory allocated by the framework's allocator",
     "mem/reserved_gib": "device memory reserved by the allocator",
     "mem/peak_allocated_gib": "peak device memory allocated",
     "mem/host_rss_gib": "resident memory of this process",
+    "mem/host_peak_rss_gib": "peak resident memory of this process",
     "sys/cpu_util_pct": "host CPU utilisation",
+    "sys/host_mem_used_pct": "host memory in use",
     "sys/gpu_util_pct": "device utilisation (NVML / amdsmi)",
 }
 

@@ -80,3 +80,16 @@ def test_utilisation_on_cpu_has_host_figures_and_no_gpu():
     assert 0.0 <= u["sys/cpu_util_pct"] <= 100.0 * (__import__("os").cpu_count() or 1)
     assert 0.0 < u["sys/host_mem_used_pct"] < 100.0
     assert "sys/gpu_util_pct" not in u
+
+
+def test_every_name_perf_produces_is_in_the_documented_schema():
+    from primus.tracking.names import SCHEMA
+
+    avg = perf.IntervalAverager(skip_iterations=0, reset_interval=10)
+    avg.add(iterations=1, seconds=1.0, tokens=10, flops=1e12)
+    produced = {
+        **perf.throughput_metrics(tokens=10, seconds=1.0, world_size=1, flops=1e12, device_name="H100", dtype="bf16"),
+        **avg.averages(world_size=1), **perf.memory_metrics(), **perf.Utilisation().read(),
+        "perf/iteration_time_ms": 1.0,  # added by the backends beside throughput_metrics
+    }
+    assert set(produced) - set(SCHEMA) == set()
