@@ -69,3 +69,4 @@ def test_load_run_without_meta_uses_the_default_warmup(tmp_path):
     _write_journal(tmp_path / "bare", [(METRICS, 1, 1, {"train/loss": 3.0})])
     run = load_run(tmp_path / "bare")
     assert (run.backend, run.skip_iterations) == (None, DEFAULT_SKIP_ITERATIONS)
+    assert DEFAULT_SKIP_ITERATIONS == IntervalAverager().skip  # the trainer's default when nothing says
