@@ -9,7 +9,7 @@ import os
 from primus.redaction import redact_text
 
 
-class _RedactingFormatter(logging.Formatter):
+class RedactingFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         return redact_text(super().format(record))
 
@@ -18,7 +18,7 @@ def get_logger(name: str) -> logging.Logger:
     root = logging.getLogger("primus")
     if not getattr(root, "_primus_configured", False):
         handler = logging.StreamHandler()
-        handler.setFormatter(_RedactingFormatter("[primus] %(levelname)s %(message)s"))
+        handler.setFormatter(RedactingFormatter("[primus] %(levelname)s %(message)s"))
         root.addHandler(handler)
         root.setLevel(os.environ.get("PRIMUS_LOG_LEVEL", "INFO").upper())
         root.propagate = False

@@ -10,8 +10,14 @@ from primus.tracking.state import META_FILE, STATE_FILE
 
 
 def describe_results(run_dir: Path) -> str:
-    if not (run_dir / META_FILE).is_file():
+    """One block per tracked run: the run directory itself, or its rank_N folders (save_for_all_ranks)."""
+    tracked = [run_dir] if (run_dir / META_FILE).is_file() else sorted(run_dir.glob(f"rank_*/{META_FILE}"))
+    if not tracked:
         return f"[primus] no tracking in this run (every tracker off); run directory {run_dir}"
+    return "\n".join(_describe_one(path if path.is_dir() else path.parent) for path in tracked)
+
+
+def _describe_one(run_dir: Path) -> str:
     meta = json.loads((run_dir / META_FILE).read_text())
     state = json.loads((run_dir / STATE_FILE).read_text()) if (run_dir / STATE_FILE).is_file() else {}
     lines = [f"[primus] results of {run_dir}:", f"  journal (every metric, replayable): {run_dir / JOURNAL_FILE}"]

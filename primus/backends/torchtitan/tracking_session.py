@@ -9,7 +9,7 @@ from typing import Any
 
 from primus.backends.torchtitan.experiment import run_dir_from_env
 from primus.backends.torchtitan.tracking_plan import TrackingPlan, plan_tracking
-from primus.log import _RedactingFormatter, get_logger
+from primus.log import RedactingFormatter, get_logger
 
 log = get_logger("primus.torchtitan")
 
@@ -66,5 +66,5 @@ def forget_plan() -> None:
 def _log_to_file(path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     handler = logging.FileHandler(path)
-    handler.setFormatter(_RedactingFormatter("%(asctime)s %(levelname)s %(message)s"))
+    handler.setFormatter(RedactingFormatter("%(asctime)s %(levelname)s %(message)s"))
     logging.getLogger().addHandler(handler)  # torchtitan logs to the root logger (tools/logging.py:12)
