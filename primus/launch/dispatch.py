@@ -10,7 +10,7 @@ from pathlib import Path
 from primus.config import Experiment, ModuleConfig
 from primus.launch.container import plan_container
 from primus.launch.credentials import missing_credentials
-from primus.launch.job import prepare_job
+from primus.launch.job import interpreter, prepare_job
 from primus.launch.local import plan_local_launch
 from primus.launch.passthrough import load_passthrough
 from primus.launch.plan import LaunchPlan
@@ -28,6 +28,7 @@ def plan_launch(exp: Experiment, module: ModuleConfig, overrides: Sequence[str],
     """The plan for ``settings.launcher``; raises ConfigError (bad launch settings or allow-list) or
     LaunchError (a credential an enabled tracker needs is missing) before anything starts."""
     cwd = cwd or Path.cwd()
+    python = interpreter(module.framework, python, environ)  # MaxText runs in its own environment
     job = prepare_job(exp, module, overrides, settings.rendezvous and settings.rendezvous.run_id)
     if settings.launcher in ("local", "torchrun"):
         _require_credentials(module, environ, lambda name: True, home_visible=True)

@@ -4,23 +4,32 @@ carry the experiment to every rank.
 PRIMUS_CONFIG (the YAML), PRIMUS_CONFIG_OVERRIDES (the command-line overrides, JSON) and PRIMUS_RUN_DIR
 reach each process through the environment, so every rank, on every node, resolves the same
 configuration and writes into the same run directory. Megatron takes the run directory as its
-``primus_run_dir`` argument, TorchTitan from PRIMUS_RUN_DIR."""
+``primus_run_dir`` argument, TorchTitan and MaxText from PRIMUS_RUN_DIR.
+
+Each framework runs on its interpreter: MaxText (JAX) has its own environment, ``.venv-maxtext``."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import os
+import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from primus.config import Experiment, ModuleConfig
+from primus.config import ConfigError, Experiment, ModuleConfig, load_experiment
 
 # python -m <entry> runs the framework's upstream trainer with Primus's patches active
-ENTRY_MODULES = {"megatron": "primus.backends.megatron", "torchtitan": "primus.backends.torchtitan"}
+ENTRY_MODULES = {"megatron": "primus.backends.megatron", "torchtitan": "primus.backends.torchtitan",
+                 "maxtext": "primus.backends.maxtext"}
 CONFIG_ENV = "PRIMUS_CONFIG"
 OVERRIDES_ENV = "PRIMUS_CONFIG_OVERRIDES"
 RUN_DIR_ENV = "PRIMUS_RUN_DIR"
+# framework -> (the package its interpreter must import, the variable naming that interpreter, the
+# environment scripts/setup-maxtext-venv.sh builds next to the one running primus)
+OWN_INTERPRETERS = {"maxtext": ("maxtext", "PRIMUS_MAXTEXT_PYTHON", ".venv-maxtext")}
 
 
 @dataclass(frozen=True)
@@ -42,13 +51,35 @@ def select_module(exp: Experiment, name: str | None) -> ModuleConfig:
     return next(iter(exp.modules.values()))
 
 
+def interpreter(framework: str, default: str = sys.executable, environ: Mapping[str, str] = os.environ) -> str:
+    """The Python that runs ``framework``: ``default`` (this one) unless the framework has its own environment;
+    then the interpreter its variable names, else this one if it has the framework installed, else the
+    environment next to this one. Raises ValueError saying how to set it up."""
+    if framework not in OWN_INTERPRETERS:
+        return default
+    package, variable, venv = OWN_INTERPRETERS[framework]
+    if environ.get(variable):
+        return environ[variable]
+    if importlib.util.find_spec(package) is not None:
+        return default
+    beside = Path(sys.prefix).parent / venv / "bin" / "python"
+    if beside.is_file():
+        return str(beside)
+    raise ValueError(f"framework {framework!r} needs its own Python environment and none was found (looked at "
+                     f"{variable}, this interpreter, {beside}): create it with `scripts/setup-maxtext-venv.sh "
+                     f"{beside.parent.parent}`, or set {variable} to a Python that has {package} and primus installed")
+
+
 def run_directory(exp: Experiment, module: ModuleConfig, now: float | None = None, run_id: str | None = None) -> Path:
-    """<save>/primus when the module checkpoints (a restart resumes the same tracker runs), else a folder
-    under workspace/exp_name named by the multi-node job's id (the same on every node) or the time."""
+    """<save>/primus when the module checkpoints (a restart resumes the same tracker runs), MaxText's own
+    <base_output_directory>/<run_name> when the experiment names both (its checkpoints live there), else a
+    folder under workspace/exp_name named by the multi-node job's id (the same on every node) or the time."""
     if module.params.get("primus_run_dir"):
         return Path(module.params["primus_run_dir"])
     if module.params.get("save"):
         return Path(module.params["save"]) / "primus"
+    if module.framework == "maxtext" and module.params.get("base_output_directory") and module.params.get("run_name"):
+        return Path(module.params["base_output_directory"]) / str(module.params["run_name"])
     return exp.workspace / exp.name / (run_id or time.strftime("%Y%m%d-%H%M%S", time.localtime(now)))
 
 
@@ -63,11 +94,27 @@ def prepare_job(exp: Experiment, module: ModuleConfig, overrides: Sequence[str],
 
 
 def _derived_overrides(exp: Experiment, module: ModuleConfig, run_dir: Path) -> list[str]:
-    """Megatron's run directory argument, and the experiment's name as its MLflow experiment when none is set."""
-    if module.framework != "megatron":
+    """Megatron's run directory argument; for Megatron and MaxText the experiment's name as the MLflow
+    experiment when none is set."""
+    if module.framework not in ("megatron", "maxtext"):
         return []
     prefix = f"modules.{module.name}.overrides"
-    derived = [f"{prefix}.primus_run_dir={run_dir}"]
+    derived = [f"{prefix}.primus_run_dir={run_dir}"] if module.framework == "megatron" else []
     if not module.params.get("mlflow_experiment_name"):
         derived.append(f"{prefix}.mlflow_experiment_name={exp.name}")
     return derived
+
+
+def job_module_params(framework: str, environ: Mapping[str, str] = os.environ) -> dict | None:
+    """In a process a launcher started: the resolved parameters of the experiment's ``framework`` module
+    (CONFIG_ENV with OVERRIDES_ENV); None without CONFIG_ENV. Raises ConfigError: every problem in the
+    file, or not exactly one such module."""
+    path = environ.get(CONFIG_ENV)
+    if not path:
+        return None
+    exp = load_experiment(path, json.loads(environ.get(OVERRIDES_ENV, "[]")), environ=environ)
+    modules = [m for m in exp.modules.values() if m.framework == framework]
+    if len(modules) != 1:
+        raise ConfigError([f"{CONFIG_ENV}={path}: expected exactly one {framework} module, found {len(modules)} "
+                           f"among {sorted(exp.modules)}; keep one {framework} module per experiment file"])
+    return dict(modules[0].params)

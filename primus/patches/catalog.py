@@ -12,6 +12,8 @@ DECLARING_MODULES: tuple[str, ...] = (
     "primus.backends.torchtitan.patches.cpu_patches",
     "primus.backends.torchtitan.patches.config_manager_patches",
     "primus.backends.torchtitan.patches.metrics_processor_patches",
+    "primus.backends.maxtext.patches.pyconfig_patches",
+    "primus.backends.maxtext.patches.metric_logger_patches",
 )
 
 # Test and extension hook: more declaring modules, comma-separated, importable from sys.path.

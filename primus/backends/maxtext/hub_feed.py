@@ -1,0 +1,99 @@
+"""What a tracked ``MetricLogger`` writes through in place of upstream's TensorBoard and W&B writers.
+
+Upstream hands ``write_metrics`` one dict per step — ``{"scalar": {name: value}, "scalars": {name: {sub:
+value}}}``, train steps one step late (the device has finished them), eval summaries at the train step they
+follow — and each becomes one ``run.log``: every enabled sink (TensorBoard, W&B, MLflow, journal) gets every
+metric, under upstream's names (``learning/loss``, ``perf/step_time_seconds``...; ``scalars`` flattened to
+``name/sub`` as upstream's W&B writer does). Values are handed over as they are (numpy or JAX scalars); the
+hub thread turns them into floats, off the training thread.
+
+``running_eval`` snapshots (upstream's per-eval-step running averages, numbered by eval step) stay on the
+console, as upstream keeps them out of TensorBoard: their steps would run backwards in W&B and MLflow."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from primus.backends.maxtext.tracking_plan import TrackingPlan
+from primus.tracking.perf import GIB, Utilisation, memory_metrics, throughput_metrics
+
+TENSORBOARD_ONLY = ("tensorboard",)
+TRACKED_TYPES = ("train", "eval")
+FLUSH_TIMEOUT_S = 60.0
+
+
+def flat_scalars(metrics: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(metrics.get("scalar") or {})
+    for name, group in (metrics.get("scalars") or {}).items():
+        out.update({f"{name}/{sub}": value for sub, value in group.items()})
+    return out
+
+
+class StepPerf:
+    """The perf/memory/utilisation set (``mlflow_upload_performance_metrics``) for one train step, from
+    structured values only: upstream's step time and its per-device token and FLOP counts for a step.
+    Device memory is the JAX allocator's counters (a host-side read; absent on CPU)."""
+
+    def __init__(self, *, per_device_tokens: float, per_device_tflops: float, devices: list[Any], dtype: str):
+        self._tokens = float(per_device_tokens) * len(devices)
+        self._flops = float(per_device_tflops) * 1e12 * len(devices)
+        self._devices = len(devices)
+        self._device = devices[0]
+        self._dtype = dtype
+        self._utilisation = Utilisation()
+
+    def measure(self, scalars: Mapping[str, Any]) -> dict[str, float]:
+        seconds = float(scalars.get("perf/step_time_seconds", 0.0))
+        out = throughput_metrics(tokens=self._tokens, seconds=seconds, world_size=self._devices, flops=self._flops,
+                                 device_name=getattr(self._device, "device_kind", None), dtype=self._dtype)
+        if seconds > 0:
+            out["perf/iteration_time_ms"] = seconds * 1e3
+        return out | memory_metrics() | self._device_memory() | self._utilisation.read()
+
+    def _device_memory(self) -> dict[str, float]:
+        stats = self._device.memory_stats() or {}
+        names = (("bytes_in_use", "mem/allocated_gib"), ("bytes_reserved", "mem/reserved_gib"),
+                 ("peak_bytes_in_use", "mem/peak_allocated_gib"))
+        return {name: stats[key] / GIB for key, name in names if key in stats}
+
+
+class HubFeed:
+    def __init__(self, run, plan: TrackingPlan, announce: Callable[[int], None] | None = None):
+        self.run = run
+        self.tensorboard = plan.config.tensorboard is not None
+        self.perf_wanted = plan.perf_metrics
+        self.perf: StepPerf | None = None  # set once upstream has computed its per-step token/FLOP counts
+        self._log_period = plan.log_period
+        self._announce = announce  # upstream's "To see full metrics" line, when TensorBoard is on
+        self._flusher: threading.Thread | None = None
+
+    def write(self, metrics: Mapping[str, Any], step: int, metric_type: str) -> None:
+        if not metrics or metric_type not in TRACKED_TYPES:
+            return
+        values = flat_scalars(metrics)
+        if self.perf is not None and metric_type == "train":
+            values |= self.perf.measure(values)
+        self.run.log(int(step), values)
+        if metric_type == "train" and step % self._log_period == 0:
+            self._flush_in_background()
+            if self._announce is not None:
+                self._announce(step)
+
+    def write_texts(self, texts: Mapping[str, Any], *, tensorboard_only: bool) -> None:
+        only = TENSORBOARD_ONLY if tensorboard_only else None
+        for tag, text in texts.items():
+            self.run.log_text(tag, str(text), 0, only=only)
+
+    def _flush_in_background(self) -> None:
+        """Upstream flushes its TensorBoard writer every log_period steps; here the sinks are flushed on a
+        helper thread (at most one at a time), so a slow tracker never holds up the training loop."""
+        if self._flusher is not None and self._flusher.is_alive():
+            return
+        self._flusher = threading.Thread(target=self.run.flush, args=(FLUSH_TIMEOUT_S,), daemon=True,
+                                         name="primus-maxtext-flush")
+        self._flusher.start()
+
+    def finish(self, status: str) -> None:
+        self.run.finish(status)

@@ -1,0 +1,92 @@
+"""Patches on maxtext.common.metric_logger.MetricLogger: the hub in place of upstream's TensorBoard and W&B
+writers, fed from ``write_metrics``, upstream's single fan-out (train, eval and running-eval metrics, each
+step once, plus the last step in the final flush).
+
+``__init__``: on the first JAX process of a tracked run, upstream's logger sees its config with
+``enable_tensorboard`` and ``enable_wandb`` off (no tensorboardX writer, no ``wandb.init`` of its own) and
+the run starts. ``write_metrics`` logs the step to the hub before upstream's console line, metrics file and
+NaN/Inf abort (which exits). ``write_setup_info_to_tensorboard`` sends the parameter count to every tracker
+and upstream's config texts to TensorBoard. ``flush_metrics_and_cleanup`` (in ``train_loop``'s ``finally``)
+ends the run: FINISHED, FAILED with an exception or a non-zero exit in flight, KILLED on Ctrl-C.
+With every tracker off, upstream's methods run unchanged."""
+
+from __future__ import annotations
+
+from primus.backends.maxtext.patches.versions import MAXTEXT, SUPPORTED
+from primus.patches import REGISTRY
+
+FEED = "_primus_feed"  # the HubFeed on a tracked MetricLogger instance
+
+
+@REGISTRY.patch("maxtext.tracking.metric_logger", target="maxtext.common.metric_logger", distribution=MAXTEXT,
+                versions=SUPPORTED, backend="maxtext",
+                description="MetricLogger.__init__/write_metrics/write_setup_info_to_tensorboard/"
+                            "flush_metrics_and_cleanup -> the hub behind TensorBoard, W&B and MLflow")
+def _install_metric_logger(module, handle):
+    import sys
+
+    import jax
+
+    from primus.backends.maxtext.hub_feed import StepPerf
+    from primus.backends.maxtext.logger_config import UpstreamWritersOff
+    from primus.backends.maxtext.tracking_session import plan_for, start_tracking, status_for
+
+    def announce(step: int, config) -> None:
+        module.max_logging.log(f"To see full metrics 'tensorboard --logdir={config.tensorboard_dir}'")
+
+    def init(wrapped, instance, args, kwargs):
+        config = kwargs["config"] if "config" in kwargs else args[0]
+        plan = plan_for(config)
+        if plan.config is None or jax.process_index() != 0:
+            return wrapped(*args, **kwargs)
+        view = UpstreamWritersOff(config)
+        if "config" in kwargs:
+            kwargs = {**kwargs, "config": view}
+        else:
+            args = (view, *args[1:])
+        wrapped(*args, **kwargs)
+        on_flush = (lambda step: announce(step, config)) if config.enable_tensorboard else None
+        setattr(instance, FEED, start_tracking(plan, config, on_flush))
+
+    def write_metrics(wrapped, instance, args, kwargs):
+        feed = getattr(instance, FEED, None)
+        if feed is not None:
+            metrics, step = args[0], args[1]
+            feed.write(metrics, step, args[2] if len(args) > 2 else kwargs.get("metric_type", "train"))
+        return wrapped(*args, **kwargs)
+
+    def write_setup_info(wrapped, instance, args, kwargs):
+        result = wrapped(*args, **kwargs)  # computes the per-device TFLOPs and tokens of one step
+        feed = getattr(instance, FEED, None)
+        if feed is None:
+            return result
+        config = instance.config  # upstream's, seen through UpstreamWritersOff
+        params = args[0] if args else kwargs["params"]
+        feed.write_texts({"num_model_parameters": module.max_utils.calculate_num_params_from_pytree(params)},
+                         tensorboard_only=False)
+        if feed.tensorboard:  # upstream's config dump; every tracker has the config as run params
+            feed.write_texts(config.get_keys(), tensorboard_only=True)
+        if feed.perf_wanted:
+            feed.perf = StepPerf(per_device_tokens=instance.metadata[module.MetadataKey.PER_DEVICE_TOKENS],
+                                 per_device_tflops=instance.metadata[module.MetadataKey.PER_DEVICE_TFLOPS],
+                                 devices=jax.devices(), dtype=str(config.dtype))
+        return result
+
+    def flush_and_cleanup(wrapped, instance, args, kwargs):
+        feed = getattr(instance, FEED, None)
+        if feed is None:
+            return wrapped(*args, **kwargs)
+        in_flight = sys.exc_info()[1]  # called from train_loop's `finally`
+        try:
+            result = wrapped(*args, **kwargs)  # writes the last, deferred step through write_metrics
+        except BaseException:
+            feed.finish("FAILED")
+            raise
+        feed.finish(status_for(in_flight))
+        return result
+
+    cls = module.MetricLogger
+    handle.wrap(cls, "__init__", init)
+    handle.wrap(cls, "write_metrics", write_metrics)
+    handle.wrap(cls, "write_setup_info_to_tensorboard", write_setup_info)
+    handle.wrap(cls, "flush_metrics_and_cleanup", flush_and_cleanup)

@@ -1,0 +1,34 @@
+"""Patch on maxtext.configs.pyconfig: the experiment's MaxText parameters (PRIMUS_CONFIG, under `primus train`
+or `primus-run --config`) ahead of the command line's, Primus's keys taken off it, and the tracking decided
+(and checked) as soon as upstream has built the config — ``train.initialize`` calls it before any model exists.
+
+Required: without it ``enable_mlflow=true`` is an unknown key to upstream, and a bad tracking setting would
+surface only after compilation."""
+
+from __future__ import annotations
+
+from primus.backends.maxtext.patches.versions import MAXTEXT, SUPPORTED
+from primus.patches import REGISTRY
+
+
+@REGISTRY.patch("maxtext.config.primus_options", target="maxtext.configs.pyconfig", distribution=MAXTEXT,
+                versions=SUPPORTED, backend="maxtext", required=True,
+                description="pyconfig.initialize: Primus's keys (enable_mlflow, mlflow_*) taken off the argv and "
+                            "kwargs before upstream parses them; the tracking plan checked on the built config")
+def _install_pyconfig(module, handle):
+    from primus.backends.maxtext.primus_options import split_options
+    from primus.backends.maxtext.tracking_session import explicit_run_dir, prepare_tracking
+    from primus.backends.maxtext.upstream_argv import with_experiment
+    from primus.launch.job import job_module_params
+
+    def initialize(wrapped, instance, args, kwargs):
+        argv = args[0] if args else kwargs.pop("argv", None)
+        params = job_module_params("maxtext")
+        if params is not None:
+            argv = with_experiment(argv or [""], params, explicit_run_dir())
+        upstream_argv, kwargs, options = split_options(argv or [], kwargs)
+        config = wrapped(upstream_argv if argv is not None else None, *args[1:], **kwargs)
+        prepare_tracking(config, options)
+        return config
+
+    handle.wrap(module, "initialize", initialize)

@@ -1,0 +1,63 @@
+"""One process's tracking for MaxText: the plan decided when ``pyconfig.initialize`` builds the config (kept
+here with that config, for the ``MetricLogger`` built later in ``train_loop``), and the run started for it."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from primus.backends.maxtext.hub_feed import HubFeed
+from primus.backends.maxtext.primus_options import PrimusOptions
+from primus.backends.maxtext.tracking_plan import TrackingPlan, plan_tracking
+from primus.launch.job import RUN_DIR_ENV
+from primus.log import get_logger
+
+log = get_logger("primus.maxtext")
+
+_PLANNED: tuple[Any, TrackingPlan] | None = None  # (the config it was planned for, the plan)
+
+
+def explicit_run_dir() -> Path | None:
+    """The run directory `primus train` chose (PRIMUS_RUN_DIR), if any."""
+    value = os.environ.get(RUN_DIR_ENV)
+    return Path(value) if value else None
+
+
+def prepare_tracking(config: Any, options: PrimusOptions) -> TrackingPlan:
+    """Plan for a config just built (raises TrackingPlanError) and say what was decided, once."""
+    global _PLANNED
+    plan = plan_tracking(config, options, explicit_run_dir())
+    for text in plan.infos:
+        log.info("%s", text)
+    for text in plan.warnings:
+        log.warning("%s", text)
+    _PLANNED = (config, plan)
+    return plan
+
+
+def plan_for(config: Any) -> TrackingPlan:
+    """The plan made for this config; a config built another way gets MaxText's own keys and no Primus options."""
+    if _PLANNED is not None and _PLANNED[0] is config:
+        return _PLANNED[1]
+    return plan_tracking(config, PrimusOptions(), explicit_run_dir())
+
+
+def start_tracking(plan: TrackingPlan, config: Any, announce: Callable[[int], None] | None) -> HubFeed:
+    from primus.tracking import start_run
+
+    settings = config.get_keys()
+    tags = {"primus.backend": "maxtext", "maxtext.model_name": str(settings.get("model_name", ""))}
+    run = start_run(plan.for_run(params=settings, tags=tags))
+    run.install_exit_handlers()
+    return HubFeed(run, plan, announce)
+
+
+def status_for(error: BaseException | None) -> str:
+    """The final status of a run whose training ends with ``error`` in flight (None: it ended normally)."""
+    if error is None or (isinstance(error, SystemExit) and error.code in (0, None)):
+        return "FINISHED"
+    if isinstance(error, KeyboardInterrupt):
+        return "KILLED"
+    return "FAILED"

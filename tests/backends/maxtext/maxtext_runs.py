@@ -1,0 +1,86 @@
+"""What the MaxText tests share: the tiny CPU experiment, the metric names upstream computes, and a finished
+run's output (the fixtures that start runs are in conftest.py).
+
+MaxText and JAX live in their own environment (.venv-maxtext): every training runs in a subprocess on that
+interpreter, and this process (the main .venv) reads back what the trackers received."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from primus.backends.maxtext.upstream_argv import with_experiment
+from primus.config import load_experiment
+
+REPO = Path(__file__).resolve().parents[3]
+TINY_CPU = REPO / "configs" / "maxtext" / "tiny_cpu.yaml"
+UPSTREAM_TRAIN = ("-m", "maxtext.trainers.pre_train.train")  # the user's upstream command
+STEPS = 6
+EVAL_INTERVAL = 3  # an eval (1 batch) after train steps 0 and 3
+EVAL_AT = [0, 3]
+# Every scalar upstream MaxText 0.2.5 computes for a train step of the tiny dense model (what its own
+# TensorBoard writer receives), and the summary of an eval run.
+TRAIN_KEYS = frozenset({
+    "learning/loss", "learning/lm_loss", "learning/perplexity", "learning/grad_norm", "learning/raw_grad_norm",
+    "learning/param_norm", "learning/total_weights", "learning/z_loss", "learning/moe_lb_loss", "learning/mtp_loss",
+    "learning/indexer_loss", "learning/current_learning_rate", "perf/step_time_seconds", "perf/per_device_tflops",
+    "perf/per_device_tflops_per_sec", "perf/per_device_tokens", "perf/per_device_tokens_per_sec",
+})
+EVAL_KEYS = frozenset({
+    "eval/total_loss", "eval/total_weights", "eval/moe_lb_loss", "eval/indexer_loss", "eval/mtp_loss",
+    "eval/mtp_acceptance_rate_percent", "eval/z_loss", "eval/avg_loss", "eval/avg_perplexity", "eval/avg_moe_lb_loss",
+    "eval/avg_indexer_loss", "eval/avg_mtp_loss", "eval/avg_mtp_acceptance_rate_percent", "eval/avg_z_loss",
+})
+PERF_KEYS = frozenset({"perf/tokens_per_sec", "perf/tokens_per_sec_per_gpu", "perf/tflops_per_gpu",
+                       "perf/iteration_time_ms", "mem/host_rss_gib", "mem/host_peak_rss_gib", "sys/cpu_util_pct",
+                       "sys/host_mem_used_pct"})  # no perf/mfu: a CPU has no datasheet peak
+_RUN_DIR_LINE = re.compile(r"^\[primus\] run directory: (.+)$", re.MULTILINE)
+_UPSTREAM_STEP_LINE = re.compile(r"completed step: (\d+),")
+
+
+def tiny_cpu_args(*, primus_keys: bool) -> list[str]:
+    """The tiny CPU experiment as MaxText's own ``key=value`` arguments (Primus's keys left out for an
+    unpatched upstream run, which would refuse them)."""
+    module = load_experiment(TINY_CPU).modules["pre_trainer"]
+    params = {k: v for k, v in module.params.items() if primus_keys or k not in module.primus_keys}
+    return with_experiment([], params, None)
+
+
+@dataclass(frozen=True)
+class MaxTextRun:
+    returncode: int
+    workdir: Path  # the run's own folder: its output, metrics file, W&B directory and log
+    seconds: float
+
+    @property
+    def log_path(self) -> Path:
+        return self.workdir / "run.log"
+
+    @property
+    def output(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    @property
+    def wandb_dir(self) -> Path:
+        return self.workdir / "wandb"
+
+    def run_dir(self) -> Path:
+        """The run directory `primus train` printed."""
+        found = _RUN_DIR_LINE.search(self.output)
+        assert found, self.explain()
+        return Path(found.group(1))
+
+    def explain(self) -> str:
+        tail = "\n".join(line[:400] for line in self.output.splitlines()[-40:])
+        return f"exit code {self.returncode} after {self.seconds:.1f} s; log {self.log_path}; last lines:\n{tail}"
+
+    def assert_trained(self) -> None:
+        assert self.returncode == 0, self.explain()
+        steps = [int(s) for s in _UPSTREAM_STEP_LINE.findall(self.output)]
+        assert steps == list(range(STEPS)), self.explain()
+
+    def tb_dirs(self) -> list[Path]:
+        """Folders holding TensorBoard event files anywhere under the run's folder (or its run directory)."""
+        roots = {self.workdir, *([self.run_dir()] if _RUN_DIR_LINE.search(self.output) else [])}
+        return sorted({p.parent for root in roots for p in root.rglob("events.out.tfevents.*")})

@@ -1,0 +1,132 @@
+"""Upstream MaxText 0.2.5 trains the tiny CPU experiment (synthetic data, an eval after steps 0 and 3) with
+Primus's hub behind ``MetricLogger``. Three runs start together:
+
+* ``primus train`` with every tracker on (TensorBoard, W&B offline, the real MLflow server) and the perf set;
+* the user's upstream command under ``primus-run --config``, MLflow only (TensorBoard off on its command line);
+* upstream alone, unpatched, with its own TensorBoard writer.
+
+What each tracker received is read back and must hold every metric upstream computes at every step (eval
+summaries at the steps they follow); disabled trackers must hold nothing; losses must be upstream's own."""
+
+from __future__ import annotations
+
+import math
+import sys
+
+import pytest
+from maxtext_runs import (EVAL_AT, EVAL_INTERVAL, EVAL_KEYS, PERF_KEYS, STEPS, TINY_CPU, TRAIN_KEYS, UPSTREAM_TRAIN,
+                          tiny_cpu_args)
+from support.readers import mlflow_history, read_tb_scalars, read_wandb_history, wandb_files, wandb_records
+
+from primus.tracking.names import is_valid_mlflow_key
+
+pytestmark = pytest.mark.slow
+
+TRAIN_STEPS = list(range(STEPS))
+SCHEDULE = [f"steps={STEPS}", f"eval_interval={EVAL_INTERVAL}", "eval_steps=1"]
+
+
+@pytest.fixture(scope="module")
+def runs(start, maxtext_python, primus_run_command, mlflow_server, tmp_path_factory):
+    mlflow = {"MLFLOW_TRACKING_URI": mlflow_server.uri}
+    workspace = tmp_path_factory.mktemp("workspace")
+    waits = {
+        "all": start("all-sinks", [
+            sys.executable, "-m", "primus.cli.main", "train", "--config", str(TINY_CPU), *SCHEDULE,
+            "enable_wandb=true", "mlflow_upload_performance_metrics=true", "mlflow_experiment_name=maxtext-all-sinks",
+            "wandb_project_name=maxtext-e2e", "wandb_run_name=maxtext-all-sinks"],
+            env={**mlflow, "PRIMUS_WORKSPACE": str(workspace)}),
+        "mlflow_only": start("mlflow-only", [
+            *primus_run_command, "--config", str(TINY_CPU), maxtext_python, *UPSTREAM_TRAIN, *SCHEDULE,
+            "enable_tensorboard=false", "mlflow_experiment_name=maxtext-mlflow-only", "run_name=mlflow-only",
+            "base_output_directory=out"], env=mlflow),
+        "upstream": start("upstream-alone", [
+            maxtext_python, *UPSTREAM_TRAIN, *tiny_cpu_args(primus_keys=False), *SCHEDULE,
+            "run_name=upstream", "base_output_directory=out"]),
+    }
+    return {name: wait() for name, wait in waits.items()}
+
+
+def only_run(client, experiment: str):
+    runs = client.search_runs([client.get_experiment_by_name(experiment).experiment_id])
+    assert len(runs) == 1, [r.info.run_name for r in runs]
+    return runs[0]
+
+
+def assert_every_step(history: dict[str, list[int]], keys) -> None:
+    """``history``: {name: [steps]}; train keys at every train step, eval keys at the eval steps."""
+    assert set(history) == set(keys) | EVAL_KEYS, sorted(set(history) ^ (set(keys) | EVAL_KEYS))
+    for key in keys:
+        assert history[key] == TRAIN_STEPS, key
+    for key in EVAL_KEYS:
+        assert history[key] == EVAL_AT, key
+
+
+def tb_steps(logdir) -> dict[str, list[int]]:
+    return {key: [step for step, _ in points] for key, points in read_tb_scalars(logdir).items()}
+
+
+def test_every_sink_gets_every_metric_at_every_step(runs, mlflow_client):
+    run = runs["all"]
+    run.assert_trained()
+    expected = TRAIN_KEYS | PERF_KEYS
+    [logdir] = run.tb_dirs()
+    assert logdir == run.run_dir() / "tensorboard" / run.run_dir().name  # where upstream's writer puts it
+    assert_every_step(tb_steps(logdir), expected)
+
+    rows = read_wandb_history(run.wandb_dir)
+    wandb_steps: dict[str, list[int]] = {}
+    for row in rows:
+        for key in set(row) - {"_step", "_runtime", "_timestamp"}:
+            wandb_steps.setdefault(key, []).append(row["_step"])
+    assert_every_step(wandb_steps, expected)
+
+    mlflow_run = only_run(mlflow_client, "maxtext-all-sinks")
+    assert mlflow_run.info.status == "FINISHED"
+    assert all(is_valid_mlflow_key(k) for k in mlflow_run.data.metrics)
+    assert_every_step({k: [s for s, _ in mlflow_history(mlflow_client, mlflow_run.info.run_id, k)]
+                       for k in mlflow_run.data.metrics}, expected)
+
+
+def test_trackers_get_upstreams_names_values_and_settings(runs, mlflow_client):
+    ours, upstream = runs["all"], runs["upstream"]
+    upstream.assert_trained()
+    [theirs] = upstream.tb_dirs()
+    theirs = read_tb_scalars(theirs)
+    assert set(theirs) == TRAIN_KEYS | EVAL_KEYS  # the names are upstream's, and the hub drops none of them
+    tb = read_tb_scalars(ours.tb_dirs()[0])
+    mlflow_run = only_run(mlflow_client, "maxtext-all-sinks")
+    assert mlflow_history(mlflow_client, mlflow_run.info.run_id, "learning/loss") == tb["learning/loss"]
+    assert mlflow_run.data.params["steps"] == str(STEPS) and mlflow_run.data.params["log_period"] == "5"
+    assert mlflow_run.data.tags["primus.backend"] == "maxtext"
+    [run_file] = wandb_files(ours.wandb_dir)
+    [wandb_run] = [r.run for r in wandb_records(run_file) if r.WhichOneof("record_type") == "run"]
+    assert (wandb_run.project, wandb_run.display_name) == ("maxtext-e2e", "maxtext-all-sinks")
+
+
+def test_losses_are_those_of_upstream_alone(runs, mlflow_client):
+    for run in runs.values():
+        run.assert_trained()
+    [theirs] = runs["upstream"].tb_dirs()
+    theirs = read_tb_scalars(theirs)
+    ours = read_tb_scalars(runs["all"].tb_dirs()[0])
+    for key in ("learning/loss", "learning/grad_norm", "learning/param_norm", "learning/current_learning_rate",
+                "eval/avg_loss"):
+        assert ours[key] == theirs[key], key
+    assert all(math.isfinite(v) for _, v in ours["learning/loss"])
+    mlflow_only = only_run(mlflow_client, "maxtext-mlflow-only")
+    assert mlflow_history(mlflow_client, mlflow_only.info.run_id, "learning/loss") == theirs["learning/loss"]
+
+
+def test_mlflow_alone_gets_everything_and_disabled_sinks_nothing(runs, mlflow_client):
+    run = runs["mlflow_only"]
+    run.assert_trained()
+    mlflow_run = only_run(mlflow_client, "maxtext-mlflow-only")
+    assert mlflow_run.info.status == "FINISHED"
+    assert_every_step({k: [s for s, _ in mlflow_history(mlflow_client, mlflow_run.info.run_id, k)]
+                       for k in mlflow_run.data.metrics}, TRAIN_KEYS)  # no perf set: not asked for
+    assert run.tb_dirs() == [] and not list(run.wandb_dir.iterdir())  # TensorBoard and W&B off: nothing
+    primus_dir = run.workdir / "out" / "mlflow-only" / "primus"  # MaxText's run folder holds Primus's run
+    assert (primus_dir / "journal.jsonl").is_file()
+    upstream = runs["upstream"]
+    assert not list(upstream.workdir.rglob("journal.jsonl")) and not list(upstream.wandb_dir.iterdir())
