@@ -13,10 +13,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TextIO
+from urllib.parse import urlsplit
 
 from primus.redaction import redact_text
 
 WANDB_MODES = ("online", "offline", "disabled", "shared")
+WANDB_INIT_TIMEOUT_S = 30.0  # wandb's default of 90 s stalls the writer rank's start-up on a bad network
+MLFLOW_DB_SCHEMES = ("sqlite", "postgresql", "mysql", "mssql")  # "+driver" suffixes allowed, as in SQLAlchemy
 RUN_STATUSES = ("FINISHED", "FAILED", "KILLED")
 
 
@@ -38,7 +41,7 @@ class WandbConfig:
     name: str | None = None
     save_dir: Path | None = None
     mode: str | None = None
-    init_timeout_s: float = 30.0  # wandb's default of 90 s stalls the writer rank's start-up on a bad network
+    init_timeout_s: float | None = None  # None: WANDB_INIT_TIMEOUT (W&B's own variable), else 30 s
 
 
 @dataclass(frozen=True)
@@ -113,7 +116,11 @@ def _resolve_tensorboard(cfg: TensorBoardConfig) -> TensorBoardConfig:
 def _resolve_wandb(cfg: WandbConfig, run_dir: Path, run_name: str, env: Mapping[str, str]) -> WandbConfig:
     mode = cfg.mode or env.get("WANDB_MODE") or "online"
     _require(mode in WANDB_MODES, "wandb.mode (or WANDB_MODE)", mode, f"use one of {', '.join(WANDB_MODES)}")
-    _positive("wandb.init_timeout_s", cfg.init_timeout_s, "e.g. 30")
+    init_timeout = cfg.init_timeout_s
+    if init_timeout is None:
+        init_timeout = _env_number(env, "WANDB_INIT_TIMEOUT", WANDB_INIT_TIMEOUT_S)
+    _positive("wandb.init_timeout_s" if cfg.init_timeout_s is not None else "WANDB_INIT_TIMEOUT", init_timeout,
+              "e.g. 30")
     save_dir = cfg.save_dir or env.get("WANDB_DIR") or run_dir
     return replace(
         cfg,
@@ -122,6 +129,7 @@ def _resolve_wandb(cfg: WandbConfig, run_dir: Path, run_name: str, env: Mapping[
         name=cfg.name or env.get("WANDB_RUN_NAME") or run_name,
         save_dir=Path(save_dir).expanduser().absolute(),
         mode=mode,
+        init_timeout_s=init_timeout,
     )
 
 
@@ -131,10 +139,33 @@ def _resolve_mlflow(cfg: MlflowConfig, run_dir: Path, experiment: str, run_name:
     experiment_name = cfg.experiment_name or experiment
     _require(bool(experiment_name), "mlflow.experiment_name", experiment_name, "set mlflow_experiment_name")
     _positive("mlflow.request_timeout_s", cfg.request_timeout_s, "e.g. 5")
+    _check_tracking_uri("mlflow.tracking_uri" if cfg.tracking_uri else "MLFLOW_TRACKING_URI", uri, env)
     if uri == "databricks" or uri.startswith("databricks://"):
         _check_databricks(uri, experiment_name, env)
     return replace(cfg, tracking_uri=uri, registry_uri=cfg.registry_uri or env.get("MLFLOW_REGISTRY_URI") or None,
                    experiment_name=experiment_name, run_name=cfg.run_name or run_name)
+
+
+def _check_tracking_uri(key: str, uri: str, env: Mapping[str, str]) -> None:
+    """A URI MLflow cannot use would otherwise fail only on the sink worker, retried for the whole run."""
+    parts = urlsplit(uri)
+    scheme = parts.scheme.split("+")[0]
+    if uri == "databricks":
+        return
+    if scheme in ("http", "https"):
+        try:
+            ok = bool(parts.hostname) and (parts.port is None or parts.port > 0)
+        except ValueError:  # a port that is not a number
+            ok = False
+        _require(ok, key, uri, "give the server as http://HOST:PORT, e.g. http://127.0.0.1:5000")
+    elif scheme in ("", "file"):  # MLflow 3 refuses its file store unless MLFLOW_ALLOW_FILE_STORE is set
+        _require(env.get("MLFLOW_ALLOW_FILE_STORE", "").lower() == "true", key, uri,
+                 "give an MLflow server (http://HOST:PORT), a database (sqlite:///PATH/mlflow.db) or databricks; "
+                 "a bare path is MLflow's retired file store (MLFLOW_ALLOW_FILE_STORE=true to use it anyway)")
+    else:
+        _require(scheme in (*MLFLOW_DB_SCHEMES, "databricks"), key, uri,
+                 f"unknown scheme {parts.scheme!r}: use http(s)://HOST:PORT, sqlite:///PATH/mlflow.db, "
+                 f"{', '.join(MLFLOW_DB_SCHEMES[1:])} or databricks")
 
 
 def _check_databricks(uri: str, experiment_name: str, env: Mapping[str, str]) -> None:
@@ -158,6 +189,17 @@ def _resolve_console(cfg: ConsoleConfig, env: Mapping[str, str]) -> ConsoleConfi
 def _require(ok: bool, key: str, value: Any, fix: str) -> None:
     if not ok:
         raise TrackingConfigError(f"{key}={redact_text(repr(value))} is not valid: {fix}")
+
+
+def _env_number(env: Mapping[str, str], name: str, default: float) -> Any:
+    """The number in ``env[name]``, ``default`` when unset; the raw text when it is not a number (refused later)."""
+    text = env.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        return float(text)
+    except ValueError:
+        return text
 
 
 def _positive(key: str, value: Any, example: str) -> None:

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from primus.tracking.config import RUN_STATUSES, TrackingConfig
+from primus.tracking.config import RUN_STATUSES, TrackingConfig, TrackingConfigError
 from primus.tracking.hub import MetricsHub
 from primus.tracking.journal import JOURNAL_FILE, JournalWriter
 from primus.tracking.lifecycle import ExitHandlers
@@ -34,7 +34,13 @@ log = logging.getLogger("primus.tracking")
 
 def start_run(config: TrackingConfig) -> Run:
     """Validate the config (TrackingConfigError names the key and the fix), then start the run."""
-    return Run(config.resolve())
+    cfg = config.resolve()
+    try:
+        return Run(cfg)
+    except OSError as e:  # read-only, not a directory, disk full: said before training, not as a traceback
+        raise TrackingConfigError(f"run_dir={str(cfg.run_dir)!r} is not usable ({e.strerror or e}"
+                                  f"{': ' + str(e.filename) if e.filename else ''}): give the run a writable "
+                                  f"directory with free space") from e
 
 
 class Run:
@@ -53,10 +59,10 @@ class Run:
             cursors = CursorStore(self.run_dir)
             self._workers = [SinkWorker(s, self._journal.path, cursors) for s in self._sinks(meta)]
             self._hub = MetricsHub(self._journal, self._workers, cfg.pending_records)
+            self._state.update("run", status="RUNNING", pid=os.getpid())
         except BaseException:
             self._dir_lock.release()
             raise
-        self._state.update("run", status="RUNNING", pid=os.getpid())
         self._finish_lock = threading.Lock()
         self._finished = False
         self._owner_pid = os.getpid()
