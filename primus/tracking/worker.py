@@ -35,6 +35,8 @@ class SinkWorker:
         self.cursor = 0
         self._end = 0
         self._wake = threading.Event()
+        self._urgent = threading.Event()  # a flush or close request: ends a pacing wait early
+        self._last_delivery = 0.0
         self._lock = threading.Lock()
         self._flushes: list[tuple[int, threading.Event]] = []
         self._close: tuple[str, float] | None = None
@@ -56,6 +58,7 @@ class SinkWorker:
         done = threading.Event()
         with self._lock:
             self._flushes.append((offset, done))
+        self._urgent.set()
         self._wake.set()
         if self._finished:
             done.set()
@@ -63,6 +66,7 @@ class SinkWorker:
 
     def close(self, status: str, deadline: float) -> None:
         self._close = (status, deadline)
+        self._urgent.set()
         self._wake.set()
 
     def join(self, deadline: float) -> bool:
@@ -112,6 +116,7 @@ class SinkWorker:
     def _deliver_until_closed(self) -> None:
         backoff = BACKOFF_FIRST_S
         while True:
+            self._pace()
             self._wake.clear()  # before reading, so a notify that lands during delivery is not lost
             error = outside_except(self._deliver_and_flush)
             if error is not None:
@@ -132,7 +137,17 @@ class SinkWorker:
         if self._unflushed:  # close() flushed what the sink held
             self.cursors.save(self.sink.name, self.target, self.cursor)
 
+    def _pace(self) -> None:
+        """Wait out the sink's min_interval_s since the last delivery, unless a flush or close is asked for."""
+        while self._close is None and not self._flushes:
+            gap = self.sink.min_interval_s - (time.monotonic() - self._last_delivery)
+            if gap <= 0:
+                return
+            self._urgent.wait(gap)
+            self._urgent.clear()
+
     def _deliver_and_flush(self) -> None:
+        self._last_delivery = time.monotonic()
         self._deliver()
         self._serve_flushes()
 

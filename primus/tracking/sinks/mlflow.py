@@ -30,6 +30,9 @@ RECORDS_PER_WRITE = 200  # a resend after an outage goes out in bounded requests
 
 class MlflowSink(Sink):
     name = "mlflow"
+    # A log_batch costs 2-50 ms of client (and, on a local sqlite store, database) CPU whatever its size;
+    # every 0.1 s hub tick would take that from the training thread's GIL 10 times a second.
+    min_interval_s = 1.0
 
     def __init__(self, cfg: MlflowConfig, meta: RunMeta, state: RunState, run_dir: Path):
         self.cfg = cfg
