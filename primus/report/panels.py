@@ -31,9 +31,9 @@ class Panel:
 
 
 PANELS = (
-    Panel("loss", ("train/loss",),
+    Panel("loss", (),
           {"megatron": ("lm loss",), "torchtitan": ("loss_metrics/global_avg_loss",), "maxtext": ("learning/loss",)}),
-    Panel("learning rate", ("train/lr",),
+    Panel("learning rate", (),
           {"megatron": ("learning-rate",), "torchtitan": ("lr/",), "maxtext": ("learning/current_learning_rate",)}),
     Panel("tokens/s per GPU", ("perf/tokens_per_sec_per_gpu",),
           {"torchtitan": ("throughput(tps)",), "maxtext": ("perf/per_device_tokens_per_sec",)}),

@@ -22,16 +22,9 @@ import hashlib
 import posixpath
 import re
 
-# Primus's own metrics. Backends use these names for what they compute; perf.py produces perf/, mem/, sys/.
+# Primus's own metrics (perf.py and the backends' perf sessions produce them); losses, learning rates and the
+# like keep upstream's names.
 SCHEMA: dict[str, str] = {
-    "train/loss": "training loss, mean over the log interval",
-    "train/lr": "learning rate at the step",
-    "train/grad_norm": "global gradient norm before clipping",
-    "train/loss_scale": "mixed-precision loss scale",
-    "train/batch_size": "global batch size in samples",
-    "train/tokens": "tokens consumed so far (all ranks)",
-    "val/loss": "validation loss",
-    "val/ppl": "validation perplexity",
     "perf/iteration_time_ms": "wall time per iteration over the log interval",
     "perf/tokens_per_sec": "tokens per second, whole job",
     "perf/tokens_per_sec_per_gpu": "tokens per second per device",
