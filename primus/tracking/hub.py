@@ -24,11 +24,16 @@ from primus.tracking.worker import SinkWorker
 log = logging.getLogger("primus.tracking")
 
 MAX_TEXT_CHARS = 64 * 1024
+ALREADY_TRACKED = "already_tracked"  # a resumed run's re-trained steps: not lost, tracked by an earlier process
 
 
 class MetricsHub:
-    def __init__(self, journal: JournalWriter, workers: Sequence[SinkWorker], capacity: int, tick_s: float = 0.1):
+    def __init__(self, journal: JournalWriter, workers: Sequence[SinkWorker], capacity: int, tick_s: float = 0.1,
+                 tracked_until: Mapping[tuple[str, ...] | None, int] | None = None):
         self.journal = journal
+        # resumed run: the last step an earlier process tracked, per destination; steps re-trained since the
+        # checkpoint are not tracked twice (W&B would refuse them, MLflow and TensorBoard would show two points)
+        self._tracked_until = dict(tracked_until or {})
         self.workers = list(workers)
         self.dropped: Counter[str] = Counter()
         self._capacity = capacity
@@ -154,6 +159,9 @@ class MetricsHub:
             self._count("invalid_step_or_only", 1)
             return None
         if kind == METRICS:
+            if step <= self._tracked_until.get(only, -1):
+                self._retrained(step, only)
+                return None
             data = self._floats(payload)
             if not data:
                 return None
@@ -174,6 +182,14 @@ class MetricsHub:
                 self._warn_once(f"value:{name}", "primus tracking: metric %r has a value that is not a number "
                                 "(%s); it is skipped", name, type(value).__name__)
         return out
+
+    def _retrained(self, step: int, only: tuple[str, ...] | None) -> None:
+        self._count(ALREADY_TRACKED, 1)
+        if "retrained" not in self._warned:
+            self._warned.add("retrained")
+            log.info("primus tracking: resumed at step %d, which an earlier process of this run already tracked (up to "
+                     "step %d): steps trained again since the checkpoint are not tracked twice", step,
+                     self._tracked_until[only])
 
     def _journal_full(self) -> None:
         self._count("journal_full", 1)

@@ -103,6 +103,20 @@ def read_records(path: Path, start: int, stop: int | None = None,
     return records, pos
 
 
+def last_steps(path: Path, tail_bytes: int = 1 << 20) -> dict[tuple[str, ...] | None, int]:
+    """The highest metrics step per destination (``only``) in the journal's last ``tail_bytes``: where
+    an earlier process of this run got to (steps only grow within a process)."""
+    start = max(0, journal_size(path) - tail_bytes)
+    records, _ = read_records(path, start, max_bytes=tail_bytes)
+    if start:
+        records = records[1:]  # the first line read may be the end of a longer one
+    last: dict[tuple[str, ...] | None, int] = {}
+    for r in records:
+        if r.kind == METRICS:
+            last[r.only] = max(r.step, last.get(r.only, r.step))
+    return last
+
+
 def journal_size(path: Path) -> int:
     try:
         return path.stat().st_size

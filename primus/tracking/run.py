@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from primus.tracking.config import RUN_STATUSES, TrackingConfig, TrackingConfigError
-from primus.tracking.hub import MetricsHub
-from primus.tracking.journal import JOURNAL_FILE, JournalWriter
+from primus.tracking.hub import ALREADY_TRACKED, MetricsHub
+from primus.tracking.journal import JOURNAL_FILE, JournalWriter, last_steps
 from primus.tracking.lifecycle import ExitHandlers
 from primus.tracking.meta import RunMeta
 from primus.tracking.sink import Sink
@@ -58,7 +58,8 @@ class Run:
             self._journal = JournalWriter(self.run_dir / JOURNAL_FILE, cfg.journal_max_bytes)
             cursors = CursorStore(self.run_dir)
             self._workers = [SinkWorker(s, self._journal.path, cursors) for s in self._sinks(meta)]
-            self._hub = MetricsHub(self._journal, self._workers, cfg.pending_records)
+            self._hub = MetricsHub(self._journal, self._workers, cfg.pending_records,
+                                   tracked_until=last_steps(self._journal.path) if self.resumed else None)
             self._state.update("run", status="RUNNING", pid=os.getpid())
         except BaseException:
             self._dir_lock.release()
@@ -159,8 +160,9 @@ class Run:
         self._dir_lock.release()
 
     def _report(self, late: list[SinkWorker]) -> None:
-        if self._hub.dropped:
-            log.warning("primus tracking: records dropped in this run: %s", dict(self._hub.dropped))
+        lost = {why: n for why, n in self._hub.dropped.items() if why != ALREADY_TRACKED}
+        if lost:
+            log.warning("primus tracking: records dropped in this run: %s", lost)
         for w in self._workers:
             if w.disabled:
                 continue
