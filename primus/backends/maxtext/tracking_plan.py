@@ -85,7 +85,8 @@ def plan_tracking(config: Any, options: PrimusOptions, explicit_run_dir: Path | 
             warnings.append("W&B is enabled (enable_wandb=true) but no credentials were found (WANDB_API_KEY unset, "
                             "no `wandb login` entry in ~/.netrc, WANDB_MODE is not offline): set WANDB_API_KEY or "
                             "WANDB_MODE=offline. Metrics are kept in the run's journal either way.")
-        wandb = WandbConfig(project=config.wandb_project_name or None, name=config.wandb_run_name or str(config.run_name))
+        wandb = WandbConfig(project=config.wandb_project_name or None,
+                            name=config.wandb_run_name or str(config.run_name))
     tracking = TrackingConfig(
         run_dir=run_dir,
         experiment_name=options.mlflow_experiment_name or DEFAULT_EXPERIMENT,

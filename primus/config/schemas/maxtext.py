@@ -10,7 +10,8 @@ from primus.config.schemas.tracking import mlflow_params
 PARAMS = [
     Param("log_period", "int",
           help="Train steps between TensorBoard flushes (also GCS metric uploads and managed-profiler updates)."),
-    Param("enable_tensorboard", "bool", help="Enable TensorBoard logging (<base_output_directory>/<run_name>/tensorboard)."),
+    Param("enable_tensorboard", "bool",
+          help="Enable TensorBoard logging (<base_output_directory>/<run_name>/tensorboard/<run_name>)."),
     Param("enable_wandb", "bool", help="Enable W&B logging."),
     Param("wandb_project_name", "str", help="W&B project."),
     Param("wandb_run_name", "str", help="W&B run name (default: run_name)."),

@@ -3,7 +3,8 @@ Primus's hub behind ``MetricLogger``. Three runs start together:
 
 * ``primus train`` with every tracker on (TensorBoard, W&B offline, the real MLflow server) and the perf set;
 * the user's upstream command under ``primus-run --config``, MLflow only (TensorBoard off on its command line);
-* upstream alone, unpatched, with its own TensorBoard writer.
+* upstream alone, unpatched, with its own TensorBoard writer;
+* a run whose loss diverges (learning rate 1e30): upstream aborts on the NaN loss, the MLflow run is FAILED.
 
 What each tracker received is read back and must hold every metric upstream computes at every step (eval
 summaries at the steps they follow); disabled trackers must hold nothing; losses must be upstream's own."""
@@ -40,6 +41,10 @@ def runs(start, maxtext_python, primus_run_command, mlflow_server, tmp_path_fact
             *primus_run_command, "--config", str(TINY_CPU), maxtext_python, *UPSTREAM_TRAIN, *SCHEDULE,
             "enable_tensorboard=false", "mlflow_experiment_name=maxtext-mlflow-only", "run_name=mlflow-only",
             "base_output_directory=out"], env=mlflow),
+        "diverges": start("diverges", [
+            *primus_run_command, "--config", str(TINY_CPU), maxtext_python, *UPSTREAM_TRAIN, f"steps={STEPS}",
+            "learning_rate=1e30", "enable_tensorboard=false", "mlflow_experiment_name=maxtext-diverges",
+            "run_name=diverges", "base_output_directory=out"], env=mlflow),
         "upstream": start("upstream-alone", [
             maxtext_python, *UPSTREAM_TRAIN, *tiny_cpu_args(primus_keys=False), *SCHEDULE,
             "run_name=upstream", "base_output_directory=out"]),
@@ -105,8 +110,8 @@ def test_trackers_get_upstreams_names_values_and_settings(runs, mlflow_client):
 
 
 def test_losses_are_those_of_upstream_alone(runs, mlflow_client):
-    for run in runs.values():
-        run.assert_trained()
+    for name in ("all", "mlflow_only", "upstream"):
+        runs[name].assert_trained()
     [theirs] = runs["upstream"].tb_dirs()
     theirs = read_tb_scalars(theirs)
     ours = read_tb_scalars(runs["all"].tb_dirs()[0])
@@ -130,3 +135,12 @@ def test_mlflow_alone_gets_everything_and_disabled_sinks_nothing(runs, mlflow_cl
     assert (primus_dir / "journal.jsonl").is_file()
     upstream = runs["upstream"]
     assert not list(upstream.workdir.rglob("journal.jsonl")) and not list(upstream.wandb_dir.iterdir())
+
+
+def test_a_run_upstream_aborts_is_failed_with_its_metrics_delivered(runs, mlflow_client):
+    run = runs["diverges"]
+    assert run.returncode == 1 and "Aborting training due to NaN loss." in run.output, run.explain()
+    mlflow_run = only_run(mlflow_client, "maxtext-diverges")
+    assert mlflow_run.info.status == "FAILED"
+    losses = mlflow_history(mlflow_client, mlflow_run.info.run_id, "learning/loss")
+    assert math.isfinite(losses[0][1]) and math.isnan(losses[-1][1])  # up to and including the NaN step

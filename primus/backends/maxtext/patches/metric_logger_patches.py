@@ -31,9 +31,6 @@ def _install_metric_logger(module, handle):
     from primus.backends.maxtext.logger_config import UpstreamWritersOff
     from primus.backends.maxtext.tracking_session import plan_for, start_tracking, status_for
 
-    def announce(step: int, config) -> None:
-        module.max_logging.log(f"To see full metrics 'tensorboard --logdir={config.tensorboard_dir}'")
-
     def init(wrapped, instance, args, kwargs):
         config = kwargs["config"] if "config" in kwargs else args[0]
         plan = plan_for(config)
@@ -45,7 +42,8 @@ def _install_metric_logger(module, handle):
         else:
             args = (view, *args[1:])
         wrapped(*args, **kwargs)
-        on_flush = (lambda step: announce(step, config)) if config.enable_tensorboard else None
+        line = f"To see full metrics 'tensorboard --logdir={config.tensorboard_dir}'"  # upstream's, at its flushes
+        on_flush = (lambda step: module.max_logging.log(line)) if config.enable_tensorboard else None
         setattr(instance, FEED, start_tracking(plan, config, on_flush))
 
     def write_metrics(wrapped, instance, args, kwargs):

@@ -1,0 +1,56 @@
+"""What a tracked MetricLogger writes through: one record per train step and per eval summary with
+upstream's names, running-eval snapshots kept out, TensorBoard flushed every log_period train steps.
+A real tracking run (journal and TensorBoard sink) is read back."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+from support.readers import read_tb_scalars
+
+from primus.backends.maxtext.hub_feed import HubFeed
+from primus.backends.maxtext.tracking_plan import TrackingPlan
+from primus.tracking import TensorBoardConfig, TrackingConfig, start_run
+from primus.tracking.journal import JOURNAL_FILE, METRICS, TEXT, read_records
+
+
+def feed_for(tmp_path, log_period: int, announced: list[int]) -> HubFeed:
+    tracking = TrackingConfig(run_dir=tmp_path / "run", tensorboard=TensorBoardConfig(tmp_path / "tb", queue_size=1000))
+    plan = TrackingPlan(tracking, log_period=log_period, perf_metrics=False)
+    return HubFeed(start_run(tracking), plan, announce=announced.append)
+
+
+def test_one_record_per_step_with_upstreams_names_and_no_running_eval(tmp_path):
+    feed = feed_for(tmp_path, 100, [])
+    train = {"scalar": {"learning/loss": np.float32(7.5), "perf/step_time_seconds": 0.25},
+             "scalars": {"learning/moe": {"layer_0": 1.0}}}
+    feed.write(train, 3, "train")
+    feed.write({"scalar": {"eval/avg_loss": 7.0, "eval/step_time_seconds": 0.1}}, 0, "running_eval")
+    feed.write({"scalar": {"eval/avg_loss": np.float64(7.25)}}, 3, "eval")
+    feed.write({}, 4, "train")
+    feed.write_texts({"num_model_parameters": 213312}, tensorboard_only=False)
+    feed.write_texts({"steps": 20}, tensorboard_only=True)
+    feed.finish("FINISHED")
+    records, _ = read_records(tmp_path / "run" / JOURNAL_FILE, 0)
+    assert [(r.step, dict(r.data)) for r in records if r.kind == METRICS] == [
+        (3, {"learning/loss": 7.5, "perf/step_time_seconds": 0.25, "learning/moe/layer_0": 1.0}),
+        (3, {"eval/avg_loss": 7.25}),
+    ]
+    assert [(r.data["tag"], r.only) for r in records if r.kind == TEXT] == [("num_model_parameters", None),
+                                                                            ("steps", ("tensorboard",))]
+
+
+def test_tensorboard_is_flushed_every_log_period_train_steps(tmp_path):
+    announced: list[int] = []
+    feed = feed_for(tmp_path, 2, announced)
+    for step in range(3):
+        feed.write({"scalar": {"learning/loss": 1.0 + step}}, step, "train")
+        flusher = feed._flusher
+        if flusher is not None:
+            flusher.join(30)
+    assert announced == [0, 2]
+    # on disk before the run ends: the queue (1000 events) alone would hold them until the end
+    assert read_tb_scalars(tmp_path / "tb")["learning/loss"] == [(0, 1.0), (1, 2.0), (2, 3.0)]
+    assert not any(t.name == "primus-maxtext-flush" and t.is_alive() for t in threading.enumerate())
+    feed.finish("FINISHED")

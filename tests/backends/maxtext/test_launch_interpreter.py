@@ -1,0 +1,42 @@
+"""`primus train` runs MaxText on its own environment's interpreter (the one place: launch.job.interpreter),
+the other frameworks on the interpreter running primus."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from maxtext_runs import REPO, TINY_CPU
+
+from primus.launch.job import interpreter
+
+
+def test_the_variable_wins_then_the_environment_beside_this_one(tmp_path, monkeypatch):
+    assert interpreter("torchtitan", "/usr/bin/python3", {"PRIMUS_MAXTEXT_PYTHON": "/x"}) == "/usr/bin/python3"
+    assert interpreter("maxtext", "/usr/bin/python3", {"PRIMUS_MAXTEXT_PYTHON": "/opt/mx/bin/python"}) == \
+        "/opt/mx/bin/python"
+    beside = tmp_path / ".venv-maxtext" / "bin" / "python"
+    beside.parent.mkdir(parents=True)
+    beside.touch()
+    monkeypatch.setattr(sys, "prefix", str(tmp_path / ".venv"))
+    assert interpreter("maxtext", "/usr/bin/python3", {}) == str(beside)
+
+
+def test_no_environment_says_how_to_make_one(tmp_path, monkeypatch):
+    monkeypatch.setattr(sys, "prefix", str(tmp_path / ".venv"))
+    with pytest.raises(ValueError, match=r"create it with `scripts/setup-maxtext-venv.sh .*\.venv-maxtext`, or set "
+                                         r"PRIMUS_MAXTEXT_PYTHON to a Python that has maxtext and primus installed"):
+        interpreter("maxtext", "/usr/bin/python3", {})
+
+
+def test_primus_train_launches_maxtext_on_its_environment(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "primus.cli.main", "train", "--config", str(TINY_CPU), "--dry-run"],
+                         capture_output=True, text=True, cwd=tmp_path, env={"PATH": "/usr/bin:/bin"})
+    assert out.returncode == 0, out.stderr
+    command = out.stdout.splitlines()[1]
+    expected = Path(sys.prefix).parent / ".venv-maxtext" / "bin" / "python"
+    assert command.endswith(f"{expected} -m primus.backends.maxtext"), command
+    assert "modules.pre_trainer.overrides.mlflow_experiment_name=maxtext_tiny_cpu" in command
+    assert expected.parent.parent == REPO / ".venv-maxtext"

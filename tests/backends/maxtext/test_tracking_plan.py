@@ -1,0 +1,65 @@
+"""What a MaxText run tracks, decided from upstream's config and Primus's options before training: where
+each tracker writes, which run directory holds the journal and run ids, and the settings refused."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from primus.backends.maxtext.primus_options import PrimusOptions
+from primus.backends.maxtext.tracking_plan import TrackingPlanError, plan_tracking
+
+OFFLINE = {"WANDB_MODE": "offline"}
+
+
+def maxtext_config(tmp_path: Path, **changes) -> SimpleNamespace:
+    """The keys the plan reads, with upstream's derivations (tensorboard_dir = <base>/<run>/tensorboard/)."""
+    settings = dict(run_name="tiny", base_output_directory=str(tmp_path), log_period=100, enable_tensorboard=True,
+                    enable_wandb=False, wandb_project_name="maxtext", wandb_run_name="")
+    settings.update(changes)
+    settings.setdefault("tensorboard_dir", f"{settings['base_output_directory']}/{settings['run_name']}/tensorboard/")
+    return SimpleNamespace(**settings)
+
+
+def test_every_tracker_off_leaves_upstream_alone(tmp_path):
+    plan = plan_tracking(maxtext_config(tmp_path, enable_tensorboard=False),
+                         PrimusOptions(mlflow_upload_performance_metrics=True), environ={})
+    assert plan.config is None and not plan.perf_metrics
+    assert plan.infos == ("mlflow_upload_performance_metrics ignored: MLflow is off (enable_mlflow=false)",)
+
+
+def test_trackers_write_where_upstream_does_and_the_run_lives_in_maxtexts_run_folder(tmp_path):
+    options = PrimusOptions(enable_mlflow=True, mlflow_experiment_name="exp", mlflow_upload_performance_metrics=True)
+    plan = plan_tracking(maxtext_config(tmp_path, enable_wandb=True, log_period=5), options, environ=OFFLINE)
+    cfg = plan.config
+    assert cfg.run_dir == tmp_path / "tiny" / "primus"  # a restart under the same run_name resumes its runs
+    assert cfg.tensorboard.log_dir == tmp_path / "tiny" / "tensorboard" / "tiny"  # upstream's writer's folder
+    assert cfg.tensorboard.queue_size == 10
+    assert (cfg.wandb.project, cfg.wandb.name, cfg.wandb.mode) == ("maxtext", "tiny", "offline")
+    assert (cfg.mlflow.experiment_name, cfg.mlflow.run_name) == ("exp", "tiny")
+    assert (plan.log_period, plan.perf_metrics, plan.warnings) == (5, True, ())
+
+
+def test_primus_train_run_directory_wins_and_missing_wandb_credentials_warn(tmp_path):
+    plan = plan_tracking(maxtext_config(tmp_path, enable_wandb=True, wandb_run_name="w"), PrimusOptions(),
+                         explicit_run_dir=tmp_path / "run", environ={"NETRC": str(tmp_path / "none")})
+    assert plan.config.run_dir == tmp_path / "run" and plan.config.wandb.name == "w"
+    assert "WANDB_API_KEY" in plan.warnings[0] and "WANDB_MODE=offline" in plan.warnings[0]
+
+
+@pytest.mark.parametrize("changes, options, message", [
+    ({"log_period": 0}, PrimusOptions(), "log_period=0 is invalid: flush TensorBoard every N >= 1 steps"),
+    ({"base_output_directory": "gs://bucket/out"}, PrimusOptions(),
+     "base_output_directory='gs://bucket/out' is remote, and Primus keeps each run's journal"),
+    ({"tensorboard_dir": "gs://bucket/tb/"}, PrimusOptions(), "enable_tensorboard=true writes to "
+                                                               "tensorboard_dir='gs://bucket/tb/'"),
+    ({"enable_tensorboard": False}, PrimusOptions(enable_mlflow=True, mlflow_experiment_name="exp"),
+     "MaxText tracking settings: mlflow.experiment_name='exp' is not valid: Databricks experiment names are"),
+])
+def test_settings_that_cannot_work_are_refused_before_training(tmp_path, changes, options, message):
+    environ = {"MLFLOW_TRACKING_URI": "databricks", "DATABRICKS_HOST": "https://x", "DATABRICKS_TOKEN": "t",
+               "DATABRICKS_CONFIG_FILE": str(tmp_path / "none")}
+    with pytest.raises(TrackingPlanError, match="^" + message.replace("(", r"\(").replace("[", r"\[")):
+        plan_tracking(maxtext_config(tmp_path, **changes), options, environ=environ)
