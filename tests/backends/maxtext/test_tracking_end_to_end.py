@@ -25,6 +25,8 @@ pytestmark = pytest.mark.slow
 
 TRAIN_STEPS = list(range(STEPS))
 SCHEDULE = [f"steps={STEPS}", f"eval_interval={EVAL_INTERVAL}", "eval_steps=1"]
+# upstream copies HF_TOKEN into its config (hf_access_token), which every tracker receives as run params
+HF_TOKEN = "hf_PrimusTestSecret0123456789abcdefXYZ"
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +38,7 @@ def runs(start, maxtext_python, primus_run_command, mlflow_server, tmp_path_fact
             sys.executable, "-m", "primus.cli.main", "train", "--config", str(TINY_CPU), *SCHEDULE,
             "enable_wandb=true", "mlflow_upload_performance_metrics=true", "mlflow_experiment_name=maxtext-all-sinks",
             "wandb_project_name=maxtext-e2e", "wandb_run_name=maxtext-all-sinks"],
-            env={**mlflow, "PRIMUS_WORKSPACE": str(workspace)}),
+            env={**mlflow, "PRIMUS_WORKSPACE": str(workspace), "HF_TOKEN": HF_TOKEN}),
         "mlflow_only": start("mlflow-only", [
             *primus_run_command, "--config", str(TINY_CPU), maxtext_python, *UPSTREAM_TRAIN, *SCHEDULE,
             "enable_tensorboard=false", "mlflow_experiment_name=maxtext-mlflow-only", "run_name=mlflow-only",
@@ -107,6 +109,17 @@ def test_trackers_get_upstreams_names_values_and_settings(runs, mlflow_client):
     [run_file] = wandb_files(ours.wandb_dir)
     [wandb_run] = [r.run for r in wandb_records(run_file) if r.WhichOneof("record_type") == "run"]
     assert (wandb_run.project, wandb_run.display_name) == ("maxtext-e2e", "maxtext-all-sinks")
+
+
+def test_the_token_upstream_put_in_its_config_reaches_no_tracker(runs, mlflow_client):
+    run = runs["all"]
+    run.assert_trained()
+    mlflow_run = only_run(mlflow_client, "maxtext-all-sinks")
+    assert mlflow_run.data.params["hf_access_token"] == "***"
+    files = [p for root in (run.run_dir(), run.wandb_dir) for p in root.rglob("*") if p.is_file()]
+    assert any(p.name.startswith("events.out.tfevents") for p in files) and any(p.suffix == ".wandb" for p in files)
+    assert not [p for p in files if HF_TOKEN.encode() in p.read_bytes()]
+    assert HF_TOKEN not in run.output
 
 
 def test_losses_are_those_of_upstream_alone(runs, mlflow_client):

@@ -1,5 +1,6 @@
 """`primus train` runs MaxText on its own environment's interpreter (the one place: launch.job.interpreter),
-the other frameworks on the interpreter running primus."""
+the other frameworks on the interpreter running primus; a MaxText experiment that names its run folder
+keeps it as the run directory, so a restart resumes the same tracker runs."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from pathlib import Path
 import pytest
 from maxtext_runs import REPO, TINY_CPU
 
-from primus.launch.job import interpreter
+from primus.config import load_experiment
+from primus.launch.job import interpreter, run_directory
 
 
 def test_the_variable_wins_then_the_environment_beside_this_one(tmp_path, monkeypatch):
@@ -40,3 +42,10 @@ def test_primus_train_launches_maxtext_on_its_environment(tmp_path):
     assert command.endswith(f"{expected} -m primus.backends.maxtext"), command
     assert "modules.pre_trainer.overrides.mlflow_experiment_name=maxtext_tiny_cpu" in command
     assert expected.parent.parent == REPO / ".venv-maxtext"
+
+
+def test_a_named_maxtext_run_folder_is_the_run_directory(tmp_path):
+    named = load_experiment(TINY_CPU, [f"base_output_directory={tmp_path}", "run_name=r1"])
+    assert run_directory(named, named.modules["pre_trainer"]) == tmp_path / "r1"  # where its checkpoints live
+    unnamed = load_experiment(TINY_CPU)
+    assert run_directory(unnamed, unnamed.modules["pre_trainer"], now=0).parent == unnamed.workspace / unnamed.name
