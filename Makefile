@@ -8,8 +8,13 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.primus-installed
 export OMP_NUM_THREADS ?= 1
 
-.PHONY: setup run test bench clean
-setup: $(STAMP)
+.PHONY: setup setup-maxtext run test bench clean
+setup: $(STAMP) setup-maxtext
+
+# MaxText (JAX) lives in its own environment: its pins must not fight torch's. Idempotent and instant
+# once built (the script keeps its own stamp of what it installed).
+setup-maxtext:
+	scripts/setup-maxtext-venv.sh .venv-maxtext
 
 $(STAMP): third_party/requirements.txt third_party/constraints.txt setup.cfg pyproject.toml
 	@test -x $(PY) || { py=$$(scripts/find-python3.12) && echo "creating $(VENV) with $$py" && $$py -m venv $(VENV); }
@@ -27,4 +32,4 @@ bench: setup
 	$(PY) benchmarks/run_all.py
 
 clean:
-	rm -rf $(VENV) output
+	rm -rf $(VENV) .venv-maxtext output
