@@ -110,9 +110,32 @@ class ExitHandlers:
             self._killed = True
             previous(signum, frame)
             return
-        self._finish("KILLED")
         self.uninstall()
+        self._finish_shielded("KILLED")
         self._pass_on(signum, frame, previous)
+
+    def _finish_shielded(self, status: str) -> None:
+        """Finish on a helper thread while this (main) thread waits. Python runs signal handlers on the main
+        thread only, so another handler raising meanwhile cannot cut the finish short: a DataLoader's SIGCHLD
+        handler raises when its workers die of the same SIGTERM (torchrun stops a whole job at once)."""
+        done = threading.Event()  # not Thread.join: an interrupted join can report a running thread as ended
+
+        def finish() -> None:
+            try:
+                self._finish(status)
+            finally:
+                done.set()
+
+        threading.Thread(target=finish, name="primus-tracking-finish", daemon=True).start()
+        interrupted = None
+        while not done.is_set():
+            try:
+                done.wait()
+            except Exception as e:  # the process dies of the signal next: finishing the run comes first
+                interrupted = e
+        if interrupted is not None:
+            log.info("primus tracking: %s raised while the run was finishing; ignored, the process is being "
+                     "stopped", type(interrupted).__name__)
 
     @staticmethod
     def _pass_on(signum: int, frame: FrameType | None, previous: Any) -> None:

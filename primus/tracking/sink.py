@@ -19,6 +19,9 @@ class Sink(ABC):
     name: ClassVar[str]
     # True: a record is safe once ``write`` returned (the cursor is saved then); False: only after ``flush``
     durable_on_write: ClassVar[bool] = True
+    # False: not even ``flush`` makes it safe, only ``close`` (the cursor is saved then, so a process killed
+    # before it resends everything to the same tracker run)
+    durable_on_flush: ClassVar[bool] = True
     # > 0: deliver at most this often (fewer, larger batches). For clients whose every request costs
     # milliseconds of Python on the training process's GIL, whatever its size (MLflow)
     min_interval_s: ClassVar[float] = 0.0

@@ -175,7 +175,7 @@ class SinkWorker:
     def _flush_sink(self) -> None:
         self.sink.flush()
         self._last_flush = time.monotonic()
-        if self._unflushed:
+        if self._unflushed and self.sink.durable_on_flush:
             self.cursors.save(self.sink.name, self.target, self.cursor)
             self._unflushed = False
 

@@ -63,23 +63,30 @@ class Backend:
     def exit_deadline(self, seconds: float) -> list[str]:
         return [self.exit_deadline_flag, str(seconds)] if self.exit_deadline_flag else []
 
+    def step_seconds(self, training: Training) -> dict[int, float]:
+        """Wall time of each training step as upstream measured it (its printed line, its own metric)."""
+        if self.name == "megatron":
+            return {i: ms / 1e3 for i, ms in enumerate(training.result().iteration_ms(), start=1)}
+        return {r["s"]: r["d"]["time_metrics/end_to_end(s)"] for r in journal(training.run_dir())
+                if r["k"] == "m" and "time_metrics/end_to_end(s)" in r["d"]}
+
 
 MEGATRON = Backend("megatron", "lm loss", "--primus-exit-deadline")
 TORCHTITAN = Backend("torchtitan", "loss_metrics/global_avg_loss", None)  # exit deadline: the core's 30 s
 
 
 class Training:
-    """One training started in ``workdir`` (output in run.log), not waited for."""
+    """One training started in ``workdir`` (output in <name>.log), not waited for. A restart is a second
+    Training in the same ``workdir`` under another name."""
 
-    def __init__(self, backend: Backend, workdir: Path, args: list[str], *, nproc: int = 1,
+    def __init__(self, backend: Backend, workdir: Path, args: list[str], *, name: str = "run", nproc: int = 1,
                  env: dict[str, str] | None = None, gates: tuple[int, ...] = (), fail_at: int | None = None,
                  count_collectives: bool = False, assets: Path | None = None):
         self.backend = backend
         self.workdir = Path(workdir)
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        self.gate_dir = self.workdir / "gates"
-        self.gate_dir.mkdir(exist_ok=True)
-        self.log_path = self.workdir / "run.log"
+        self.gate_dir = self.workdir / f"gates-{name}"
+        self.gate_dir.mkdir(parents=True, exist_ok=True)
+        self.log_path = self.workdir / f"{name}.log"
         self.nproc = nproc
         run_env = {k: v for k, v in os.environ.items() if k not in _NOT_INHERITED}
         run_env.update(OMP_NUM_THREADS="1", CUDA_VISIBLE_DEVICES="", PYTHONUNBUFFERED="1", HF_HUB_OFFLINE="1",
@@ -88,15 +95,17 @@ class Training:
         if fail_at is not None:
             run_env["RELIABILITY_FAIL_AT"] = str(fail_at)
         if count_collectives:
-            run_env["RELIABILITY_COLLECTIVES"] = str(self.workdir / "collectives")
+            run_env["RELIABILITY_COLLECTIVES"] = str(self.workdir / f"collectives-{name}")
         if assets is not None:
             from primus.backends.torchtitan.assets import ASSETS_ENV
 
             run_env[ASSETS_ENV] = str(assets)
         launcher = [sys.executable] if nproc == 1 else [
             sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}"]
+        self.name = name
         self.started = time.monotonic()
         self.exited: float | None = None
+        self.exited_at: float | None = None  # wall-clock time, to compare with the journal's timestamps
         with open(self.log_path, "w") as log:
             self.process = subprocess.Popen([*launcher, str(TRAINER), backend.name, *args], cwd=self.workdir,
                                             env=run_env, stdout=log, stderr=subprocess.STDOUT,
@@ -125,9 +134,22 @@ class Training:
             os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait()
             raise AssertionError(f"timed out after {timeout} s: {self.result().explain()}") from None
+        self._wait_for_the_group(timeout)
         if self.exited is None:
-            self.exited = time.monotonic()
+            self.exited, self.exited_at = time.monotonic(), time.time()
         return self.result()
+
+    def _wait_for_the_group(self, timeout: float) -> None:
+        """torchrun may exit before the workers it signalled: the job ended when all its processes did."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(self.process.pid, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.05)
+        os.killpg(self.process.pid, signal.SIGKILL)
+        raise AssertionError(f"processes of the job outlived it by {timeout} s: {self.result().explain()}")
 
     def result(self) -> Any:
         code = self.process.poll()
@@ -144,7 +166,7 @@ class Training:
 
     def collectives(self) -> dict[str, dict[str, int]]:
         """{rank file: {"<thread>:<collective>": calls}} for a run started with count_collectives."""
-        return {p.name: json.loads(p.read_text()) for p in sorted(self.workdir.glob("collectives.rank*.json"))}
+        return {p.name: json.loads(p.read_text()) for p in sorted(self.workdir.glob(f"collectives-{self.name}.rank*"))}
 
 
 def journal(run_dir: Path) -> list[dict[str, Any]]:

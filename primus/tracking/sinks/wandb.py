@@ -23,6 +23,11 @@ EXIT_CODES = {"FINISHED": 0, "FAILED": 1, "KILLED": 143}
 
 class WandbSink(Sink):
     name = "wandb"
+    # run.log hands a record to the wandb-core service process, which a job's SIGTERM stops with the rest of the
+    # process group before it wrote anything: only finish() makes records safe. A resend after a kill goes to the
+    # same W&B run, which keeps the steps it already has and ignores the repeats.
+    durable_on_write = False
+    durable_on_flush = False
 
     def __init__(self, cfg: WandbConfig, meta: RunMeta, state: RunState, run_id: str):
         self.cfg = cfg

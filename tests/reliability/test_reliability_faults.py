@@ -1,0 +1,257 @@
+"""Faults on real upstream trainings, on Megatron and on TorchTitan (tiny models on CPU), read back
+from the real MLflow servers, TensorBoard event files and W&B offline files:
+
+* the MLflow server killed mid-run and restarted, then hung (SIGSTOP) for the rest of the run: training
+  keeps its pace, the process exits within its exit deadline, `primus tracking sync` delivers the rest:
+  every step exactly once, FINISHED;
+* SIGTERM mid-run (2 processes under torchrun for Megatron): KILLED with every step logged so far
+  delivered; the restart from the checkpoint continues the same MLflow and W&B runs, re-trained steps
+  not tracked twice, FINISHED; one writer per tracker and no collective on any tracking thread;
+* an exception in the user's forward step: FAILED, the steps before it delivered, the traceback kept;
+* W&B online with its server unreachable (and, on Megatron, upstream's own sys.exit(0) at
+  --exit-interval): the training completes, the wait is bounded, every step is in the journal and in
+  the offline run W&B falls back to, FINISHED.
+
+What tests/backends already proves is not repeated: tracker toggles, the clean --exit-interval resume
+(test_tracking_resume.py), save_for_all_ranks (test_tracking_end_to_end.py)."""
+
+from __future__ import annotations
+
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from mlflow.exceptions import MlflowException
+from reliability_runs import (
+    FAKE_WANDB_KEY,
+    Backend,
+    Training,
+    end_events,
+    journal_steps,
+    mlflow_key_of,
+    mlflow_run_id,
+)
+from support.readers import mlflow_history, read_tb_scalars, read_wandb_history, wandb_run_ids
+
+pytestmark = pytest.mark.slow
+
+EXIT_DEADLINE_S = 4.0  # where the backend lets us set it (Megatron); TorchTitan keeps the core's 30 s
+EXIT_SLACK_S = 20.0  # interpreter and upstream teardown after the tracking run ended, on a loaded 2-core box
+
+
+def steps(client, run_id: str, backend: Backend) -> list[int]:
+    return [s for s, _ in mlflow_history(client, run_id, mlflow_key_of(backend.loss))]
+
+
+def tb_steps(root: Path, backend: Backend) -> list[int]:
+    logdirs = {p.parent for p in root.rglob("events.out.tfevents.*")}
+    return sorted(s for d in logdirs for s, _ in read_tb_scalars(d).get(backend.loss, []))
+
+
+def assert_bounded_exit(training: Training, deadline_s: float) -> None:
+    """From the journal's end record (the run started to close) to the process's exit: the deadline, not the server."""
+    [*_, end] = end_events(training.run_dir())
+    waited = training.exited_at - end["t"] / 1e3
+    assert waited < deadline_s + EXIT_SLACK_S, f"exit took {waited:.1f} s after the run closed"
+
+
+# -- background runs: started first, they train while the choreographed ones below wait at gates ------------
+@dataclass
+class Background:
+    failing: Training
+    wandb_unreachable: Training
+
+
+@pytest.fixture(scope="module")
+def background(backend, mlflow_server, tmp_path_factory, titan_assets_dir) -> Background:
+    root = tmp_path_factory.mktemp(f"background-{backend.name}")
+    env = {"MLFLOW_TRACKING_URI": mlflow_server.uri}
+    failing = Training(backend, root / "failing", backend.args(5, f"h10-{backend.name}-failing"), fail_at=3,
+                       env=env, assets=titan_assets_dir)
+    # W&B online against a closed loopback port (conftest's WANDB_BASE_URL) with a well-formed fake key;
+    # Megatron stops through upstream's own sys.exit(0) at --exit-interval
+    stop = ["--exit-interval", "3"] if backend.name == "megatron" else []
+    wandb_env = {**env, "WANDB_MODE": "online", "WANDB_API_KEY": FAKE_WANDB_KEY, "WANDB_INIT_TIMEOUT": "3"}
+    unreachable = Training(backend, root / "wandb-unreachable",
+                           [*backend.args(5 if stop else 3, f"h10-{backend.name}-wandb", wandb=True), *stop,
+                            *backend.exit_deadline(EXIT_DEADLINE_S * 5)],
+                           env=wandb_env, assets=titan_assets_dir)
+    return Background(failing, unreachable)
+
+
+# -- the MLflow server killed, restarted, then hung ------------------------------------------------------------
+@dataclass
+class ServerFaults:
+    training: Training
+    status_before_sync: str
+    steps_before_sync: list[int]
+    sync_code: int
+    sync_output: str
+
+
+KILL_AT, RESTART_AT, HANG_AT, FAULT_STEPS = 3, 5, 6, 8
+
+
+@pytest.fixture(scope="module")
+def server_faults(backend, background, _fault_server, tmp_path_factory, titan_assets_dir) -> ServerFaults:
+    server = _fault_server
+    root = tmp_path_factory.mktemp(f"server-faults-{backend.name}")
+    training = Training(backend, root, [*backend.args(FAULT_STEPS, f"h10-{backend.name}-faults"),
+                                        *backend.exit_deadline(EXIT_DEADLINE_S)],
+                        env={"MLFLOW_TRACKING_URI": server.uri}, gates=(KILL_AT, RESTART_AT, HANG_AT),
+                        assets=titan_assets_dir)
+    from mlflow import MlflowClient
+
+    client = MlflowClient(server.uri)
+    try:
+        training.wait_at(KILL_AT)
+        run_id = delivered(client, training, backend, KILL_AT - 1)  # the run exists and is receiving steps
+        server.kill()  # steps KILL_AT .. RESTART_AT-1 train with no server at all
+        training.go(KILL_AT)
+        training.wait_at(RESTART_AT)
+        server.restart()
+        delivered(client, training, backend, RESTART_AT - 1)  # the worker replayed the outage by itself
+        training.go(RESTART_AT)
+        training.wait_at(HANG_AT)
+        server.pause()  # the port accepts connections, nothing answers, until after the process exited
+        training.go(HANG_AT)
+        training.wait()
+        server.resume()
+        before = client.get_run(run_id).info.status, steps(client, run_id, backend)
+        sync = subprocess.run([sys.executable, "-m", "primus.cli.main", "tracking", "sync", str(training.run_dir()),
+                               "--timeout", "120"], capture_output=True, text=True, timeout=300)
+        return ServerFaults(training, *before, sync.returncode, sync.stdout + sync.stderr)
+    finally:
+        server.resume()
+        if not server.healthy():
+            server.restart()
+
+
+def delivered(client, training: Training, backend: Backend, last_step: int, timeout: float = 180) -> str:
+    """Wait (the training waits at a gate) until the MLflow run holds steps 1..last_step; its run id."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            run_id = mlflow_run_id(training.run_dir())
+            if steps(client, run_id, backend) == list(range(1, last_step + 1)):
+                return run_id
+        except (KeyError, ValueError, OSError, MlflowException):  # no run yet, or the server still starting
+            pass
+        time.sleep(0.2)
+    raise AssertionError(f"MLflow never received steps 1..{last_step}: {training.result().explain()}")
+
+
+# -- SIGTERM mid-run, then the restart from the checkpoint ------------------------------------------------------
+SIGTERM_AT, RESUMED_STEPS, CHECKPOINT_EVERY = 4, 5, 2
+
+
+@dataclass
+class KilledThenResumed:
+    killed: Training
+    resumed: Training
+    killed_status: str  # the MLflow run's, before the restart
+    killed_steps: list[int]  # delivered to MLflow before the restart
+    killed_journal: list[int]  # journaled before the restart
+    killed_ends: list[str]  # end records before the restart
+
+
+@pytest.fixture(scope="module")
+def killed_then_resumed(backend, mlflow_server, session_client, server_faults, tmp_path_factory,
+                        titan_assets_dir) -> KilledThenResumed:
+    root = tmp_path_factory.mktemp(f"killed-{backend.name}")
+    nproc = 2 if backend.name == "megatron" else 1
+    env = {"MLFLOW_TRACKING_URI": mlflow_server.uri, "WANDB_MODE": "offline"}
+    experiment = f"h10-{backend.name}-killed"
+    killed = Training(backend, root, [*backend.args(RESUMED_STEPS, experiment, wandb=True),
+                                      *backend.checkpoint(CHECKPOINT_EVERY, load=False)],
+                      name="killed", nproc=nproc, env=env, gates=(SIGTERM_AT,), assets=titan_assets_dir)
+    killed.wait_at(SIGTERM_AT)
+    killed.signal(signal.SIGTERM)  # as a scheduler preempting the job does (torchrun forwards it)
+    killed.wait()
+    run_id = mlflow_run_id(killed.run_dir())
+    status, logged = session_client.get_run(run_id).info.status, steps(session_client, run_id, backend)
+    journaled = journal_steps(killed.run_dir(), backend.loss)
+    ends = [e["status"] for e in end_events(killed.run_dir())]
+    resumed = Training(backend, root, [*backend.args(RESUMED_STEPS, experiment, wandb=True),
+                                       *backend.checkpoint(CHECKPOINT_EVERY, load=True)],
+                       name="resumed", nproc=nproc, env=env, count_collectives=True, assets=titan_assets_dir)
+    resumed.wait()
+    return KilledThenResumed(killed, resumed, status, logged, journaled, ends)
+
+
+def test_sigterm_marks_the_run_killed_with_every_logged_step_delivered(killed_then_resumed, backend):
+    killed = killed_then_resumed.killed
+    assert killed.result().returncode != 0, killed.result().explain()
+    assert killed_then_resumed.killed_journal == list(range(1, SIGTERM_AT))
+    assert killed_then_resumed.killed_ends == ["KILLED"]
+    assert killed_then_resumed.killed_status == "KILLED"
+    assert killed_then_resumed.killed_steps == list(range(1, SIGTERM_AT))
+
+
+def test_restart_from_checkpoint_continues_the_same_runs_without_duplicate_steps(killed_then_resumed, backend,
+                                                                                 session_client):
+    killed, resumed = killed_then_resumed.killed, killed_then_resumed.resumed
+    result = resumed.result()
+    assert result.returncode == 0, result.explain()
+    run_dir = resumed.run_dir()
+    assert run_dir == killed.run_dir()
+    experiment = session_client.get_experiment_by_name(f"h10-{backend.name}-killed")
+    [run] = session_client.search_runs([experiment.experiment_id])
+    assert run.info.run_id == mlflow_run_id(run_dir) and run.info.status == "FINISHED"
+    every_step = list(range(1, RESUMED_STEPS + 1))
+    assert steps(session_client, run.info.run_id, backend) == every_step
+    assert journal_steps(run_dir, backend.loss) == every_step
+    # the checkpoint was at step 2: step 3 was trained twice, tracked once
+    assert end_events(run_dir)[-1]["dropped"].get("already_tracked", 0) >= 1
+    assert len(wandb_run_ids(resumed.workdir)) == 1
+    assert sorted(r["_step"] for r in read_wandb_history(resumed.workdir) if backend.loss in r) == every_step
+    assert tb_steps(resumed.workdir, backend) == every_step
+
+
+def test_one_writer_per_tracker_and_no_collective_on_a_tracking_thread(killed_then_resumed):
+    resumed = killed_then_resumed.resumed
+    assert len(list(resumed.workdir.rglob("journal.jsonl"))) == 1  # one tracked run, on the writer rank
+    counts = resumed.collectives()
+    assert len(counts) == resumed.nproc, counts
+    for rank, calls in counts.items():
+        assert any(k.startswith("main:") for k in calls), (rank, calls)  # the counting sees upstream's collectives
+        off_main = {k: n for k, n in calls.items() if not k.startswith("main:")}
+        assert not [k for k in off_main if k.startswith("primus-")], (rank, off_main)
+
+
+# -- an exception in the user's forward step ---------------------------------------------------------------------
+def test_exception_in_the_forward_step_marks_the_run_failed(background, backend, session_client):
+    failing = background.failing
+    result = failing.wait()
+    assert result.returncode not in (0, None), result.explain()
+    assert "RuntimeError: reliability test: the user's forward step failed at step 3" in result.output
+    run_dir = failing.run_dir()
+    assert journal_steps(run_dir, backend.loss) == [1, 2]
+    assert [e["status"] for e in end_events(run_dir)] == ["FAILED"]
+    run_id = mlflow_run_id(run_dir)
+    assert session_client.get_run(run_id).info.status == "FAILED"
+    assert steps(session_client, run_id, backend) == [1, 2]
+
+
+# -- W&B online with an unreachable server -----------------------------------------------------------------------
+def test_unreachable_wandb_is_bounded_and_the_training_completes(background, backend, session_client):
+    training = background.wandb_unreachable
+    result = training.wait()
+    assert result.returncode == 0, result.explain()
+    if backend.name == "megatron":
+        assert "exiting program at iteration 3" in result.output  # upstream's sys.exit(0)
+    run_dir = training.run_dir()
+    assert journal_steps(run_dir, backend.loss) == [1, 2, 3]
+    assert [e["status"] for e in end_events(run_dir)] == ["FINISHED"]
+    assert "W&B did not start online within init_timeout_s=3.0" in result.output
+    assert sorted(r["_step"] for r in read_wandb_history(run_dir) if backend.loss in r) == [1, 2, 3]
+    run_id = mlflow_run_id(run_dir)
+    assert session_client.get_run(run_id).info.status == "FINISHED"
+    assert steps(session_client, run_id, backend) == [1, 2, 3]
+    assert_bounded_exit(training, EXIT_DEADLINE_S * 5 if backend.exit_deadline_flag else 30.0)
+    assert FAKE_WANDB_KEY not in result.output
