@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -110,6 +111,8 @@ class Training:
             self.process = subprocess.Popen([*launcher, str(TRAINER), backend.name, *args], cwd=self.workdir,
                                             env=run_env, stdout=log, stderr=subprocess.STDOUT,
                                             start_new_session=True)
+        self._watcher = threading.Thread(target=self._watch, name=f"watch-{name}", daemon=True)
+        self._watcher.start()
 
     # -- acting on it mid-run ------------------------------------------------------------------
     def wait_at(self, step: int, timeout: float = 300) -> None:
@@ -128,28 +131,25 @@ class Training:
         self.process.send_signal(signum)
 
     def wait(self, timeout: float = 300) -> Any:
-        try:
-            self.process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
+        """Until the job ended: the launched process and every process of its group (torchrun may exit
+        before the workers it signalled)."""
+        self._watcher.join(timeout)
+        if self._watcher.is_alive():
             os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait()
-            raise AssertionError(f"timed out after {timeout} s: {self.result().explain()}") from None
-        self._wait_for_the_group(timeout)
-        if self.exited is None:
-            self.exited, self.exited_at = time.monotonic(), time.time()
+            self._watcher.join()
+            raise AssertionError(f"timed out after {timeout} s: {self.result().explain()}")
         return self.result()
 
-    def _wait_for_the_group(self, timeout: float) -> None:
-        """torchrun may exit before the workers it signalled: the job ended when all its processes did."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+    def _watch(self) -> None:
+        """Notes when the job ended, whenever a test gets to look."""
+        self.process.wait()
+        while True:
             try:
                 os.killpg(self.process.pid, 0)
             except ProcessLookupError:
-                return
+                break
             time.sleep(0.05)
-        os.killpg(self.process.pid, signal.SIGKILL)
-        raise AssertionError(f"processes of the job outlived it by {timeout} s: {self.result().explain()}")
+        self.exited, self.exited_at = time.monotonic(), time.time()
 
     def result(self) -> Any:
         code = self.process.poll()

@@ -1,0 +1,119 @@
+"""`make bench`: run every benchmark under benchmarks/ and write benchmarks/RESULTS.md.
+
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/run_all.py [--quick] [--only NAME ...]
+
+Each benchmark is a script here that prints its own figures, each a ratio against a baseline measured
+side by side in the same run (hub_overhead: the hub vs upstream's writer patterns; *_tracking: step
+time with tracking on vs off and vs upstream's own writers; startup_overhead: start-up added by the
+layer; exit_flush: exit and flush time with a healthy and a dead server). They run one after another
+(each interleaves its own variants), and RESULTS.md gets the machine, every ratio line, and each
+benchmark's full output. ``--quick`` runs each with fewer rounds/steps (minutes instead of an hour).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import re
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "RESULTS.md"
+QUICK_ARGS = {  # fewer rounds and steps, same variants and baselines
+    "exit_flush": ["--rounds", "2", "--cap", "60"],
+    "hub_overhead": [],
+    "maxtext_tracking": ["--rounds", "1", "--steps", "60"],
+    "megatron_tracking": ["--rounds", "2", "--iters", "30"],
+    "startup_overhead": ["--runs", "7"],
+    "torchtitan_tracking": ["--rounds", "1", "--steps", "20"],
+}
+RATIO_LINE = re.compile(r"ratio|\s/\s|\bx\s?\d|per logged step|^\|", re.IGNORECASE)
+
+
+@dataclass
+class Outcome:
+    name: str
+    command: str
+    seconds: float
+    code: int
+    output: str
+
+    def ratio_lines(self) -> list[str]:
+        return [line.strip() for line in self.output.splitlines() if RATIO_LINE.search(line)]
+
+
+def benchmarks() -> list[str]:
+    return sorted(p.stem for p in HERE.glob("*.py") if p.stem != "run_all" and not p.stem.startswith("_"))
+
+
+def run(name: str, quick: bool) -> Outcome:
+    argv = [sys.executable, str(HERE / f"{name}.py"), *(QUICK_ARGS.get(name, []) if quick else [])]
+    env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
+    print(f"[bench] {name}: {' '.join(argv[1:])}", flush=True)
+    started = time.monotonic()
+    done = subprocess.run(argv, cwd=HERE.parent, env=env, capture_output=True, text=True)
+    seconds = time.monotonic() - started
+    print(f"[bench] {name}: exit {done.returncode} after {seconds:.0f} s", flush=True)
+    output = done.stdout if done.returncode == 0 else done.stdout + "\n" + done.stderr[-4000:]
+    return Outcome(name, " ".join(["python", *map(_relative, argv[1:])]), seconds, done.returncode, output)
+
+
+def _relative(arg: str) -> str:
+    return str(Path(arg).relative_to(HERE.parent)) if arg.startswith(str(HERE.parent)) else arg
+
+
+def machine() -> list[str]:
+    cpu = next((line.split(":", 1)[1].strip() for line in _read("/proc/cpuinfo").splitlines()
+                if line.startswith("model name")), platform.processor() or "unknown")
+    memory = next((line.split(":", 1)[1].strip() for line in _read("/proc/meminfo").splitlines()
+                   if line.startswith("MemTotal")), "unknown")
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    return [f"- host: {platform.node()}, {platform.system()} {platform.release()}, Python {platform.python_version()}",
+            f"- CPU: {cpu}, {os.cpu_count()} logical cores; memory {memory}; OMP_NUM_THREADS="
+            f"{os.environ.get('OMP_NUM_THREADS', 'unset')}",
+            f"- load average when the run started: {load} (other jobs on the machine slow every variant alike: "
+            f"the ratios compare variants measured side by side)"]
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text()
+    except OSError:
+        return ""
+
+
+def write_results(outcomes: list[Outcome], header: list[str], quick: bool) -> None:
+    lines = ["# Benchmark results", "",
+             f"Written by `make bench` (benchmarks/run_all.py{' --quick' if quick else ''}) on "
+             f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC. Every figure is a ratio against a baseline measured "
+             "in the same run; each benchmark's docstring says how.", "", "## Machine", "", *header, "",
+             "## Ratios", "", "| benchmark | exit | seconds | figures |", "|---|---|---|---|"]
+    for o in outcomes:
+        figures = "<br>".join(line.replace("|", "\\|") for line in o.ratio_lines()) or "(none printed)"
+        lines.append(f"| {o.name} | {o.code} | {o.seconds:.0f} | {figures} |")
+    for o in outcomes:
+        lines += ["", f"## {o.name}", "", f"`{o.command}` (exit {o.code}, {o.seconds:.0f} s)", "", "```",
+                  o.output.rstrip(), "```"]
+    RESULTS.write_text("\n".join(lines) + "\n")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="fewer rounds and steps per benchmark")
+    parser.add_argument("--only", nargs="*", choices=benchmarks(), help="run only these benchmarks")
+    args = parser.parse_args()
+    header = machine()
+    outcomes = [run(name, args.quick) for name in (args.only or benchmarks())]
+    write_results(outcomes, header, args.quick)
+    print(f"[bench] wrote {RESULTS}")
+    return 0 if all(o.code == 0 for o in outcomes) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,285 @@
+"""A corpus of bad inputs, each with the exact error it must get: a message naming the key, the value and
+the fix, before any training starts, a non-zero exit code where a command is involved, and nothing
+half-written (no run directory, journal or state file).
+
+Most cases are cheap: `primus config validate` and `primus train --dry-run` in this process, and the
+tracking core's start_run. The checks that only upstream's argument parsing can make run as real
+Megatron and TorchTitan processes (all at once), which must stop before their first iteration. The
+disk cases use a real read-only and a real full filesystem (tmpfs mounts; we run as root)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from reliability_runs import MEGATRON, TORCHTITAN, Training
+
+from primus.cli.main import main
+from primus.tracking import (ConsoleConfig, MlflowConfig, TensorBoardConfig, TrackingConfig, TrackingConfigError,
+                             WandbConfig, start_run)
+
+REPO = Path(__file__).resolve().parents[2]
+TINY = str(REPO / "configs/megatron/tiny_cpu.yaml")
+TITAN = str(REPO / "configs/torchtitan/llama3_debug_cpu.yaml")
+PROBLEM = "1 config problem:\n  - "
+MODULE = PROBLEM + "modules.pre_trainer: "
+CLI = PROBLEM + "command line: "
+BOOL = "expected bool (true or false), got str; YAML 1.2 booleans are true and false only"
+CREDENTIAL = ": a credential is given on the command line; it would be copied into every config dump, param upload and log. "
+
+# -- experiment YAML and overrides: `primus config validate` ------------------------------------------------------
+CONFIG_CASES = {
+    "int as text": ([TINY, "train_iters=ten"], MODULE + "train_iters = 'ten': expected int or null, got str"),
+    "float for an int": ([TINY, "train_iters=1.5"], MODULE + "train_iters = '1.5': expected int or null, got float"),
+    "yes for a bool": ([TINY, "disable_mlflow=yes"], MODULE + f"disable_mlflow = 'yes': {BOOL}"),
+    "text for a float": ([TINY, "lr=fast"], MODULE + "lr = 'fast': expected float or null, got str"),
+    "typo in a key": ([TINY, "log_intervall=1"], CLI + "log_intervall: no module has this parameter; did you mean log_interval?"),
+    "unknown key": ([TINY, "tensorboard_folder=tb"], CLI + "tensorboard_folder: no module has this parameter"),
+    "typo in a choice": ([TINY, "lr_decay_style=cosin"], MODULE + "lr_decay_style = 'cosin': expected one of ['constant', "
+                         "'linear', 'cosine', 'inverse-square-root', 'WSD'], not a valid choice"),
+    "API key in an override": ([TINY, "wandb_api_key=abcdef0123456789"],
+                               CLI + "wandb_api_key" + CREDENTIAL + "Delete it and export WANDB_API_KEY instead"),
+    "user:password URL": ([TINY, "mlflow_run_name=https://u:pw12345@host/x"], CLI + "mlflow_run_name" + CREDENTIAL),
+    "token in an override": ([TINY, "hf_token=hf_abcdefghijklmnopqrstuvwxyz0123"],
+                             CLI + "hf_token" + CREDENTIAL + "Delete it and export HF_TOKEN instead"),
+    "TorchTitan section typo": ([TITAN, "metrics.log_frq=1"],
+                                MODULE + "metrics.log_frq is not a torchtitan parameter; did you mean metrics.log_freq?"),
+    "TorchTitan bad bool": ([TITAN, "metrics.enable_wandb=maybe"], MODULE + f"metrics.enable_wandb = 'maybe': {BOOL}"),
+    "missing experiment file": (["/nonexistent/exp.yaml"], "/nonexistent/exp.yaml: no such file"),
+}
+YAML_CASES = {  # whole experiment files
+    "secret in YAML": ("modules: {m: {framework: megatron, config: pre_trainer.yaml, overrides: "
+                       "{wandb_api_key: abcdef0123456789abcdef}}}\n",
+                       "modules.m.overrides.wandb_api_key: a credential is written in config", "abcdef0123456789abcdef"),
+    "password URL in YAML": ("modules: {m: {framework: megatron, config: pre_trainer.yaml, overrides: "
+                             "{data_path: ['https://bob:hunter2hunter2@data.example/x']}}}\n",
+                             "modules.m.overrides.data_path[0]: a credential is written in config", "hunter2hunter2"),
+    "unset variable": ("work_group: ${PRIMUS_H10_UNSET_TEAM}\nmodules: {m: {framework: megatron, config: pre_trainer.yaml}}\n",
+                       "PRIMUS_H10_UNSET_TEAM", None),
+    "section not a mapping": ("modules: {m: {framework: torchtitan, config: pre_trainer.yaml, overrides: {metrics: 3}}}\n",
+                              "metrics is a section; write its keys under it as a mapping", None),
+    "unknown framework": ("modules: {m: {framework: megatronn, config: pre_trainer.yaml}}\n", "megatronn", None),
+    "malformed YAML": ("modules: {m: {framework: megatron\n", "exp.yaml", None),
+    "extends a missing file": ("extends: /nonexistent/base.yaml\nmodules: {m: {framework: megatron, config: pre_trainer.yaml}}\n",
+                               "/nonexistent/base.yaml", None),
+}
+
+
+@pytest.mark.parametrize("argv, expected", CONFIG_CASES.values(), ids=CONFIG_CASES.keys())
+def test_bad_config_values_are_refused_by_config_validate(argv, expected, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["config", "validate", *argv]) == 1
+    captured = capsys.readouterr()
+    assert expected in captured.err, captured.err
+    assert "abcdef0123456789" not in captured.err and "pw12345" not in captured.err and "uvwxyz0123" not in captured.err
+    assert captured.out == "" and list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("text, expected, secret", YAML_CASES.values(), ids=YAML_CASES.keys())
+def test_bad_experiment_files_are_refused(text, expected, secret, capsys, tmp_path, monkeypatch):
+    monkeypatch.delenv("PRIMUS_H10_UNSET_TEAM", raising=False)
+    exp = tmp_path / "exp.yaml"
+    exp.write_text(text)
+    assert main(["config", "validate", str(exp)]) == 1
+    err = capsys.readouterr().err
+    assert expected in err, err
+    assert secret is None or secret not in err
+    assert list(tmp_path.iterdir()) == [exp]
+
+
+# -- the launcher: `primus train` refuses before it creates or starts anything --------------------------------------
+TRAIN_CASES = {
+    "no processes": (["--nproc-per-node", "0"], "launch.nproc_per_node (--nproc-per-node) = 0: give at least 1"),
+    "container without image": (["--launcher", "container"], "launch.container.image (--image) = None: name the image"),
+    "endpoint without port": (["--nnodes", "2", "--rdzv-endpoint", "node001", "--rdzv-id", "j1"],
+                              "launch.rdzv_endpoint (--rdzv-endpoint) = 'node001': give HOST:PORT of the first node"),
+    "multi-node without job id": (["--nnodes", "2", "--rdzv-endpoint", "node001:29500"],
+                                  "launch.rdzv_id (--rdzv-id) = None: give a job id"),
+    "unknown launcher": (["--launcher", "kubernetes"], "invalid choice: 'kubernetes'"),
+    "W&B on, no credentials, in a container": (["--launcher", "container", "--image", "img", "disable_wandb=false"],
+                                               "W&B is enabled and online (WANDB_MODE=online) but WANDB_API_KEY is not set"),
+}
+
+
+@pytest.mark.parametrize("flags, expected", TRAIN_CASES.values(), ids=TRAIN_CASES.keys())
+def test_bad_launches_stop_before_anything_starts(flags, expected, capsys, tmp_path, monkeypatch):
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    monkeypatch.setenv("NETRC", str(tmp_path / "no-netrc"))
+    try:
+        code = main(["train", "--config", TINY, *flags, f"workspace={tmp_path / 'ws'}"])
+    except SystemExit as e:  # argparse's own refusal
+        code = e.code
+    captured = capsys.readouterr()
+    assert code == 2 and expected in captured.err, captured.err
+    assert not (tmp_path / "ws").exists()
+
+
+# -- the tracking core: start_run refuses before it creates the run directory -------------------------------------
+def _tracking(tmp_path: Path, **kw) -> TrackingConfig:
+    return TrackingConfig(run_dir=tmp_path / "run", **kw)
+
+
+TRACKING_CASES = {
+    "W&B mode typo": (dict(wandb=WandbConfig(mode="onlin")), {}, "wandb.mode (or WANDB_MODE)='onlin' is not valid: use "
+                      "one of online, offline, disabled, shared"),
+    "WANDB_INIT_TIMEOUT not a number": (dict(wandb=WandbConfig(mode="offline")), {"WANDB_INIT_TIMEOUT": "soon"},
+                                        "WANDB_INIT_TIMEOUT='soon' is not valid: give a positive number of seconds"),
+    "WANDB_INIT_TIMEOUT zero": (dict(wandb=WandbConfig(mode="offline")), {"WANDB_INIT_TIMEOUT": "0"},
+                                "WANDB_INIT_TIMEOUT=0.0 is not valid: give a positive number of seconds"),
+    "exit deadline zero": (dict(exit_deadline_s=0), {}, "exit_deadline_s=0 is not valid: give a positive number"),
+    "journal cap zero": (dict(journal_max_bytes=0), {}, "journal_max_bytes=0 is not valid: give a positive integer"),
+    "console interval zero": (dict(console=ConsoleConfig(interval=0)), {}, "console.interval=0 is not valid"),
+    "TensorBoard dir empty": (dict(tensorboard=TensorBoardConfig(log_dir="")), {},
+                              "tensorboard.log_dir='' is not valid: set tensorboard_dir to a directory"),
+    "MLflow URI host:port without scheme": (dict(mlflow=MlflowConfig()), {"MLFLOW_TRACKING_URI": "localhost:5000"},
+                                            "MLFLOW_TRACKING_URI='localhost:5000' is not valid: unknown scheme 'localhost'"),
+    "MLflow URI missing colon": (dict(mlflow=MlflowConfig(tracking_uri="http//127.0.0.1:5000")), {},
+                                 "mlflow.tracking_uri='http//127.0.0.1:5000' is not valid: give an MLflow server"),
+    "MLflow URI without host": (dict(mlflow=MlflowConfig(tracking_uri="http://:5000")), {},
+                                "mlflow.tracking_uri='http://:5000' is not valid: give the server as http://HOST:PORT"),
+    "MLflow URI bad port": (dict(mlflow=MlflowConfig(tracking_uri="http://127.0.0.1:mlflow")), {},
+                            "mlflow.tracking_uri='http://127.0.0.1:mlflow' is not valid: give the server as http://HOST:PORT"),
+    "MLflow URI scheme typo": (dict(mlflow=MlflowConfig(tracking_uri="htp://127.0.0.1:5000")), {},
+                               "mlflow.tracking_uri='htp://127.0.0.1:5000' is not valid: unknown scheme 'htp'"),
+    "MLflow bare path": (dict(mlflow=MlflowConfig(tracking_uri="mlruns")), {},
+                         "a bare path is MLflow's retired file store"),
+    "MLflow URI password is not echoed": (dict(mlflow=MlflowConfig(tracking_uri="htp://u:s3cr3tpass@x:5000")), {},
+                                          "mlflow.tracking_uri='htp://u:***@x:5000' is not valid"),
+    "Databricks without credentials": (dict(mlflow=MlflowConfig(experiment_name="/Users/me/x")),
+                                       {"MLFLOW_TRACKING_URI": "databricks", "DATABRICKS_CONFIG_FILE": "/nonexistent"},
+                                       "Databricks-hosted MLflow needs DATABRICKS_HOST and DATABRICKS_TOKEN"),
+    "Databricks experiment not a path": (dict(mlflow=MlflowConfig(experiment_name="exp")),
+                                         {"MLFLOW_TRACKING_URI": "databricks", "DATABRICKS_HOST": "https://x.databricks.com",
+                                          "DATABRICKS_TOKEN": "dapi" + "0" * 32},
+                                         "Databricks experiment names are workspace paths: use e.g. '/Users/<you>/exp'"),
+}
+
+
+@pytest.mark.parametrize("kw, env, expected", TRACKING_CASES.values(), ids=TRACKING_CASES.keys())
+def test_bad_tracking_settings_are_refused_before_the_run_starts(kw, env, expected, tmp_path, monkeypatch):
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(TrackingConfigError) as error:
+        start_run(_tracking(tmp_path, **kw))
+    assert expected in str(error.value)
+    assert "s3cr3tpass" not in str(error.value)
+    assert not (tmp_path / "run").exists()
+
+
+# -- disks: read-only, full, and a file where the run directory should be ----------------------------------------
+@pytest.fixture
+def tmpfs(tmp_path):
+    """``tmpfs(options) -> Path``: a real tmpfs mounted for this test (root only), unmounted after."""
+    mounted = []
+
+    def mount(name: str, options: str) -> Path:
+        target = tmp_path / name
+        target.mkdir()
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(target)], capture_output=True, text=True)
+        assert done.returncode == 0, f"mount -t tmpfs -o {options} needs root: {done.stderr}"
+        mounted.append(target)
+        return target
+
+    yield mount
+    for target in mounted:
+        subprocess.run(["umount", "-l", str(target)], check=False)
+
+
+def _fill(root: Path) -> None:
+    fd = os.open(root / "filler", os.O_WRONLY | os.O_CREAT)
+    try:
+        while os.write(fd, b"\0" * 4096):
+            pass
+    except OSError:  # ENOSPC: the disk is full
+        pass
+    finally:
+        os.close(fd)
+
+
+def test_read_only_run_directory_is_refused(tmpfs):
+    readonly = tmpfs("ro", "ro,size=64k")
+    with pytest.raises(TrackingConfigError) as error:
+        start_run(TrackingConfig(run_dir=readonly / "run"))
+    assert f"run_dir='{readonly / 'run'}' is not usable (Read-only file system" in str(error.value)
+    assert "give the run a writable directory with free space" in str(error.value)
+
+
+def test_full_disk_for_the_journal_is_refused_with_nothing_half_written(tmpfs):
+    full = tmpfs("full", "size=64k")
+    _fill(full)
+    with pytest.raises(TrackingConfigError) as error:
+        start_run(TrackingConfig(run_dir=full / "run"))
+    assert "is not usable (No space left on device" in str(error.value)
+    leftovers = [p.name for p in (full / "run").iterdir()]
+    assert not [n for n in leftovers if n.endswith(".tmp") or n in ("journal.jsonl", "meta.json", "run.json")], leftovers
+
+
+def test_a_file_in_place_of_the_run_directory_is_refused(tmp_path):
+    (tmp_path / "run").write_text("not a directory")
+    with pytest.raises(TrackingConfigError, match=r"run_dir='.*/run' is not usable \(File exists"):
+        start_run(TrackingConfig(run_dir=tmp_path / "run"))
+
+
+# -- metric names and values a trainer may hand the hub: never an error in training ------------------------------------
+def test_invalid_metric_names_and_values_never_reach_training(tmp_path, mlflow_uri, mlflow_client, primus_caplog):
+    run = start_run(TrackingConfig(run_dir=tmp_path / "run", experiment_name="h10-names", mlflow=MlflowConfig()))
+    run.log(1, {"throughput(tps)": 1.0, "mfu(%)": 2.0, "a..b": 3.0, "/lead": 4.0, "": 5.0, "x" * 300: 6.0})
+    run.log(2, {"loss": "not a number", "ok": 7.0})
+    run.log(3, None)  # not a mapping
+    assert run.flush(120)
+    run.finish()
+    keys = set(mlflow_client.get_run(run.mlflow_run_id).data.metrics)
+    # names MLflow refuses are spelled for it, readably, with a hash of the original: none is lost
+    readable = sorted(k.rsplit("_", 1)[0] for k in keys - {"ok", "a..b"})
+    assert readable == ["lead", "metric", "mfu_pct", "throughput_tps", "x" * 241], keys
+    assert all(len(k) <= 250 and not k.startswith("/") for k in keys)
+    assert "metric 'loss' has a value that is not a number (str); it is skipped" in primus_caplog.text
+    assert run.stats()["dropped"] == {"invalid_value": 1, "not_a_mapping": 1}
+
+
+# -- what only upstream's argument parsing sees: real processes, stopped before their first iteration ------------------
+UPSTREAM_CASES = {
+    "Megatron out-of-range Primus arguments": (
+        MEGATRON, ["--log-avg-reset-interval", "0", "--primus-exit-deadline", "-1", "--tensorboard-log-interval", "0",
+                   "--disable-tensorboard", "false"], {},
+        ["log_avg_reset_interval=0 is invalid: --log-avg-reset-interval must be >= 1",
+         "primus_exit_deadline=-1.0 is invalid: --primus-exit-deadline must be > 0 seconds",
+         "tensorboard_log_interval=0 is invalid: --tensorboard-log-interval must be >= 1"]),
+    "Megatron toggle that is not a bool": (MEGATRON, ["--disable-wandb", "maybe"], {},
+                                           ["argument --disable-wandb: expected true or false, got 'maybe'"]),
+    "Megatron malformed MLflow URI": (MEGATRON, ["--disable-mlflow", "false"], {"MLFLOW_TRACKING_URI": "localhost:5000"},
+                                      ["MLFLOW_TRACKING_URI='localhost:5000' is not valid: unknown scheme 'localhost'"]),
+    "Megatron Databricks without token": (MEGATRON, ["--disable-mlflow", "false"],
+                                          {"MLFLOW_TRACKING_URI": "databricks", "DATABRICKS_CONFIG_FILE": "/nonexistent"},
+                                          ["Databricks-hosted MLflow needs DATABRICKS_HOST and DATABRICKS_TOKEN"]),
+    "TorchTitan log_freq zero": (TORCHTITAN, ["--metrics.log-freq", "0", "--metrics.enable-tensorboard"], {},
+                                 ["metrics.log_freq=0 is invalid: log every N >= 1 steps"]),
+    "TorchTitan MLflow URI without host": (TORCHTITAN, ["--metrics.enable-mlflow"], {"MLFLOW_TRACKING_URI": "http://:5000"},
+                                           ["MLFLOW_TRACKING_URI='http://:5000' is not valid: give the server as "
+                                            "http://HOST:PORT"]),
+}
+
+
+@pytest.fixture(scope="module")
+def upstream_refusals(tmp_path_factory, titan_assets_dir):
+    """Every case's process, started together (each spends its seconds importing upstream), then waited for."""
+    root = tmp_path_factory.mktemp("upstream-refusals")
+    started = {}
+    for i, (name, (backend, args, env, _)) in enumerate(UPSTREAM_CASES.items()):
+        base = backend.args(3, f"h10-bad-{i}", tensorboard=False, mlflow=False)
+        started[name] = Training(backend, root / f"case{i}", [*base, *args], env=env, assets=titan_assets_dir)
+    return {name: training.wait(timeout=400) and training for name, training in started.items()}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", UPSTREAM_CASES)
+def test_upstream_arguments_are_refused_before_training(upstream_refusals, name):
+    training = upstream_refusals[name]
+    result = training.result()
+    assert result.returncode not in (0, None), result.explain()
+    for line in UPSTREAM_CASES[name][3]:
+        assert line in result.output, result.explain()
+    assert "iteration        1/" not in result.output and "step:  1" not in result.output
+    assert list(training.workdir.rglob("journal.jsonl")) == [] and list(training.workdir.rglob("run.json")) == []
