@@ -17,6 +17,7 @@ What tests/backends already proves is not repeated: tracker toggles, the clean -
 
 from __future__ import annotations
 
+import json
 import signal
 import statistics
 import subprocess
@@ -80,8 +81,22 @@ def background(backend, mlflow_server, tmp_path_factory, titan_assets_dir) -> Ba
     unreachable = Training(backend, root / "wandb-unreachable",
                            [*backend.args(5 if stop else 3, f"h10-{backend.name}-wandb", wandb=True), *stop,
                             *backend.exit_deadline(EXIT_DEADLINE_S * 5)],
-                           env=wandb_env, assets=titan_assets_dir)
+                           env=wandb_env, gates=(3,), assets=titan_assets_dir)
+    # a real job trains longer than W&B's start-up timeout: hold step 3 until W&B gave up and went offline
+    # (a job that exits within init_timeout_s keeps its steps in the journal only: `primus tracking sync`)
+    unreachable.wait_at(3)
+    deadline = time.monotonic() + 120
+    while wandb_mode(unreachable) != "offline" and time.monotonic() < deadline:
+        time.sleep(0.1)
+    unreachable.go(3)
     return Background(failing, unreachable)
+
+
+def wandb_mode(training: Training) -> str | None:
+    try:
+        return json.loads((training.run_dir() / "run.json").read_text()).get("wandb", {}).get("mode")
+    except (ValueError, OSError):  # not written yet, or being replaced
+        return None
 
 
 # -- the MLflow server killed, restarted, then hung ------------------------------------------------------------
