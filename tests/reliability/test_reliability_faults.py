@@ -133,6 +133,7 @@ def server_faults(backend, background, _fault_server, tmp_path_factory, titan_as
         delivered(client, training, backend, RESTART_AT - 1)  # the worker replayed the outage by itself
         training.go(RESTART_AT)
         training.wait_at(HANG_AT)
+        delivered(client, training, backend, HANG_AT - 1)
         server.pause()  # the port accepts connections, nothing answers, until after the process exited
         training.go(HANG_AT)
         training.wait()
@@ -159,6 +160,38 @@ def delivered(client, training: Training, backend: Backend, last_step: int, time
             pass
         time.sleep(0.2)
     raise AssertionError(f"MLflow never received steps 1..{last_step}: {training.result().explain()}")
+
+
+def test_server_outages_lose_and_duplicate_nothing(server_faults, _fault_server, backend):
+    training = server_faults.training
+    result = training.result()
+    assert result.returncode == 0, result.explain()
+    assert journal_steps(training.run_dir(), backend.loss) == list(range(1, FAULT_STEPS + 1))
+    # the hung server kept the last steps from MLflow, so the run stayed RUNNING until the sync
+    assert server_faults.status_before_sync == "RUNNING"
+    assert server_faults.steps_before_sync == list(range(1, HANG_AT))
+    assert server_faults.sync_code == 0 and "mlflow: delivered, status FINISHED" in server_faults.sync_output
+    from mlflow import MlflowClient
+
+    client = MlflowClient(_fault_server.uri)
+    run_id = mlflow_run_id(training.run_dir())
+    assert steps(client, run_id, backend) == list(range(1, FAULT_STEPS + 1))
+    assert client.get_run(run_id).info.status == "FINISHED"
+    assert tb_steps(training.workdir, backend) == list(range(1, FAULT_STEPS + 1))  # TensorBoard never noticed
+
+
+def test_training_keeps_its_pace_and_exits_within_the_deadline(server_faults, backend):
+    training = server_faults.training
+    seconds = backend.step_seconds(training)
+    gated = {KILL_AT, RESTART_AT, HANG_AT}  # those steps include the test's own wait at the gate
+    healthy = [seconds[s] for s in range(2, KILL_AT)]
+    faulty = [seconds[s] for s in (*range(KILL_AT, RESTART_AT), *range(HANG_AT, FAULT_STEPS + 1)) if s not in gated]
+    # one synchronous MLflow call against a dead or hung server costs seconds (its timeout); a loose bound
+    # for a loaded 2-core box: benchmarks/ measures the real overhead
+    assert max(faulty) < 2.0 + 3 * statistics.median(healthy), (healthy, faulty)
+    output = training.result().output
+    assert "mlflow did not receive everything within exit_deadline_s" in output
+    assert_bounded_exit(training, EXIT_DEADLINE_S if backend.exit_deadline_flag else 30.0)
 
 
 # -- SIGTERM mid-run, then the restart from the checkpoint ------------------------------------------------------
