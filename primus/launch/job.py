@@ -19,14 +19,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from primus.config import ConfigError, Experiment, ModuleConfig, load_experiment
+from primus.config import Experiment, ModuleConfig
+from primus.config.environment import CONFIG_ENV, OVERRIDES_ENV, RUN_DIR_ENV
 
 # python -m <entry> runs the framework's upstream trainer with Primus's patches active
 ENTRY_MODULES = {"megatron": "primus.backends.megatron", "torchtitan": "primus.backends.torchtitan",
                  "maxtext": "primus.backends.maxtext"}
-CONFIG_ENV = "PRIMUS_CONFIG"
-OVERRIDES_ENV = "PRIMUS_CONFIG_OVERRIDES"
-RUN_DIR_ENV = "PRIMUS_RUN_DIR"
 # framework -> (the package its interpreter must import, the variable naming that interpreter, the
 # environment scripts/setup-maxtext-venv.sh builds next to the one running primus)
 OWN_INTERPRETERS = {"maxtext": ("maxtext", "PRIMUS_MAXTEXT_PYTHON", ".venv-maxtext")}
@@ -103,18 +101,3 @@ def _derived_overrides(exp: Experiment, module: ModuleConfig, run_dir: Path) -> 
     if not module.params.get("mlflow_experiment_name"):
         derived.append(f"{prefix}.mlflow_experiment_name={exp.name}")
     return derived
-
-
-def job_module_params(framework: str, environ: Mapping[str, str] = os.environ) -> dict | None:
-    """In a process a launcher started: the resolved parameters of the experiment's ``framework`` module
-    (CONFIG_ENV with OVERRIDES_ENV); None without CONFIG_ENV. Raises ConfigError: every problem in the
-    file, or not exactly one such module."""
-    path = environ.get(CONFIG_ENV)
-    if not path:
-        return None
-    exp = load_experiment(path, json.loads(environ.get(OVERRIDES_ENV, "[]")), environ=environ)
-    modules = [m for m in exp.modules.values() if m.framework == framework]
-    if len(modules) != 1:
-        raise ConfigError([f"{CONFIG_ENV}={path}: expected exactly one {framework} module, found {len(modules)} "
-                           f"among {sorted(exp.modules)}; keep one {framework} module per experiment file"])
-    return dict(modules[0].params)

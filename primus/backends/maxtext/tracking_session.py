@@ -11,7 +11,7 @@ from typing import Any
 from primus.backends.maxtext.hub_feed import HubFeed
 from primus.backends.maxtext.primus_options import PrimusOptions
 from primus.backends.maxtext.tracking_plan import TrackingPlan, plan_tracking
-from primus.launch.job import RUN_DIR_ENV
+from primus.config.environment import RUN_DIR_ENV
 from primus.log import get_logger
 
 log = get_logger("primus.maxtext")

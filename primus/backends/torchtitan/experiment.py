@@ -4,32 +4,21 @@ PRIMUS_RUN_DIR the run directory every rank shares."""
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-CONFIG_ENV = "PRIMUS_CONFIG"
-OVERRIDES_ENV = "PRIMUS_CONFIG_OVERRIDES"
-RUN_DIR_ENV = "PRIMUS_RUN_DIR"
+from primus.config.environment import RUN_DIR_ENV
 MODEL_SECTION = "model"  # Primus's: {module, config} -> upstream's --module / --config
 
 
 def experiment_params(environ: Mapping[str, str] = os.environ) -> dict[str, Any] | None:
     """The resolved parameters of the experiment's torchtitan module; None without PRIMUS_CONFIG.
-    Raises ConfigError (every problem in the file) or ValueError (not exactly one torchtitan module)."""
-    path = environ.get(CONFIG_ENV)
-    if not path:
-        return None
-    from primus.config import load_experiment
+    Raises ConfigError (every problem in the file, or not exactly one torchtitan module)."""
+    from primus.config.environment import module_params_from_env
 
-    exp = load_experiment(path, json.loads(environ.get(OVERRIDES_ENV, "[]")), environ=environ)
-    modules = [m for m in exp.modules.values() if m.framework == "torchtitan"]
-    if len(modules) != 1:
-        raise ValueError(f"{CONFIG_ENV}={path}: expected exactly one torchtitan module, found {len(modules)} among "
-                         f"{sorted(exp.modules)}; keep one torchtitan module per experiment file")
-    return dict(modules[0].params)
+    return module_params_from_env("torchtitan", environ)
 
 
 def run_dir_from_env(environ: Mapping[str, str] = os.environ) -> Path | None:

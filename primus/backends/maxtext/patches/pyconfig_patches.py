@@ -19,11 +19,11 @@ def _install_pyconfig(module, handle):
     from primus.backends.maxtext.primus_options import split_options
     from primus.backends.maxtext.tracking_session import explicit_run_dir, prepare_tracking
     from primus.backends.maxtext.upstream_argv import with_experiment
-    from primus.launch.job import job_module_params
+    from primus.config.environment import module_params_from_env
 
     def initialize(wrapped, instance, args, kwargs):
         argv = args[0] if args else kwargs.pop("argv", None)
-        params = job_module_params("maxtext")
+        params = module_params_from_env("maxtext")
         if params is not None:
             argv = with_experiment(argv or [""], params, explicit_run_dir())
         upstream_argv, kwargs, options = split_options(argv or [], kwargs)
