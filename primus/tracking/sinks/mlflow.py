@@ -18,7 +18,7 @@ from primus.tracking.journal import METRICS, TEXT, Record
 from primus.tracking.meta import RunMeta
 from primus.tracking.names import mlflow_key
 from primus.tracking.params import MLFLOW_MAX_PARAM_VALUE, MLFLOW_MAX_TAG_VALUE, clip
-from primus.tracking.sink import Sink
+from primus.tracking.sink import Sink, outside_except
 from primus.tracking.state import RunState
 
 log = logging.getLogger("primus.tracking")
@@ -139,9 +139,21 @@ class MlflowSink(Sink):
         if not complete:
             return  # the run stays RUNNING until `primus tracking sync` delivers the rest
         uploaded = self.state.section("mlflow").get("artifacts_uploaded")
-        if not uploaded and (self.cfg.upload_logs or self.cfg.upload_traces):
-            subdirs = [d for d, on in (("logs", self.cfg.upload_logs), ("traces", self.cfg.upload_traces)) if on]
+        subdirs = [d for d, on in (("logs", self.cfg.upload_logs), ("traces", self.cfg.upload_traces),
+                                   ("reports", self.cfg.upload_trace_report)) if on]
+        if not uploaded and subdirs:
+            if self.cfg.upload_trace_report:
+                self._write_trace_report()
             upload_run_files(self._client, self.run_id, self.run_dir, subdirs)
             self.state.update("mlflow", artifacts_uploaded=True)
         self._client.set_terminated(self.run_id, status)
         self.state.update("mlflow", terminated=status)
+
+    def _write_trace_report(self) -> None:
+        """Best effort: a report that cannot be built must not keep the run from ending."""
+        from primus.profiling.trace_report import write_trace_report
+
+        error = outside_except(lambda: write_trace_report(self.run_dir / "traces", self.run_dir / "reports"))
+        if error is not None:
+            log.warning("primus tracking: no trace report for MLflow run %s: %s", self.run_id,
+                        redact_text(str(error))[:300])
