@@ -4,7 +4,10 @@ hours and then fail to log in (or quietly not log) is stopped here, with the var
 W&B online needs WANDB_API_KEY or a `wandb login` entry in ~/.netrc; Databricks-hosted MLflow needs
 DATABRICKS_HOST and DATABRICKS_TOKEN (or a profile in ~/.databrickscfg). For a Slurm job or a container
 the variable must also be on the passthrough allow-list, and a container sees neither ~/.netrc nor
-~/.databrickscfg: there only the environment counts."""
+~/.databrickscfg: there only the environment counts.
+
+Every message goes through the redactor on its way to the console, which hides the value of any
+``*_KEY=``/``*_TOKEN=`` it sees: a hint names the variable and says what goes in it, never ``NAME=<placeholder>``."""
 
 from __future__ import annotations
 
@@ -63,7 +66,7 @@ def _wandb(environ: Mapping[str, str], passes: Callable[[str], bool], home_visib
         return []
     login = "" if home_visible else " (a container does not see ~/.netrc)"
     return [f"W&B is enabled and online (WANDB_MODE={mode}) but {why} and there is no `wandb login`{login}: "
-            f"export WANDB_API_KEY=<your key> (https://wandb.ai/authorize), or set WANDB_MODE=offline "
+            f"set WANDB_API_KEY to your API key (https://wandb.ai/authorize), or set WANDB_MODE=offline "
             f"and upload later with `wandb sync`"]
 
 
@@ -78,4 +81,5 @@ def _databricks(environ: Mapping[str, str], passes: Callable[[str], bool], home_
         return []
     where = f", or a profile in {profile}" if home_visible else " (a container does not see ~/.databrickscfg)"
     return [f"MLflow is enabled with MLFLOW_TRACKING_URI=databricks but {' and '.join(whys)}: export "
-            f"DATABRICKS_HOST=https://<workspace>.cloud.databricks.com and DATABRICKS_TOKEN=<token>{where}"]
+            f"DATABRICKS_HOST=https://<workspace>.cloud.databricks.com and set DATABRICKS_TOKEN to a personal "
+            f"access token{where}"]

@@ -9,6 +9,7 @@ import pytest
 
 from primus.config import load_experiment
 from primus.launch.credentials import enabled_trackers, missing_credentials
+from primus.redaction import redact_text
 
 REPO = Path(__file__).resolve().parents[2]
 MEGATRON = REPO / "configs" / "megatron" / "tiny_cpu.yaml"
@@ -43,7 +44,9 @@ def test_wandb_online_needs_a_key_or_a_login(no_login):
     module = _module(TORCHTITAN, "metrics.enable_wandb=true")
     [problem] = missing_credentials(module, {}, everything, home_visible=True)
     assert "W&B is enabled and online (WANDB_MODE=online) but WANDB_API_KEY is not set" in problem
-    assert "export WANDB_API_KEY=<your key>" in problem and "WANDB_MODE=offline" in problem
+    assert "set WANDB_API_KEY to your API key (https://wandb.ai/authorize)" in problem
+    assert "WANDB_MODE=offline" in problem
+    assert redact_text(problem) == problem  # printed through the redactor, which would eat a NAME=<placeholder>
     assert missing_credentials(module, {"WANDB_API_KEY": KEY}, everything, home_visible=True) == []
     assert missing_credentials(module, {"WANDB_MODE": "offline"}, everything, home_visible=True) == []
 
@@ -68,7 +71,9 @@ def test_databricks_needs_host_and_token_or_a_profile(tmp_path, monkeypatch):
     environ = {"MLFLOW_TRACKING_URI": "databricks", "DATABRICKS_CONFIG_FILE": str(tmp_path / "cfg")}
     [problem] = missing_credentials(module, environ, everything, home_visible=True)
     assert "DATABRICKS_HOST is not set and DATABRICKS_TOKEN is not set" in problem
-    assert "export DATABRICKS_HOST=https://<workspace>.cloud.databricks.com and DATABRICKS_TOKEN=<token>" in problem
+    assert ("export DATABRICKS_HOST=https://<workspace>.cloud.databricks.com and set DATABRICKS_TOKEN to a personal "
+            "access token") in problem
+    assert redact_text(problem) == problem
     both = {**environ, "DATABRICKS_HOST": "https://x.cloud.databricks.com", "DATABRICKS_TOKEN": "dapi" + "0" * 32}
     assert missing_credentials(module, both, everything, home_visible=True) == []
     (tmp_path / "cfg").write_text("[DEFAULT]\nhost = https://x.cloud.databricks.com\n")

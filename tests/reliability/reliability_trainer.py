@@ -104,9 +104,24 @@ def torchtitan() -> None:
     main()
 
 
+def maxtext() -> None:
+    from maxtext.trainers.pre_train import train
+
+    from primus.backends.maxtext.entry import main
+
+    iteration = train.training_loop_iteration
+
+    def step_then_iteration(jax_device_state, python_vars, immutable_data):
+        at_step(python_vars["step"])
+        return iteration(jax_device_state, python_vars, immutable_data)
+
+    train.training_loop_iteration = step_then_iteration  # train_loop looks it up on the module at each step
+    main()
+
+
 if __name__ == "__main__":
     backend = sys.argv.pop(1)
     if os.environ.get("RELIABILITY_COLLECTIVES"):
         count_collectives(os.environ["RELIABILITY_COLLECTIVES"])
     primus.activation.activate()  # before upstream is imported: its patches install on import
-    {"megatron": megatron, "torchtitan": torchtitan}[backend]()
+    {"megatron": megatron, "torchtitan": torchtitan, "maxtext": maxtext}[backend]()
