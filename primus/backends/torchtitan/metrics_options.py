@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 PRIMUS_FIELDS = ("enable_mlflow", "mlflow_run_name", "mlflow_experiment_name", "mlflow_upload_performance_metrics",
-                 "mlflow_upload_logs", "mlflow_upload_traces")
+                 "mlflow_upload_logs", "mlflow_upload_traces", "mlflow_upload_tracelens_report")
 
 
 @functools.cache
@@ -40,6 +40,9 @@ def primus_config_class(base: type) -> type:
 
         mlflow_upload_traces: bool = False
         """Write profiler traces to <run_dir>/traces and upload them to MLflow after training"""
+
+        mlflow_upload_tracelens_report: bool = False
+        """Write a report analysing this run's profiler traces to <run_dir>/reports and upload it to MLflow"""
 
     PrimusMetricsConfig.__name__ = PrimusMetricsConfig.__qualname__ = f"Primus{base.__qualname__.replace('.', '')}"
     return PrimusMetricsConfig

@@ -33,7 +33,7 @@ class TrackingPlan:
     all_ranks: bool  # save_for_all_ranks: every rank tracks, each into its own run
     perf_metrics: bool  # mlflow_upload_performance_metrics with MLflow on
     log_file: Path | None  # mlflow_upload_logs: this rank's log, uploaded after training
-    traces_dir: Path | None  # mlflow_upload_traces: where the profiler writes, uploaded after training
+    traces_dir: Path | None  # mlflow_upload_traces/_tracelens_report: where the profiler writes, read after training
     warnings: tuple[str, ...] = ()
     infos: tuple[str, ...] = ()
 
@@ -61,19 +61,24 @@ def run_directory(metrics: Any, *, dump_folder: str, checkpointing: bool, rank: 
 
 
 def plan_tracking(metrics: Any, *, dump_folder: str, checkpointing: bool, rank: int,
-                  explicit_run_dir: Path | None = None) -> TrackingPlan:
-    """``metrics``: the parsed metrics config (upstream's fields plus Primus's, see metrics_options)."""
+                  explicit_run_dir: Path | None = None, profiling: bool = False) -> TrackingPlan:
+    """``metrics``: the parsed metrics config (upstream's fields plus Primus's, see metrics_options);
+    ``profiling``: upstream's profiler.enable_profiling (the trace report has nothing to read without it)."""
     warnings: list[str] = []
     infos: list[str] = []
     if metrics.log_freq < 1:
         raise TrackingPlanError(f"metrics.log_freq={metrics.log_freq!r} is invalid: log every N >= 1 steps, e.g. 10")
     mlflow_on = bool(getattr(metrics, "enable_mlflow", False))
-    uploads = [name for name in ("mlflow_upload_performance_metrics", "mlflow_upload_logs", "mlflow_upload_traces")
-               if getattr(metrics, name, False)]
+    uploads = [name for name in ("mlflow_upload_performance_metrics", "mlflow_upload_logs", "mlflow_upload_traces",
+                                 "mlflow_upload_tracelens_report") if getattr(metrics, name, False)]
     if uploads and not mlflow_on:
         infos.append(f"{', '.join('metrics.' + u for u in uploads)} ignored: MLflow is off "
                      f"(metrics.enable_mlflow: false)")
         uploads = []
+    if "mlflow_upload_tracelens_report" in uploads and not profiling:
+        warnings.append("metrics.mlflow_upload_tracelens_report is on but profiling is off: there will be no "
+                        "traces to report on. Set profiler.enable_profiling: true (--profiler.enable-profiling).")
+    tracing = bool({"mlflow_upload_traces", "mlflow_upload_tracelens_report"} & set(uploads))
     if not (metrics.enable_tensorboard or metrics.enable_wandb or mlflow_on):
         return TrackingPlan(None, False, False, None, None, tuple(warnings), tuple(infos))
 
@@ -91,7 +96,8 @@ def plan_tracking(metrics: Any, *, dump_folder: str, checkpointing: bool, rank: 
         else None,
         wandb=wandb_settings(run_dir / "wandb", warnings) if metrics.enable_wandb else None,
         mlflow=MlflowConfig(upload_logs="mlflow_upload_logs" in uploads,
-                            upload_traces="mlflow_upload_traces" in uploads) if mlflow_on else None,
+                            upload_traces="mlflow_upload_traces" in uploads,
+                            upload_trace_report="mlflow_upload_tracelens_report" in uploads) if mlflow_on else None,
     )
     try:
         config = config.resolve()
@@ -99,5 +105,5 @@ def plan_tracking(metrics: Any, *, dump_folder: str, checkpointing: bool, rank: 
         raise TrackingPlanError(f"metrics settings: {e}") from e
     return TrackingPlan(config, bool(metrics.save_for_all_ranks), "mlflow_upload_performance_metrics" in uploads,
                         run_dir / "logs" / f"rank_{rank}.log" if "mlflow_upload_logs" in uploads else None,
-                        run_dir / "traces" if "mlflow_upload_traces" in uploads else None,
+                        run_dir / "traces" if tracing else None,
                         tuple(warnings), tuple(infos))

@@ -3,13 +3,12 @@ the metrics processor, built later inside the Trainer), and the run started on t
 
 from __future__ import annotations
 
-import logging
-from pathlib import Path
 from typing import Any
 
 from primus.backends.torchtitan.experiment import run_dir_from_env
 from primus.backends.torchtitan.tracking_plan import TrackingPlan, plan_tracking
-from primus.log import RedactingFormatter, get_logger
+from primus.log import get_logger
+from primus.log_capture import capture_console, stop_console_capture
 
 log = get_logger("primus.torchtitan")
 
@@ -21,7 +20,7 @@ def prepare_tracking(config: Any, rank: int) -> TrackingPlan:
     and point upstream's log and profiler output where the MLflow upload takes it from."""
     global _PLAN
     plan = plan_tracking(config.metrics, dump_folder=config.dump_folder, checkpointing=config.checkpoint.enable,
-                         rank=rank, explicit_run_dir=run_dir_from_env())
+                         rank=rank, explicit_run_dir=run_dir_from_env(), profiling=config.profiler.enable_profiling)
     if rank == 0:
         for text in plan.infos:
             log.info("%s", text)
@@ -30,7 +29,7 @@ def prepare_tracking(config: Any, rank: int) -> TrackingPlan:
     if plan.traces_dir is not None:
         config.profiler.save_traces_folder = str(plan.traces_dir)  # absolute: joined to dump_folder, it stays
     if plan.log_file is not None:
-        _log_to_file(plan.log_file)
+        capture_console(plan.log_file)
     _PLAN = plan
     return plan
 
@@ -61,10 +60,4 @@ def forget_plan() -> None:
     """Tests and in-process re-runs: the next parse plans afresh."""
     global _PLAN
     _PLAN = None
-
-
-def _log_to_file(path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handler = logging.FileHandler(path)
-    handler.setFormatter(RedactingFormatter("%(asctime)s %(levelname)s %(message)s"))
-    logging.getLogger().addHandler(handler)  # torchtitan logs to the root logger (tools/logging.py:12)
+    stop_console_capture()

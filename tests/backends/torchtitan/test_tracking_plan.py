@@ -18,9 +18,9 @@ def metrics(**overrides):
     return SimpleNamespace(**{**settings, **overrides})
 
 
-def plan(tmp_path, checkpointing=False, rank=0, explicit=None, **overrides):
+def plan(tmp_path, checkpointing=False, rank=0, explicit=None, profiling=False, **overrides):
     return plan_tracking(metrics(**overrides), dump_folder=str(tmp_path), checkpointing=checkpointing, rank=rank,
-                         explicit_run_dir=explicit)
+                         explicit_run_dir=explicit, profiling=profiling)
 
 
 def test_every_tracker_off_leaves_upstream_alone(tmp_path):
@@ -49,6 +49,16 @@ def test_primus_train_run_directory_and_one_run_per_rank(tmp_path):
     assert p.config.run_name == p.config.mlflow.run_name == "trial-rank1"
     assert p.log_file == p.config.run_dir / "logs" / "rank_1.log" and p.traces_dir == p.config.run_dir / "traces"
     assert p.config.mlflow.upload_logs and p.config.mlflow.upload_traces
+
+
+def test_trace_report_reads_this_runs_traces_and_needs_the_profiler(tmp_path):
+    p = plan(tmp_path, enable_mlflow=True, mlflow_upload_tracelens_report=True, profiling=True)
+    assert p.traces_dir == p.config.run_dir / "traces" and not p.warnings
+    assert p.config.mlflow.upload_trace_report and not p.config.mlflow.upload_traces
+    unprofiled = plan(tmp_path, enable_mlflow=True, mlflow_upload_tracelens_report=True)
+    assert unprofiled.warnings == ("metrics.mlflow_upload_tracelens_report is on but profiling is off: there will be "
+                                   "no traces to report on. Set profiler.enable_profiling: true "
+                                   "(--profiler.enable-profiling).",)
 
 
 def test_log_freq_below_one_is_refused(tmp_path):
