@@ -2,15 +2,16 @@
 
 A ``Schema`` is a set of ``Param`` named by dotted path (``lr``, or ``metrics.log_freq`` inside a
 section). ``validate`` returns a typed copy of a parameter tree and every problem in it: unknown
-keys (with a did-you-mean), wrong types, values outside the choices. A schema whose upstream
-parameters Primus cannot list (MaxText, not installed here) is ``open``: keys it does not declare
-at the top level pass through untyped, for the upstream config loader to check; declared sections
-stay strict.
+keys (with a did-you-mean), wrong types, values outside the choices or the bounds. A schema whose
+upstream parameters Primus cannot list (MaxText, not installed here) is ``open``: keys it does not
+declare at the top level pass through untyped, for the upstream config loader to check; declared
+sections stay strict.
 """
 
 from __future__ import annotations
 
 import difflib
+import operator
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -21,12 +22,15 @@ from primus.config.yaml12 import Unparsed, parse_scalar
 from primus.redaction import redact_value
 
 ParamType = Literal["bool", "int", "float", "str", "any"]
+_COMPARE = {">=": operator.ge, ">": operator.gt, "<=": operator.le}
 
 
 @dataclass(frozen=True)
 class Param:
     """One parameter. ``option``/``true_flag``/``false_flag`` are upstream's command-line spelling
-    (from the generated upstream table), for a backend that builds an argv."""
+    (from the generated upstream table), for a backend that builds an argv. ``ge``/``gt``/``le`` bound an
+    int or float (``ge=1`` for an interval, ``gt=0`` for a timeout), so a value upstream would only trip
+    over at its first step (or never) is refused with the config."""
 
     name: str
     type: ParamType
@@ -39,11 +43,23 @@ class Param:
     option: str | None = None
     true_flag: str | None = None
     false_flag: str | None = None
+    ge: float | None = None  # value >= ge
+    gt: float | None = None  # value > gt
+    le: float | None = None  # value <= le
+
+    def __post_init__(self) -> None:
+        if self.type not in ("int", "float") and self._bounds():
+            raise TypeError(f"{self.name}: bounds need an int or float parameter, not {self.type}")
+
+    def _bounds(self) -> list[tuple[str, float]]:
+        return [(op, bound) for op, bound in ((">=", self.ge), (">", self.gt), ("<=", self.le)) if bound is not None]
 
     def expected(self) -> str:
         base = "bool (true or false)" if self.type == "bool" else self.type
         if self.choices is not None:
             base = f"one of {list(self.choices)}"
+        if self._bounds():
+            base += " " + " and ".join(f"{op} {bound}" for op, bound in self._bounds())
         if self.is_list:
             base = f"a list of {base}"
         return f"{base} or null" if self.nullable else base
@@ -80,7 +96,13 @@ class Param:
             value = float(value) if self.type == "float" else str(value)  # str(): drop Unparsed
         if self.choices is not None and value not in self.choices:
             return value, "not a valid choice"
+        if not self._within_bounds(value):
+            return value, "out of range"
         return value, None
+
+    def _within_bounds(self, value: Any) -> bool:
+        """False for NaN too: it compares false with every bound."""
+        return all(_COMPARE[op](value, bound) for op, bound in self._bounds())
 
 
 def _type_hint(expected: str, value: Any) -> str:

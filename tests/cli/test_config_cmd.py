@@ -16,7 +16,7 @@ def test_validate_lists_every_problem_and_fails(capsys, tmp_path):
     err = capsys.readouterr().err
     assert err.startswith("3 config problems:")
     assert "trian_iters: no module has this parameter; did you mean train_iters?" in err
-    assert "lr = 'abc': expected float or null, got str" in err
+    assert "lr = 'abc': expected float >= 0 or null, got str" in err
     assert "export WANDB_API_KEY instead" in err and "abcdef123456" not in err
 
 

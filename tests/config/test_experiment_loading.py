@@ -100,9 +100,9 @@ def test_every_problem_is_listed_at_once(tmp_path):
         "modules.other: framework = 'jax': expected one of ['megatron', 'torchtitan', 'maxtext']",
         "modules.pre_trainer: 'no_such_model.yaml': no such preset",
         "trian_iters is not a megatron parameter; did you mean train_iters?",
-        "lr = 'fast': expected float or null, got str",
+        "lr = 'fast': expected float >= 0 or null, got str",
         "disable_wandb = 'yes': expected bool",
-        "log_interval = '1e3': expected int, got float; write it as a whole number: 1000",
+        "log_interval = '1e3': expected int >= 1, got float; write it as a whole number: 1000",
     ]:
         assert expected in text
     assert "abcdef123456" not in text

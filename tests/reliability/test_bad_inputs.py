@@ -23,10 +23,12 @@ from primus.tracking import (ConsoleConfig, MlflowConfig, TensorBoardConfig, Tra
 REPO = Path(__file__).resolve().parents[2]
 TINY = str(REPO / "configs/megatron/tiny_cpu.yaml")
 TITAN = str(REPO / "configs/torchtitan/llama3_debug_cpu.yaml")
+MAXTEXT = str(REPO / "configs/maxtext/tiny_cpu.yaml")
 PROBLEM = "1 config problem:\n  - "
 MODULE = PROBLEM + "modules.pre_trainer: "
 CLI = PROBLEM + "command line: "
 BOOL = "expected bool (true or false), got str; YAML 1.2 booleans are true and false only"
+RANGE = "out of range"
 CREDENTIAL = ": a credential is given on the command line; it would be copied into every config dump, param upload and log. "
 
 # -- experiment YAML and overrides: `primus config validate` ------------------------------------------------------
@@ -34,7 +36,7 @@ CONFIG_CASES = {
     "int as text": ([TINY, "train_iters=ten"], MODULE + "train_iters = 'ten': expected int or null, got str"),
     "float for an int": ([TINY, "train_iters=1.5"], MODULE + "train_iters = '1.5': expected int or null, got float"),
     "yes for a bool": ([TINY, "disable_mlflow=yes"], MODULE + f"disable_mlflow = 'yes': {BOOL}"),
-    "text for a float": ([TINY, "lr=fast"], MODULE + "lr = 'fast': expected float or null, got str"),
+    "text for a float": ([TINY, "lr=fast"], MODULE + "lr = 'fast': expected float >= 0 or null, got str"),
     "typo in a key": ([TINY, "log_intervall=1"], CLI + "log_intervall: no module has this parameter; did you mean log_interval?"),
     "unknown key": ([TINY, "tensorboard_folder=tb"], CLI + "tensorboard_folder: no module has this parameter"),
     "typo in a choice": ([TINY, "lr_decay_style=cosin"], MODULE + "lr_decay_style = 'cosin': expected one of ['constant', "
@@ -48,6 +50,24 @@ CONFIG_CASES = {
                                 MODULE + "metrics.log_frq is not a torchtitan parameter; did you mean metrics.log_freq?"),
     "TorchTitan bad bool": ([TITAN, "metrics.enable_wandb=maybe"], MODULE + f"metrics.enable_wandb = 'maybe': {BOOL}"),
     "missing experiment file": (["/nonexistent/exp.yaml"], "/nonexistent/exp.yaml: no such file"),
+    "log interval zero": ([TINY, "log_interval=0"], MODULE + f"log_interval = '0': expected int >= 1, {RANGE}"),
+    "TensorBoard interval negative": ([TINY, "tensorboard_log_interval=-1"],
+                                      MODULE + f"tensorboard_log_interval = '-1': expected int >= 1, {RANGE}"),
+    "TensorBoard queue zero": ([TINY, "tensorboard_queue_size=0"],
+                               MODULE + f"tensorboard_queue_size = '0': expected int >= 1, {RANGE}"),
+    "averaging window zero": ([TINY, "log_avg_reset_interval=0"],
+                              MODULE + f"log_avg_reset_interval = '0': expected int >= 1, {RANGE}"),
+    "exit deadline negative": ([TINY, "primus_exit_deadline=-5"],
+                               MODULE + f"primus_exit_deadline = '-5': expected float > 0, {RANGE}"),
+    "dropout above one": ([TINY, "hidden_dropout=1.5"], MODULE + f"hidden_dropout = '1.5': expected float >= 0 and <= 1, "
+                                                                 f"{RANGE}"),
+    "every range problem at once": ([TINY, "log_interval=0", "tensorboard_queue_size=0", "primus_exit_deadline=0"],
+                                    "3 config problems:\n"
+                                    f"  - modules.pre_trainer: log_interval = '0': expected int >= 1, {RANGE}\n"
+                                    f"  - modules.pre_trainer: tensorboard_queue_size = '0': expected int >= 1, {RANGE}\n"
+                                    f"  - modules.pre_trainer: primus_exit_deadline = '0': expected float > 0, {RANGE}"),
+    "TorchTitan log_freq zero": ([TITAN, "metrics.log_freq=0"], MODULE + f"metrics.log_freq = '0': expected int >= 1, {RANGE}"),
+    "MaxText log_period zero": ([MAXTEXT, "log_period=0"], MODULE + f"log_period = '0': expected int >= 1, {RANGE}"),
 }
 YAML_CASES = {  # whole experiment files
     "secret in YAML": ("modules: {m: {framework: megatron, config: pre_trainer.yaml, overrides: "
@@ -64,6 +84,10 @@ YAML_CASES = {  # whole experiment files
     "malformed YAML": ("modules: {m: {framework: megatron\n", "exp.yaml", None),
     "extends a missing file": ("extends: /nonexistent/base.yaml\nmodules: {m: {framework: megatron, config: pre_trainer.yaml}}\n",
                                "/nonexistent/base.yaml", None),
+    "out of range in YAML": ("modules: {m: {framework: megatron, config: pre_trainer.yaml, overrides: "
+                             "{log_interval: 0, tensorboard_log_interval: -1}}}\n",
+                             "2 config problems:\n  - modules.m: log_interval = 0: expected int >= 1, out of range\n"
+                             "  - modules.m: tensorboard_log_interval = -1: expected int >= 1, out of range", None),
 }
 
 
@@ -100,6 +124,7 @@ TRAIN_CASES = {
     "unknown launcher": (["--launcher", "kubernetes"], "invalid choice: 'kubernetes'"),
     "W&B on, no credentials, in a container": (["--launcher", "container", "--image", "img", "disable_wandb=false"],
                                                "W&B is enabled and online (WANDB_MODE=online) but WANDB_API_KEY is not set"),
+    "log interval zero": (["log_interval=0"], "modules.pre_trainer: log_interval = '0': expected int >= 1, out of range"),
 }
 
 

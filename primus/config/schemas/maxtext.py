@@ -8,7 +8,7 @@ from primus.config.schema import Param, Schema
 from primus.config.schemas.tracking import mlflow_params
 
 PARAMS = [
-    Param("log_period", "int",
+    Param("log_period", "int", ge=1,
           help="Train steps between TensorBoard flushes (also GCS metric uploads and managed-profiler updates)."),
     Param("enable_tensorboard", "bool",
           help="Enable TensorBoard logging (<base_output_directory>/<run_name>/tensorboard/<run_name>)."),

@@ -18,13 +18,42 @@ PRIMUS_PARAMS = [
     Param("mlflow_upload_traces", "bool", primus=True, help="Upload profiler trace files."),
     Param("mlflow_upload_logs", "bool", primus=True, help="Upload training log files."),
     Param("mlflow_upload_tracelens_report", "bool", primus=True, help="Generate and upload a trace report."),
-    Param("log_avg_skip_iterations", "int", primus=True, help="Warm-up iterations left out of averages."),
-    Param("log_avg_reset_interval", "int", primus=True, help="Iterations after which running averages reset."),
+    Param("log_avg_skip_iterations", "int", primus=True, ge=0, help="Warm-up iterations left out of averages."),
+    Param("log_avg_reset_interval", "int", primus=True, ge=1,
+          help="Iterations after which running averages reset."),
     Param("log_learning_rate_to_tensorboard", "bool", primus=True, help="Log the learning rate."),
     Param("log_batch_size_to_tensorboard", "bool", primus=True, help="Log the batch size."),
     Param("primus_run_dir", "str", nullable=True, primus=True, help="This run's directory (journal, run ids)."),
-    Param("primus_exit_deadline", "float", primus=True, help="Seconds to wait at exit for trackers to deliver."),
+    Param("primus_exit_deadline", "float", primus=True, gt=0,
+          help="Seconds to wait at exit for trackers to deliver."),
 ]
+
+# Bounds of upstream arguments whose meaning makes the range obvious. Upstream checks few of them, late
+# (a bare assert in validate_args at best): log_interval=0 fails on `iteration % 0` at the first step, tensorboard_queue_size=0 makes the
+# writer's queue unbounded (queue.Queue(0)), seed=0 is refused only once the process group is up.
+# Arguments whose 0 or -1 means "off" (eval_interval, save_interval, exit_interval) are left alone.
+_AT_LEAST_1 = (
+    # intervals
+    "log_interval", "tensorboard_log_interval", "log_memory_interval",
+    # sizes
+    "tensorboard_queue_size", "micro_batch_size", "global_batch_size", "seq_length", "max_position_embeddings",
+    "num_layers", "hidden_size", "ffn_hidden_size", "num_attention_heads", "num_query_groups", "kv_channels",
+    "vocab_size", "make_vocab_size_divisible_by",
+    "tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size",
+    "expert_model_parallel_size", "expert_tensor_parallel_size",
+    # a timeout in whole minutes (> 0), and upstream's "positive integer" seed
+    "distributed_timeout_minutes", "seed",
+)
+_AT_LEAST_0 = (
+    "local_rank", "logging_level", "eval_iters", "lr_warmup_iters", "num_workers",
+    "lr", "min_lr", "weight_decay", "clip_grad",
+)
+_PROBABILITIES = ("hidden_dropout", "attention_dropout")
+UPSTREAM_BOUNDS: dict[str, dict[str, float]] = {
+    **dict.fromkeys(_AT_LEAST_1, {"ge": 1}),
+    **dict.fromkeys(_AT_LEAST_0, {"ge": 0}),
+    **dict.fromkeys(_PROBABILITIES, {"ge": 0, "le": 1}),
+}
 
 
 def upstream_params() -> list[Param]:
@@ -40,6 +69,7 @@ def upstream_params() -> list[Param]:
             option=entry.get("option"),
             true_flag=entry.get("true_flag"),
             false_flag=entry.get("false_flag"),
+            **UPSTREAM_BOUNDS.get(name, {}),
         )
         for name, entry in table.items()
     ]

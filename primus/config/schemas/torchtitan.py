@@ -8,7 +8,7 @@ from primus.config.schema import Param, Schema
 from primus.config.schemas.tracking import mlflow_params
 
 PARAMS = [
-    Param("metrics.log_freq", "int", help="Steps between metric logs."),
+    Param("metrics.log_freq", "int", ge=1, help="Steps between metric logs."),
     Param("metrics.enable_tensorboard", "bool", help="Enable TensorBoard logging."),
     Param("metrics.enable_wandb", "bool", help="Enable W&B logging."),
     Param("metrics.save_tb_folder", "str", help="TensorBoard output subfolder."),
