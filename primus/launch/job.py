@@ -4,7 +4,8 @@ carry the experiment to every rank.
 PRIMUS_CONFIG (the YAML), PRIMUS_CONFIG_OVERRIDES (the command-line overrides, JSON) and PRIMUS_RUN_DIR
 reach each process through the environment, so every rank, on every node, resolves the same
 configuration and writes into the same run directory. Megatron takes the run directory as its
-``primus_run_dir`` argument, TorchTitan and MaxText from PRIMUS_RUN_DIR.
+``primus_run_dir`` argument, TorchTitan and MaxText from PRIMUS_RUN_DIR; TorchTitan also gets its
+``dump_folder`` (checkpoints, traces) from here, unless the experiment names one.
 
 Each framework runs on its interpreter: MaxText (JAX) has its own environment, ``.venv-maxtext``."""
 
@@ -14,13 +15,13 @@ import importlib.util
 import json
 import os
 import sys
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from primus.config import Experiment, ModuleConfig
 from primus.config.environment import CONFIG_ENV, OVERRIDES_ENV, RUN_DIR_ENV
+from primus.config.run_directory import choose_run_dir, timestamp
 
 # python -m <entry> runs the framework's upstream trainer with Primus's patches active
 ENTRY_MODULES = {"megatron": "primus.backends.megatron", "torchtitan": "primus.backends.torchtitan",
@@ -28,6 +29,7 @@ ENTRY_MODULES = {"megatron": "primus.backends.megatron", "torchtitan": "primus.b
 # framework -> (the package its interpreter must import, the variable naming that interpreter, the
 # environment scripts/setup-maxtext-venv.sh builds next to the one running primus)
 OWN_INTERPRETERS = {"maxtext": ("maxtext", "PRIMUS_MAXTEXT_PYTHON", ".venv-maxtext")}
+TITAN_CHECKPOINT_FOLDER = "checkpoint"  # upstream's checkpoint.folder default (torchtitan 0.3)
 
 
 @dataclass(frozen=True)
@@ -69,16 +71,41 @@ def interpreter(framework: str, default: str = sys.executable, environ: Mapping[
 
 
 def run_directory(exp: Experiment, module: ModuleConfig, now: float | None = None, run_id: str | None = None) -> Path:
-    """<save>/primus when the module checkpoints (a restart resumes the same tracker runs), MaxText's own
-    <base_output_directory>/<run_name> when the experiment names both (its checkpoints live there), else a
+    """The shared rule (primus.config.run_directory): <checkpoint folder>/primus when the module checkpoints,
+    so launching the same experiment again resumes its tracker runs; MaxText's own
+    <base_output_directory>/<run_name> when the experiment names both (its checkpoints live there); else a
     folder under workspace/exp_name named by the multi-node job's id (the same on every node) or the time."""
-    if module.params.get("primus_run_dir"):
-        return Path(module.params["primus_run_dir"])
-    if module.params.get("save"):
-        return Path(module.params["save"]) / "primus"
-    if module.framework == "maxtext" and module.params.get("base_output_directory") and module.params.get("run_name"):
-        return Path(module.params["base_output_directory"]) / str(module.params["run_name"])
-    return exp.workspace / exp.name / (run_id or time.strftime("%Y%m%d-%H%M%S", time.localtime(now)))
+    params = module.params
+    if module.framework == "maxtext" and params.get("base_output_directory") and params.get("run_name"):
+        return Path(params["base_output_directory"]) / str(params["run_name"])
+    return choose_run_dir(explicit=params.get("primus_run_dir"), checkpoint_dir=_checkpoint_dir(exp, module),
+                          fresh=exp.workspace / exp.name / (run_id or timestamp(now)))
+
+
+def _checkpoint_dir(exp: Experiment, module: ModuleConfig) -> Path | str | None:
+    """Where the module's checkpoints go when the experiment turns checkpointing on."""
+    if module.framework == "megatron":
+        return module.params.get("save")
+    checkpoint = _titan_checkpoint(module)
+    if checkpoint is not None:
+        return _titan_dump_folder(exp, module) / str(checkpoint.get("folder") or TITAN_CHECKPOINT_FOLDER)
+    return None
+
+
+def _titan_checkpoint(module: ModuleConfig) -> dict | None:
+    """A TorchTitan module's checkpoint section when it enables checkpointing."""
+    checkpoint = module.params.get("checkpoint") or {}
+    return checkpoint if module.framework == "torchtitan" and checkpoint.get("enable") else None
+
+
+def _titan_dump_folder(exp: Experiment, module: ModuleConfig, run_dir: Path | None = None) -> Path:
+    """The experiment's dump_folder; else, when checkpointing, one every launch shares (workspace/exp_name,
+    which holds <checkpoint folder>/primus); else the run directory."""
+    if module.params.get("dump_folder"):
+        return Path(module.params["dump_folder"])
+    if _titan_checkpoint(module) is not None or run_dir is None:
+        return exp.workspace / exp.name
+    return run_dir
 
 
 def prepare_job(exp: Experiment, module: ModuleConfig, overrides: Sequence[str], run_id: str | None = None) -> Job:
@@ -92,11 +119,18 @@ def prepare_job(exp: Experiment, module: ModuleConfig, overrides: Sequence[str],
 
 
 def _derived_overrides(exp: Experiment, module: ModuleConfig, run_dir: Path) -> list[str]:
-    """Megatron's run directory argument; for Megatron and MaxText the experiment's name as the MLflow
+    """Megatron's run directory argument, TorchTitan's dump folder, and the experiment's name as the MLflow
     experiment when none is set."""
+    prefix = f"modules.{module.name}.overrides"
+    if module.framework == "torchtitan":
+        metrics = module.params.get("metrics") or {}
+        derived = [] if module.params.get("dump_folder") else [
+            f"{prefix}.dump_folder={_titan_dump_folder(exp, module, run_dir)}"]
+        if not metrics.get("mlflow_experiment_name"):
+            derived.append(f"{prefix}.metrics.mlflow_experiment_name={exp.name}")
+        return derived
     if module.framework not in ("megatron", "maxtext"):
         return []
-    prefix = f"modules.{module.name}.overrides"
     derived = [f"{prefix}.primus_run_dir={run_dir}"] if module.framework == "megatron" else []
     if not module.params.get("mlflow_experiment_name"):
         derived.append(f"{prefix}.mlflow_experiment_name={exp.name}")

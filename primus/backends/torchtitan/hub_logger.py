@@ -20,8 +20,11 @@ class HubLogger(BaseLogger):
         self.run = run
         self.tag = tag
         self.perf = perf  # set when the perf metric set is on; read by the wrapped MetricsProcessor.log
+        self.dropped: frozenset[str] = frozenset()  # upstream's names not tracked (upstream_mfu)
 
     def log(self, metrics: dict[str, Any], step: int) -> None:
+        if self.dropped:
+            metrics = {k: v for k, v in metrics.items() if k not in self.dropped}
         if self.tag is not None:  # upstream's loggers prefix the tag the same way
             metrics = {f"{self.tag}/{k}": v for k, v in metrics.items()}
         self.run.log(step, metrics)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 PRIMUS_FIELDS = ("enable_mlflow", "mlflow_run_name", "mlflow_experiment_name", "mlflow_upload_performance_metrics",
-                 "mlflow_upload_logs", "mlflow_upload_traces", "mlflow_upload_tracelens_report")
+                 "mlflow_upload_logs", "mlflow_upload_traces", "mlflow_upload_tracelens_report", "primus_exit_deadline")
 
 
 @functools.cache
@@ -43,6 +43,10 @@ def primus_config_class(base: type) -> type:
 
         mlflow_upload_tracelens_report: bool = False
         """Write a report analysing this run's profiler traces to <run_dir>/reports and upload it to MLflow"""
+
+        primus_exit_deadline: float = 30.0
+        """Seconds to wait at exit for the trackers to deliver (as Megatron's --primus-exit-deadline); what they
+        could not deliver stays in the run's journal for `primus tracking sync`"""
 
     PrimusMetricsConfig.__name__ = PrimusMetricsConfig.__qualname__ = f"Primus{base.__qualname__.replace('.', '')}"
     return PrimusMetricsConfig

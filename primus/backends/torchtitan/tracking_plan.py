@@ -2,21 +2,23 @@
 built: a bad setting (an unreachable Databricks host without a token, an unknown W&B mode) stops every
 rank with one message, and only the metrics rank(s) later start the run.
 
-Run directory (journal, run ids, tracker folders): PRIMUS_RUN_DIR when `primus train` set it; else
-``<dump_folder>/<save_tb_folder>/primus`` when checkpointing is on, so a job restarted from its
+Run directory (journal, run ids, tracker folders), by the rule every launcher shares
+(primus.config.run_directory): PRIMUS_RUN_DIR when `primus train` set it; else
+``<dump_folder>/<checkpoint.folder>/primus`` when checkpointing is on, so a job restarted from its
 checkpoint resumes the same MLflow and W&B runs; else upstream's ``<dump_folder>/<save_tb_folder>/<time>``.
 With ``save_for_all_ranks`` each rank has its own ``rank_<r>`` run below it."""
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from primus.backends.torchtitan.patches.wandb_patches import wandb_settings
+from primus.config.run_directory import CHECKPOINTED_RUN_DIR, choose_run_dir, timestamp
 from primus.tracking import MlflowConfig, TensorBoardConfig, TrackingConfig, TrackingConfigError
 
 DEFAULT_EXPERIMENT = "primus"
@@ -50,24 +52,27 @@ def launch_time() -> float:
     return process.create_time()
 
 
-def run_directory(metrics: Any, *, dump_folder: str, checkpointing: bool, rank: int,
+def run_directory(metrics: Any, *, dump_folder: str, checkpoint_dir: Path | None, rank: int,
                   explicit: Path | None, now: float | None = None) -> Path:
-    if explicit is not None:
-        base = explicit
-    else:
-        stamp = "primus" if checkpointing else time.strftime("%Y%m%d-%H%M%S", time.localtime(now or launch_time()))
-        base = Path(dump_folder) / metrics.save_tb_folder / stamp
+    fresh = Path(dump_folder) / metrics.save_tb_folder / timestamp(now or launch_time())
+    base = choose_run_dir(explicit=explicit, checkpoint_dir=checkpoint_dir, fresh=fresh)
     return base / f"rank_{rank}" if metrics.save_for_all_ranks else base
 
 
-def plan_tracking(metrics: Any, *, dump_folder: str, checkpointing: bool, rank: int,
+def plan_tracking(metrics: Any, *, dump_folder: str, checkpoint_dir: Path | None, rank: int,
                   explicit_run_dir: Path | None = None, profiling: bool = False) -> TrackingPlan:
     """``metrics``: the parsed metrics config (upstream's fields plus Primus's, see metrics_options);
+    ``checkpoint_dir``: where upstream saves checkpoints, None when checkpointing is off;
     ``profiling``: upstream's profiler.enable_profiling (the trace report has nothing to read without it)."""
     warnings: list[str] = []
     infos: list[str] = []
     if metrics.log_freq < 1:
         raise TrackingPlanError(f"metrics.log_freq={metrics.log_freq!r} is invalid: log every N >= 1 steps, e.g. 10")
+    exit_deadline = metrics.primus_exit_deadline
+    if isinstance(exit_deadline, bool) or not isinstance(exit_deadline, (int, float)) \
+            or not (math.isfinite(exit_deadline) and exit_deadline > 0):
+        raise TrackingPlanError(f"metrics.primus_exit_deadline={exit_deadline!r} is invalid: give the seconds to wait "
+                                f"at exit for the trackers to deliver, a number > 0, e.g. 30")
     mlflow_on = bool(getattr(metrics, "enable_mlflow", False))
     uploads = [name for name in ("mlflow_upload_performance_metrics", "mlflow_upload_logs", "mlflow_upload_traces",
                                  "mlflow_upload_tracelens_report") if getattr(metrics, name, False)]
@@ -82,12 +87,15 @@ def plan_tracking(metrics: Any, *, dump_folder: str, checkpointing: bool, rank: 
     if not (metrics.enable_tensorboard or metrics.enable_wandb or mlflow_on):
         return TrackingPlan(None, False, False, None, None, tuple(warnings), tuple(infos))
 
-    run_dir = run_directory(metrics, dump_folder=dump_folder, checkpointing=checkpointing, rank=rank,
+    run_dir = run_directory(metrics, dump_folder=dump_folder, checkpoint_dir=checkpoint_dir, rank=rank,
                             explicit=explicit_run_dir)
-    # upstream's layout <dump>/<tb>/<time>/ when the run directory is derived; <run_dir>/<tb> under primus train
-    tb_dir = run_dir / metrics.save_tb_folder if explicit_run_dir is not None else run_dir
-    run_name = getattr(metrics, "mlflow_run_name", None) or (run_dir.parent if metrics.save_for_all_ranks
-                                                              else run_dir).name
+    # upstream's layout <dump>/<tb>/<time>/ when the run is a fresh one of its own; else <run_dir>/<tb>
+    upstream_layout = explicit_run_dir is None and checkpoint_dir is None
+    tb_dir = run_dir if upstream_layout else run_dir / metrics.save_tb_folder
+    job_dir = run_dir.parent if metrics.save_for_all_ranks else run_dir
+    # <checkpoint folder>/primus says nothing of the job: name it after its dump folder
+    run_name = getattr(metrics, "mlflow_run_name", None) or (
+        Path(dump_folder).absolute().name if job_dir.name == CHECKPOINTED_RUN_DIR else job_dir.name)
     config = TrackingConfig(
         run_dir=run_dir,
         experiment_name=getattr(metrics, "mlflow_experiment_name", None) or DEFAULT_EXPERIMENT,
@@ -98,6 +106,7 @@ def plan_tracking(metrics: Any, *, dump_folder: str, checkpointing: bool, rank: 
         mlflow=MlflowConfig(upload_logs="mlflow_upload_logs" in uploads,
                             upload_traces="mlflow_upload_traces" in uploads,
                             upload_trace_report="mlflow_upload_tracelens_report" in uploads) if mlflow_on else None,
+        exit_deadline_s=float(exit_deadline),
     )
     try:
         config = config.resolve()

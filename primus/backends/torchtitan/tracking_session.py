@@ -3,6 +3,7 @@ the metrics processor, built later inside the Trainer), and the run started on t
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from primus.backends.torchtitan.experiment import run_dir_from_env
@@ -19,8 +20,9 @@ def prepare_tracking(config: Any, rank: int) -> TrackingPlan:
     """Plan from the parsed ``Trainer.Config`` (raises TrackingPlanError), say what was decided once,
     and point upstream's log and profiler output where the MLflow upload takes it from."""
     global _PLAN
-    plan = plan_tracking(config.metrics, dump_folder=config.dump_folder, checkpointing=config.checkpoint.enable,
-                         rank=rank, explicit_run_dir=run_dir_from_env(), profiling=config.profiler.enable_profiling)
+    checkpoint_dir = Path(config.dump_folder) / config.checkpoint.folder if config.checkpoint.enable else None
+    plan = plan_tracking(config.metrics, dump_folder=config.dump_folder, checkpoint_dir=checkpoint_dir, rank=rank,
+                         explicit_run_dir=run_dir_from_env(), profiling=config.profiler.enable_profiling)
     if rank == 0:
         for text in plan.infos:
             log.info("%s", text)

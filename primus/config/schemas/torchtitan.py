@@ -20,6 +20,8 @@ PARAMS = [
     Param("metrics.mlflow_upload_traces", "bool", primus=True, help="Upload this run's profiler traces to MLflow."),
     Param("metrics.mlflow_upload_tracelens_report", "bool", primus=True,
           help="Write a report analysing this run's profiler traces and upload it to MLflow."),
+    Param("metrics.primus_exit_deadline", "float", primus=True, gt=0,
+          help="Seconds to wait at exit for trackers to deliver."),
     Param("model.module", "str", primus=True,
           help="torchtitan --module: a model name (llama3) or an importable module with a config_registry."),
     Param("model.config", "str", primus=True, help="torchtitan --config: the config function, e.g. llama3_8b."),

@@ -1,7 +1,8 @@
 """Upstream torchtitan 0.3.0 trains the llama3 debug model on CPU with Primus's hub behind its metrics
 processor. What every tracker received is read back — TensorBoard event files, the W&B offline run
-file, the real MLflow server — and must hold every metric upstream computes at every logged step;
-disabled trackers must hold nothing, and training must not change (same losses as upstream alone)."""
+file, the real MLflow server — and must hold every metric upstream computes at every logged step (but
+its mfu(%), made up on a CPU); disabled trackers must hold nothing, and training must not change (same
+losses as upstream alone). The profiler's traces become artifacts of the MLflow run."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from support.readers import mlflow_history, read_tb_scalars, read_wandb_history, wandb_files, wandb_records
-from titan_runs import STEPS, UPSTREAM_KEYS
+from titan_runs import STEPS, TRACKED_ON_CPU, UPSTREAM_KEYS
 
 from primus.tracking.names import is_valid_mlflow_key, mlflow_key
 
@@ -40,7 +41,11 @@ modules:
         mlflow_experiment_name: titan-all-sinks
         mlflow_upload_performance_metrics: true
         mlflow_upload_logs: true
+        mlflow_upload_traces: true
+        primus_exit_deadline: 20
+      profiler: {enable_profiling: true, profile_freq: 2, profiler_warmup: 1, profiler_active: 1}
 """
+MFU_NOTICE = "upstream's mfu(%) is not tracked: the peak FLOP/s of 'CPU"
 
 
 def tb_dirs(dump: Path) -> list[Path]:
@@ -87,7 +92,7 @@ def upstream_alone(titan_run):
 
 def test_every_sink_gets_every_metric_at_every_step(all_sinks, mlflow_client):
     all_sinks.assert_trained()
-    expected = UPSTREAM_KEYS | PERF_KEYS
+    expected = TRACKED_ON_CPU | PERF_KEYS
     [logdir] = tb_dirs(all_sinks.dump)
     tb = assert_tb_has_every_step(logdir, expected)
 
@@ -115,9 +120,28 @@ def test_mlflow_run_has_the_config_and_this_runs_log(all_sinks, mlflow_client):
     run = only_run(mlflow_client, "titan-all-sinks")
     params = run.data.params
     assert params["training.steps"] == "3" and params["metrics.enable_mlflow"] == "True"
+    assert params["metrics.primus_exit_deadline"] == "20.0"
     assert run.data.tags["primus.backend"] == "torchtitan"
     [log] = [a.path for a in mlflow_client.list_artifacts(run.info.run_id, "logs")]
     assert log == "logs/rank_0.log"
+
+
+def test_profiler_traces_are_artifacts_of_the_mlflow_run(all_sinks, mlflow_client):
+    all_sinks.assert_trained()
+    [run_dir] = {p.parent for p in all_sinks.dump.rglob("journal.jsonl")}
+    traces = sorted(p.relative_to(run_dir).as_posix() for p in (run_dir / "traces").rglob("*") if p.is_file())
+    assert "traces/iteration_2/rank0_trace.json.gz" in traces  # upstream's profiler wrote where MLflow uploads from
+    run = only_run(mlflow_client, "titan-all-sinks")
+    assert artifact_files(mlflow_client, run.info.run_id, "traces") == traces
+    uploaded = Path(mlflow_client.download_artifacts(run.info.run_id, traces[0], str(run_dir.parent / "download")))
+    assert uploaded.read_bytes() == (run_dir / traces[0]).read_bytes()
+
+
+def artifact_files(client, run_id: str, path: str) -> list[str]:
+    found = []
+    for entry in client.list_artifacts(run_id, path):
+        found += artifact_files(client, run_id, entry.path) if entry.is_dir else [entry.path]
+    return sorted(found)
 
 
 def test_losses_are_those_of_upstream_alone(all_sinks, upstream_alone):
@@ -127,7 +151,8 @@ def test_losses_are_those_of_upstream_alone(all_sinks, upstream_alone):
     [ours] = tb_dirs(all_sinks.dump)
     [theirs] = tb_dirs(upstream_alone.dump)
     ours, theirs = read_tb_scalars(ours), read_tb_scalars(theirs)
-    assert set(theirs) == UPSTREAM_KEYS  # the hub drops nothing upstream's own logger writes
+    assert set(theirs) == UPSTREAM_KEYS  # the hub drops nothing upstream's own logger writes but a made-up MFU
+    assert set(theirs) - set(ours) == {"mfu(%)"} and all_sinks.output.count(MFU_NOTICE) == 1
     for key in ("loss_metrics/global_avg_loss", "loss_metrics/global_max_loss", "grad_norm", "n_tokens_seen",
                 "lr/AdamW"):
         assert ours[key] == theirs[key], key
@@ -151,10 +176,10 @@ def test_save_for_all_ranks_gives_one_run_per_rank(fsdp_every_rank, mlflow_clien
     assert [r.info.run_name[-6:] for r in runs] == ["-rank0", "-rank1"]
     assert runs[0].info.run_name[:-6] == runs[1].info.run_name[:-6]  # one job: the ranks agree on its name
     for run in runs:
-        assert_mlflow_has_every_step(mlflow_client, run, UPSTREAM_KEYS)
+        assert_mlflow_has_every_step(mlflow_client, run, TRACKED_ON_CPU)
     logdirs = tb_dirs(fsdp_every_rank.dump)
     assert [d.name for d in logdirs] == ["rank_0", "rank_1"] and logdirs[0].parent == logdirs[1].parent
-    losses = [assert_tb_has_every_step(d, UPSTREAM_KEYS)["loss_metrics/global_avg_loss"] for d in logdirs]
+    losses = [assert_tb_has_every_step(d, TRACKED_ON_CPU)["loss_metrics/global_avg_loss"] for d in logdirs]
     assert losses[0] == losses[1]  # the global average, the same on every rank
 
 
@@ -175,8 +200,8 @@ def fsdp_metrics_rank(titan_run, mlflow_server):
 def test_only_the_metrics_rank_tracks_by_default(fsdp_metrics_rank, fsdp_every_rank, mlflow_client):
     fsdp_metrics_rank.assert_trained()
     run = only_run(mlflow_client, "titan-fsdp-rank0")
-    assert_mlflow_has_every_step(mlflow_client, run, UPSTREAM_KEYS)
+    assert_mlflow_has_every_step(mlflow_client, run, TRACKED_ON_CPU)
     [logdir] = tb_dirs(fsdp_metrics_rank.dump)
-    scalars = assert_tb_has_every_step(logdir, UPSTREAM_KEYS)
+    scalars = assert_tb_has_every_step(logdir, TRACKED_ON_CPU)
     every_rank = read_tb_scalars(tb_dirs(fsdp_every_rank.dump)[0])
     assert scalars["loss_metrics/global_avg_loss"] == every_rank["loss_metrics/global_avg_loss"]

@@ -14,12 +14,12 @@ def metrics(**overrides):
     settings = dict(log_freq=10, enable_tensorboard=False, enable_wandb=False, save_tb_folder="tb",
                     save_for_all_ranks=False, disable_color_printing=False, enable_mlflow=False,
                     mlflow_run_name=None, mlflow_experiment_name=None, mlflow_upload_performance_metrics=False,
-                    mlflow_upload_logs=False, mlflow_upload_traces=False)
+                    mlflow_upload_logs=False, mlflow_upload_traces=False, primus_exit_deadline=30.0)
     return SimpleNamespace(**{**settings, **overrides})
 
 
-def plan(tmp_path, checkpointing=False, rank=0, explicit=None, profiling=False, **overrides):
-    return plan_tracking(metrics(**overrides), dump_folder=str(tmp_path), checkpointing=checkpointing, rank=rank,
+def plan(tmp_path, checkpoint_dir=None, rank=0, explicit=None, profiling=False, **overrides):
+    return plan_tracking(metrics(**overrides), dump_folder=str(tmp_path), checkpoint_dir=checkpoint_dir, rank=rank,
                          explicit_run_dir=explicit, profiling=profiling)
 
 
@@ -37,8 +37,19 @@ def test_derived_run_directory_is_upstreams_tensorboard_folder(tmp_path):
     assert p.config.run_name == run_dir.name and p.config.mlflow is None and p.config.wandb is None
 
 
-def test_checkpointed_job_keeps_one_run_directory_to_resume(tmp_path):
-    assert plan(tmp_path, checkpointing=True, enable_mlflow=True).config.run_dir == tmp_path / "tb" / "primus"
+def test_checkpointed_job_keeps_its_run_directory_in_the_checkpoint_folder_to_resume(tmp_path):
+    p = plan(tmp_path, checkpoint_dir=tmp_path / "checkpoint", enable_mlflow=True, enable_tensorboard=True)
+    assert p.config.run_dir == tmp_path / "checkpoint" / "primus"
+    assert p.config.tensorboard.log_dir == p.config.run_dir / "tb"
+    assert p.config.run_name == tmp_path.name  # the job's dump folder, not "primus"
+
+
+def test_exit_deadline_reaches_the_run_and_a_bad_one_is_refused(tmp_path):
+    assert plan(tmp_path, enable_mlflow=True, primus_exit_deadline=4.5).config.exit_deadline_s == 4.5
+    for bad in (0.0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(TrackingPlanError, match=rf"metrics.primus_exit_deadline={bad!r} is invalid: give the "
+                                                    r"seconds to wait at exit .*, a number > 0, e.g. 30"):
+            plan(tmp_path, enable_tensorboard=True, primus_exit_deadline=bad)
 
 
 def test_primus_train_run_directory_and_one_run_per_rank(tmp_path):

@@ -16,6 +16,8 @@ UPSTREAM_KEYS = frozenset({
     "memory/max_active(GiB)", "memory/max_active(%)", "memory/max_reserved(GiB)", "memory/max_reserved(%)",
     "memory/num_alloc_retries", "memory/num_ooms", "n_tokens_seen", "lr/AdamW",
 })
+# What the trackers get of them on a CPU: upstream's mfu(%) is against a made-up peak (upstream_mfu.py).
+TRACKED_ON_CPU = UPSTREAM_KEYS - {"mfu(%)"}
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _CONSOLE_STEP = re.compile(r"step:\s+(\d+)\s+loss:\s+([0-9.]+)\s+grad_norm:\s+([0-9.]+)")
 

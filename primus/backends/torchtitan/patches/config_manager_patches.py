@@ -17,7 +17,7 @@ from primus.patches import REGISTRY
                 description="ConfigManager._load_config: metrics config with Primus's options, experiment YAML "
                             "sections as defaults (the command line still wins); parse_args: tracking plan checked")
 def _install_config(module, handle):
-    from primus.backends.torchtitan.experiment import MODEL_SECTION, experiment_params, run_dir_from_env
+    from primus.backends.torchtitan.experiment import MODEL_SECTION, experiment_params
     from primus.backends.torchtitan.metrics_options import with_primus_options
     from primus.backends.torchtitan.tracking_session import prepare_tracking
     from primus.backends.torchtitan.upstream_config import apply_sections
@@ -25,10 +25,7 @@ def _install_config(module, handle):
     def load_config(wrapped, instance, args, kwargs):
         config, rest = wrapped(*args, **kwargs)
         config.metrics = with_primus_options(config.metrics)
-        params = experiment_params() or {}
-        run_dir = run_dir_from_env()
-        if run_dir is not None and "dump_folder" not in params:
-            config.dump_folder = str(run_dir)  # checkpoints, traces and trackers all in the run directory
+        params = experiment_params() or {}  # `primus train` adds dump_folder (primus.launch.job)
         apply_sections(config, {k: v for k, v in params.items() if k != MODEL_SECTION})
         return config, rest
 
