@@ -41,3 +41,11 @@ def test_closed_while_an_exception_is_handled_means_failed(run):
             HubLogger(run).close()
             raise
     assert status(run) == "FAILED"
+
+
+def test_dropped_names_reach_no_tracker(run):
+    logger = HubLogger(run)
+    logger.dropped = frozenset({"mfu(%)"})
+    logger.log({"mfu(%)": 3.0, "tflops": 0.5}, step=1)
+    logger.close()
+    assert [r.data for r in read_records(run.run_dir / JOURNAL_FILE, 0)[0] if r.kind == METRICS] == [{"tflops": 0.5}]
