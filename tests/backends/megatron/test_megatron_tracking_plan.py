@@ -85,6 +85,23 @@ def test_mlflow_upload_flags_without_mlflow_are_reported():
     assert any("mlflow_upload_logs ignored" in n for n in plan.notices.infos)
 
 
+def test_mlflow_uploads_of_logs_traces_and_trace_report(tmp_path):
+    profiler = dict(rank=2, profile=True, use_pytorch_profiler=True)
+    args = parse("--disable-mlflow", "false", "--mlflow-upload-logs", "--mlflow-upload-tracelens-report",
+                 "--primus-run-dir", str(tmp_path / "run"), **profiler)
+    plan = plan_tracking(args)
+    assert plan.log_file == tmp_path / "run" / "logs" / "rank_2.log"  # every rank's own console copy
+    assert plan.config.mlflow.upload_trace_report and not plan.config.mlflow.upload_traces
+    assert args.tensorboard_dir == str(tmp_path / "run" / "traces" / "profiler")  # the profiler writes ../torch_profile
+    assert not plan.notices.warnings
+    unprofiled = plan_tracking(parse("--disable-mlflow", "false", "--mlflow-upload-traces",
+                                     "--mlflow-upload-tracelens-report", **{**profiler, "profile": False}))
+    assert unprofiled.log_file is None
+    assert unprofiled.notices.warnings == [
+        "mlflow_upload_traces and mlflow_upload_tracelens_report are on but the torch profiler is off: there will "
+        "be no traces. Add --profile --use-pytorch-profiler (steps from --profile-step-start to --profile-step-end)."]
+
+
 def test_every_range_problem_is_listed_at_once():
     with pytest.raises(PrimusArgumentError) as e:
         plan_tracking(parse("--log-avg-reset-interval", "0", "--primus-exit-deadline", "0"))

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 from megatron_tracking_runs import (
@@ -195,22 +196,35 @@ def test_mlflow_performance_metrics_go_to_mlflow_only(run_of, mlflow_client):
 
 
 def test_mlflow_uploads_this_runs_traces(run_of, mlflow_client):
+    run_of("mlflow")
     run = only_mlflow_run(mlflow_client, "mlflow")
     artifacts = [a.path for a in mlflow_client.list_artifacts(run.info.run_id, "traces")]
     assert artifacts, f"no traces uploaded; the profiler wrote {sorted(root(run_of('mlflow')).rglob('*.json.gz'))}"
 
 
-@pytest.mark.xfail(strict=True, reason="not implemented for Megatron: nothing writes <run_dir>/logs (see report)")
-def test_mlflow_uploads_this_runs_logs(run_of, mlflow_client):
+def test_mlflow_uploads_this_runs_logs(run_of, mlflow_client, tmp_path):
+    console = run_of("mlflow").output
     run = only_mlflow_run(mlflow_client, "mlflow")
-    logs = [a.path for a in mlflow_client.list_artifacts(run.info.run_id, "logs")]
-    assert logs
+    assert [a.path for a in mlflow_client.list_artifacts(run.info.run_id, "logs")] == ["logs/rank_0.log"]
+    text = Path(mlflow_client.download_artifacts(run.info.run_id, "logs/rank_0.log", str(tmp_path))).read_text()
+    # the console from argument validation on: upstream's prints and logging records, Primus's own lines
+    for line in ("[after model, optimizer, and learning rate scheduler are built] datetime:",
+                 "INFO:megatron.core.optimizer_param_scheduler:> learning rate decay style: cosine",
+                 f"[primus] INFO {ONE_LOGGER_LINE}", "timers:max time across ranks (ms):"):
+        assert line in text and line in console, line
+    assert [int(i) for i in _UPSTREAM_ITERATION.findall(text)] == [1, 2, 3]
 
 
-@pytest.mark.xfail(strict=True, reason="mlflow_upload_tracelens_report is accepted but not implemented (see report)")
-def test_mlflow_uploads_a_trace_report(run_of, mlflow_client):
+def test_mlflow_uploads_a_trace_report(run_of, mlflow_client, tmp_path):
+    # our own report, not AMD's TraceLens (not on PyPI): see primus/profiling/trace_report.py
+    run_of("mlflow")
     run = only_mlflow_run(mlflow_client, "mlflow")
-    assert any("tracelens" in a.path for a in mlflow_client.list_artifacts(run.info.run_id))
+    reports = sorted(a.path for a in mlflow_client.list_artifacts(run.info.run_id, "reports"))
+    assert reports == ["reports/torch_profile__rank-0.trace_report.csv", "reports/torch_profile__rank-0.trace_report.md"]
+    mlflow_client.download_artifacts(run.info.run_id, "reports", str(tmp_path))
+    markdown = (tmp_path / "reports" / "torch_profile__rank-0.trace_report.md").read_text()
+    assert "# Trace report: torch_profile/rank-0.json.gz" in markdown
+    assert "| profiled steps | 1 (#1) |" in markdown and "`aten::mm`" in markdown  # profile steps 1 to 2: one step
 
 
 # -- §6 One-Logger -----------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from primus.backends.megatron.training.hub_writer import HubWriter
 from primus.backends.megatron.training.tracking_plan import TrackingPlan, plan_tracking
 from primus.backends.megatron.training.tracking_session import TrackingSession
 from primus.log import set_level
+from primus.log_capture import capture_console, stop_console_capture
 
 _PLAN: TrackingPlan | None = None
 _SESSION: TrackingSession | None = None
@@ -23,6 +24,8 @@ def set_tracking_plan(args) -> TrackingPlan:
     if args.logging_level is not None:
         set_level(args.logging_level)  # spec §2: logging_level holds for Primus's lines as well
     _PLAN = plan_tracking(args)
+    if _PLAN.log_file is not None:
+        capture_console(_PLAN.log_file)  # every rank, from here on: the file is uploaded when the run ends
     return _PLAN
 
 
@@ -52,6 +55,7 @@ def finish_tracking(status: str | None = None) -> None:
     """End the run (in-process re-runs, tests); process exit is covered by the run's exit handlers."""
     global _SESSION, _PLAN
     session, _SESSION, _PLAN = _SESSION, None, None
+    stop_console_capture()  # the log is complete on disk before the run's end uploads it
     if session is not None:
         session.writer.flush()
         session.run.finish(status)

@@ -22,6 +22,7 @@ from primus.tracking import MlflowConfig, TensorBoardConfig, TrackingConfig, Tra
 class TrackingPlan:
     config: TrackingConfig  # params and tags are added on the writer rank
     notices: Notices
+    log_file: Path | None = None  # mlflow_upload_logs: this rank's console, copied there (every rank)
 
     @property
     def any_tracker(self) -> bool:
@@ -50,7 +51,8 @@ def plan_tracking(args) -> TrackingPlan:
         wandb=WandbConfig(project=args.wandb_project, entity=args.wandb_entity, name=args.wandb_exp_name,
                           save_dir=wandb_save_dir(args, run_dir)) if check_wandb(args, notices) else None,
         mlflow=MlflowConfig(experiment_name=mlflow.experiment_name, run_name=mlflow.run_name,
-                            upload_logs=args.mlflow_upload_logs, upload_traces=args.mlflow_upload_traces)
+                            upload_logs=args.mlflow_upload_logs, upload_traces=args.mlflow_upload_traces,
+                            upload_trace_report=args.mlflow_upload_tracelens_report)
         if mlflow else None,
         exit_deadline_s=args.primus_exit_deadline,
     )
@@ -62,12 +64,21 @@ def plan_tracking(args) -> TrackingPlan:
     notices.raise_if_errors()
     if tensorboard_dir is not None:
         args.tensorboard_dir = str(tensorboard_dir)
-    if mlflow and args.mlflow_upload_traces:
+    if mlflow and (args.mlflow_upload_traces or args.mlflow_upload_tracelens_report):
         # upstream's torch profiler writes <tensorboard_dir>/../torch_profile (training.train, 0.19.2); only the
         # profiler reads args.tensorboard_dir now (the TensorBoard sink has its own log_dir), so anchor it in
-        # <run_dir>/traces, which the MLflow sink uploads after training
+        # <run_dir>/traces, which the MLflow sink uploads and reports on after training
         args.tensorboard_dir = str(run_dir / "traces" / "profiler")
-    return TrackingPlan(config, notices)
+        _check_profiler(args, notices)
+    log_file = run_dir / "logs" / f"rank_{args.rank}.log" if mlflow and args.mlflow_upload_logs else None
+    return TrackingPlan(config, notices, log_file)
+
+
+def _check_profiler(args, notices: Notices) -> None:
+    if not (args.profile and args.use_pytorch_profiler):
+        on = [flag for flag in ("mlflow_upload_traces", "mlflow_upload_tracelens_report") if getattr(args, flag)]
+        notices.warn(f"{' and '.join(on)} {'is' if len(on) == 1 else 'are'} on but the torch profiler is off: there will be no traces. Add --profile "
+                     "--use-pytorch-profiler (steps from --profile-step-start to --profile-step-end).")
 
 
 def _check_ranges(args, notices: Notices) -> None:
