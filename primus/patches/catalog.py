@@ -9,6 +9,7 @@ DECLARING_MODULES: tuple[str, ...] = (
     "primus.backends.megatron.patches.args",
     "primus.backends.megatron.patches.global_vars_patches",
     "primus.backends.megatron.patches.training_log_patches",
+    "primus.backends.megatron.patches.secret_arguments_patches",
     "primus.backends.torchtitan.patches.cpu_patches",
     "primus.backends.torchtitan.patches.config_manager_patches",
     "primus.backends.torchtitan.patches.metrics_processor_patches",

@@ -5,11 +5,9 @@ command line turns the trackers and checkpoints on; the fault scenarios themselv
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -17,26 +15,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from support.launch import start
+from support.readers import mlflow_history, read_tb_scalars
+
+from primus.launch.job import interpreter
+
 REPO = Path(__file__).resolve().parents[2]
 TRAINER = Path(__file__).with_name("reliability_trainer.py")
-sys.path.insert(0, str(REPO / "tests" / "backends" / "torchtitan"))
+sys.path[:0] = [str(REPO / "tests" / "backends" / name) for name in ("megatron", "torchtitan", "maxtext")]
+from maxtext_runs import MAXTEXT_ENV, MaxTextRun, tiny_cpu_args  # noqa: E402
+from megatron_runs import TINY_GPT_ARGS, MegatronRun  # noqa: E402
 from titan_runs import CPU_CONFIG, TitanRun  # noqa: E402
 
-
-def _megatron_launch_module() -> Any:
-    """tests/backends/megatron/conftest.py holds the tiny GPT and the run reader; loaded under its own name."""
-    spec = importlib.util.spec_from_file_location("megatron_launch", REPO / "tests/backends/megatron/conftest.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
-_MEGATRON = _megatron_launch_module()
-MegatronRun = _MEGATRON.MegatronRun
-
 FAKE_WANDB_KEY = "0123456789abcdef0123456789abcdef01234567"  # well-formed (40 hex), valid nowhere
-_NOT_INHERITED = (*_MEGATRON._NOT_INHERITED, "PRIMUS_CONFIG", "PRIMUS_CONFIG_OVERRIDES", "PRIMUS_RUN_DIR")
 
 
 @dataclass(frozen=True)
@@ -44,11 +35,26 @@ class Backend:
     name: str
     loss: str  # a metric every logged step carries
     exit_deadline_flag: str | None  # the argument that sets the exit deadline, where the backend has one
+    first_step: int = 1  # the number upstream gives its first training step
+    write_lag: int = 0  # steps trained before upstream writes a step's metrics (MaxText writes step n during n+1)
+
+    def steps(self, count: int) -> list[int]:
+        """The numbers of the first ``count`` training steps."""
+        return list(range(self.first_step, self.first_step + count))
+
+    def logged_before(self, gate: int) -> list[int]:
+        """The steps upstream has written the metrics of while every rank waits at the gate before ``gate``."""
+        return list(range(self.first_step, gate - self.write_lag))
 
     def args(self, steps: int, experiment: str, *, tensorboard: bool = True, mlflow: bool = True,
              wandb: bool = False) -> list[str]:
+        if self.name == "maxtext":
+            on = {"tensorboard": tensorboard, "mlflow": mlflow, "wandb": wandb}
+            return [*tiny_cpu_args(primus_keys=True), f"steps={steps}", *(f"enable_{t}={str(want).lower()}"
+                    for t, want in on.items()), f"mlflow_experiment_name={experiment}",
+                    f"wandb_project_name={experiment}", "run_name=run"]
         if self.name == "megatron":
-            return [*_MEGATRON.TINY_GPT_ARGS, "--train-iters", str(steps), "--disable-tensorboard",
+            return [*TINY_GPT_ARGS, "--train-iters", str(steps), "--disable-tensorboard",
                     str(not tensorboard).lower(), "--disable-mlflow", str(not mlflow).lower(), "--disable-wandb",
                     str(not wandb).lower(), "--mlflow-experiment-name", experiment, "--wandb-project", experiment]
         on = [f"--metrics.enable-{t}" for t, want in (("tensorboard", tensorboard), ("mlflow", mlflow),
@@ -56,7 +62,14 @@ class Backend:
         return [*CPU_CONFIG, "--training.steps", str(steps), "--dump-folder", "dump", "--metrics.log-freq", "1",
                 *on, "--metrics.mlflow-experiment-name", experiment]
 
+    def placed(self, workdir: Path) -> list[str]:
+        """Where upstream writes its output, when it is not the working directory: MaxText's checkpointer
+        takes absolute paths only."""
+        return [f"base_output_directory={workdir / 'out'}"] if self.name == "maxtext" else []
+
     def checkpoint(self, every: int, load: bool) -> list[str]:
+        if self.name == "maxtext":
+            return ["enable_checkpointing=true", f"checkpoint_period={every}"]  # loads the latest one by itself
         if self.name == "megatron":
             return ["--save", "ckpt", "--save-interval", str(every), *(["--load", "ckpt"] if load else [])]
         return ["--checkpoint.enable", "--checkpoint.interval", str(every)]  # loads the latest one by itself
@@ -68,12 +81,13 @@ class Backend:
         """Wall time of each training step as upstream measured it (its printed line, its own metric)."""
         if self.name == "megatron":
             return {i: ms / 1e3 for i, ms in enumerate(training.result().iteration_ms(), start=1)}
-        return {r["s"]: r["d"]["time_metrics/end_to_end(s)"] for r in journal(training.run_dir())
-                if r["k"] == "m" and "time_metrics/end_to_end(s)" in r["d"]}
+        key = "perf/step_time_seconds" if self.name == "maxtext" else "time_metrics/end_to_end(s)"
+        return {r["s"]: r["d"][key] for r in journal(training.run_dir()) if r["k"] == "m" and key in r["d"]}
 
 
 MEGATRON = Backend("megatron", "lm loss", "--primus-exit-deadline")
 TORCHTITAN = Backend("torchtitan", "loss_metrics/global_avg_loss", None)  # exit deadline: the core's 30 s
+MAXTEXT = Backend("maxtext", "learning/loss", None, first_step=0, write_lag=1)
 
 
 class Training:
@@ -89,10 +103,9 @@ class Training:
         self.gate_dir.mkdir(parents=True, exist_ok=True)
         self.log_path = self.workdir / f"{name}.log"
         self.nproc = nproc
-        run_env = {k: v for k, v in os.environ.items() if k not in _NOT_INHERITED}
-        run_env.update(OMP_NUM_THREADS="1", CUDA_VISIBLE_DEVICES="", PYTHONUNBUFFERED="1", HF_HUB_OFFLINE="1",
-                       HF_DATASETS_OFFLINE="1", RELIABILITY_GATE_DIR=str(self.gate_dir),
-                       RELIABILITY_GATES=",".join(map(str, gates)), **(env or {}))
+        run_env = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "RELIABILITY_GATE_DIR": str(self.gate_dir),
+                   "RELIABILITY_GATES": ",".join(map(str, gates)), **(MAXTEXT_ENV if backend.name == "maxtext" else {}),
+                   **(env or {})}
         if fail_at is not None:
             run_env["RELIABILITY_FAIL_AT"] = str(fail_at)
         if count_collectives:
@@ -101,16 +114,14 @@ class Training:
             from primus.backends.torchtitan.assets import ASSETS_ENV
 
             run_env[ASSETS_ENV] = str(assets)
-        launcher = [sys.executable] if nproc == 1 else [
+        launcher = [interpreter(backend.name)] if nproc == 1 else [
             sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}"]
         self.name = name
         self.started = time.monotonic()
         self.exited: float | None = None
         self.exited_at: float | None = None  # wall-clock time, to compare with the journal's timestamps
-        with open(self.log_path, "w") as log:
-            self.process = subprocess.Popen([*launcher, str(TRAINER), backend.name, *args], cwd=self.workdir,
-                                            env=run_env, stdout=log, stderr=subprocess.STDOUT,
-                                            start_new_session=True)
+        self.process = start([*launcher, str(TRAINER), backend.name, *args, *backend.placed(self.workdir)],
+                             self.workdir, self.log_path, run_env)
         self._watcher = threading.Thread(target=self._watch, name=f"watch-{name}", daemon=True)
         self._watcher.start()
 
@@ -156,6 +167,8 @@ class Training:
         seconds = (self.exited or time.monotonic()) - self.started
         if self.backend.name == "megatron":
             return MegatronRun(code, self.log_path, seconds)
+        if self.backend.name == "maxtext":
+            return MaxTextRun(code, self.workdir, seconds, log_name=self.log_path.name)
         return TitanRun(code, self.workdir / "dump", self.log_path, seconds)
 
     # -- what it left ----------------------------------------------------------------------------
@@ -186,7 +199,30 @@ def mlflow_run_id(run_dir: Path) -> str:
     return json.loads((run_dir / "run.json").read_text())["mlflow"]["run_id"]
 
 
-def mlflow_key_of(name: str) -> str:
+def mlflow_steps(client, run_id: str, backend: Backend) -> list[int]:
+    """The steps the MLflow run holds the backend's loss at, in MLflow's order (a duplicate shows twice)."""
     from primus.tracking.names import mlflow_key
 
-    return mlflow_key(name)
+    return [s for s, _ in mlflow_history(client, run_id, mlflow_key(backend.loss))]
+
+
+def tb_steps(root: Path, backend: Backend) -> list[int]:
+    """The steps of the backend's loss in every TensorBoard event file under ``root``, sorted."""
+    logdirs = {p.parent for p in root.rglob("events.out.tfevents.*")}
+    return sorted(s for d in logdirs for s, _ in read_tb_scalars(d).get(backend.loss, []))
+
+
+def delivered(client, training: Training, backend: Backend, expected: list[int], timeout: float = 180) -> str:
+    """Wait (the training waits at a gate) until the MLflow run holds exactly the ``expected`` steps; its run id."""
+    from mlflow.exceptions import MlflowException
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            run_id = mlflow_run_id(training.run_dir())
+            if mlflow_steps(client, run_id, backend) == expected:
+                return run_id
+        except (KeyError, ValueError, OSError, MlflowException):  # no run yet, or the server still starting
+            pass
+        time.sleep(0.2)
+    raise AssertionError(f"MLflow never received steps {expected}: {training.result().explain()}")

@@ -1,15 +1,16 @@
 """Test-only training entry for the reliability suite: upstream Megatron (the drop-in pretrain_gpt.py's
-``main``) or TorchTitan (``python -m primus.backends.torchtitan``'s ``main``) with Primus active, plus
-what a fault test needs, switched on by environment variables:
+``main``), TorchTitan (``python -m primus.backends.torchtitan``'s ``main``) or MaxText (``python -m
+primus.backends.maxtext``'s ``main``, run on the MaxText environment's interpreter) with Primus active,
+plus what a fault test needs, switched on by environment variables:
 
 * ``RELIABILITY_GATE_DIR`` and ``RELIABILITY_GATES=3,5``: before training step n, each rank writes
   ``<dir>/at-<n>-rank<r>`` and waits for ``<dir>/go-<n>``, so a test kills, hangs or signals something
-  at a known step (steps before n are trained and logged).
+  at a known step (steps before n are trained and logged; MaxText has logged those before n-1).
 * ``RELIABILITY_FAIL_AT=n``: the user's forward step raises at step n.
 * ``RELIABILITY_COLLECTIVES=<prefix>``: every ``torch.distributed`` collective is counted by the
   thread that called it, written to ``<prefix>.rank<r>.json`` at exit.
 
-    python reliability_trainer.py megatron|torchtitan <upstream arguments>
+    python reliability_trainer.py megatron|torchtitan|maxtext <upstream arguments>
 """
 
 from __future__ import annotations

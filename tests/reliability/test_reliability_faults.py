@@ -24,34 +24,24 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
-from mlflow.exceptions import MlflowException
 from reliability_runs import (
     FAKE_WANDB_KEY,
-    Backend,
     Training,
+    delivered,
     end_events,
     journal_steps,
-    mlflow_key_of,
     mlflow_run_id,
+    mlflow_steps,
+    tb_steps,
 )
-from support.readers import mlflow_history, read_tb_scalars, read_wandb_history, wandb_run_ids
+from support.readers import read_wandb_history, wandb_run_ids
 
 pytestmark = pytest.mark.slow
 
 EXIT_DEADLINE_S = 4.0  # where the backend lets us set it (Megatron); TorchTitan keeps the core's 30 s
 EXIT_SLACK_S = 20.0  # interpreter and upstream teardown after the tracking run ended, on a loaded 2-core box
-
-
-def steps(client, run_id: str, backend: Backend) -> list[int]:
-    return [s for s, _ in mlflow_history(client, run_id, mlflow_key_of(backend.loss))]
-
-
-def tb_steps(root: Path, backend: Backend) -> list[int]:
-    logdirs = {p.parent for p in root.rglob("events.out.tfevents.*")}
-    return sorted(s for d in logdirs for s, _ in read_tb_scalars(d).get(backend.loss, []))
 
 
 def assert_bounded_exit(training: Training, deadline_s: float) -> None:
@@ -125,20 +115,21 @@ def server_faults(backend, background, _fault_server, tmp_path_factory, titan_as
     client = MlflowClient(server.uri)
     try:
         training.wait_at(KILL_AT)
-        run_id = delivered(client, training, backend, KILL_AT - 1)  # the run exists and is receiving steps
+        # the run exists and is receiving steps
+        run_id = delivered(client, training, backend, backend.logged_before(KILL_AT))
         server.kill()  # steps KILL_AT .. RESTART_AT-1 train with no server at all
         training.go(KILL_AT)
         training.wait_at(RESTART_AT)
         server.restart()
-        delivered(client, training, backend, RESTART_AT - 1)  # the worker replayed the outage by itself
+        delivered(client, training, backend, backend.logged_before(RESTART_AT))  # the worker replayed the outage
         training.go(RESTART_AT)
         training.wait_at(HANG_AT)
-        delivered(client, training, backend, HANG_AT - 1)
+        delivered(client, training, backend, backend.logged_before(HANG_AT))
         server.pause()  # the port accepts connections, nothing answers, until after the process exited
         training.go(HANG_AT)
         training.wait()
         server.resume()
-        before = client.get_run(run_id).info.status, steps(client, run_id, backend)
+        before = client.get_run(run_id).info.status, mlflow_steps(client, run_id, backend)
         sync = subprocess.run([sys.executable, "-m", "primus.cli.main", "tracking", "sync", str(training.run_dir()),
                                "--timeout", "120"], capture_output=True, text=True, timeout=300)
         return ServerFaults(training, *before, sync.returncode, sync.stdout + sync.stderr)
@@ -148,36 +139,22 @@ def server_faults(backend, background, _fault_server, tmp_path_factory, titan_as
             server.restart()
 
 
-def delivered(client, training: Training, backend: Backend, last_step: int, timeout: float = 180) -> str:
-    """Wait (the training waits at a gate) until the MLflow run holds steps 1..last_step; its run id."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            run_id = mlflow_run_id(training.run_dir())
-            if steps(client, run_id, backend) == list(range(1, last_step + 1)):
-                return run_id
-        except (KeyError, ValueError, OSError, MlflowException):  # no run yet, or the server still starting
-            pass
-        time.sleep(0.2)
-    raise AssertionError(f"MLflow never received steps 1..{last_step}: {training.result().explain()}")
-
-
 def test_server_outages_lose_and_duplicate_nothing(server_faults, _fault_server, backend):
     training = server_faults.training
     result = training.result()
     assert result.returncode == 0, result.explain()
-    assert journal_steps(training.run_dir(), backend.loss) == list(range(1, FAULT_STEPS + 1))
+    assert journal_steps(training.run_dir(), backend.loss) == backend.steps(FAULT_STEPS)
     # the hung server kept the last steps from MLflow, so the run stayed RUNNING until the sync
     assert server_faults.status_before_sync == "RUNNING"
-    assert server_faults.steps_before_sync == list(range(1, HANG_AT))
+    assert server_faults.steps_before_sync == backend.logged_before(HANG_AT)
     assert server_faults.sync_code == 0 and "mlflow: delivered, status FINISHED" in server_faults.sync_output
     from mlflow import MlflowClient
 
     client = MlflowClient(_fault_server.uri)
     run_id = mlflow_run_id(training.run_dir())
-    assert steps(client, run_id, backend) == list(range(1, FAULT_STEPS + 1))
+    assert mlflow_steps(client, run_id, backend) == backend.steps(FAULT_STEPS)
     assert client.get_run(run_id).info.status == "FINISHED"
-    assert tb_steps(training.workdir, backend) == list(range(1, FAULT_STEPS + 1))  # TensorBoard never noticed
+    assert tb_steps(training.workdir, backend) == backend.steps(FAULT_STEPS)  # TensorBoard never noticed
 
 
 def test_training_keeps_its_pace_and_exits_within_the_deadline(server_faults, backend):
@@ -222,7 +199,7 @@ def killed_then_resumed(backend, mlflow_server, session_client, server_faults, t
     killed.signal(signal.SIGTERM)  # as a scheduler preempting the job does (torchrun forwards it)
     killed.wait()
     run_id = mlflow_run_id(killed.run_dir())
-    status, logged = session_client.get_run(run_id).info.status, steps(session_client, run_id, backend)
+    status, logged = session_client.get_run(run_id).info.status, mlflow_steps(session_client, run_id, backend)
     journaled = journal_steps(killed.run_dir(), backend.loss)
     ends = [e["status"] for e in end_events(killed.run_dir())]
     resumed = Training(backend, root, [*backend.args(RESUMED_STEPS, experiment, wandb=True),
@@ -235,10 +212,10 @@ def killed_then_resumed(backend, mlflow_server, session_client, server_faults, t
 def test_sigterm_marks_the_run_killed_with_every_logged_step_delivered(killed_then_resumed, backend):
     killed = killed_then_resumed.killed
     assert killed.result().returncode != 0, killed.result().explain()
-    assert killed_then_resumed.killed_journal == list(range(1, SIGTERM_AT))
+    assert killed_then_resumed.killed_journal == backend.logged_before(SIGTERM_AT)
     assert killed_then_resumed.killed_ends == ["KILLED"]
     assert killed_then_resumed.killed_status == "KILLED"
-    assert killed_then_resumed.killed_steps == list(range(1, SIGTERM_AT))
+    assert killed_then_resumed.killed_steps == backend.logged_before(SIGTERM_AT)
 
 
 def test_restart_from_checkpoint_continues_the_same_runs_without_duplicate_steps(killed_then_resumed, backend,
@@ -251,8 +228,8 @@ def test_restart_from_checkpoint_continues_the_same_runs_without_duplicate_steps
     experiment = session_client.get_experiment_by_name(f"h10-{backend.name}-killed")
     [run] = session_client.search_runs([experiment.experiment_id])
     assert run.info.run_id == mlflow_run_id(run_dir) and run.info.status == "FINISHED"
-    every_step = list(range(1, RESUMED_STEPS + 1))
-    assert steps(session_client, run.info.run_id, backend) == every_step
+    every_step = backend.steps(RESUMED_STEPS)
+    assert mlflow_steps(session_client, run.info.run_id, backend) == every_step
     assert journal_steps(run_dir, backend.loss) == every_step
     # the checkpoint was at step 2: step 3 was trained twice, tracked once
     assert end_events(run_dir)[-1]["dropped"].get("already_tracked", 0) >= 1
@@ -283,7 +260,7 @@ def test_exception_in_the_forward_step_marks_the_run_failed(background, backend,
     assert [e["status"] for e in end_events(run_dir)] == ["FAILED"]
     run_id = mlflow_run_id(run_dir)
     assert session_client.get_run(run_id).info.status == "FAILED"
-    assert steps(session_client, run_id, backend) == [1, 2]
+    assert mlflow_steps(session_client, run_id, backend) == [1, 2]
 
 
 # -- W&B online with an unreachable server -----------------------------------------------------------------------
@@ -300,6 +277,6 @@ def test_unreachable_wandb_is_bounded_and_the_training_completes(background, bac
     assert sorted(r["_step"] for r in read_wandb_history(run_dir) if backend.loss in r) == [1, 2, 3]
     run_id = mlflow_run_id(run_dir)
     assert session_client.get_run(run_id).info.status == "FINISHED"
-    assert steps(session_client, run_id, backend) == [1, 2, 3]
+    assert mlflow_steps(session_client, run_id, backend) == [1, 2, 3]
     assert_bounded_exit(training, EXIT_DEADLINE_S * 5 if backend.exit_deadline_flag else 30.0)
     assert FAKE_WANDB_KEY not in result.output

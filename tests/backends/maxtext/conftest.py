@@ -5,23 +5,19 @@ a run is imports and XLA compilation on one core."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import signal
-import subprocess
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from maxtext_runs import MaxTextRun
+from maxtext_runs import MAXTEXT_ENV, MaxTextRun
+from support.launch import start as start_process
+from support.launch import wait_or_kill
 
 from primus.launch.job import interpreter
 
-# Patch activation, the experiment and the trackers' settings are the test's to choose, never inherited.
-_NOT_INHERITED = ("PRIMUS_PATCHES", "PRIMUS_DISABLE_PATCHES", "PRIMUS_ACTIVATE", "PRIMUS_CONFIG",
-                  "PRIMUS_CONFIG_OVERRIDES", "PRIMUS_RUN_DIR", "PRIMUS_WORKSPACE", "PYTHONPATH", "JAX_PLATFORMS")
 TIMEOUT_S = 400.0
 
 
@@ -44,24 +40,14 @@ def start(tmp_path_factory) -> Callable[..., Callable[[], MaxTextRun]]:
 
     def launch(name: str, command: list[str], env: dict[str, str] | None = None) -> Callable[[], MaxTextRun]:
         workdir = tmp_path_factory.mktemp(name)
-        run_env = {k: v for k, v in os.environ.items() if k not in _NOT_INHERITED}
-        run_env.update(OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1", CUDA_VISIBLE_DEVICES="", JAX_PLATFORMS="cpu",
-                       WANDB_MODE="offline", WANDB_DIR=str(workdir / "wandb"), **(env or {}))
         (workdir / "wandb").mkdir()
-        log = open(workdir / "run.log", "w")
         started = time.monotonic()
-        process = subprocess.Popen(command, cwd=workdir, env=run_env, stdout=log, stderr=subprocess.STDOUT,
-                                   start_new_session=True)
+        process = start_process(command, workdir, workdir / "run.log", {
+            **MAXTEXT_ENV, "WANDB_MODE": "offline", "WANDB_DIR": str(workdir / "wandb"), **(env or {})})
 
         def wait() -> MaxTextRun:
-            try:
-                code = process.wait(timeout=max(1.0, TIMEOUT_S - (time.monotonic() - started)))
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                code = process.wait()
-            finally:
-                log.close()
-            return MaxTextRun(code, workdir, time.monotonic() - started)
+            code = wait_or_kill(process, max(1.0, TIMEOUT_S - (time.monotonic() - started)))
+            return MaxTextRun(-9 if code is None else code, workdir, time.monotonic() - started)
 
         return wait
 

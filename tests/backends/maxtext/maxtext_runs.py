@@ -16,6 +16,7 @@ from primus.config import load_experiment
 REPO = Path(__file__).resolve().parents[3]
 TINY_CPU = REPO / "configs" / "maxtext" / "tiny_cpu.yaml"
 UPSTREAM_TRAIN = ("-m", "maxtext.trainers.pre_train.train")  # the user's upstream command
+MAXTEXT_ENV = {"JAX_PLATFORMS": "cpu"}  # what a MaxText run needs beyond support.launch's environment
 STEPS = 6
 EVAL_INTERVAL = 3  # an eval (1 batch) after train steps 0 and 3
 EVAL_AT = [0, 3]
@@ -52,10 +53,11 @@ class MaxTextRun:
     returncode: int
     workdir: Path  # the run's own folder: its output, metrics file, W&B directory and log
     seconds: float
+    log_name: str = "run.log"  # in workdir
 
     @property
     def log_path(self) -> Path:
-        return self.workdir / "run.log"
+        return self.workdir / self.log_name
 
     @property
     def output(self) -> str:
