@@ -21,6 +21,8 @@ WANDB_MODES = ("online", "offline", "disabled", "shared")
 WANDB_INIT_TIMEOUT_S = 30.0  # wandb's default of 90 s stalls the writer rank's start-up on a bad network
 MLFLOW_DB_SCHEMES = ("sqlite", "postgresql", "mysql", "mssql")  # "+driver" suffixes allowed, as in SQLAlchemy
 RUN_STATUSES = ("FINISHED", "FAILED", "KILLED")
+DELIVERY_MODES = ("process", "thread")
+DELIVERY_ENV = "PRIMUS_TRACKING_DELIVERY"
 
 
 class TrackingConfigError(ValueError):
@@ -86,6 +88,9 @@ class TrackingConfig:
     exit_deadline_s: float = 30.0
     journal_max_bytes: int = 1 << 30
     pending_records: int = 100_000  # records queued in memory between hub ticks before new ones are dropped
+    # "process": TensorBoard, W&B and MLflow are fed by a delivery process, off the training process's GIL;
+    # "thread": by threads of the training process. None: PRIMUS_TRACKING_DELIVERY, else "process"
+    delivery: str | None = None
 
     def resolve(self, env: Mapping[str, str] | None = None) -> TrackingConfig:
         """A copy with every None that has a default filled in; raises TrackingConfigError."""
@@ -96,10 +101,14 @@ class TrackingConfig:
         _positive_int("journal_max_bytes", self.journal_max_bytes, "e.g. 1073741824 (1 GiB)")
         _positive_int("pending_records", self.pending_records, "e.g. 100000")
         run_name = self.run_name or run_dir.name
+        delivery = self.delivery or env.get(DELIVERY_ENV) or "process"
+        _require(delivery in DELIVERY_MODES, "delivery" if self.delivery else DELIVERY_ENV, delivery,
+                 f"use one of {', '.join(DELIVERY_MODES)}")
         return replace(
             self,
             run_dir=run_dir,
             run_name=run_name,
+            delivery=delivery,
             tensorboard=self.tensorboard and _resolve_tensorboard(self.tensorboard),
             wandb=self.wandb and _resolve_wandb(self.wandb, run_dir, run_name, env),
             mlflow=self.mlflow and _resolve_mlflow(self.mlflow, run_dir, self.experiment_name, run_name, env),

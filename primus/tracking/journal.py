@@ -117,6 +117,13 @@ def last_steps(path: Path, tail_bytes: int = 1 << 20) -> dict[tuple[str, ...] | 
     return last
 
 
+def last_end_status(path: Path, tail_bytes: int = 64 << 10) -> str | None:
+    """The status of the journal's last "end" record, if its last ``tail_bytes`` hold one."""
+    records, _ = read_records(path, max(0, journal_size(path) - tail_bytes), max_bytes=tail_bytes)
+    ends = [r.data.get("status") for r in records if r.kind == EVENT and r.data.get("event") == "end"]
+    return ends[-1] if ends else None
+
+
 def journal_size(path: Path) -> int:
     try:
         return path.stat().st_size

@@ -12,20 +12,17 @@ import secrets
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from primus.tracking.config import RUN_STATUSES, TrackingConfig, TrackingConfigError
+from primus.tracking.delivery import DeliveryProcess, DeliverySpec, RemoteSinkWorker
 from primus.tracking.hub import ALREADY_TRACKED, MetricsHub
 from primus.tracking.journal import JOURNAL_FILE, JournalWriter, last_steps
 from primus.tracking.lifecycle import ExitHandlers
 from primus.tracking.meta import RunMeta
-from primus.tracking.sink import Sink
-from primus.tracking.sinks.console import ConsoleSink
-from primus.tracking.sinks.mlflow import MlflowSink
-from primus.tracking.sinks.one_logger import OneLoggerSink
-from primus.tracking.sinks.tensorboard import TensorBoardSink
-from primus.tracking.sinks.wandb import WandbSink
+from primus.tracking.sink_factory import OUT_OF_PROCESS, build_sinks, sink_names
 from primus.tracking.state import CursorStore, RunDirLock, RunState
 from primus.tracking.worker import SinkWorker
 
@@ -56,8 +53,7 @@ class Run:
             meta = RunMeta.build(cfg)
             meta.save(self.run_dir)
             self._journal = JournalWriter(self.run_dir / JOURNAL_FILE, cfg.journal_max_bytes)
-            cursors = CursorStore(self.run_dir)
-            self._workers = [SinkWorker(s, self._journal.path, cursors) for s in self._sinks(meta)]
+            self._workers = self._make_workers(meta)
             self._hub = MetricsHub(self._journal, self._workers, cfg.pending_records,
                                    tracked_until=last_steps(self._journal.path) if self.resumed else None)
             self._state.update("run", status="RUNNING", pid=os.getpid())
@@ -79,20 +75,20 @@ class Run:
         self._state.update("wandb", id=new)
         return new
 
-    def _sinks(self, meta: RunMeta) -> list[Sink]:
+    def _make_workers(self, meta: RunMeta) -> list[SinkWorker | RemoteSinkWorker]:
+        """Threads here for the console and One-Logger; the trackers' sinks in the delivery process unless
+        ``delivery="thread"``."""
         cfg = self.config
-        sinks: list[Sink] = []
-        if cfg.console:
-            sinks.append(ConsoleSink(cfg.console))
-        if cfg.tensorboard:
-            sinks.append(TensorBoardSink(cfg.tensorboard))
-        if cfg.wandb and cfg.wandb.mode != "disabled":
-            sinks.append(WandbSink(cfg.wandb, meta, self._state, self.wandb_run_id))
-        if cfg.mlflow:
-            sinks.append(MlflowSink(cfg.mlflow, meta, self._state, self.run_dir))
-        if cfg.one_logger:
-            sinks.append(OneLoggerSink(cfg.one_logger, cfg.run_name))
-        return sinks
+        names = sink_names(cfg)
+        remote = [n for n in names if n in OUT_OF_PROCESS] if cfg.delivery == "process" else []
+        local = build_sinks(cfg, meta, self._state, self.wandb_run_id, [n for n in names if n not in remote])
+        workers: list[SinkWorker | RemoteSinkWorker] = [SinkWorker(s, self._journal.path, CursorStore(self.run_dir))
+                                                        for s in local]
+        if remote:
+            spec = DeliverySpec(replace(cfg, console=None, one_logger=None, params={}, tags={}), tuple(remote),
+                                self.wandb_run_id, log.getEffectiveLevel())
+            workers += DeliveryProcess(spec, self.run_dir).workers
+        return workers
 
     # -- training thread -----------------------------------------------------------------
     def log(self, step: int, metrics: Mapping[str, float], only: Sequence[str] | None = None) -> None:
@@ -129,7 +125,7 @@ class Run:
         """Counters for logs and tests: records dropped by the hub, and per sink its failures, last
         error, undelivered journal bytes and whether it was switched off."""
         return {"dropped": dict(self._hub.dropped), "refused": self._hub.refused + self._hub.malformed,
-                "sinks": {w.sink.name: {"failures": w.failures, "last_error": w.last_error,
+                "sinks": {w.name: {"failures": w.failures, "last_error": w.last_error,
                                         "pending_bytes": w.pending_bytes, "disabled": w.disabled}
                           for w in self._workers}}
 
@@ -159,7 +155,7 @@ class Run:
         self._journal.close()
         self._dir_lock.release()
 
-    def _report(self, late: list[SinkWorker]) -> None:
+    def _report(self, late: list[SinkWorker | RemoteSinkWorker]) -> None:
         lost = {why: n for why, n in self._hub.dropped.items() if why != ALREADY_TRACKED}
         if lost:
             log.warning("primus tracking: records dropped in this run: %s", lost)
@@ -169,5 +165,5 @@ class Run:
             if w in late or w.pending_bytes:
                 log.warning("primus tracking: %s did not receive everything within exit_deadline_s=%s (%d journal "
                             "bytes pending; last error: %s). It is all in %s: deliver it with "
-                            "`primus tracking sync %s`.", w.sink.name, self.config.exit_deadline_s, w.pending_bytes,
+                            "`primus tracking sync %s`.", w.name, self.config.exit_deadline_s, w.pending_bytes,
                             w.last_error or "none", self._journal.path, self.run_dir)

@@ -70,21 +70,24 @@ class RunDirLock:
 
 
 class RunState:
-    """``run.json`` as sections (``mlflow``, ``wandb``, ``run``) shared by the sink workers."""
+    """``run.json`` as sections (``mlflow``, ``wandb``, ``run``), shared by the training process and its
+    delivery process: every read is fresh from the file and every update a read-modify-write under a
+    file lock, so neither process overwrites a section the other wrote."""
 
     def __init__(self, run_dir: Path):
         self.path = run_dir / STATE_FILE
+        self._lock_path = run_dir / f".{STATE_FILE}.lock"
         self._lock = threading.Lock()
-        self._data = read_json(self.path)
 
     def section(self, name: str) -> dict[str, Any]:
-        with self._lock:
-            return dict(self._data.get(name, {}))
+        return dict(read_json(self.path).get(name, {}))
 
     def update(self, name: str, **values: Any) -> None:
-        with self._lock:
-            self._data.setdefault(name, {}).update(values)
-            write_json_atomic(self.path, self._data)
+        with self._lock, open(self._lock_path, "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file is closed
+            data = read_json(self.path)
+            data.setdefault(name, {}).update(values)
+            write_json_atomic(self.path, data)
 
 
 class CursorStore:

@@ -47,6 +47,10 @@ class SinkWorker:
         self._thread = threading.Thread(target=self._main, name=f"primus-tracking-{sink.name}", daemon=True)
 
     # -- called by the hub / the run -----------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self.sink.name
+
     def start(self) -> None:
         self._thread.start()
 

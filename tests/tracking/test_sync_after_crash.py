@@ -1,5 +1,7 @@
 """A process killed before its W&B worker delivered anything: `primus tracking sync` replays the
-journal into the same W&B run (offline here) and marks it KILLED."""
+journal into the same W&B run (offline here) and marks it KILLED. The worker is a thread of the killed
+process here (delivery="thread"), as when a whole job is SIGKILLed with its delivery process; a delivery
+process that survives the kill finishes the job itself (test_delivery_process.py)."""
 
 import signal
 import subprocess
@@ -18,7 +20,7 @@ CHILD = textwrap.dedent("""
     import os, signal, sys
     from pathlib import Path
     from primus.tracking import TrackingConfig, WandbConfig, start_run
-    run = start_run(TrackingConfig(run_dir=Path(sys.argv[1]), wandb=WandbConfig(project="crash")))
+    run = start_run(TrackingConfig(run_dir=Path(sys.argv[1]), wandb=WandbConfig(project="crash"), delivery="thread"))
     for step in range(25):
         run.log(step, {"loss": step / 10})
     assert run.flush(0.5) is False  # the journal has it all; W&B is still starting (importing wandb alone takes longer)

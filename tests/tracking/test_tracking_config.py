@@ -34,11 +34,20 @@ def test_mlflow_uri_from_env_else_a_local_store_next_to_the_run():
     (dict(tensorboard=TensorBoardConfig(Path("/tmp/tb"), queue_size=0)), "tensorboard.queue_size=0", "positive"),
     (dict(console=ConsoleConfig(interval=0)), "console.interval=0", "positive integer"),
     (dict(wandb=WandbConfig(init_timeout_s=0)), "wandb.init_timeout_s=0", "positive number"),
+    (dict(delivery="subprocess"), "delivery='subprocess'", "process, thread"),
 ])
 def test_bad_values_name_the_key_the_value_and_the_fix(kw, key, fix):
     with pytest.raises(TrackingConfigError) as e:
         resolve(**kw)
     assert key in str(e.value) and fix in str(e.value)
+
+
+def test_delivery_defaults_to_a_process_and_the_environment_can_choose_threads():
+    assert resolve().delivery == "process"
+    assert resolve({"PRIMUS_TRACKING_DELIVERY": "thread"}).delivery == "thread"
+    assert resolve({"PRIMUS_TRACKING_DELIVERY": "thread"}, delivery="process").delivery == "process"
+    with pytest.raises(TrackingConfigError, match="PRIMUS_TRACKING_DELIVERY='threads'"):
+        resolve({"PRIMUS_TRACKING_DELIVERY": "threads"})
 
 
 def test_databricks_needs_host_and_token_and_a_workspace_experiment_path(tmp_path):

@@ -1,0 +1,238 @@
+"""The delivery process: the TensorBoard, W&B and MLflow sinks run in a child process that follows the
+journal, instead of on threads of the training process.
+
+Why: a tracker client spends milliseconds of Python per request (MLflow's client and SQLAlchemy,
+``wandb.log``, protobuf encoding for TensorBoard). On a thread of the training process those
+milliseconds hold the GIL the training thread needs: Megatron's step time doubled with MLflow on a
+local sqlite store. In a child they cost a core, not the step.
+
+The child runs the same ``SinkWorker`` per sink as a thread would, from the same journal and the same
+saved cursors. Parent and child talk in JSON lines over two pipes:
+
+* parent -> child (its stdin): first the spec (base64 pickle of ``DeliverySpec``), then
+  ``{"t": "flush", "id", "sink", "offset"}`` and ``{"t": "close", "status", "within_s"}``. End of input
+  without "close" means the training process died: the child delivers what the journal holds within the
+  exit deadline and ends the tracker runs as the journal's end record says, else KILLED.
+* child -> parent (the descriptor named on its command line): ``{"t": "stats", "sinks"}``,
+  ``{"t": "flushed", "id"}``, ``{"t": "log", "name", "level", "msg"}`` (re-logged here, so the console and
+  log capture see one stream), ``{"t": "closed", "sinks"}``.
+
+The training process never waits on the child: its writes are non-blocking (a message is smaller than
+PIPE_BUF, so it is written whole or not at all) and the child is killed when the exit deadline has passed.
+What it did not deliver stays in the journal for ``primus tracking sync``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import os
+import pickle
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import primus
+from primus.redaction import redact_text
+from primus.tracking.config import TrackingConfig
+from primus.tracking.journal import JOURNAL_FILE
+
+log = logging.getLogger("primus.tracking")
+
+CHILD_MODULE = "primus.tracking.delivery_child"
+KILL_GRACE_S = 1.0  # past the exit deadline, the child gets this long to report before it is killed
+
+
+@dataclass(frozen=True)
+class DeliverySpec:
+    config: TrackingConfig  # resolved; without console stream, params and tags (the child reads meta.json)
+    sinks: tuple[str, ...]
+    wandb_run_id: str | None
+    log_level: int
+
+    def encode(self) -> bytes:
+        return base64.b64encode(pickle.dumps(self)) + b"\n"
+
+    @staticmethod
+    def decode(line: bytes) -> DeliverySpec:
+        return pickle.loads(base64.b64decode(line))
+
+
+def message(obj: dict[str, Any]) -> bytes:
+    return json.dumps(obj, separators=(",", ":")).encode() + b"\n"
+
+
+class RemoteSinkWorker:
+    """Stands for one sink of the delivery process where the hub and the run expect a ``SinkWorker``."""
+
+    def __init__(self, process: DeliveryProcess, name: str):
+        self.process = process
+        self.name = name
+        self.failures = 0
+        self.last_error = ""
+        self.disabled = False
+        self.cursor = 0
+        self.done = False  # the child ended this sink's worker (delivered, or out of time)
+        self._end = 0
+
+    def start(self) -> None:
+        self.process.start()
+
+    def notify(self, end: int) -> None:
+        self._end = end  # the child follows the journal itself: no message per hub tick
+
+    def request_flush(self, offset: int) -> threading.Event:
+        return self.process.request_flush(self.name, offset)
+
+    def close(self, status: str, deadline: float) -> None:
+        self.process.close(status, deadline)
+
+    def join(self, deadline: float) -> bool:
+        return self.process.join(deadline) and self.done
+
+    @property
+    def pending_bytes(self) -> int:
+        return max(0, self._end - self.cursor)
+
+    def update(self, stats: dict[str, Any]) -> None:
+        self.cursor = int(stats["cursor"])
+        self.failures = int(stats["failures"])
+        self.last_error = str(stats["last_error"])
+        self.disabled = bool(stats["disabled"])
+        self.done = bool(stats.get("done", False))
+
+
+class DeliveryProcess:
+    def __init__(self, spec: DeliverySpec, run_dir: Path):
+        self.spec = spec
+        self.run_dir = run_dir
+        self.workers = [RemoteSinkWorker(self, name) for name in spec.sinks]
+        self._by_name = {w.name: w for w in self.workers}
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._commands = -1
+        self._lock = threading.Lock()
+        self._flushes: dict[int, threading.Event] = {}
+        self._next_id = 0
+        self._closing = False
+        self._killed = False
+        self._reported_close = threading.Event()  # "closed" received: the child ended every sink
+        self._gone = threading.Event()  # its output ended: it exited
+
+    # -- lifecycle -----------------------------------------------------------------------
+    def start(self) -> None:
+        with self._lock:
+            if self._proc is not None:
+                return
+            read_commands, self._commands = os.pipe()
+            read_replies, write_replies = os.pipe()
+            try:
+                self._proc = subprocess.Popen(
+                    [sys.executable, "-m", CHILD_MODULE, str(write_replies)], stdin=read_commands,
+                    pass_fds=(write_replies,), env=child_environment(), close_fds=True,
+                    start_new_session=True)  # a job's SIGINT/SIGTERM to the process group must not cut delivery
+            finally:
+                os.close(read_commands)
+                os.close(write_replies)
+            os.write(self._commands, self.spec.encode())  # a few kB into an empty pipe: never blocks
+            os.set_blocking(self._commands, False)
+        threading.Thread(target=self._read_replies, args=(read_replies,), name="primus-tracking-delivery",
+                         daemon=True).start()
+
+    def request_flush(self, sink: str, offset: int) -> threading.Event:
+        done = threading.Event()
+        with self._lock:
+            self._next_id += 1
+            flush_id = self._next_id
+            self._flushes[flush_id] = done
+        if self._gone.is_set() or not self._send({"t": "flush", "id": flush_id, "sink": sink, "offset": offset}):
+            done.set()  # as a worker thread that ended: nothing more will be delivered by this process
+        return done
+
+    def close(self, status: str, deadline: float) -> None:
+        with self._lock:
+            if self._closing:
+                return
+            self._closing = True
+        if not self._send({"t": "close", "status": status, "within_s": max(0.0, deadline - time.monotonic())}):
+            self._kill()  # it reads no input: it cannot be told to finish
+
+    def join(self, deadline: float) -> bool:
+        """True when the child reported its end before ``deadline`` (plus a short grace); else it is killed."""
+        if not self._gone.wait(max(0.0, deadline + KILL_GRACE_S - time.monotonic())):
+            self._kill()
+        elif self._proc is not None:
+            try:
+                self._proc.wait(KILL_GRACE_S)  # it reported and closed its output: it is exiting
+            except subprocess.TimeoutExpired:
+                self._kill()
+        return self._reported_close.is_set()
+
+    # -- plumbing ------------------------------------------------------------------------
+    def _send(self, obj: dict[str, Any]) -> bool:
+        try:
+            os.write(self._commands, message(obj))
+            return True
+        except OSError:  # full (the child is stuck) or closed (it is gone)
+            return False
+
+    def _kill(self) -> None:
+        self._killed = True
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.kill()
+            self._proc.wait()
+
+    def _read_replies(self, fd: int) -> None:
+        with os.fdopen(fd, "rb") as replies:
+            for line in replies:
+                try:
+                    self._dispatch(json.loads(line))
+                except (ValueError, KeyError, TypeError) as e:
+                    log.debug("primus tracking: unreadable message from the delivery process: %r", e)
+        if not self._reported_close.is_set():
+            self._died()
+        self._gone.set()
+        with self._lock:
+            waiting = list(self._flushes.values())
+            self._flushes.clear()
+        for done in waiting:
+            done.set()
+
+    def _dispatch(self, msg: dict[str, Any]) -> None:
+        kind = msg["t"]
+        for name, stats in msg.get("sinks", {}).items():  # "stats", and with "flushed" and "closed"
+            self._by_name[name].update(stats)
+        if kind == "closed":
+            self._reported_close.set()
+        elif kind == "flushed":
+            with self._lock:
+                done = self._flushes.pop(msg["id"], None)
+            if done is not None:
+                done.set()
+        elif kind == "log":
+            logging.getLogger(msg["name"]).log(msg["level"], "%s", msg["msg"])
+
+    def _died(self) -> None:
+        code = self._proc.wait() if self._proc is not None else None
+        for w in self.workers:
+            w.disabled = w.done = True
+            w.last_error = w.last_error or f"the delivery process exited with code {code}"
+        if not self._killed:  # past the exit deadline the run's own report names what was left undelivered
+            log.warning("primus tracking: the delivery process for %s exited with code %s; these trackers get "
+                        "nothing more from this run. Every record is in %s: deliver it with "
+                        "`primus tracking sync %s`.", ", ".join(self.spec.sinks), code, self.run_dir / JOURNAL_FILE,
+                        redact_text(str(self.run_dir)))
+
+
+def child_environment() -> dict[str, str]:
+    """The job's environment (credentials included: the trackers need them), with Primus importable from
+    where this process imports it and without patch activation (the child runs no upstream code)."""
+    env = dict(os.environ)
+    env.pop("PRIMUS_ACTIVATE", None)  # primus.activation.ACTIVATE_ENV (importing that module loads wrapt)
+    source_root = str(Path(primus.__file__).resolve().parents[1])
+    env["PYTHONPATH"] = os.pathsep.join([source_root, *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))])
+    return env

@@ -1,0 +1,143 @@
+"""The delivery process's main (see ``delivery.py``): ``python -m primus.tracking.delivery_child FD``.
+
+It ignores SIGINT and SIGTERM (a job stopping sends them to every process; the training process then
+asks this one to close, within its exit deadline) and ends when told to close or when its input ends.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Iterable
+
+from primus.tracking.delivery import DeliverySpec, message
+from primus.tracking.journal import JOURNAL_FILE, journal_size, last_end_status
+from primus.tracking.meta import RunMeta
+from primus.tracking.sink_factory import build_sinks
+from primus.tracking.state import CursorStore, RunState
+from primus.tracking.worker import SinkWorker
+
+FOLLOW_S = 0.1  # how often the journal's size is checked (the hub appends every 0.1 s)
+STATS_S = 0.5  # how often changed sink stats are sent to the training process
+
+
+class Replies:
+    """JSON lines to the training process; a vanished reader is ignored (the work goes on)."""
+
+    def __init__(self, fd: int):
+        self._fd = fd
+        self._lock = threading.Lock()
+
+    def send(self, obj: dict) -> None:
+        data = message(obj)
+        with self._lock:
+            try:
+                while data:
+                    data = data[os.write(self._fd, data):]
+            except OSError:
+                pass
+
+
+class ForwardLogs(logging.Handler):
+    def __init__(self, replies: Replies):
+        super().__init__()
+        self.replies = replies
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = self.format(record)
+        except Exception:  # noqa: BLE001 - a bad format string must not stop a sink
+            text = str(record.msg)
+        self.replies.send({"t": "log", "name": record.name, "level": record.levelno, "msg": text})
+
+
+def stats(workers: Iterable[SinkWorker], done: dict[str, bool] | None = None) -> dict[str, dict]:
+    return {w.name: {"cursor": w.cursor, "failures": w.failures, "last_error": w.last_error,
+                     "disabled": w.disabled, "done": bool(done and done.get(w.name))} for w in workers}
+
+
+def follow(journal, workers: list[SinkWorker], replies: Replies) -> None:
+    """Tell the workers how far the journal goes, and the training process how far they got."""
+    size, sent, last_sent = -1, None, 0.0
+    while True:
+        now = journal_size(journal)
+        if now != size:
+            size = now
+            for w in workers:
+                w.notify(size)
+        if time.monotonic() - last_sent >= STATS_S:
+            current = stats(workers)
+            if current != sent:
+                replies.send({"t": "stats", "sinks": current})
+                sent = current
+            last_sent = time.monotonic()
+        time.sleep(FOLLOW_S)
+
+
+def serve(commands, workers: list[SinkWorker], replies: Replies) -> tuple[str, float] | None:
+    """Answer flush requests until told to close: returns (status, seconds left), or None at end of input."""
+    by_name = {w.name: w for w in workers}
+    for line in commands:
+        msg = json.loads(line)
+        if msg["t"] == "close":
+            return msg["status"], float(msg["within_s"])
+        if msg["t"] == "flush" and msg["sink"] in by_name:
+            done = by_name[msg["sink"]].request_flush(int(msg["offset"]))
+            threading.Thread(target=answer_flush, args=(done, msg["id"], workers, replies), daemon=True).start()
+        elif msg["t"] == "flush":
+            answer_flush(None, msg["id"], workers, replies)
+    return None
+
+
+def answer_flush(done: threading.Event | None, flush_id: int, workers: list[SinkWorker], replies: Replies) -> None:
+    if done is not None:
+        done.wait()
+    replies.send({"t": "flushed", "id": flush_id, "sinks": stats(workers)})  # how far each got, as of now
+
+
+def main(argv: list[str]) -> int:
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_IGN)
+    replies = Replies(int(argv[1]))
+    commands = sys.stdin.buffer
+    spec = DeliverySpec.decode(commands.readline())
+    root = logging.getLogger("primus")
+    root.handlers[:] = [ForwardLogs(replies)]
+    root.setLevel(spec.log_level)
+    root.propagate = False
+    root._primus_configured = True  # primus.log.get_logger must not add a console handler here
+
+    cfg = spec.config
+    journal = cfg.run_dir / JOURNAL_FILE
+    state = RunState(cfg.run_dir)
+    sinks = build_sinks(cfg, RunMeta.load(cfg.run_dir), state, spec.wandb_run_id, spec.sinks)
+    workers = [SinkWorker(s, journal, CursorStore(cfg.run_dir)) for s in sinks]
+    for w in workers:
+        w.start()
+    threading.Thread(target=follow, args=(journal, workers, replies), name="primus-delivery-follow",
+                     daemon=True).start()
+
+    asked = serve(commands, workers, replies)
+    if asked is None:  # the training process died without closing: end as its journal says, else KILLED
+        status, within_s = last_end_status(journal) or "KILLED", cfg.exit_deadline_s
+        if state.section("run").get("status") == "RUNNING":
+            state.update("run", status=status)
+    else:
+        status, within_s = asked
+    deadline = time.monotonic() + within_s
+    for w in workers:
+        w.notify(journal_size(journal))
+        w.close(status, deadline)
+    done = {w.name: w.join(deadline) for w in workers}
+    replies.send({"t": "closed", "sinks": stats(workers, done)})
+    logging.shutdown()
+    os._exit(0)  # daemon threads still blocked in a tracker client must not hold the exit
+
+
+if __name__ == "__main__":
+    main(sys.argv)

@@ -1,0 +1,41 @@
+"""The sinks a run's config asks for, built the same way in the training process and in its
+delivery process (``delivery_child``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection
+
+from primus.tracking.config import TrackingConfig
+from primus.tracking.meta import RunMeta
+from primus.tracking.sink import Sink
+from primus.tracking.sinks.console import ConsoleSink
+from primus.tracking.sinks.mlflow import MlflowSink
+from primus.tracking.sinks.one_logger import OneLoggerSink
+from primus.tracking.sinks.tensorboard import TensorBoardSink
+from primus.tracking.sinks.wandb import WandbSink
+from primus.tracking.state import RunState
+
+# Sinks whose clients spend milliseconds of Python per request (MLflow's client and SQLAlchemy, wandb.log,
+# protobuf encoding for TensorBoard): with delivery="process" they run in the delivery process, off the
+# training process's GIL. The console and One-Logger stay in the training process (they print, or hook it).
+OUT_OF_PROCESS = ("tensorboard", "wandb", "mlflow")
+
+
+def sink_names(cfg: TrackingConfig) -> list[str]:
+    """The enabled sinks, in delivery order."""
+    wanted = {"console": cfg.console, "tensorboard": cfg.tensorboard,
+              "wandb": cfg.wandb and cfg.wandb.mode != "disabled", "mlflow": cfg.mlflow, "one_logger": cfg.one_logger}
+    return [name for name, on in wanted.items() if on]
+
+
+def build_sinks(cfg: TrackingConfig, meta: RunMeta, state: RunState, wandb_run_id: str | None,
+                names: Collection[str]) -> list[Sink]:
+    """The sinks of ``names`` (from ``sink_names``). A sink imports its tracker only when it opens."""
+    builders: dict[str, Callable[[], Sink]] = {
+        "console": lambda: ConsoleSink(cfg.console),
+        "tensorboard": lambda: TensorBoardSink(cfg.tensorboard),
+        "wandb": lambda: WandbSink(cfg.wandb, meta, state, wandb_run_id),
+        "mlflow": lambda: MlflowSink(cfg.mlflow, meta, state, cfg.run_dir),
+        "one_logger": lambda: OneLoggerSink(cfg.one_logger, cfg.run_name),
+    }
+    return [builders[name]() for name in sink_names(cfg) if name in names]

@@ -1,0 +1,117 @@
+"""A checkpointed TorchTitan job stopped mid-run and launched again the way a user does — `primus train
+--config EXP.yaml`, twice, same experiment — continues the same MLflow run and the same W&B run from its
+checkpoint, and every tracker (the real MLflow server, TensorBoard files, the W&B offline file) holds every
+step once: the steps trained again after the checkpoint are not tracked twice."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from support.launch import start, wait_or_kill
+from support.readers import mlflow_history, read_tb_scalars, read_wandb_history, wandb_run_ids
+
+from primus.backends.torchtitan.assets import ASSETS_ENV
+
+pytestmark = pytest.mark.slow
+
+STEPS, CHECKPOINT_EVERY, STOP_AFTER = 4, 2, 3  # stopped while step 4 trains: step 3 is trained again
+LOSS = "loss_metrics/global_avg_loss"
+EXPERIMENT = """
+exp_name: titan_resume
+workspace: {workspace}
+modules:
+  pre_trainer:
+    framework: torchtitan
+    config: pre_trainer.yaml
+    overrides:
+      model: {{module: primus.backends.torchtitan, config: llama3_debugmodel_cpu}}
+      training: {{steps: {steps}}}
+      checkpoint: {{enable: true, interval: {every}}}
+      metrics: {{log_freq: 1, enable_tensorboard: true, enable_wandb: true, enable_mlflow: true}}
+"""
+RUN_DIR_LINE = "[primus] run directory: "
+
+
+@dataclass(frozen=True)
+class Launch:
+    code: int | None
+    log: Path
+
+    @property
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def run_dir(self) -> Path:
+        [line] = [x for x in self.output.splitlines() if x.startswith(RUN_DIR_LINE)]
+        return Path(line[len(RUN_DIR_LINE):])
+
+    def explain(self) -> str:
+        return f"exit code {self.code}; {self.log}:\n" + "\n".join(self.output.splitlines()[-40:])
+
+
+def journaled_steps(run_dir: Path) -> list[int]:
+    steps = []
+    path = run_dir / "journal.jsonl"
+    for line in path.read_text().splitlines() if path.is_file() else []:
+        try:
+            record = json.loads(line)
+        except ValueError:  # the hub is writing this line
+            continue
+        if record["k"] == "m" and LOSS in record["d"]:
+            steps.append(record["s"])
+    return steps
+
+
+@pytest.fixture(scope="module")
+def relaunched(tmp_path_factory, titan_assets, mlflow_server) -> tuple[Launch, Launch]:
+    root = tmp_path_factory.mktemp("titan-resume")
+    experiment = root / "titan_resume.yaml"
+    experiment.write_text(EXPERIMENT.format(workspace=root / "ws", steps=STEPS, every=CHECKPOINT_EVERY))
+    env = {"MLFLOW_TRACKING_URI": mlflow_server.uri, "WANDB_MODE": "offline", ASSETS_ENV: str(titan_assets),
+           "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"}
+    command = [sys.executable, "-m", "primus.cli.main", "train", "--config", str(experiment)]
+
+    first = start(command, root, root / "first.log", env)
+    run_dir = root / "ws" / "titan_resume" / "checkpoint" / "primus"
+    deadline = time.monotonic() + 240
+    while STOP_AFTER not in journaled_steps(run_dir):  # the checkpoint of step 2 is written before step 3 starts
+        if first.poll() is not None or time.monotonic() > deadline:
+            pytest.fail(f"never reached step {STOP_AFTER}: {Launch(first.poll(), root / 'first.log').explain()}")
+        time.sleep(0.05)
+    os.killpg(first.pid, signal.SIGTERM)  # as a scheduler stops a job: its whole process group
+    stopped = Launch(wait_or_kill(first, 120), root / "first.log")
+
+    second = start(command, root, root / "second.log", env)
+    return stopped, Launch(wait_or_kill(second, 240), root / "second.log")
+
+
+def test_relaunch_resumes_the_same_runs_from_the_checkpoint_without_duplicate_steps(relaunched, mlflow_client):
+    stopped, resumed = relaunched
+    assert stopped.code not in (0, None), stopped.explain()
+    assert resumed.code == 0, resumed.explain()
+    run_dir = resumed.run_dir()
+    assert stopped.run_dir() == run_dir and run_dir.parent.name == "checkpoint"  # beside upstream's step-N folders
+    assert f"Loading the checkpoint from {run_dir.parent / 'step-2'}." in resumed.output
+    every_step = list(range(1, STEPS + 1))
+
+    ends = [json.loads(line)["d"] for line in (run_dir / "journal.jsonl").read_text().splitlines()
+            if json.loads(line)["k"] == "e" and json.loads(line)["d"]["event"] == "end"]
+    assert [e["status"] for e in ends] == ["KILLED", "FINISHED"]
+    assert ends[-1]["dropped"].get("already_tracked", 0) >= 1  # trained again after the checkpoint, tracked once
+    assert journaled_steps(run_dir) == every_step
+
+    [run] = mlflow_client.search_runs([mlflow_client.get_experiment_by_name("titan_resume").experiment_id])
+    assert run.info.status == "FINISHED"
+    assert [s for s, _ in mlflow_history(mlflow_client, run.info.run_id, LOSS)] == every_step
+
+    [logdir] = {p.parent for p in run_dir.rglob("events.out.tfevents.*")}
+    assert [s for s, _ in read_tb_scalars(logdir)[LOSS]] == every_step
+    assert len(wandb_run_ids(run_dir)) == 1
+    assert sorted(r["_step"] for r in read_wandb_history(run_dir) if LOSS in r) == every_step

@@ -1,0 +1,112 @@
+"""The delivery process: TensorBoard, W&B and MLflow are fed from a child process, so their clients'
+Python never runs in the training process; it survives a SIGKILL of the trainer and finishes the
+tracker runs; a dead delivery process is reported and `primus tracking sync` delivers the rest."""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import psutil
+import pytest
+from support.readers import mlflow_history, read_tb_scalars, read_wandb_history
+
+from primus.cli.main import main as primus_cli
+from primus.tracking import MlflowConfig, TrackingConfig, start_run
+from primus.tracking.delivery import CHILD_MODULE
+from primus.tracking.state import RunState
+
+pytestmark = pytest.mark.slow
+
+TRAINER = textwrap.dedent("""
+    import json, os, signal, sys, time
+    from pathlib import Path
+    from primus.tracking import MlflowConfig, TensorBoardConfig, TrackingConfig, WandbConfig, start_run
+    root, ending = Path(sys.argv[1]), sys.argv[2]
+    run = start_run(TrackingConfig(run_dir=root / "run", experiment_name="delivery", exit_deadline_s=60,
+                                   tensorboard=TensorBoardConfig(log_dir=root / "tb"), wandb=WandbConfig(project="d"),
+                                   mlflow=MlflowConfig()))
+    for step in range(1, 26):
+        run.log(step, {"loss": 1.0 / step})
+    if ending == "kill":
+        time.sleep(0.5)  # some hub ticks (every 0.1 s) journaled the steps; delivery has barely started
+        os.kill(os.getpid(), signal.SIGKILL)  # no finish, no flush
+    assert run.flush(120)
+    print(json.dumps({"imported": sorted(m for m in ("mlflow", "wandb", "torch", "tensorboard") if m in sys.modules),
+                      "stats": run.stats()}))
+    run.finish()
+""")
+STEPS = [(s, 1.0 / s) for s in range(1, 26)]
+
+
+def assert_float32_steps(points: list[tuple[int, float]]) -> None:
+    """TensorBoard keeps scalars as float32."""
+    assert [s for s, _ in points] == [s for s, _ in STEPS]
+    assert [v for _, v in points] == pytest.approx([v for _, v in STEPS], rel=1e-6)
+
+
+def train(tmp_path, ending: str) -> subprocess.CompletedProcess:
+    # returns once the delivery process exited too: it inherited the captured stdout and stderr
+    return subprocess.run([sys.executable, "-c", TRAINER, str(tmp_path), ending], capture_output=True, text=True,
+                          timeout=240)
+
+
+def test_trackers_are_fed_from_another_process(tmp_path, mlflow_client, wandb_offline):
+    done = train(tmp_path, "finish")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["imported"] == []  # no tracker client (nor torch for TensorBoard) loaded by the trainer
+    assert {name: s["pending_bytes"] for name, s in report["stats"]["sinks"].items()} == \
+        {"tensorboard": 0, "wandb": 0, "mlflow": 0}
+    run_id = RunState(tmp_path / "run").section("mlflow")["run_id"]
+    assert mlflow_history(mlflow_client, run_id, "loss") == STEPS
+    assert mlflow_client.get_run(run_id).info.status == "FINISHED"
+    assert_float32_steps(read_tb_scalars(tmp_path / "tb")["loss"])
+    assert [(r["_step"], r["loss"]) for r in read_wandb_history(wandb_offline) if "loss" in r] == STEPS
+
+
+def test_a_sigkilled_trainer_still_gets_every_step_delivered_and_its_runs_killed(tmp_path, mlflow_client,
+                                                                                 wandb_offline, capsys):
+    done = train(tmp_path, "kill")
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    state = RunState(tmp_path / "run")
+    assert state.section("run")["status"] == "KILLED"
+    run = mlflow_client.get_run(state.section("mlflow")["run_id"])
+    assert run.info.status == "KILLED"
+    assert mlflow_history(mlflow_client, run.info.run_id, "loss") == STEPS
+    assert_float32_steps(read_tb_scalars(tmp_path / "tb")["loss"])
+    assert [(r["_step"], r["loss"]) for r in read_wandb_history(wandb_offline) if "loss" in r] == STEPS
+    assert primus_cli(["tracking", "sync", str(tmp_path / "run")]) == 0  # nothing left to send, nothing twice
+    assert mlflow_history(mlflow_client, run.info.run_id, "loss") == STEPS
+
+
+def delivery_children() -> list[psutil.Process]:
+    return [p for p in psutil.Process().children() if CHILD_MODULE in " ".join(p.cmdline())]
+
+
+def test_a_dead_delivery_process_is_reported_and_sync_delivers_the_rest(tmp_path, mlflow_client, primus_caplog):
+    primus_caplog.set_level(logging.WARNING, logger="primus.tracking")
+    before = {p.pid for p in delivery_children()}
+    run = start_run(TrackingConfig(run_dir=tmp_path / "run", experiment_name="delivery-dies", exit_deadline_s=20,
+                                   mlflow=MlflowConfig()))
+    child = next(p for p in delivery_children() if p.pid not in before)
+    child.kill()  # not waited for here: that would reap it, and the run would read its exit code as 0
+    for step in range(1, 26):
+        run.log(step, {"loss": 1.0 / step})
+    t = time.monotonic()
+    run.finish()
+    assert time.monotonic() - t < 5  # nothing to wait for
+    assert run.stats()["sinks"]["mlflow"]["disabled"]
+    warnings = " ".join(r.getMessage() for r in primus_caplog.records)
+    assert f"the delivery process for mlflow exited with code {-signal.SIGKILL};" in warnings
+    assert f"primus tracking sync {tmp_path / 'run'}" in warnings
+
+    assert primus_cli(["tracking", "sync", str(tmp_path / "run")]) == 0
+    run_id = RunState(tmp_path / "run").section("mlflow")["run_id"]
+    assert mlflow_history(mlflow_client, run_id, "loss") == STEPS
+    assert mlflow_client.get_run(run_id).info.status == "FINISHED"
