@@ -15,7 +15,8 @@ saved cursors. Parent and child talk in JSON lines over two pipes:
   exit deadline and ends the tracker runs as the journal's end record says, else KILLED.
 * child -> parent (the descriptor named on its command line): ``{"t": "stats", "sinks"}``,
   ``{"t": "flushed", "id"}``, ``{"t": "log", "name", "level", "msg"}`` (re-logged here, so the console and
-  log capture see one stream), ``{"t": "closed", "sinks"}``.
+  log capture see one stream), ``{"t": "print", "stream", "text"}`` (what the tracker clients printed there,
+  printed here on the same stream), ``{"t": "closed", "sinks"}``.
 
 The training process never waits on the child: its writes are non-blocking (a message is smaller than
 PIPE_BUF, so it is written whole or not at all) and the child is killed when the exit deadline has passed.
@@ -215,6 +216,10 @@ class DeliveryProcess:
                 done.set()
         elif kind == "log":
             logging.getLogger(msg["name"]).log(msg["level"], "%s", msg["msg"])
+        elif kind == "print":
+            stream = sys.stdout if msg["stream"] == "stdout" else sys.stderr
+            stream.write(msg["text"])
+            stream.flush()
 
     def _died(self) -> None:
         code = self._proc.wait() if self._proc is not None else None

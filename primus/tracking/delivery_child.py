@@ -2,6 +2,7 @@
 
 It ignores SIGINT and SIGTERM (a job stopping sends them to every process; the training process then
 asks this one to close, within its exit deadline) and ends when told to close or when its input ends.
+What the tracker clients print here goes to the training process, which prints it (see ``ForwardedStream``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import threading
 import time
 from collections.abc import Iterable
 
+from primus.redaction import redact_text
 from primus.tracking.delivery import DeliverySpec, message
 from primus.tracking.journal import JOURNAL_FILE, journal_size, last_end_status
 from primus.tracking.meta import RunMeta
@@ -33,14 +35,16 @@ class Replies:
         self._fd = fd
         self._lock = threading.Lock()
 
-    def send(self, obj: dict) -> None:
+    def send(self, obj: dict) -> bool:
+        """False when the training process is gone."""
         data = message(obj)
         with self._lock:
             try:
                 while data:
                     data = data[os.write(self._fd, data):]
             except OSError:
-                pass
+                return False
+        return True
 
 
 class ForwardLogs(logging.Handler):
@@ -54,6 +58,42 @@ class ForwardLogs(logging.Handler):
         except Exception:  # noqa: BLE001 - a bad format string must not stop a sink
             text = str(record.msg)
         self.replies.send({"t": "log", "name": record.name, "level": record.levelno, "msg": text})
+
+
+class ForwardedStream:
+    """This process's ``sys.stdout`` / ``sys.stderr``. W&B and MLflow print here (W&B's start and sync lines,
+    MLflow's warnings); each whole line, redacted, is printed by the training process on its own stream,
+    so its console capture (``mlflow_upload_logs``) holds it as it did when the sinks were its threads.
+    Once the training process is gone, lines go to the console directly, still redacted."""
+
+    def __init__(self, name: str, replies: Replies, stream):
+        self.name = name
+        self.replies = replies
+        self.stream = stream
+        self._partial = ""
+        self._lock = threading.Lock()
+
+    def write(self, text: str) -> int:
+        with self._lock:
+            lines, sep, self._partial = (self._partial + text).rpartition("\n")
+            if sep:
+                self._emit(lines + sep)
+        return len(text)
+
+    def flush(self) -> None:
+        with self._lock:
+            if self._partial:
+                self._emit(self._partial)
+                self._partial = ""
+
+    def _emit(self, text: str) -> None:
+        text = redact_text(text)
+        if not self.replies.send({"t": "print", "stream": self.name, "text": text}):
+            self.stream.write(text)
+            self.stream.flush()
+
+    def __getattr__(self, name: str):
+        return getattr(self.stream, name)
 
 
 def stats(workers: Iterable[SinkWorker], done: dict[str, bool] | None = None) -> dict[str, dict]:
@@ -111,6 +151,8 @@ def main(argv: list[str]) -> int:
     root.setLevel(spec.log_level)
     root.propagate = False
     root._primus_configured = True  # primus.log.get_logger must not add a console handler here
+    sys.stdout = ForwardedStream("stdout", replies, sys.stdout)
+    sys.stderr = ForwardedStream("stderr", replies, sys.stderr)
 
     cfg = spec.config
     journal = cfg.run_dir / JOURNAL_FILE

@@ -5,6 +5,7 @@ tracker runs; a dead delivery process is reported and `primus tracking sync` del
 from __future__ import annotations
 
 import json
+import os
 import logging
 import signal
 import subprocess
@@ -110,3 +111,33 @@ def test_a_dead_delivery_process_is_reported_and_sync_delivers_the_rest(tmp_path
     run_id = RunState(tmp_path / "run").section("mlflow")["run_id"]
     assert mlflow_history(mlflow_client, run_id, "loss") == STEPS
     assert mlflow_client.get_run(run_id).info.status == "FINISHED"
+
+
+PRINTING_TRAINER = textwrap.dedent("""
+    import os, sys
+    from pathlib import Path
+    from primus.log_capture import capture_console, stop_console_capture
+    from primus.tracking import TrackingConfig, WandbConfig, start_run
+    root = Path(sys.argv[1])
+    capture_console(root / "console.log")
+    run = start_run(TrackingConfig(run_dir=root / "run", wandb=WandbConfig(project="printing")))
+    run.log(1, {"loss": 1.0})
+    assert run.flush(120)
+    run.finish()
+    stop_console_capture()
+""")
+
+
+def test_what_the_tracker_clients_print_reaches_the_trainers_console_capture_redacted(tmp_path, monkeypatch):
+    secret = "s3cr3t-d3l1very-7c1e"
+    wandb_dir = tmp_path / f"wandb-{secret}"  # W&B prints its offline run's path when it finishes
+    wandb_dir.mkdir()
+    env = {**os.environ, "WANDB_MODE": "offline", "WANDB_DIR": str(wandb_dir), "MY_SERVICE_TOKEN": secret}
+    env.pop("WANDB_SILENT", None)
+    done = subprocess.run([sys.executable, "-c", PRINTING_TRAINER, str(tmp_path)], capture_output=True, text=True,
+                          timeout=240, env=env)
+    assert done.returncode == 0, done.stderr
+    console = done.stdout + done.stderr
+    captured = (tmp_path / "console.log").read_text()
+    assert "wandb sync" in console and "wandb sync" in captured  # printed by the delivery process's W&B
+    assert secret not in console and secret not in captured
