@@ -29,7 +29,7 @@ QUICK_ARGS = {  # fewer rounds and steps, same variants and baselines
     "exit_flush": ["--rounds", "2", "--cap", "60"],
     "hub_overhead": [],
     "maxtext_tracking": ["--rounds", "1", "--steps", "60"],
-    "megatron_tracking": ["--rounds", "2", "--iters", "30"],
+    "megatron_tracking": ["--rounds", "2", "--iters", "60"],  # past the trackers' start-up steps
     "startup_overhead": ["--runs", "7"],
     "torchtitan_tracking": ["--rounds", "1", "--steps", "20"],
 }

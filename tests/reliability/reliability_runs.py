@@ -169,7 +169,7 @@ class Training:
             return MegatronRun(code, self.log_path, seconds)
         if self.backend.name == "maxtext":
             return MaxTextRun(code, self.workdir, seconds, log_name=self.log_path.name)
-        return TitanRun(code, self.workdir / "dump", self.log_path, seconds)
+        return TitanRun(code, self.log_path, seconds, dump=self.workdir / "dump")
 
     # -- what it left ----------------------------------------------------------------------------
     def run_dir(self) -> Path:

@@ -8,11 +8,10 @@ import math
 import re
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from support.launch import start, wait_or_kill
+from support.launch import FinishedRun, start, wait_or_kill
 
 REPO = Path(__file__).resolve().parents[3]
 PRETRAIN_GPT = REPO / "pretrain_gpt.py"
@@ -34,16 +33,7 @@ _LOSS = re.compile(r"lm loss: ([^ |]+)")
 _ITERATION_MS = re.compile(r"elapsed time per iteration \(ms\): ([0-9.]+)")
 
 
-@dataclass(frozen=True)
-class MegatronRun:
-    returncode: int
-    log_path: Path
-    seconds: float
-
-    @property
-    def output(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
+class MegatronRun(FinishedRun):
     def iteration_lines(self) -> list[str]:
         return [m.group(0) for m in _ITERATION_LINE.finditer(self.output)]
 
@@ -53,11 +43,6 @@ class MegatronRun:
 
     def iteration_ms(self) -> list[float]:
         return [float(_ITERATION_MS.search(line).group(1)) for line in self.iteration_lines()]
-
-    def explain(self) -> str:
-        """For assertion messages: where the log is and how it ends."""
-        tail = "\n".join(self.output.splitlines()[-60:])
-        return f"exit code {self.returncode} after {self.seconds:.1f} s; log {self.log_path}; last lines:\n{tail}"
 
     def assert_trained(self, iterations: int = 3) -> list[float]:
         """Exit 0, the last iteration logged, every loss finite. Returns the losses."""

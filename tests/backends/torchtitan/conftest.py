@@ -48,8 +48,8 @@ def titan_run(tmp_path_factory, titan_assets):
                         tmp_path, log_path, run_env)
         code = wait_or_kill(process, timeout)
         if code is None:
-            run = TitanRun(-9, dump, log_path, timeout)
+            run = TitanRun(None, log_path, timeout, dump=dump)
             pytest.fail(f"TorchTitan run timed out after {timeout} s: {run.explain()}")
-        return TitanRun(code, dump, log_path, time.monotonic() - started)
+        return TitanRun(code, log_path, time.monotonic() - started, dump=dump)
 
     return run

@@ -10,11 +10,10 @@ import os
 import signal
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from support.launch import start, wait_or_kill
+from support.launch import FinishedRun, start, wait_or_kill
 from support.readers import mlflow_history, read_tb_scalars, read_wandb_history, wandb_run_ids
 
 from primus.backends.torchtitan.assets import ASSETS_ENV
@@ -39,21 +38,10 @@ modules:
 RUN_DIR_LINE = "[primus] run directory: "
 
 
-@dataclass(frozen=True)
-class Launch:
-    code: int | None
-    log: Path
-
-    @property
-    def output(self) -> str:
-        return self.log.read_text(errors="replace")
-
+class Launch(FinishedRun):
     def run_dir(self) -> Path:
         [line] = [x for x in self.output.splitlines() if x.startswith(RUN_DIR_LINE)]
         return Path(line[len(RUN_DIR_LINE):])
-
-    def explain(self) -> str:
-        return f"exit code {self.code}; {self.log}:\n" + "\n".join(self.output.splitlines()[-40:])
 
 
 def journaled_steps(run_dir: Path) -> list[int]:
@@ -78,24 +66,27 @@ def relaunched(tmp_path_factory, titan_assets, mlflow_server) -> tuple[Launch, L
            "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"}
     command = [sys.executable, "-m", "primus.cli.main", "train", "--config", str(experiment)]
 
+    started = time.monotonic()
     first = start(command, root, root / "first.log", env)
     run_dir = root / "ws" / "titan_resume" / "checkpoint" / "primus"
     deadline = time.monotonic() + 240
     while STOP_AFTER not in journaled_steps(run_dir):  # the checkpoint of step 2 is written before step 3 starts
         if first.poll() is not None or time.monotonic() > deadline:
-            pytest.fail(f"never reached step {STOP_AFTER}: {Launch(first.poll(), root / 'first.log').explain()}")
+            pytest.fail(f"never reached step {STOP_AFTER}: "
+                        f"{Launch(first.poll(), root / 'first.log', time.monotonic() - started).explain()}")
         time.sleep(0.05)
     os.killpg(first.pid, signal.SIGTERM)  # as a scheduler stops a job: its whole process group
-    stopped = Launch(wait_or_kill(first, 120), root / "first.log")
+    stopped = Launch(wait_or_kill(first, 120), root / "first.log", time.monotonic() - started)
 
+    started = time.monotonic()
     second = start(command, root, root / "second.log", env)
-    return stopped, Launch(wait_or_kill(second, 240), root / "second.log")
+    return stopped, Launch(wait_or_kill(second, 240), root / "second.log", time.monotonic() - started)
 
 
 def test_relaunch_resumes_the_same_runs_from_the_checkpoint_without_duplicate_steps(relaunched, mlflow_client):
     stopped, resumed = relaunched
-    assert stopped.code not in (0, None), stopped.explain()
-    assert resumed.code == 0, resumed.explain()
+    assert stopped.returncode not in (0, None), stopped.explain()
+    assert resumed.returncode == 0, resumed.explain()
     run_dir = resumed.run_dir()
     assert stopped.run_dir() == run_dir and run_dir.parent.name == "checkpoint"  # beside upstream's step-N folders
     assert f"Loading the checkpoint from {run_dir.parent / 'step-2'}." in resumed.output

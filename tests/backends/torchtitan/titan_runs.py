@@ -7,6 +7,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from support.launch import FinishedRun
+
 CPU_CONFIG = ["--module", "primus.backends.torchtitan", "--config", "llama3_debugmodel_cpu"]
 STEPS = 3
 # Every key upstream's MetricsProcessor.log computes (torchtitan 0.3.0, no quantization, one AdamW group).
@@ -23,19 +25,8 @@ _CONSOLE_STEP = re.compile(r"step:\s+(\d+)\s+loss:\s+([0-9.]+)\s+grad_norm:\s+([
 
 
 @dataclass(frozen=True)
-class TitanRun:
-    returncode: int
-    dump: Path
-    log_path: Path
-    seconds: float
-
-    @property
-    def output(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
-    def explain(self) -> str:
-        tail = "\n".join(self.output.splitlines()[-50:])
-        return f"exit code {self.returncode} after {self.seconds:.1f} s; log {self.log_path}; last lines:\n{tail}"
+class TitanRun(FinishedRun):
+    dump: Path  # upstream's dump folder
 
     def console_steps(self) -> dict[int, tuple[str, str]]:
         """{step: (loss, grad_norm)} as upstream printed them (rounded to 5 and 4 decimals)."""
