@@ -46,6 +46,10 @@ from primus.tracking.journal import JOURNAL_FILE
 log = logging.getLogger("primus.tracking")
 
 CHILD_MODULE = "primus.tracking.delivery_child"
+# Held by a delivery process while it feeds the trackers. A trainer relaunched after a SIGKILL (torchrun's
+# restarts) gets a new delivery process while the old one may still deliver the killed launch's steps: the new
+# one waits for this lock, so the two never feed the same MLflow and W&B runs at once.
+DELIVERY_LOCK = ".delivery.lock"
 KILL_GRACE_S = 1.0  # past the exit deadline, the child gets this long to report before it is killed
 
 

@@ -7,6 +7,7 @@ What the tracker clients print here goes to the training process, which prints i
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
 import os
@@ -17,7 +18,7 @@ import time
 from collections.abc import Iterable
 
 from primus.redaction import redact_text
-from primus.tracking.delivery import DeliverySpec, message
+from primus.tracking.delivery import DELIVERY_LOCK, DeliverySpec, message
 from primus.tracking.journal import JOURNAL_FILE, journal_size, last_end_status
 from primus.tracking.meta import RunMeta
 from primus.tracking.sink_factory import build_sinks
@@ -155,6 +156,8 @@ def main(argv: list[str]) -> int:
     sys.stderr = ForwardedStream("stderr", replies, sys.stderr)
 
     cfg = spec.config
+    lock = open(cfg.run_dir / DELIVERY_LOCK, "a")  # held until this process exits
+    fcntl.flock(lock, fcntl.LOCK_EX)  # an earlier launch's delivery process finishes first
     journal = cfg.run_dir / JOURNAL_FILE
     state = RunState(cfg.run_dir)
     sinks = build_sinks(cfg, RunMeta.load(cfg.run_dir), state, spec.wandb_run_id, spec.sinks)

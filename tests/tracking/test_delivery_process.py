@@ -4,6 +4,7 @@ tracker runs; a dead delivery process is reported and `primus tracking sync` del
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import logging
@@ -19,7 +20,7 @@ from support.readers import mlflow_history, read_tb_scalars, read_wandb_history
 
 from primus.cli.main import main as primus_cli
 from primus.tracking import MlflowConfig, TrackingConfig, start_run
-from primus.tracking.delivery import CHILD_MODULE
+from primus.tracking.delivery import CHILD_MODULE, DELIVERY_LOCK
 from primus.tracking.state import RunState
 
 pytestmark = pytest.mark.slow
@@ -141,3 +142,21 @@ def test_what_the_tracker_clients_print_reaches_the_trainers_console_capture_red
     captured = (tmp_path / "console.log").read_text()
     assert "wandb sync" in console and "wandb sync" in captured  # printed by the delivery process's W&B
     assert secret not in console and secret not in captured
+
+
+def test_a_relaunchs_delivery_waits_for_the_earlier_launchs_to_end(tmp_path, mlflow_client):
+    """As after torchrun restarts a SIGKILLed trainer whose delivery process is still sending its steps: the
+    new launch's delivery process opens no tracker run until the earlier one let go of the run directory."""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    with open(run_dir / DELIVERY_LOCK, "a") as earlier:
+        fcntl.flock(earlier, fcntl.LOCK_EX)  # the earlier launch's delivery process, still at work
+        run = start_run(TrackingConfig(run_dir=run_dir, experiment_name="delivery-waits", mlflow=MlflowConfig()))
+        for step, loss in STEPS:
+            run.log(step, {"loss": loss})
+        assert run.flush(3) is False
+        assert RunState(run_dir).section("mlflow") == {}  # no MLflow run opened meanwhile
+    assert run.flush(120)
+    run.finish()
+    run_id = RunState(run_dir).section("mlflow")["run_id"]
+    assert mlflow_history(mlflow_client, run_id, "loss") == STEPS
