@@ -97,6 +97,9 @@ def main() -> None:
     for (base, tracked), values in ratios.items():
         print(f"ratio {tracked} / {base}: {statistics.median(values):.3f} (per round: "
               f"{', '.join(f'{r:.3f}' for r in values)})")
+    median = {name: statistics.median(values) for name, values in times.items()}
+    print(f"ratio upstream-tb-wb / off: {median['upstream-tb-wb'] / median['off']:.3f} (medians of different pairs: "
+          "what upstream's own writers cost on this machine)")
 
 
 if __name__ == "__main__":

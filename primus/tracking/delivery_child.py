@@ -25,6 +25,9 @@ from primus.tracking.sink_factory import build_sinks
 from primus.tracking.state import CursorStore, RunState
 from primus.tracking.worker import SinkWorker
 
+# Below the trainer: where cores are short (a small box, a CPU job, JAX's thread pool using every core) the
+# scheduler gives them to training first; delivery lags and catches up from the journal. Idle cores: no effect.
+NICENESS = 10
 FOLLOW_S = 0.1  # how often the journal's size is checked (the hub appends every 0.1 s)
 STATS_S = 0.5  # how often changed sink stats are sent to the training process
 
@@ -144,6 +147,7 @@ def answer_flush(done: threading.Event | None, flush_id: int, workers: list[Sink
 def main(argv: list[str]) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, signal.SIG_IGN)
+    os.nice(NICENESS)
     replies = Replies(int(argv[1]))
     commands = sys.stdin.buffer
     spec = DeliverySpec.decode(commands.readline())

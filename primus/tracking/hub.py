@@ -13,7 +13,7 @@ import logging
 import threading
 import time
 from collections import Counter, deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from primus.redaction import redact_text, redact_value
@@ -75,12 +75,12 @@ class MetricsHub:
         """A lifecycle record in the journal (start, end); accepted even while closing."""
         self._pending.append((EVENT, 0, time.time(), {"event": name, **fields}, None))
 
-    def flush(self, timeout_s: float) -> bool:
-        """Journal everything logged so far and wait until every running sink delivered it."""
+    def flush(self, timeout_s: float, sinks: Collection[str] | None = None) -> bool:
+        """Journal everything logged so far and wait until every running sink (or those named) delivered it."""
         deadline = time.monotonic() + timeout_s
         if not self._wait_drained(deadline):
             return False
-        waits = [w.request_flush(self.journal.size) for w in self.workers]
+        waits = [w.request_flush(self.journal.size) for w in self.workers if sinks is None or w.name in sinks]
         return all(ev.wait(max(0.0, deadline - time.monotonic())) for ev in waits)
 
     def close(self, status: str, deadline: float) -> list[SinkWorker]:

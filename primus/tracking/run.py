@@ -11,7 +11,7 @@ import os
 import secrets
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -102,9 +102,10 @@ class Run:
         by shape) before it is journaled. ``only`` as for ``log``."""
         self._hub.log_text(tag, text, step, only)
 
-    def flush(self, timeout_s: float) -> bool:
-        """Wait until every running sink has delivered what was logged so far; False on timeout."""
-        return self._hub.flush(timeout_s)
+    def flush(self, timeout_s: float, sinks: Collection[str] | None = None) -> bool:
+        """Wait until every running sink (or those named) has delivered what was logged so far; False on
+        timeout. A flush ends a sink's pacing wait (``min_interval_s``): flush only the sinks that need it."""
+        return self._hub.flush(timeout_s, sinks)
 
     @property
     def mlflow_run_id(self) -> str | None:

@@ -161,3 +161,16 @@ def test_a_broken_log_handler_does_not_print_the_unredacted_error(tmp_path, caps
         logger.removeHandler(broken)
     err = capsys.readouterr().err
     assert "--- Logging error ---" in err and "hunter2" not in err
+
+
+def test_flush_waits_only_for_the_sinks_it_names(tmp_path):
+    """MaxText flushes TensorBoard every log_period steps: that must neither wait for nor hurry a slow MLflow."""
+    from primus.tracking import MlflowConfig, TensorBoardConfig
+
+    run = start_run(TrackingConfig(run_dir=tmp_path / "run", exit_deadline_s=1, delivery="thread",
+                                   tensorboard=TensorBoardConfig(tmp_path / "tb"),
+                                   mlflow=MlflowConfig(tracking_uri="http://127.0.0.1:9")))  # nothing listens
+    run.log(1, {"loss": 1.0})
+    assert run.flush(60, sinks=("tensorboard",))
+    assert run.flush(1) is False  # MLflow has nothing
+    run.finish()

@@ -76,7 +76,7 @@ class HubFeed:
         if self.perf is not None and metric_type == "train":
             values |= self.perf.measure(values)
         self.run.log(int(step), values)
-        if metric_type == "train" and step % self._log_period == 0:
+        if self.tensorboard and metric_type == "train" and step % self._log_period == 0:
             self._flush_in_background()
             if self._announce is not None:
                 self._announce(step)
@@ -87,12 +87,13 @@ class HubFeed:
             self.run.log_text(tag, str(text), 0, only=only)
 
     def _flush_in_background(self) -> None:
-        """Upstream flushes its TensorBoard writer every log_period steps; here the sinks are flushed on a
-        helper thread (at most one at a time), so a slow tracker never holds up the training loop."""
+        """Upstream flushes its TensorBoard writer every log_period steps; here the TensorBoard sink is, on a
+        helper thread (at most one at a time), so a slow disk never holds up the training loop. Only that
+        sink: a flush cuts a sink's pacing short, and MLflow would get a request every log_period steps."""
         if self._flusher is not None and self._flusher.is_alive():
             return
-        self._flusher = threading.Thread(target=self.run.flush, args=(FLUSH_TIMEOUT_S,), daemon=True,
-                                         name="primus-maxtext-flush")
+        self._flusher = threading.Thread(target=self.run.flush, args=(FLUSH_TIMEOUT_S, ("tensorboard",)),
+                                         daemon=True, name="primus-maxtext-flush")
         self._flusher.start()
 
     def finish(self, status: str) -> None:

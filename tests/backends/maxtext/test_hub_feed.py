@@ -15,8 +15,9 @@ from primus.tracking import TensorBoardConfig, TrackingConfig, start_run
 from primus.tracking.journal import JOURNAL_FILE, METRICS, TEXT, read_records
 
 
-def feed_for(tmp_path, log_period: int, announced: list[int]) -> HubFeed:
-    tracking = TrackingConfig(run_dir=tmp_path / "run", tensorboard=TensorBoardConfig(tmp_path / "tb", queue_size=1000))
+def feed_for(tmp_path, log_period: int, announced: list[int], tensorboard: bool = True) -> HubFeed:
+    tracking = TrackingConfig(run_dir=tmp_path / "run",
+                              tensorboard=TensorBoardConfig(tmp_path / "tb", queue_size=1000) if tensorboard else None)
     plan = TrackingPlan(tracking, log_period=log_period, perf_metrics=False)
     return HubFeed(start_run(tracking), plan, announce=announced.append)
 
@@ -53,4 +54,12 @@ def test_tensorboard_is_flushed_every_log_period_train_steps(tmp_path):
     # on disk before the run ends: the queue (1000 events) alone would hold them until the end
     assert read_tb_scalars(tmp_path / "tb")["learning/loss"] == [(0, 1.0), (1, 2.0), (2, 3.0)]
     assert not any(t.name == "primus-maxtext-flush" and t.is_alive() for t in threading.enumerate())
+    feed.finish("FINISHED")
+
+
+def test_nothing_is_flushed_without_tensorboard(tmp_path):
+    feed = feed_for(tmp_path, 1, announced := [], tensorboard=False)
+    for step in range(3):
+        feed.write({"scalar": {"learning/loss": 1.0}}, step, "train")
+    assert feed._flusher is None and announced == []
     feed.finish("FINISHED")
