@@ -9,12 +9,14 @@ process died without finishing is marked KILLED. W&B runs logged offline are upl
 
 from __future__ import annotations
 
+import fcntl
 import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from primus.redaction import MASK
+from primus.tracking.delivery import DELIVERY_LOCK
 from primus.tracking.journal import JOURNAL_FILE, journal_size
 from primus.tracking.meta import RunMeta
 from primus.tracking.sink import Sink
@@ -46,7 +48,13 @@ def sync_run(run_dir: Path, timeout_s: float = 300.0, tracking_uri: str | None =
     if not journal.is_file():
         raise SyncError(f"{run_dir} has no {JOURNAL_FILE}: give the run directory of a tracked run")
     lock = RunDirLock(run_dir).acquire()
+    delivering = open(run_dir / DELIVERY_LOCK, "a")
     try:
+        try:
+            fcntl.flock(delivering, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise SyncError(f"a delivery process is still sending {run_dir}'s journal (its trainer ended moments "
+                            f"ago; it stops within the run's exit deadline): run this again once it has") from None
         state = RunState(run_dir)
         meta = RunMeta.load(run_dir)
         status = state.section("run").get("status", "RUNNING")
@@ -75,6 +83,7 @@ def sync_run(run_dir: Path, timeout_s: float = 300.0, tracking_uri: str | None =
                 report.errors[w.sink.name] = w.last_error
         return report
     finally:
+        delivering.close()
         lock.release()
 
 

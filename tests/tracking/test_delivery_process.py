@@ -160,3 +160,14 @@ def test_a_relaunchs_delivery_waits_for_the_earlier_launchs_to_end(tmp_path, mlf
     run.finish()
     run_id = RunState(run_dir).section("mlflow")["run_id"]
     assert mlflow_history(mlflow_client, run_id, "loss") == STEPS
+
+
+def test_sync_refuses_to_run_beside_a_delivery_process(tmp_path, mlflow_client, capsys):
+    run = start_run(TrackingConfig(run_dir=tmp_path / "run", experiment_name="sync-waits", mlflow=MlflowConfig()))
+    run.log(1, {"loss": 1.0})
+    run.finish()
+    with open(tmp_path / "run" / DELIVERY_LOCK, "a") as delivering:
+        fcntl.flock(delivering, fcntl.LOCK_EX)  # an orphaned delivery process, still at work
+        assert primus_cli(["tracking", "sync", str(tmp_path / "run")]) == 2
+    assert "a delivery process is still sending" in capsys.readouterr().err
+    assert primus_cli(["tracking", "sync", str(tmp_path / "run")]) == 0
