@@ -1,5 +1,6 @@
-"""TensorBoard sink: torch's ``SummaryWriter(max_queue=queue_size)``, created and fed on this worker;
-tensorboardX's (the same interface) where torch is not installed, as in MaxText's JAX environment.
+"""TensorBoard sink: torch's ``SummaryWriter`` events (``tb_events.EventWriter``, without torch) with
+``max_queue=queue_size``, created and fed on this worker; tensorboardX's writer where the ``tensorboard``
+package is not installed, as in MaxText's JAX environment.
 Names reach TensorBoard unchanged (Megatron's ``lm loss`` stays ``lm loss``), so existing dashboards work."""
 
 from __future__ import annotations
@@ -22,11 +23,13 @@ class TensorBoardSink(Sink):
 
     def open(self) -> str:
         try:
-            from torch.utils.tensorboard import SummaryWriter
-        except ImportError:
+            from primus.tracking.sinks.tb_events import EventWriter
+
+            self._writer = EventWriter(self.cfg.log_dir, self.cfg.queue_size)
+        except ImportError:  # MaxText's JAX environment has tensorboardX, not tensorboard
             from tensorboardX import SummaryWriter
 
-        self._writer = SummaryWriter(log_dir=str(self.cfg.log_dir), max_queue=self.cfg.queue_size)
+            self._writer = SummaryWriter(log_dir=str(self.cfg.log_dir), max_queue=self.cfg.queue_size)
         return str(self.cfg.log_dir)
 
     def write(self, records: Sequence[Record]) -> None:
