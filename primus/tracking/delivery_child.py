@@ -165,7 +165,8 @@ def main(argv: list[str]) -> int:
     journal = cfg.run_dir / JOURNAL_FILE
     state = RunState(cfg.run_dir)
     sinks = build_sinks(cfg, RunMeta.load(cfg.run_dir), state, spec.wandb_run_id, spec.sinks)
-    workers = [SinkWorker(s, journal, CursorStore(cfg.run_dir)) for s in sinks]
+    cursors = CursorStore(cfg.run_dir)
+    workers = [SinkWorker(s, journal, cursors) for s in sinks]
     for w in workers:
         w.start()
     threading.Thread(target=follow, args=(journal, workers, replies), name="primus-delivery-follow",

@@ -103,15 +103,18 @@ def read_records(path: Path, start: int, stop: int | None = None,
     return records, pos
 
 
+def tail_records(path: Path, tail_bytes: int) -> list[Record]:
+    """The whole records in the journal's last ``tail_bytes``."""
+    start = max(0, journal_size(path) - tail_bytes)
+    records, _ = read_records(path, start, max_bytes=tail_bytes)
+    return records[1:] if start else records  # the first line read may be the end of a longer one
+
+
 def last_steps(path: Path, tail_bytes: int = 1 << 20) -> dict[tuple[str, ...] | None, int]:
     """The highest metrics step per destination (``only``) in the journal's last ``tail_bytes``: where
     an earlier process of this run got to (steps only grow within a process)."""
-    start = max(0, journal_size(path) - tail_bytes)
-    records, _ = read_records(path, start, max_bytes=tail_bytes)
-    if start:
-        records = records[1:]  # the first line read may be the end of a longer one
     last: dict[tuple[str, ...] | None, int] = {}
-    for r in records:
+    for r in tail_records(path, tail_bytes):
         if r.kind == METRICS:
             last[r.only] = max(r.step, last.get(r.only, r.step))
     return last
@@ -119,8 +122,8 @@ def last_steps(path: Path, tail_bytes: int = 1 << 20) -> dict[tuple[str, ...] | 
 
 def last_end_status(path: Path, tail_bytes: int = 64 << 10) -> str | None:
     """The status of the journal's last "end" record, if its last ``tail_bytes`` hold one."""
-    records, _ = read_records(path, max(0, journal_size(path) - tail_bytes), max_bytes=tail_bytes)
-    ends = [r.data.get("status") for r in records if r.kind == EVENT and r.data.get("event") == "end"]
+    ends = [r.data.get("status") for r in tail_records(path, tail_bytes)
+            if r.kind == EVENT and r.data.get("event") == "end"]
     return ends[-1] if ends else None
 
 

@@ -82,8 +82,8 @@ class Run:
         names = sink_names(cfg)
         remote = [n for n in names if n in OUT_OF_PROCESS] if cfg.delivery == "process" else []
         local = build_sinks(cfg, meta, self._state, self.wandb_run_id, [n for n in names if n not in remote])
-        workers: list[SinkWorker | RemoteSinkWorker] = [SinkWorker(s, self._journal.path, CursorStore(self.run_dir))
-                                                        for s in local]
+        cursors = CursorStore(self.run_dir)
+        workers: list[SinkWorker | RemoteSinkWorker] = [SinkWorker(s, self._journal.path, cursors) for s in local]
         if remote:
             spec = DeliverySpec(replace(cfg, console=None, one_logger=None, params={}, tags={}), tuple(remote),
                                 self.wandb_run_id, log.getEffectiveLevel())
