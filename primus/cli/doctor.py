@@ -1,6 +1,7 @@
-"""`primus doctor`: what this environment runs, whether a GPU is visible, and whether the installed
-upstream files are the ones their wheels shipped. Exits 1 when an upstream file was modified or is
-missing, or when a distribution asked for with --dist is not installed."""
+"""`primus doctor`: what this environment runs (the upstream trainers as Python would import them: version,
+wheel or source tree, supported or not), whether a GPU is visible, and whether the installed upstream files
+are the ones their wheels shipped. Exits 1 when an upstream trainer is outside the supported range, when an
+upstream file was modified or is missing, or when a distribution asked for with --dist is not installed."""
 
 from __future__ import annotations
 
@@ -9,10 +10,11 @@ import importlib.metadata
 import platform
 import sys
 
+from primus.cli.upstream_lines import format_row, upstream_rows
 from primus.patches.integrity import IntegrityReport, verify_distribution
+from primus.patches.upstream import SOURCE_TREE, WHEEL
 
-REPORTED_DISTRIBUTIONS = ("torch", "megatron-core", "torchtitan", "wandb", "mlflow", "tensorboard", "wrapt")
-VERIFIED_BY_DEFAULT = ("megatron-core", "torchtitan")  # the upstream trainers Primus patches
+REPORTED_DISTRIBUTIONS = ("torch", "wandb", "mlflow", "tensorboard", "wrapt")
 
 
 def add_parser(subparsers) -> None:
@@ -24,12 +26,19 @@ def add_parser(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     print(f"{'python':<14}{platform.python_version()} ({sys.executable})")
+    trainers = upstream_rows()
+    for row in trainers:
+        print(format_row(row))
     for name in REPORTED_DISTRIBUTIONS:
         print(f"{name:<14}{_version(name) or 'not installed'}")
     print(f"{'gpu':<14}{_gpu()}")
     print("upstream files (wheel RECORD hashes):")
-    ok = True
-    for name in dict.fromkeys([*VERIFIED_BY_DEFAULT, *args.dist]):  # ordered, without repeats
+    ok = not any(row.path and row.problem for row in trainers)
+    for row in trainers:
+        if row.origin == SOURCE_TREE:
+            print(f"  {row.distribution}: a source tree ({row.path}): no wheel RECORD to check it against")
+    wheels = [row.distribution for row in trainers if row.origin == WHEEL]
+    for name in dict.fromkeys([*wheels, *args.dist]):  # ordered, without repeats
         try:
             report = verify_distribution(name)
         except importlib.metadata.PackageNotFoundError:

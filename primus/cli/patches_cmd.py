@@ -1,5 +1,6 @@
-"""`primus patches`: every registered patch, the upstream versions it supports, the installed
-version, and whether it would apply here (selection, version, condition with an empty config)."""
+"""`primus patches`: every registered patch, the upstream releases it was written for, the upstream
+version found in the code Python would import (and whether that is a wheel or a source tree), and whether
+the patch would apply here (selection, version, condition with an empty config)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import json
 import sys
 from dataclasses import asdict, dataclass
 
+from primus.cli.upstream_lines import format_row, upstream_rows
 from primus.patches import REGISTRY, Patch
 from primus.patches.catalog import load_all
 from primus.patches.registry import Selection
@@ -19,8 +21,9 @@ class PatchRow:
     backend: str
     target: str
     distribution: str | None
-    versions: str
-    installed: str | None
+    versions: str  # the patch's own range; the upstream's whole supported range when it has none
+    installed: str | None  # the version found in the code Python would import
+    where: str  # "wheel <dir>" | "source tree <dir>" | "not importable" | "" (no version check)
     would_apply: bool
     reason: str
     description: str
@@ -44,6 +47,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([asdict(row) for row in rows], indent=2))
     else:
+        print("\n".join(format_row(row) for row in upstream_rows()) + "\n")
         print(_table(rows))
     return 0
 
@@ -54,8 +58,10 @@ def patch_row(patch: Patch, selection: Selection) -> PatchRow:
         reason = "not selected (PRIMUS_PATCHES / PRIMUS_DISABLE_PATCHES)"
     else:
         reason = verdict.problem or verdict.skip or ""
-    return PatchRow(patch.id, patch.backend, patch.target, patch.distribution, patch.versions, verdict.version,
-                    not reason, reason, patch.description)
+    upstream = patch.upstream
+    versions = patch.versions or (upstream.supported if upstream else "")
+    return PatchRow(patch.id, patch.backend, patch.target, upstream.distribution if upstream else None, versions,
+                    verdict.version, verdict.where, not reason, reason, patch.description)
 
 
 def _table(rows: list[PatchRow]) -> str:

@@ -4,6 +4,9 @@ light (no upstream import at module level: upstream is imported inside ``install
 import importlib
 import os
 
+from primus.patches.registry import REGISTRY
+from primus.patches.upstream import Upstream
+
 DECLARING_MODULES: tuple[str, ...] = (
     "primus.backends.megatron.patches.cpu_patches",
     "primus.backends.megatron.patches.args",
@@ -36,3 +39,9 @@ def load_all() -> None:
             raise ValueError(f"patch declaring module {name!r} (from DECLARING_MODULES or {EXTRA_MODULES_ENV}="
                              f"{os.environ.get(EXTRA_MODULES_ENV, '')!r}) is not importable; put it on "
                              f"PYTHONPATH or remove it") from e
+
+
+def upstreams() -> tuple[Upstream, ...]:
+    """The upstreams the declared patches target, each once, in declaration order."""
+    load_all()
+    return tuple(dict.fromkeys(p.upstream for p in REGISTRY.patches() if p.upstream is not None))

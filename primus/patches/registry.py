@@ -1,9 +1,14 @@
 """The patch registry: declare a patch once, install it lazily, apply it at most once, undo it.
 
-A patch names the upstream module it targets and the distribution versions it was written for.
+A patch names the upstream module it targets, its ``Upstream`` (``upstream.py``: which releases the
+backend supports, read from the code imported) and the releases it was written for (``versions``,
+within the upstream's range; empty: all of it). Where upstream changed between releases, a backend
+declares one patch per range and the registry installs the one that matches: a supported release
+outside a patch's own range skips that patch quietly; a release outside the upstream's range is a
+problem (an error for a required patch), named with the version found and where it was imported from.
 ``activate()`` registers a wrapt post-import hook per patch, so nothing upstream is imported
 before the user's code imports it (the hook fires at once if the module is already loaded).
-When the hook fires the registry checks the installed version, evaluates the condition, and calls
+When the hook fires the registry checks the version, evaluates the condition, and calls
 the patch's ``install(module, handle)``; the handle records every change so it can be undone.
 
 Errors: a failure inside patch code is logged and disables that patch (unless ``required``);
@@ -13,17 +18,17 @@ traceback, no exception chained onto them).
 
 from __future__ import annotations
 
-import importlib.metadata
 import logging
 import os
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import wrapt
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
+
+from primus.patches.upstream import Found, Upstream, in_range, locate
 
 log = logging.getLogger("primus.patches")
 
@@ -68,8 +73,8 @@ def detect_platform() -> str:
 class Patch:
     id: str
     target: str  # upstream module whose import triggers the patch
-    distribution: str | None  # PyPI distribution whose version is checked; None: no check
-    versions: str  # packaging specifier, e.g. ">=0.19,<0.20"
+    upstream: Upstream | None  # whose version is checked; None: no check
+    versions: str  # packaging specifier within upstream.supported, e.g. ">=0.19,<0.20"; "": all of it
     install: Callable[[Any, PatchHandle], None]
     backend: str = "core"
     condition: Callable[[PatchContext], bool] | None = None
@@ -97,16 +102,26 @@ class PatchRecord:
     version: str | None
     status: str  # "pending" | "applied" | "skipped" | "failed" | "undone"
     reason: str = ""
+    where: str = ""  # "wheel <dir>" or "source tree <dir>" of the upstream code judged
 
 
 @dataclass(frozen=True)
 class Eligibility:
-    """Whether a patch may be installed now. ``problem``: it cannot (version, missing distribution,
-    broken condition; an error for a required patch). ``skip``: it need not (condition false)."""
+    """Whether a patch may be installed now. ``problem``: it cannot (unsupported or unknown upstream
+    version, upstream not importable, broken condition; an error for a required patch). ``skip``: it need
+    not (condition false, or another patch serves this supported release)."""
 
-    version: str | None
+    found: Found | None
     problem: str | None = None
     skip: str | None = None
+
+    @property
+    def version(self) -> str | None:
+        return self.found.version if self.found else None
+
+    @property
+    def where(self) -> str:
+        return self.found.where if self.found else ""
 
     @property
     def ok(self) -> bool:
@@ -261,12 +276,11 @@ class PatchRegistry:
                 self._hook(patch)
         return patch
 
-    def patch(self, id: str, *, target: str, distribution: str | None, versions: str, **kw) -> Callable:
-        """Decorator form: ``@registry.patch("x", target=..., distribution=..., versions=...)``."""
+    def patch(self, id: str, *, target: str, upstream: Upstream | None, versions: str = "", **kw) -> Callable:
+        """Decorator form: ``@registry.patch("x", target=..., upstream=..., versions=...)``."""
 
         def decorate(install):
-            self.register(Patch(id=id, target=target, distribution=distribution, versions=versions, install=install,
-                                **kw))
+            self.register(Patch(id=id, target=target, upstream=upstream, versions=versions, install=install, **kw))
             return install
 
         return decorate
@@ -321,17 +335,22 @@ class PatchRegistry:
         wrapt.register_post_import_hook(lambda module: self._on_import(patch, module, generation), patch.target)
 
     def eligibility(self, patch: Patch, context: PatchContext | None = None) -> Eligibility:
-        """Check the installed version and the condition, without installing anything."""
-        version = _installed_version(patch.distribution)
-        problem = _version_problem(patch, version)
-        if problem is not None or patch.condition is None:
-            return Eligibility(version, problem)
+        """Check the upstream version and the condition, without installing anything."""
+        found = locate(patch.upstream) if patch.upstream is not None else None
+        problem = found.problem() if found is not None else None
+        if problem is not None:
+            return Eligibility(found, problem)
+        if found is not None and patch.versions and not in_range(found.version, patch.versions):
+            return Eligibility(found, skip=f"written for {patch.upstream.distribution}{patch.versions}, "
+                                           f"not {found.version}")
+        if patch.condition is None:
+            return Eligibility(found)
         try:
             if not patch.condition(context or self._context):
-                return Eligibility(version, skip="condition false")
+                return Eligibility(found, skip="condition false")
         except Exception as e:  # a broken condition is patch code failing
-            return Eligibility(version, problem=f"condition raised {e!r}")
-        return Eligibility(version)
+            return Eligibility(found, problem=f"condition raised {e!r}")
+        return Eligibility(found)
 
     def _on_import(self, patch: Patch, module: Any, generation: int) -> None:
         with self._lock:
@@ -339,43 +358,47 @@ class PatchRegistry:
                 return  # stale hook from an earlier activation, or already applied once
             verdict = self.eligibility(patch)
             if verdict.skip is not None:
-                self._record(patch, verdict.version, "skipped", verdict.skip)
+                self._record(patch, verdict, "skipped", verdict.skip)
                 return
             if verdict.problem is not None:
-                self._skip_or_raise(patch, verdict.version, verdict.problem)
+                self._skip_or_raise(patch, verdict)
                 return
             handle = PatchHandle(patch, self._context, self._on_failure)
             try:
                 patch.install(module, handle)
             except Exception as e:
                 handle.undo()
-                self._record(patch, verdict.version, "failed", f"install raised {e!r}")
+                self._record(patch, verdict, "failed", f"install raised {e!r}")
                 if patch.required:
-                    raise PatchError(f"required patch {patch.id} failed to install on {patch.target} "
-                                     f"{patch.distribution}=={verdict.version}: {e!r}") from e
+                    found = f" of {verdict.found.describe()}" if verdict.found else ""
+                    raise PatchError(f"required patch {patch.id} failed to install on {patch.target}{found}: "
+                                     f"{e!r}") from e
                 log.warning("primus patch %s failed to install and is skipped: %r", patch.id, e)
                 return
             self._handles[patch.id] = handle
-            self._record(patch, verdict.version, "applied")
-            log.debug("primus patch %s applied to %s (%s %s)", patch.id, patch.target, patch.distribution,
-                      verdict.version)
+            self._record(patch, verdict, "applied")
+            log.debug("primus patch %s applied to %s (%s)", patch.id, patch.target,
+                      verdict.found.describe() if verdict.found else "no version check")
 
-    def _skip_or_raise(self, patch: Patch, version: str | None, problem: str) -> None:
+    def _skip_or_raise(self, patch: Patch, verdict: Eligibility) -> None:
         if patch.required:
-            self._record(patch, version, "failed", problem)
-            raise PatchError(f"required patch {patch.id} cannot be applied: {problem}. "
-                             f"Install a supported version ({patch.distribution}{patch.versions}) "
-                             f"or update the patch.")
-        log.warning("primus patch %s skipped: %s", patch.id, problem)
-        self._record(patch, version, "skipped", problem)
+            self._record(patch, verdict, "failed", verdict.problem)
+            fix = (f" Use a supported release ({patch.upstream.distribution}{patch.upstream.supported}) "
+                   f"or update the patch." if patch.upstream else "")
+            raise PatchError(f"required patch {patch.id} cannot be applied: {verdict.problem}.{fix}")
+        log.warning("primus patch %s skipped: %s", patch.id, verdict.problem)
+        self._record(patch, verdict, "skipped", verdict.problem)
 
     def _on_failure(self, handle: PatchHandle, error: BaseException) -> None:
         with self._lock:
-            old = self._records.get(handle.patch.id)
-            self._record(handle.patch, old.version if old else None, "failed", f"disabled at run time: {error!r}")
+            applied = self._records[handle.patch.id]
+            self._records[applied.id] = replace(applied, status="failed", reason=f"disabled at run time: {error!r}")
 
-    def _record(self, patch: Patch, version: str | None, status: str, reason: str = "") -> None:
-        self._records[patch.id] = PatchRecord(patch.id, patch.target, patch.distribution, version, status, reason)
+    def _record(self, patch: Patch, verdict: Eligibility | None, status: str, reason: str = "") -> None:
+        distribution = patch.upstream.distribution if patch.upstream else None
+        self._records[patch.id] = PatchRecord(patch.id, patch.target, distribution,
+                                              verdict.version if verdict else None, status, reason,
+                                              verdict.where if verdict else "")
 
     # -- undo and reporting --------------------------------------------------------------
     def deactivate(self) -> None:
@@ -384,7 +407,7 @@ class PatchRegistry:
             for handle in reversed(list(self._handles.values())):
                 handle.undo()
                 r = self._records[handle.patch.id]
-                self._record(handle.patch, r.version, "undone")
+                self._records[r.id] = replace(r, status="undone", reason="")
             self._handles.clear()
             for r in self._records.values():
                 if r.status == "pending":
@@ -412,29 +435,6 @@ def _own_attribute(owner: Any, name: str) -> Any:
     if hasattr(owner, "__dict__"):
         return vars(owner).get(name, _MISSING)
     return getattr(owner, name, _MISSING)
-
-
-def _installed_version(distribution: str | None) -> str | None:
-    if distribution is None:
-        return None
-    try:
-        return importlib.metadata.version(distribution)
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
-def _version_problem(patch: Patch, version: str | None) -> str | None:
-    if patch.distribution is None:
-        return None
-    if version is None:
-        return f"distribution {patch.distribution} is not installed"
-    try:
-        ok = SpecifierSet(patch.versions).contains(Version(version), prereleases=True)
-    except InvalidVersion:
-        ok = False
-    if not ok:
-        return f"{patch.distribution} {version} is outside the supported range {patch.versions!r}"
-    return None
 
 
 REGISTRY = PatchRegistry()

@@ -3,11 +3,10 @@ on a throwaway distribution we can modify, and on the real installed megatron-co
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import importlib
 
 import pytest
+from support.demo_wheel import install_demo_wheel
 
 from primus.cli.main import main
 from primus.patches.integrity import verify_distribution
@@ -18,20 +17,8 @@ FILES = {"demo_upstream/__init__.py": "VERSION = 1\n", "demo_upstream/training.p
 
 @pytest.fixture
 def demo_dist(tmp_path, monkeypatch):
-    """A distribution 'demo-upstream' 1.0 installed as a wheel installs it: files plus a dist-info
-    whose RECORD lists each file's sha256 (urlsafe base64, unpadded) and size."""
-    lines = []
-    for rel, text in FILES.items():
-        path = tmp_path / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
-        lines.append(f"{rel},sha256={digest},{len(text)}")
-    info = tmp_path / "demo_upstream-1.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: demo-upstream\nVersion: 1.0\n")
-    lines += ["demo_upstream-1.0.dist-info/METADATA,,", "demo_upstream-1.0.dist-info/RECORD,,"]
-    (info / "RECORD").write_text("\n".join(lines) + "\n")
+    """A distribution 'demo-upstream' 1.0 installed as a wheel installs it."""
+    install_demo_wheel(tmp_path, FILES)
     monkeypatch.syspath_prepend(str(tmp_path))
     importlib.invalidate_caches()
     return tmp_path
@@ -41,7 +28,8 @@ def test_clean_distribution(demo_dist, capsys):
     assert main(["doctor", "--dist", "demo-upstream"]) == 0
     out = capsys.readouterr().out
     assert "demo-upstream 1.0: clean (3 files)" in out
-    for name in ("python", "torch", "megatron-core", "torchtitan", "wandb", "mlflow", "tensorboard", "wrapt", "gpu"):
+    for name in ("python", "Megatron", "TorchTitan", "MaxText", "torch", "wandb", "mlflow", "tensorboard", "wrapt",
+                 "gpu"):
         assert any(line.startswith(name) for line in out.splitlines()), name
 
 

@@ -7,20 +7,27 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
+import packaging
 import pytest
 
 PACKAGING = importlib.metadata.version("packaging")
 
 DECLARATIONS = f'''
 from primus.patches import REGISTRY, Patch
+from primus.patches.upstream import Upstream
 
 def noop(module, handle):
     pass
 
-REGISTRY.register(Patch("demo.applies", "json", "packaging", "=={PACKAGING}", noop, backend="demo"))
-REGISTRY.register(Patch("demo.too_new", "json", "packaging", "<1", noop, backend="demo"))
-REGISTRY.register(Patch("demo.no_dist", "json", "primus-no-such-distribution", ">=1", noop, backend="demo"))
+PACKAGING = Upstream("packaging", "packaging", "packaging", ">=1")
+REGISTRY.register(Patch("demo.applies", "json", PACKAGING, "=={PACKAGING}", noop, backend="demo"))
+REGISTRY.register(Patch("demo.other_release", "json", PACKAGING, "<1", noop, backend="demo"))
+REGISTRY.register(Patch("demo.too_new", "json", Upstream("packaging", "packaging", "packaging", "<1"), "", noop,
+                        backend="demo"))
+REGISTRY.register(Patch("demo.no_dist", "json", Upstream("Nothing", "primus-no-such-distribution", "primus_nothing",
+                                                         ">=1"), "", noop, backend="demo"))
 REGISTRY.register(Patch("demo.off", "json", None, "", noop, backend="demo", condition=lambda ctx: False))
 '''
 
@@ -43,13 +50,17 @@ def test_json_lists_every_patch_with_why_it_would_not_apply(env):
     done = primus("patches", "--json", env=env | {"PRIMUS_DISABLE_PATCHES": "demo.off"})
     assert done.returncode == 0, done.stderr
     rows = {row["id"]: row for row in json.loads(done.stdout) if row["backend"] == "demo"}
+    where = f"wheel {Path(packaging.__file__).parent}"
     assert rows["demo.applies"] | {"description": ""} == {
         "id": "demo.applies", "backend": "demo", "target": "json", "distribution": "packaging",
-        "versions": f"=={PACKAGING}", "installed": PACKAGING, "would_apply": True, "reason": "", "description": ""}
-    assert (rows["demo.too_new"]["would_apply"], rows["demo.too_new"]["reason"]) == (
-        False, f"packaging {PACKAGING} is outside the supported range '<1'")
-    assert (rows["demo.no_dist"]["installed"], rows["demo.no_dist"]["reason"]) == (
-        None, "distribution primus-no-such-distribution is not installed")
+        "versions": f"=={PACKAGING}", "installed": PACKAGING, "where": where, "would_apply": True, "reason": "",
+        "description": ""}
+    assert (rows["demo.other_release"]["would_apply"], rows["demo.other_release"]["reason"]) == (
+        False, f"written for packaging<1, not {PACKAGING}")
+    assert (rows["demo.too_new"]["versions"], rows["demo.too_new"]["reason"]) == (
+        "<1", f"packaging {PACKAGING} ({where}) is outside the supported range '<1'")
+    assert (rows["demo.no_dist"]["installed"], rows["demo.no_dist"]["where"], rows["demo.no_dist"]["reason"]) == (
+        None, "not importable", "primus_nothing is not importable (primus-no-such-distribution is not installed)")
     assert rows["demo.off"]["reason"].startswith("not selected")
 
 

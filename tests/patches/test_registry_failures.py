@@ -7,10 +7,13 @@ import importlib
 import importlib.metadata
 import logging
 import traceback
+from pathlib import Path
 
+import packaging
 import pytest
 
 from primus.patches import DuplicatePatchError, Patch, PatchError
+from primus.patches.upstream import Upstream
 
 PACKAGING = importlib.metadata.version("packaging")  # a real installed distribution to gate on
 
@@ -42,53 +45,79 @@ def test_duplicate_id_is_refused_at_registration(registry):
     ({"versions": ">=banana"}, "invalid version specifier"),
 ])
 def test_bad_declarations_are_refused(kwargs, message):
-    fields = {"id": "ok", "target": "json", "distribution": None, "versions": "", "install": lambda m, h: None}
+    fields = {"id": "ok", "target": "json", "upstream": None, "versions": "", "install": lambda m, h: None}
     with pytest.raises(ValueError, match=message):
         Patch(**(fields | kwargs))
 
 
 # -- eligibility -------------------------------------------------------------------------------
-def test_version_in_range_applies_and_records_the_version(registry, upstream):
+def packaging_upstream(supported: str) -> Upstream:
+    """A real installed wheel to gate on: packaging, whose ``__init__.py`` carries ``__version__``."""
+    return Upstream("packaging", "packaging", "packaging", supported)
+
+
+def test_version_in_range_applies_and_records_the_version_and_where_it_came_from(registry, upstream):
     module = importlib.import_module(upstream())
-    registry.register(Patch("v.ok", module.__name__, "packaging", f"=={PACKAGING}", wrapping("greet", passthrough)))
+    registry.register(Patch("v.ok", module.__name__, packaging_upstream(">=1"), f"=={PACKAGING}",
+                            wrapping("greet", passthrough)))
     registry.activate()
     [record] = registry.applied()
     assert (record.distribution, record.version) == ("packaging", PACKAGING)
+    assert record.where == f"wheel {Path(packaging.__file__).parent}"
 
 
-def test_version_out_of_range_is_skipped_with_a_warning(registry, upstream, caplog):
+def test_supported_release_outside_the_patch_range_skips_quietly(registry, upstream, caplog):
+    """Another patch serves this release: no warning, and a required one does not stop the run."""
     module = importlib.import_module(upstream())
     original = module.greet
-    registry.register(Patch("v.old", module.__name__, "packaging", "<1", wrapping("greet", passthrough)))
+    registry.register(Patch("v.other", module.__name__, packaging_upstream(">=1"), "<1",
+                            wrapping("greet", passthrough), required=True))
     with caplog.at_level(logging.WARNING, logger="primus.patches"):
         registry.activate()
     assert module.greet is original
-    assert status(registry) == [("v.old", "skipped", f"packaging {PACKAGING} is outside the supported range '<1'")]
+    assert status(registry) == [("v.other", "skipped", f"written for packaging<1, not {PACKAGING}")]
+    assert caplog.text == ""
+
+
+def test_unsupported_release_is_skipped_with_a_warning_naming_version_and_path(registry, upstream, caplog):
+    module = importlib.import_module(upstream())
+    original = module.greet
+    registry.register(Patch("v.old", module.__name__, packaging_upstream("<1"), "", wrapping("greet", passthrough)))
+    with caplog.at_level(logging.WARNING, logger="primus.patches"):
+        registry.activate()
+    assert module.greet is original
+    where = Path(packaging.__file__).parent
+    assert status(registry) == [("v.old", "skipped",
+                                 f"packaging {PACKAGING} (wheel {where}) is outside the supported range '<1'")]
     assert "v.old skipped" in caplog.text
 
 
-def test_required_patch_out_of_range_raises_at_import(registry, upstream):
+def test_required_patch_on_an_unsupported_release_raises_at_import(registry, upstream):
     name = upstream()
-    registry.register(Patch("v.req", name, "packaging", "<1", wrapping("greet", passthrough), required=True))
+    registry.register(Patch("v.req", name, packaging_upstream("<1"), "", wrapping("greet", passthrough),
+                            required=True))
     registry.activate()
-    with pytest.raises(PatchError, match=r"required patch v.req cannot be applied.*packaging<1"):
+    with pytest.raises(PatchError, match=rf"required patch v.req cannot be applied: packaging {PACKAGING} "
+                                         r"\(wheel .*\) is outside.*Use a supported release \(packaging<1\)"):
         importlib.import_module(name)
     assert status(registry)[0][1] == "failed"
 
 
-def test_required_patch_out_of_range_raises_at_activation_when_already_imported(registry, upstream):
+def test_required_patch_on_an_unsupported_release_raises_at_activation_when_already_imported(registry, upstream):
     module = importlib.import_module(upstream())
-    registry.register(Patch("v.req", module.__name__, "packaging", "<1", wrapping("greet", passthrough), required=True))
+    registry.register(Patch("v.req", module.__name__, packaging_upstream("<1"), "", wrapping("greet", passthrough),
+                            required=True))
     with pytest.raises(PatchError):
         registry.activate()
 
 
-def test_distribution_not_installed_is_skipped(registry, upstream):
+def test_upstream_not_importable_is_skipped(registry, upstream):
     module = importlib.import_module(upstream())
-    registry.register(Patch("v.none", module.__name__, "primus-no-such-distribution", ">=1",
-                            wrapping("greet", passthrough)))
+    missing = Upstream("Nothing", "primus-no-such-distribution", "primus_no_such_package", ">=1")
+    registry.register(Patch("v.none", module.__name__, missing, "", wrapping("greet", passthrough)))
     registry.activate()
-    assert status(registry) == [("v.none", "skipped", "distribution primus-no-such-distribution is not installed")]
+    assert status(registry) == [("v.none", "skipped", "primus_no_such_package is not importable "
+                                                      "(primus-no-such-distribution is not installed)")]
     assert module.greet("x") == "hello x"
 
 

@@ -23,7 +23,7 @@ def greet_patch(target: str, installs: list | None = None, **kw) -> Patch:
             installs.append(module)
         handle.wrap(module, "greet", shout)
 
-    return Patch(id="test.shout", target=target, distribution=None, versions="", install=install, **kw)
+    return Patch(id="test.shout", target=target, upstream=None, versions="", install=install, **kw)
 
 
 def is_wrapped(fn) -> bool:

@@ -12,14 +12,13 @@ With every tracker off, upstream's methods run unchanged."""
 
 from __future__ import annotations
 
-from primus.backends.maxtext.patches.versions import MAXTEXT, SUPPORTED
+from primus.backends.maxtext.patches.versions import MAXTEXT
 from primus.patches import REGISTRY
 
 FEED = "_primus_feed"  # the HubFeed on a tracked MetricLogger instance
 
 
-@REGISTRY.patch("maxtext.tracking.metric_logger", target="maxtext.common.metric_logger", distribution=MAXTEXT,
-                versions=SUPPORTED, backend="maxtext",
+@REGISTRY.patch("maxtext.tracking.metric_logger", target="maxtext.common.metric_logger", upstream=MAXTEXT, backend="maxtext",
                 description="MetricLogger.__init__/write_metrics/write_setup_info_to_tensorboard/"
                             "flush_metrics_and_cleanup -> the hub behind TensorBoard, W&B and MLflow")
 def _install_metric_logger(module, handle):

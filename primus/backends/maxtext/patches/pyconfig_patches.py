@@ -7,12 +7,11 @@ surface only after compilation."""
 
 from __future__ import annotations
 
-from primus.backends.maxtext.patches.versions import MAXTEXT, SUPPORTED
+from primus.backends.maxtext.patches.versions import MAXTEXT
 from primus.patches import REGISTRY
 
 
-@REGISTRY.patch("maxtext.config.primus_options", target="maxtext.configs.pyconfig", distribution=MAXTEXT,
-                versions=SUPPORTED, backend="maxtext", required=True,
+@REGISTRY.patch("maxtext.config.primus_options", target="maxtext.configs.pyconfig", upstream=MAXTEXT, backend="maxtext", required=True,
                 description="pyconfig.initialize: Primus's keys (enable_mlflow, mlflow_*) taken off the argv and "
                             "kwargs before upstream parses them; the tracking plan checked on the built config")
 def _install_pyconfig(module, handle):

@@ -1,4 +1,4 @@
-"""What every Megatron CPU-platform patch shares: the upstream range (``versions.SUPPORTED``: the CPU
+"""What every Megatron CPU-platform patch shares: the upstream (``versions.MEGATRON``; the CPU
 platform was verified end to end on 0.19.2, 1 process, DP=2, TP=2, PP=2) and the condition that turns
 it on (no accelerator, or PRIMUS_PLATFORM=cpu)."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from primus.backends.megatron.patches.versions import MEGATRON_CORE, SUPPORTED
+from primus.backends.megatron.patches.versions import MEGATRON
 from primus.patches import Patch, PatchContext, PatchHandle
 
 
@@ -17,5 +17,5 @@ def on_cpu(context: PatchContext) -> bool:
 
 def cpu_patch(id: str, target: str, description: str, install: Callable[[Any, PatchHandle], None]) -> Patch:
     """A Megatron CPU-platform patch on ``target`` (the upstream module whose import installs it)."""
-    return Patch(id=id, target=target, distribution=MEGATRON_CORE, versions=SUPPORTED,
+    return Patch(id=id, target=target, upstream=MEGATRON, versions="",
                  install=install, backend="megatron", condition=on_cpu, description=description)

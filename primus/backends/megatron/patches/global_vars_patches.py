@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import importlib.util
 
-from primus.backends.megatron.patches.versions import MEGATRON_CORE, SUPPORTED
+from primus.backends.megatron.patches.versions import MEGATRON
 from primus.log import get_logger
 from primus.patches import REGISTRY
 
 log = get_logger("primus.megatron")
 
 
-@REGISTRY.patch("megatron.tracking.writers", target="megatron.training.global_vars", distribution=MEGATRON_CORE,
-                versions=SUPPORTED, backend="megatron",
+@REGISTRY.patch("megatron.tracking.writers", target="megatron.training.global_vars", upstream=MEGATRON, backend="megatron",
                 description="global_vars._set_tensorboard_writer/_set_wandb_writer -> one hub behind all trackers")
 def _install_writers(module, handle):
     from primus.backends.megatron.training import global_vars as primus_vars
@@ -33,7 +32,7 @@ def _install_writers(module, handle):
 
 
 @REGISTRY.patch("megatron.one_logger.availability", target="megatron.training.global_vars",
-                distribution=MEGATRON_CORE, versions=SUPPORTED, backend="megatron",
+                upstream=MEGATRON, backend="megatron",
                 description="global_vars._set_one_logger: one clear line instead of upstream's warning when "
                             "the one_logger package is missing")
 def _install_one_logger(module, handle):

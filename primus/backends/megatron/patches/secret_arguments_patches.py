@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from primus.backends.megatron.patches.versions import MEGATRON_CORE, SUPPORTED
+from primus.backends.megatron.patches.versions import MEGATRON
 from primus.patches import REGISTRY
 
 # the arguments that name a run, its experiment or its project in MLflow and W&B
@@ -48,22 +48,20 @@ def _print_redacted(wrapped, instance, args, kwargs):
     return call(*args, **kwargs)
 
 
-@REGISTRY.patch("megatron.args.print_redacted", target="megatron.training.arguments", distribution=MEGATRON_CORE,
-                versions=SUPPORTED, backend="megatron",
+@REGISTRY.patch("megatron.args.print_redacted", target="megatron.training.arguments", upstream=MEGATRON, backend="megatron",
                 description="arguments._print_args: the arguments printed at start-up with credentials masked")
 def _install_print_args(module, handle):
     handle.wrap(module, "_print_args", _print_redacted)
 
 
 @REGISTRY.patch("megatron.yaml_args.print_redacted", target="megatron.training.yaml_arguments",
-                distribution=MEGATRON_CORE, versions=SUPPORTED, backend="megatron",
+                upstream=MEGATRON, backend="megatron",
                 description="yaml_arguments._print_args (--yaml-cfg): the arguments printed with credentials masked")
 def _install_yaml_print_args(module, handle):
     handle.wrap(module, "_print_args", _print_redacted)
 
 
-@REGISTRY.patch("megatron.args.secret_names", target="megatron.training.arguments", distribution=MEGATRON_CORE,
-                versions=SUPPORTED, backend="megatron", required=True,
+@REGISTRY.patch("megatron.args.secret_names", target="megatron.training.arguments", upstream=MEGATRON, backend="megatron", required=True,
                 description="arguments.validate_args: a tracker run, experiment or project name holding a "
                             "credential is refused before training")
 def _install_name_check(module, handle):

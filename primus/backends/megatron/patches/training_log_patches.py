@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import inspect
 
-from primus.backends.megatron.patches.versions import MEGATRON_CORE, SUPPORTED
+from primus.backends.megatron.patches.versions import MEGATRON
 from primus.patches import REGISTRY
 
 
-@REGISTRY.patch("megatron.tracking.training_log", target="megatron.training.training", distribution=MEGATRON_CORE,
-                versions=SUPPORTED, backend="megatron",
+@REGISTRY.patch("megatron.tracking.training_log", target="megatron.training.training", upstream=MEGATRON, backend="megatron",
                 description="training.training_log / evaluate_and_print_results: perf figures and one log call "
                             "per step, from the writer rank")
 def _install_training_log(module, handle):
@@ -47,8 +46,7 @@ def _argument_reader(function, name: str):
     return read
 
 
-@REGISTRY.patch("megatron.tracking.timers", target="megatron.core.timers", distribution=MEGATRON_CORE,
-                versions=SUPPORTED, backend="megatron",
+@REGISTRY.patch("megatron.tracking.timers", target="megatron.core.timers", upstream=MEGATRON, backend="megatron",
                 description="Timers.write: --log-timers-to-tensorboard scalars reach the hub writer (upstream writes "
                             "only to a SummaryWriter instance or the wandb module, and drops anything else)")
 def _install_timers_write(module, handle):

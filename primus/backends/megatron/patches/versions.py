@@ -1,4 +1,8 @@
-"""The upstream range the Megatron patches were written and tested for."""
+"""The Megatron releases the patches were written and tested for: every megatron-core release that ships
+``megatron.training`` (0.17 on; 0.16 and older wheels have none), and source checkouts of them, judged by
+their own ``megatron/core/package_info.py``."""
 
-MEGATRON_CORE = "megatron-core"
-SUPPORTED = ">=0.19.2,<0.20"
+from primus.patches.upstream import Upstream
+
+MEGATRON = Upstream(name="Megatron", distribution="megatron-core", package="megatron.core",
+                    supported=">=0.17,<0.20", version_files=("package_info.py",))

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import os
 
-from primus.backends.torchtitan.patches.versions import SUPPORTED, TORCHTITAN
+from primus.backends.torchtitan.patches.versions import TORCHTITAN
 from primus.patches import REGISTRY
 
 
-@REGISTRY.patch("torchtitan.config.experiment", target="torchtitan.config.manager", distribution=TORCHTITAN,
-                versions=SUPPORTED, backend="torchtitan", required=True,
+@REGISTRY.patch("torchtitan.config.experiment", target="torchtitan.config.manager", upstream=TORCHTITAN, backend="torchtitan", required=True,
                 description="ConfigManager._load_config: metrics config with Primus's options, experiment YAML "
                             "sections as defaults (the command line still wins); parse_args: tracking plan checked")
 def _install_config(module, handle):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from primus.backends.torchtitan.patches.versions import SUPPORTED, TORCHTITAN
+from primus.backends.torchtitan.patches.versions import TORCHTITAN
 from primus.patches import Patch, PatchContext, PatchHandle
 
 
@@ -15,5 +15,5 @@ def on_cpu(context: PatchContext) -> bool:
 
 
 def cpu_patch(id: str, target: str, description: str, install: Callable[[Any, PatchHandle], None]) -> Patch:
-    return Patch(id=id, target=target, distribution=TORCHTITAN, versions=SUPPORTED, install=install,
+    return Patch(id=id, target=target, upstream=TORCHTITAN, versions="", install=install,
                  backend="torchtitan", condition=on_cpu, description=description)

@@ -8,12 +8,12 @@ trackers when the device's peak is unknown (upstream_mfu). ``log`` adds the perf
 
 from __future__ import annotations
 
-from primus.backends.torchtitan.patches.versions import SUPPORTED, TORCHTITAN
+from primus.backends.torchtitan.patches.versions import TORCHTITAN
 from primus.patches import REGISTRY
 
 
 @REGISTRY.patch("torchtitan.tracking.metrics_processor", target="torchtitan.components.metrics",
-                distribution=TORCHTITAN, versions=SUPPORTED, backend="torchtitan",
+                upstream=TORCHTITAN, backend="torchtitan",
                 description="MetricsProcessor._build_metric_logger -> the hub behind every tracker; "
                             "MetricsProcessor.__init__ -> no mfu(%) for an unknown peak (upstream's A100 fallback); "
                             "MetricsProcessor.log -> perf/mem/sys metrics (mlflow_upload_performance_metrics)")

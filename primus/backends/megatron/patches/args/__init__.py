@@ -5,12 +5,11 @@ Both are required: a Primus argument that upstream's parser does not know would 
 
 from __future__ import annotations
 
-from primus.backends.megatron.patches.versions import MEGATRON_CORE, SUPPORTED
+from primus.backends.megatron.patches.versions import MEGATRON
 from primus.patches import REGISTRY
 
 
-@REGISTRY.patch("megatron.args.primus_arguments", target="megatron.training.arguments", distribution=MEGATRON_CORE,
-                versions=SUPPORTED, backend="megatron", required=True,
+@REGISTRY.patch("megatron.args.primus_arguments", target="megatron.training.arguments", upstream=MEGATRON, backend="megatron", required=True,
                 description="arguments.parse_args: the Primus arguments through upstream's extra_args_provider")
 def _install_arguments(module, handle):
     from primus.backends.megatron.patches.args.primus_arguments import compose_extra_args_provider
@@ -22,8 +21,7 @@ def _install_arguments(module, handle):
     handle.wrap(module, "parse_args", parse_args)
 
 
-@REGISTRY.patch("megatron.args.validate", target="megatron.training.arguments", distribution=MEGATRON_CORE,
-                versions=SUPPORTED, backend="megatron", required=True,
+@REGISTRY.patch("megatron.args.validate", target="megatron.training.arguments", upstream=MEGATRON, backend="megatron", required=True,
                 description="arguments.validate_args: check the Primus arguments and decide the trackers")
 def _install_validation(module, handle):
     from primus.backends.megatron.training.global_vars import set_tracking_plan

@@ -1,0 +1,45 @@
+"""The upstream trainers found here, one line each, as `primus patches`, `primus doctor` and
+`primus --version` print them: the version read from the code Python would import, whether that is an
+installed wheel or a source tree (with its path), the supported range, and how many patches apply."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from primus.patches import REGISTRY
+from primus.patches.catalog import upstreams
+from primus.patches.upstream import locate
+
+
+@dataclass(frozen=True)
+class UpstreamRow:
+    backend: str
+    distribution: str
+    version: str | None
+    origin: str | None  # "wheel" | "source tree" | None (not importable)
+    path: str | None
+    supported: str
+    problem: str | None
+    patches_applying: int
+    patches_declared: int
+
+
+def upstream_rows() -> list[UpstreamRow]:
+    rows = []
+    for upstream in upstreams():
+        found = locate(upstream)
+        mine = [p for p in REGISTRY.patches() if p.upstream == upstream]
+        applying = sum(REGISTRY.eligibility(p).ok for p in mine) if found.problem() is None else 0
+        rows.append(UpstreamRow(upstream.name, upstream.distribution, found.version, found.origin, found.path,
+                                upstream.supported, found.problem(), applying, len(mine)))
+    return rows
+
+
+def format_row(row: UpstreamRow) -> str:
+    if row.path is None:
+        return f"{row.backend:<11}not installed (supported: {row.distribution}{row.supported})"
+    status = (f"{row.patches_applying} of {row.patches_declared} patches apply here" if row.problem is None
+              else f"REFUSED: {row.problem}")
+    return (f"{row.backend:<11}{row.distribution} {row.version or '?'} ({row.origin} {row.path}); "
+            f"supported {row.supported}; {status}")
+

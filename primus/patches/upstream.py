@@ -1,0 +1,152 @@
+"""Which upstream code is imported, and which release it is.
+
+A backend declares its upstream once (``Upstream``): the package whose code Primus patches, the PyPI
+distribution it ships in, the releases Primus supports, and the file that holds the version. The
+version is read from that file in the package that Python would import (``importlib.util.find_spec``),
+not from the installed distribution's metadata: a source checkout first on PYTHONPATH over an installed
+wheel is judged as what it is. Metadata is the fallback only for a wheel's own files that carry no
+version. Nothing upstream is executed: the version file is parsed, and only the package's parents are
+imported to find it (``megatron`` for ``megatron.core``: a namespace package).
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.metadata
+import importlib.util
+from dataclasses import dataclass
+from pathlib import Path
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+WHEEL = "wheel"
+SOURCE_TREE = "source tree"
+
+
+@dataclass(frozen=True)
+class Upstream:
+    name: str  # what users call it: "Megatron", "TorchTitan", "MaxText"
+    distribution: str  # PyPI distribution, e.g. "megatron-core"
+    package: str  # import package whose code is judged, e.g. "megatron.core"
+    supported: str  # packaging specifier of the releases Primus supports
+    # Where the version is written, relative to the package directory, first found wins: a Python file with
+    # ``__version__`` (or Megatron's MAJOR/MINOR/PATCH), or a text file holding the version alone.
+    version_files: tuple[str, ...] = ("__init__.py",)
+
+    def __post_init__(self):
+        SpecifierSet(self.supported)  # InvalidSpecifier at declaration, not at a user's import
+
+    def supports(self, version: str) -> bool:
+        return in_range(version, self.supported)
+
+
+@dataclass(frozen=True)
+class Found:
+    """The upstream code Python would import: its version (None when it cannot be told), whether it is an
+    installed wheel's files or a source tree, and its directory (None when the package is not importable)."""
+
+    upstream: Upstream
+    version: str | None
+    origin: str | None  # WHEEL | SOURCE_TREE | None (not importable)
+    path: str | None
+
+    @property
+    def where(self) -> str:
+        return f"{self.origin} {self.path}" if self.path else "not importable"
+
+    def describe(self) -> str:
+        """'megatron-core 0.19.2 (wheel /.../megatron/core)' — what messages name."""
+        return f"{self.upstream.distribution} {self.version or 'of unknown version'} ({self.where})"
+
+    def problem(self) -> str | None:
+        """Why Primus must not patch this code, or None."""
+        up = self.upstream
+        if self.path is None:
+            return f"{up.package} is not importable ({up.distribution} is not installed)"
+        if self.version is None:
+            return (f"cannot tell which {up.name} release the {self.where} is: no version in "
+                    f"{' or '.join(up.version_files)}")
+        if not up.supports(self.version):
+            return f"{self.describe()} is outside the supported range {up.supported!r}"
+        return None
+
+
+def locate(upstream: Upstream) -> Found:
+    directory = _package_directory(upstream.package)
+    if directory is None:
+        return Found(upstream, None, None, None)
+    dist_version = _wheel_version(upstream, directory)
+    origin = WHEEL if dist_version is not None else SOURCE_TREE
+    written = (read_version(directory / name) for name in upstream.version_files)
+    version = next(filter(None, written), None) or dist_version
+    return Found(upstream, version, origin, str(directory))
+
+
+def read_version(path: Path) -> str | None:
+    """The version a file holds. A Python file is parsed, not run: ``__version__`` as a string literal, or
+    Megatron's ``package_info`` form built from MAJOR, MINOR, PATCH and PRE_RELEASE. Any other file holds
+    the version alone (TorchTitan's ``assets/version.txt``)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    if path.suffix != ".py":
+        return _valid(text.strip())
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return None
+    constants: dict[str, object] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            try:
+                constants[node.targets[0].id] = ast.literal_eval(node.value)
+            except ValueError:
+                continue
+    version = constants.get("__version__")
+    if isinstance(version, str):
+        return _valid(version)
+    parts = [constants.get(name) for name in ("MAJOR", "MINOR", "PATCH")]
+    if all(isinstance(p, int) for p in parts):
+        pre = constants.get("PRE_RELEASE") or ""
+        return _valid(".".join(map(str, parts)) + (pre if isinstance(pre, str) else ""))
+    return None
+
+
+def _valid(text: str) -> str | None:
+    try:
+        Version(text)
+    except InvalidVersion:
+        return None
+    return text
+
+
+def _package_directory(package: str) -> Path | None:
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):  # a parent package missing, or a module without a spec
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations))).resolve()
+
+
+def _wheel_version(upstream: Upstream, directory: Path) -> str | None:
+    """The distribution's version when ``directory`` is that installed distribution's own files."""
+    try:
+        dist = importlib.metadata.distribution(upstream.distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    relative = Path(*upstream.package.split("."), "__init__.py")
+    if Path(dist.locate_file(relative)).resolve().parent != directory:
+        return None
+    return dist.version
+
+
+def in_range(version: str, specifier: str) -> bool:
+    """Whether ``version`` is in ``specifier``, pre-releases included (a source checkout is often one)."""
+    try:
+        return SpecifierSet(specifier).contains(Version(version), prereleases=True)
+    except InvalidVersion:
+        return False

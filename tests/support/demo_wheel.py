@@ -1,0 +1,28 @@
+"""A throwaway distribution laid out as pip installs a wheel: its files plus a dist-info whose RECORD lists
+each file's sha256 (urlsafe base64, unpadded) and size. Tests that need a real installed distribution they
+can modify, or shadow with a source tree, put its folder on sys.path."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from collections.abc import Mapping
+from pathlib import Path
+
+
+def install_demo_wheel(site: Path, files: Mapping[str, str], name: str = "demo-upstream",
+                       version: str = "1.0") -> Path:
+    lines = []
+    for rel, text in files.items():
+        path = site / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+        lines.append(f"{rel},sha256={digest},{len(text)}")
+    info_name = f"{name.replace('-', '_')}-{version}.dist-info"
+    info = site / info_name
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    lines += [f"{info_name}/METADATA,,", f"{info_name}/RECORD,,"]
+    (info / "RECORD").write_text("\n".join(lines) + "\n")
+    return site
