@@ -67,7 +67,9 @@ def test_json_lists_every_patch_with_why_it_would_not_apply(env):
 def test_table(env):
     done = primus("patches", env=env)
     assert done.returncode == 0, done.stderr
-    lines = done.stdout.splitlines()
+    upstream_lines, table = done.stdout.split("\n\n")
+    assert upstream_lines.startswith(f"Megatron   megatron-core {importlib.metadata.version('megatron-core')} (wheel ")
+    lines = table.splitlines()
     assert lines[0].split() == ["ID", "BACKEND", "TARGET", "SUPPORTS", "INSTALLED", "APPLIES"]
     [applies] = [line for line in lines if line.startswith("demo.applies")]
     assert applies.split() == ["demo.applies", "demo", "json", f"packaging=={PACKAGING}", PACKAGING, "yes"]
