@@ -8,8 +8,13 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.primus-installed
 export OMP_NUM_THREADS ?= 1
 
-.PHONY: setup setup-maxtext run test bench clean
-setup: $(STAMP) setup-maxtext
+.PHONY: setup setup-maxtext setup-upstream-matrix run test bench clean
+setup: $(STAMP) setup-maxtext setup-upstream-matrix
+
+# The other supported upstream releases (third_party/upstream-matrix.txt), each in a folder that tests put on
+# PYTHONPATH: small wheels, no second torch. Instant once built.
+setup-upstream-matrix: $(STAMP) setup-maxtext
+	scripts/setup-upstream-matrix.sh
 
 # MaxText (JAX) lives in its own environment: its pins must not fight torch's. Idempotent and instant
 # once built (the script keeps its own stamp of what it installed).
