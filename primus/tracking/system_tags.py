@@ -1,13 +1,14 @@
-"""Tags every run gets: the git commit of the working directory, the upstream versions installed,
-and the Primus patches applied in this process (``primus.patches.REGISTRY``)."""
+"""Tags every run gets: the git commit of the working directory, the versions of the libraries installed,
+the Primus patches applied in this process (``primus.patches.REGISTRY``), and for each upstream those
+patches applied to, its version and where its code was imported from, as the patches found them (a source
+checkout's own version, not that of a wheel installed beneath it)."""
 
 from __future__ import annotations
 
 import importlib.metadata
 import subprocess
 
-UPSTREAM_DISTRIBUTIONS = ("primus", "megatron-core", "torchtitan", "maxtext", "torch", "mlflow", "wandb",
-                          "tensorboard")
+INSTALLED_DISTRIBUTIONS = ("primus", "torch", "mlflow", "wandb", "tensorboard")
 
 
 def git_commit() -> str | None:
@@ -26,11 +27,15 @@ def system_tags() -> dict[str, str]:
     commit = git_commit()
     if commit:
         tags["mlflow.source.git.commit"] = commit
-    for dist in UPSTREAM_DISTRIBUTIONS:
+    for dist in INSTALLED_DISTRIBUTIONS:
         try:
             tags[f"primus.version.{dist}"] = importlib.metadata.version(dist)
         except importlib.metadata.PackageNotFoundError:
             continue
     applied = REGISTRY.applied()
+    for record in applied:
+        if record.distribution and record.version:
+            tags[f"primus.version.{record.distribution}"] = record.version
+            tags[f"primus.source.{record.distribution}"] = record.where
     tags["primus.patches"] = ",".join(f"{r.id}@{r.version}" if r.version else r.id for r in applied) or "none"
     return tags

@@ -31,3 +31,8 @@ def upstream_path(distribution: str, version: str) -> Path:
     if not (folder / ".installed").exists():
         raise AssertionError(f"{folder} is not built: `make setup` (scripts/setup-upstream-matrix.sh) installs it")
     return folder
+
+
+def upstream_env(distribution: str, version: str) -> dict[str, str]:
+    """The environment entries that make a run import ``distribution`` ``version``."""
+    return {"PYTHONPATH": str(upstream_path(distribution, version))}

@@ -27,12 +27,13 @@ from megatron.core.models.gpt.gpt_layer_specs import (
     get_gpt_layer_with_transformer_engine_spec,
 )
 from megatron.core.transformer.spec_utils import ModuleSpec
-from megatron.core.utils import get_attr_wrapped_model, get_batch_on_this_cp_rank, get_batch_on_this_tp_rank
-from megatron.training import get_args, get_timers, get_tokenizer, pretrain, print_rank_0, set_startup_timestamps
-from megatron.training.argument_utils import pretrain_cfg_container_from_args
-from megatron.training.arguments import core_transformer_config_from_args, parse_and_validate_args
+from megatron.core.utils import get_attr_wrapped_model
+from megatron.training import get_args, get_timers, get_tokenizer, pretrain, print_rank_0
+from megatron.training.arguments import core_transformer_config_from_args
+from megatron.training.training import set_startup_timestamps
 from megatron.training.utils import get_blend_and_blend_per_split, is_first_or_last_pipeline_stage
 
+from primus.backends.megatron.upstream_calls import broadcast_batch, pretrain_gpt, slice_for_context_parallel
 from primus.patches import REGISTRY
 
 log = logging.getLogger(__name__)
@@ -81,24 +82,9 @@ def get_batch(data_iterator: Any, vp_stage: int | None = None) -> tuple[Any, ...
     args = get_args()
     batch = next(data_iterator) if mpu.get_tensor_model_parallel_rank() == 0 else {}
     if mpu.get_tensor_model_parallel_world_size() > 1:
-        batch = get_batch_on_this_tp_rank(
-            batch,
-            has_cu_seqlens=False,
-            is_hybrid_cp=False,
-            create_attention_mask_in_dataloader=args.create_attention_mask_in_dataloader,
-            broadcast_src_rank=mpu.get_tensor_model_parallel_src_rank(),
-            broadcast_group=mpu.get_tensor_model_parallel_group(),
-            cp_size=args.context_parallel_size,
-            tp_rank=mpu.get_tensor_model_parallel_rank(),
-            micro_batch_size=args.micro_batch_size,
-            seq_length=args.seq_length,
-            mtp_on_this_rank=False,
-            pipeline_model_parallel_size=args.pipeline_model_parallel_size,
-            is_pipeline_first_stage=mpu.is_pipeline_first_stage(),
-            is_pipeline_last_stage=mpu.is_pipeline_last_stage(),
-        )
+        batch = broadcast_batch(batch, args)
     if args.context_parallel_size > 1:
-        batch = get_batch_on_this_cp_rank(batch, is_hybrid_cp=False, cp_group=mpu.get_context_parallel_group())
+        batch = slice_for_context_parallel(batch)
     return tuple(batch.get(key) for key in BATCH_KEYS)
 
 
@@ -188,14 +174,9 @@ def main(program_start: float | None = None) -> None:
     """Upstream's GPT pretraining on this process's command line (upstream's arguments)."""
     set_startup_timestamps(program_start=program_start or time.time(), main_entry=time.time())
     default_single_process_env()
-    args = parse_and_validate_args(args_defaults={"tokenizer_type": "GPT2BPETokenizer"})
-    pretrain(
-        pretrain_cfg_container_from_args(args, model_cfg=None),
-        train_valid_test_datasets_provider,
-        ModelType.encoder_or_decoder,
-        forward_step,
-        model_provider=model_provider,
-    )
+    pretrain_gpt(pretrain, datasets_provider=train_valid_test_datasets_provider, model_provider=model_provider,
+                 model_type=ModelType.encoder_or_decoder, forward_step=forward_step,
+                 args_defaults={"tokenizer_type": "GPT2BPETokenizer"})
     # After pretrain: upstream sets the log level (--logging-level) while it initialises.
     for record in REGISTRY.records():
         log.debug("primus patch %s: %s %s", record.id, record.status, record.reason)

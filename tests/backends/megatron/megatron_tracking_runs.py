@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from support.readers import mlflow_history, read_tb_scalars, read_wandb_history, wandb_files, wandb_run_ids
+from support.upstreams import releases, upstream_env
 
 from primus.tracking.names import mlflow_key
 
@@ -58,31 +59,38 @@ class RunSpec:
     args: tuple[str, ...] = ()
     iterations: int = 3
     nproc: int = 1
+    release: str | None = None  # another supported megatron-core release (upstream-matrix.txt); None: the pinned one
 
 
 def spec(name: str, on: Iterable[str], *args: str, expected: Mapping[str, list[int]],
-         mlflow_only: Mapping[str, list[int]] | None = None, iterations: int = 3, nproc: int = 1) -> RunSpec:
+         mlflow_only: Mapping[str, list[int]] | None = None, iterations: int = 3, nproc: int = 1,
+         release: str | None = None) -> RunSpec:
     on = frozenset(on)
     return RunSpec(on, f"h6-{name}", expected, mlflow_only or {},
                    (*toggles(TB in on, WANDB in on, MLFLOW in on), "--mlflow-experiment-name", f"h6-{name}", *args),
-                   iterations, nproc)
+                   iterations, nproc, release)
 
 
 STEPS = [1, 2, 3]
 PERF_STEPS = [2, 3]
 
-RUNS: dict[str, RunSpec] = {
-    # Every tracker off although their directories and names are given: nothing may be written.
-    "none": spec("none", (), "--tensorboard-dir", "tb", "--wandb-project", "h6-none", "--log-throughput",
-                 "--log-params-norm", expected={}),
-    # Every tracker on, named; the perf set goes to MLflow; One-Logger options accepted without the package.
-    "all": spec("all", SINKS, "--log-throughput", "--log-params-norm", "--mlflow-run-name", "h6-all-run",
-                "--wandb-project", "h6-project", "--wandb-exp-name", "h6-all-wandb", "--wandb-entity", "h6-team",
+
+def every_tracker_on(name: str, release: str | None = None) -> RunSpec:
+    """Every tracker on, named; the perf set goes to MLflow; One-Logger options accepted without the package."""
+    return spec(name, SINKS, "--log-throughput", "--log-params-norm", "--mlflow-run-name", f"h6-{name}-run",
+                "--wandb-project", "h6-project", "--wandb-exp-name", f"h6-{name}-wandb", "--wandb-entity", "h6-team",
                 "--wandb-save-dir", "my-wandb", "--mlflow-upload-performance-metrics",
                 "--one-logger-project", "h6", "--one-logger-run-name", "h6-one", "--one-logger-async",
                 "--app-tag-run-name", "h6-app", "--app-tag-run-version", "1.2.3",
                 expected=at(STEPS, *UPSTREAM, "params-norm") | at(PERF_STEPS, *PERF),
-                mlflow_only=at(PERF_STEPS, *SYSTEM)),
+                mlflow_only=at(PERF_STEPS, *SYSTEM), release=release)
+
+
+RUNS: dict[str, RunSpec] = {
+    # Every tracker off although their directories and names are given: nothing may be written.
+    "none": spec("none", (), "--tensorboard-dir", "tb", "--wandb-project", "h6-none", "--log-throughput",
+                 "--log-params-norm", expected={}),
+    "all": every_tracker_on("all"),
     # TensorBoard only (directory derived), with every per-metric switch and the timers; MLflow's upload
     # switches are ignored with MLflow off. Validation at the last iteration is
     # written three times, as upstream does: the in-loop evaluation, then the final validation and test
@@ -120,6 +128,16 @@ RUNS: dict[str, RunSpec] = {
 }
 
 
+
+
+def on_release(version: str) -> str:
+    """The name of the every-tracker run on another supported megatron-core release (upstream-matrix.txt)."""
+    return f"all_mcore{version}"
+
+
+RUNS |= {on_release(v): every_tracker_on(on_release(v), release=v) for v in releases("megatron-core")}
+
+
 # -- runs, shared by every module of the session ------------------------------------------------
 _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="megatron-run")  # 2 cores: two runs at a time
 _STARTED: dict[str, Future] = {}
@@ -133,6 +151,8 @@ def start(launcher: Callable[..., Any], mlflow_uri: str, *names: str) -> None:
             if name not in _STARTED:
                 run = RUNS[name]
                 env = {"WANDB_MODE": "offline", "MLFLOW_TRACKING_URI": mlflow_uri}
+                if run.release:
+                    env |= upstream_env("megatron-core", run.release)
                 _STARTED[name] = _POOL.submit(launcher, name, *run.args, nproc=run.nproc, env=env)
 
 
