@@ -33,6 +33,10 @@ class Upstream:
     # Where the version is written, relative to the package directory, first found wins: a Python file with
     # ``__version__`` (or Megatron's MAJOR/MINOR/PATCH), or a text file holding the version alone.
     version_files: tuple[str, ...] = ("__init__.py",)
+    # For docs/compatibility.md: how users start it, and what differs between the supported releases as
+    # (releases, difference) pairs, where the patches had to follow upstream.
+    entry_points: tuple[str, ...] = ()
+    differences: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self):
         SpecifierSet(self.supported)  # InvalidSpecifier at declaration, not at a user's import

@@ -12,6 +12,7 @@ from primus.patches import Patch, PatchContext, PatchHandle
 
 
 def on_cpu(context: PatchContext) -> bool:
+    """on CPU (no accelerator, or PRIMUS_PLATFORM=cpu)"""
     return context.platform() == "cpu"
 
 

@@ -11,6 +11,7 @@ from primus.patches import Patch, PatchContext, PatchHandle
 
 
 def on_cpu(context: PatchContext) -> bool:
+    """on CPU (no accelerator, or PRIMUS_PLATFORM=cpu)"""
     return context.platform() == "cpu"
 
 

@@ -1,0 +1,78 @@
+"""docs/compatibility.md: per backend, the upstream releases Primus supports and where their version is read
+from, the releases CI trains end to end, how users start it, which patch applies on which release (from the
+patch declarations), and what differs between releases."""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from pathlib import Path
+
+from primus.docs_gen.markdown import code, table
+from primus.patches import REGISTRY, Patch
+from primus.patches.catalog import upstreams
+from primus.patches.upstream import Upstream, in_range
+
+THIRD_PARTY = Path(__file__).resolve().parents[2] / "third_party"
+PINNED_FILES = ("requirements.txt", "maxtext-requirements.txt")
+MATRIX_FILE = "upstream-matrix.txt"
+
+
+def tested_releases(distribution: str) -> tuple[str | None, list[str]]:
+    """(the pinned release, the other releases CI trains) of ``distribution``, from third_party/."""
+    pin = re.compile(rf"^\S*?\s*{re.escape(distribution)}==(\S+)\s*$", re.MULTILINE)
+    pinned = [v for name in PINNED_FILES for v in pin.findall((THIRD_PARTY / name).read_text())]
+    others = pin.findall((THIRD_PARTY / MATRIX_FILE).read_text())
+    return (pinned[0] if pinned else None), others
+
+
+def render_compatibility() -> str:
+    parts = ["# Upstream compatibility",
+             "Primus judges an upstream trainer by the code Python imports: its version is read from that "
+             "package's own files (a source checkout first on `PYTHONPATH` is judged by its own version, not by "
+             "a wheel installed beneath it). A release outside the supported range stops the job before "
+             "training, naming the version and the path; `primus doctor` and `primus patches` show what was "
+             "found. Where upstream changed between releases, each patch declares the releases it was written "
+             "for and the registry installs the one that matches."]
+    for upstream in upstreams():
+        parts.append(_section(upstream))
+    return "\n\n".join(parts) + "\n"
+
+
+def _section(upstream: Upstream) -> str:
+    pinned, others = tested_releases(upstream.distribution)
+    releases = sorted({*others, *([pinned] if pinned else [])}, key=_version_key)
+    lines = [f"## {upstream.name} ({code(upstream.distribution)})",
+             f"Supported: {code(upstream.supported)}. Version read from "
+             f"{' or '.join(code(posixpath.normpath(f'{_package_path(upstream)}/{f}')) for f in upstream.version_files)}; "
+             f"the installed distribution's metadata only for a wheel whose files carry none.",
+             "CI trains, with every tracker on: " + ", ".join(
+                 f"{v} (pinned)" if v == pinned else v for v in releases) + "."]
+    if upstream.entry_points:
+        lines.append("Entry points:\n" + "\n".join(f"- `{entry}`" for entry in upstream.entry_points))
+    patches = [p for p in REGISTRY.patches() if p.upstream == upstream]
+    lines.append(table(["patch", "target", *releases, "applies when"],
+                       [[code(p.id), code(p.target), *(_applies(p, v) for v in releases), _when(p)]
+                        for p in patches]))
+    if upstream.differences:
+        lines.append("What differs between releases:\n\n" + table(["releases", "difference"],
+                                                                  [list(row) for row in upstream.differences]))
+    return "\n\n".join(lines)
+
+
+def _applies(patch: Patch, version: str) -> str:
+    return "yes" if not patch.versions or in_range(version, patch.versions) else "-"
+
+
+def _when(patch: Patch) -> str:
+    required = "required" if patch.required else "optional"
+    condition = (patch.condition.__doc__ or "on a condition").strip().splitlines()[0] if patch.condition else "always"
+    return f"{required}; {condition}"
+
+
+def _package_path(upstream: Upstream) -> str:
+    return upstream.package.replace(".", "/")
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", version))
