@@ -45,7 +45,10 @@ def install_one_device_during_init(initialize: ModuleType, handle: PatchHandle) 
 
 
 def _import_prebuilt_helpers(wrapped, instance, args, kwargs) -> None:
-    from megatron.core.datasets import helpers_cpp  # noqa: F401  (the wheel ships it prebuilt)
+    try:
+        from megatron.core.datasets import helpers_cpp  # noqa: F401  (the wheel ships it prebuilt)
+    except ImportError:  # a source checkout: upstream compiles them (make, pybind11)
+        wrapped(*args, **kwargs)
 
 
 def install_prebuilt_dataset_helpers(utils: ModuleType, handle: PatchHandle) -> None:
@@ -63,6 +66,6 @@ PATCHES = (
               install_one_device_during_init),
     cpu_patch("megatron.cpu.prebuilt_dataset_helpers", "megatron.core.datasets.utils",
               "compile_helpers imports the prebuilt helpers_cpp instead of running make, which the wheel "
-              "cannot (no Makefile; initialize.py:178 -> datasets/utils.py:25)",
+              "cannot (no Makefile; initialize.py:178 -> datasets/utils.py:25); a source checkout compiles",
               install_prebuilt_dataset_helpers),
 )
