@@ -18,7 +18,7 @@ from primus.config.paths import CONFIGS_DIR, MODULE_PRESETS_DIR
 from primus.config.schema import Param, Schema
 from primus.config.schemas import FRAMEWORKS, schema_for
 from primus.config.schemas.launch import LAUNCH_SCHEMA
-from primus.config.schemas.megatron_table import TABLE_PATH
+from primus.config.schemas.megatron_table import PINNED_MINOR, table_path
 from primus.config.tree import join
 from primus.docs_gen.markdown import code, table, yaml_text
 
@@ -106,11 +106,12 @@ def _flag(param: Param) -> str:
 def _megatron_upstream_section(schema: Schema, shown: set[str]) -> str:
     rest = [p for n, p in schema.params.items() if n not in shown]
     rows = [[code(p.name), code(yaml_text(p.default)), p.expected(), _flag(p)] for p in rest]
-    table_file = TABLE_PATH.relative_to(CONFIGS_DIR.parents[1])
+    pinned_table = table_path(PINNED_MINOR)
+    table_file = pinned_table.relative_to(CONFIGS_DIR.parents[1])
     return "\n\n".join([
         "### Every other megatron-core argument",
         f"Upstream's defaults, which the preset leaves alone: {len(rest)} arguments of megatron-core "
-        f"{yaml12.load_file(TABLE_PATH)['megatron_core']} (from `{table_file}`). In YAML, write the name as it is "
+        f"{yaml12.load_file(pinned_table)['megatron_core']} (from `{table_file}`; other releases have their own table). In YAML, write the name as it is "
         "here; on upstream's command line (`primus-run`), the flag.",
         table(["Parameter", "Default", "Type", "Flag"], rows)])
 

@@ -2,18 +2,19 @@
 
 A backend declares its upstream once (``Upstream``): the package whose code Primus patches, the PyPI
 distribution it ships in, the releases Primus supports, and the file that holds the version. The
-version is read from that file in the package that Python would import (``importlib.util.find_spec``),
-not from the installed distribution's metadata: a source checkout first on PYTHONPATH over an installed
+version is read from that file in the package as imported, or as an import would find it now, not
+from the installed distribution's metadata: a source checkout first on PYTHONPATH over an installed
 wheel is judged as what it is. Metadata is the fallback only for a wheel's own files that carry no
-version. Nothing upstream is executed: the version file is parsed, and only the package's parents are
-imported to find it (``megatron`` for ``megatron.core``: a namespace package).
+version. Nothing upstream is imported or executed: the package is found on the path and the version
+file is parsed.
 """
 
 from __future__ import annotations
 
 import ast
 import importlib.metadata
-import importlib.util
+import sys
+from importlib.machinery import PathFinder
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -127,13 +128,18 @@ def _valid(text: str) -> str | None:
 
 
 def _package_directory(package: str) -> Path | None:
-    try:
-        spec = importlib.util.find_spec(package)
-    except (ImportError, ValueError):  # a parent package missing, or a module without a spec
-        return None
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return Path(next(iter(spec.submodule_search_locations))).resolve()
+    """Where ``package`` is, as imported (``sys.modules``) or as an import would find it now, without
+    importing it or its parents (``find_spec`` would import ``megatron`` to find ``megatron.core``)."""
+    locations: list[str] | None = None
+    name = ""
+    for part in package.split("."):
+        name = f"{name}.{part}" if name else part
+        module = sys.modules.get(name)
+        spec = getattr(module, "__spec__", None) if module is not None else PathFinder.find_spec(name, locations)
+        if spec is None or not spec.submodule_search_locations:
+            return None
+        locations = list(spec.submodule_search_locations)
+    return Path(locations[0]).resolve()
 
 
 def _wheel_version(upstream: Upstream, directory: Path) -> str | None:

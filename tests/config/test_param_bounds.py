@@ -11,7 +11,7 @@ from primus.config.environment import module_params_from_env
 from primus.config.schema import Param, Schema
 from primus.config.schemas import FRAMEWORKS, schema_for
 from primus.config.schemas.megatron import UPSTREAM_BOUNDS
-from primus.config.schemas.megatron_table import TABLE_PATH
+from primus.config.schemas.megatron_table import installed_table_path
 from primus.config.yaml12 import Unparsed
 
 SCHEMA = Schema(
@@ -60,7 +60,7 @@ def test_bounds_on_a_parameter_that_is_not_a_number_are_a_declaration_error():
 
 def test_every_bounded_upstream_argument_is_a_number_in_the_table():
     """A name upstream renamed or dropped would otherwise lose its bounds silently."""
-    table = yaml12.load_file(TABLE_PATH)["args"]
+    table = yaml12.load_file(installed_table_path())["args"]
     types = {name: table.get(name, {}).get("type", "missing") for name in UPSTREAM_BOUNDS}
     assert {name: kind for name, kind in types.items() if kind not in ("int", "float")} == {}
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from primus.config import yaml12
 from primus.config.schema import Param, Schema
-from primus.config.schemas.megatron_table import TABLE_PATH
+from primus.config.schemas.megatron_table import installed_table_path
 from primus.config.schemas.tracking import mlflow_params
 
 # Arguments upstream 0.19.2 dropped are still accepted and honoured by Primus, so older configs
@@ -57,7 +57,7 @@ UPSTREAM_BOUNDS: dict[str, dict[str, float]] = {
 
 
 def upstream_params() -> list[Param]:
-    table = yaml12.load_file(TABLE_PATH)["args"]
+    table = yaml12.load_file(installed_table_path())["args"]
     return [
         Param(
             name,
