@@ -44,3 +44,15 @@ def test_checked_in_table_matches_the_release_parser(version):
     """Regenerate each table from its release's own parser: fails when upstream changed under us."""
     result = megatron_table("--check", env=upstream_env("megatron-core", version) if version else None)
     assert result.returncode == 0, result.stderr[-2000:]
+
+
+def test_config_validate_checks_against_the_release_found(tmp_path):
+    """chat_template is a 0.19 argument: valid with the pinned release, unknown on a 0.17 checkout."""
+    primus = [sys.executable, "-m", "primus.cli.main", "config", "validate",
+              "configs/megatron/tiny_cpu.yaml", "modules.pre_trainer.overrides.chat_template=chatml"]
+    pinned = subprocess.run(primus, capture_output=True, text=True, timeout=120)
+    assert pinned.returncode == 0, pinned.stdout + pinned.stderr
+    older = subprocess.run(primus, capture_output=True, text=True, timeout=120,
+                           env={"PATH": "/usr/bin:/bin", **upstream_env("megatron-core", "0.17.1")})
+    assert older.returncode != 0
+    assert "chat_template" in older.stdout + older.stderr
