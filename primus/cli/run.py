@@ -1,7 +1,9 @@
 """`primus-run [--config EXP.yaml] COMMAND [ARGS...]`: run any command with Primus's patches active.
 
 Like ddtrace-run: the environment gets the bootstrap ``sitecustomize`` first on PYTHONPATH and
-PRIMUS_ACTIVATE=1, then the command replaces this process (os.execvpe). Every Python it starts,
+PRIMUS_ACTIVATE=1, then the command replaces this process (os.execve). A command that is not on PATH but
+lies beside primus-run's own interpreter (``.venv/bin/torchrun`` with the environment not activated) is run
+from there, and primus-run says so. Every Python it starts,
 torchrun workers included, inherits the environment and activates the patches at start-up.
 Interpreters started with -I, -E or -S ignore PYTHONPATH or site, and run unpatched.
 """
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -43,15 +46,40 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as e:
         parser.error(str(e))
     env = activation_env(os.environ, config=args.config)
+    executable = find_command(command[0], env.get("PATH", os.defpath))
+    if executable is None:
+        print(f"primus-run: command not found: {command[0]!r} (looked on PATH and in {interpreter_bin()})",
+              file=sys.stderr)
+        return 127
     sys.stdout.flush()
     try:
-        os.execvpe(command[0], command, env)
+        os.execve(executable, command, env)
     except FileNotFoundError:
         print(f"primus-run: command not found: {command[0]!r}", file=sys.stderr)
         return 127
     except PermissionError:
         print(f"primus-run: permission denied: {command[0]!r}", file=sys.stderr)
         return 126
+
+
+def interpreter_bin() -> Path:
+    """The folder of the interpreter running primus-run (a virtual environment's bin/, unresolved)."""
+    return Path(sys.executable).parent
+
+
+def find_command(name: str, path: str) -> str | None:
+    """``name`` as the shell would find it on ``path``; else the same name beside this interpreter."""
+    if os.sep in name:
+        return name
+    found = shutil.which(name, path=path)
+    if found is not None:
+        return found
+    beside = interpreter_bin() / name
+    if beside.is_file() and os.access(beside, os.X_OK):
+        print(f"primus-run: {name} is not on PATH; running {beside} (beside primus-run's interpreter)",
+              file=sys.stderr)
+        return str(beside)
+    return None
 
 
 if __name__ == "__main__":

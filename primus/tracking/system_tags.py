@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib.metadata
 import subprocess
 
-INSTALLED_DISTRIBUTIONS = ("primus", "torch", "mlflow", "wandb", "tensorboard")
+INSTALLED_DISTRIBUTIONS = ("primus-tracking", "torch", "mlflow", "wandb", "tensorboard")
 
 
 def git_commit() -> str | None:

@@ -145,3 +145,14 @@ def test_activation_env_puts_the_bootstrap_first_once():
     assert env["PYTHONPATH"] == os.pathsep.join([str(BOOTSTRAP_DIR), "/a", ""])
     assert env["PRIMUS_ACTIVATE"] == "1" and env["PRIMUS_CONFIG"] == str(Path("exp.yaml").resolve())
     assert activation_env({})["PYTHONPATH"] == str(BOOTSTRAP_DIR)
+
+
+def test_a_command_beside_primus_runs_interpreter_is_found_without_the_venv_on_path(project):
+    """`.venv/bin/primus-run torchrun ...` with the environment not activated: torchrun is .venv/bin's."""
+    cwd, env = project
+    env = env | {"PATH": "/usr/bin:/bin"}
+    done = run([str(BIN / "primus-run"), "torchrun", "--help"], env, cwd)
+    assert done.returncode == 0, done.stderr
+    assert "usage: torchrun" in done.stdout
+    assert f"primus-run: torchrun is not on PATH; running {BIN / 'torchrun'} (beside primus-run's interpreter)" \
+        in done.stderr
