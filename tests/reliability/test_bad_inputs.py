@@ -47,7 +47,7 @@ CONFIG_CASES = {
     "token in an override": ([TINY, "hf_token=hf_abcdefghijklmnopqrstuvwxyz0123"],
                              CLI + "hf_token" + CREDENTIAL + "Delete it and export HF_TOKEN instead"),
     "TorchTitan section typo": ([TITAN, "metrics.log_frq=1"],
-                                MODULE + "metrics.log_frq is not a torchtitan parameter; did you mean metrics.log_freq?"),
+                                CLI + "metrics.log_frq: no module has this parameter; did you mean metrics.log_freq?"),
     "TorchTitan bad bool": ([TITAN, "metrics.enable_wandb=maybe"], MODULE + f"metrics.enable_wandb = 'maybe': {BOOL}"),
     "missing experiment file": (["/nonexistent/exp.yaml"], "/nonexistent/exp.yaml: no such file"),
     "log interval zero": ([TINY, "log_interval=0"], MODULE + f"log_interval = '0': expected int >= 1, {RANGE}"),
