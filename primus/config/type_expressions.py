@@ -173,3 +173,8 @@ def _adapter(expression: str) -> Any:
                  "bool": bool}
     tp = eval(expression, {"__builtins__": {}}, namespace)  # noqa: S307 - our own generated table, no builtins
     return TypeAdapter(tp, config=ConfigDict(strict=True))
+
+
+def json_schema(expression: str) -> dict[str, Any]:
+    """The JSON Schema of the values ``check`` accepts (pydantic's own rendering of the type)."""
+    return _adapter(expression).json_schema()

@@ -94,7 +94,7 @@ YAML_CASES = {  # whole experiment files
 @pytest.mark.parametrize("argv, expected", CONFIG_CASES.values(), ids=CONFIG_CASES.keys())
 def test_bad_config_values_are_refused_by_config_validate(argv, expected, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    assert main(["config", "validate", *argv]) == 1
+    assert main(["config", "validate", "--config", *argv]) == 1
     captured = capsys.readouterr()
     assert expected in captured.err, captured.err
     assert "abcdef0123456789" not in captured.err and "pw12345" not in captured.err and "uvwxyz0123" not in captured.err
@@ -106,7 +106,7 @@ def test_bad_experiment_files_are_refused(text, expected, secret, capsys, tmp_pa
     monkeypatch.delenv("PRIMUS_H10_UNSET_TEAM", raising=False)
     exp = tmp_path / "exp.yaml"
     exp.write_text(text)
-    assert main(["config", "validate", str(exp)]) == 1
+    assert main(["config", "validate", "--config", str(exp)]) == 1
     err = capsys.readouterr().err
     assert expected in err, err
     assert secret is None or secret not in err
