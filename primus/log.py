@@ -8,6 +8,9 @@ import os
 
 from primus.redaction import redact_text
 
+LEVEL_ENV = "PRIMUS_LOG_LEVEL"
+_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
 
 class RedactingFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
@@ -20,10 +23,19 @@ def get_logger(name: str) -> logging.Logger:
         handler = logging.StreamHandler()
         handler.setFormatter(RedactingFormatter("[primus] %(levelname)s %(message)s"))
         root.addHandler(handler)
-        root.setLevel(os.environ.get("PRIMUS_LOG_LEVEL", "INFO").upper())
+        root.setLevel(_level_from_env())
         root.propagate = False
         root._primus_configured = True
     return logging.getLogger(name if name.startswith("primus") else f"primus.{name}")
+
+
+def _level_from_env() -> str:
+    """PRIMUS_LOG_LEVEL, INFO when unset or empty; another word is refused with the fix."""
+    level = (os.environ.get(LEVEL_ENV) or "INFO").upper()
+    if level not in _LEVELS:
+        raise ValueError(f"{LEVEL_ENV}={os.environ[LEVEL_ENV]!r} is not a log level: use one of {', '.join(_LEVELS)}, "
+                         f"or unset it")
+    return level
 
 
 def set_level(level: int | str) -> None:

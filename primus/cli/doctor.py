@@ -1,14 +1,17 @@
 """`primus doctor`: what this environment runs (the upstream trainers as Python would import them: version,
 wheel or source tree, supported or not), whether a GPU is visible, and whether the installed upstream files
 are the ones their wheels shipped. Exits 1 when an upstream trainer is outside the supported range, when an
-upstream file was modified or is missing, or when a distribution asked for with --dist is not installed."""
+upstream file was modified or is missing, or when a distribution asked for with --dist is not installed.
+While it hashes, a progress line goes to stderr every few seconds; --json prints one JSON object instead."""
 
 from __future__ import annotations
 
 import argparse
 import importlib.metadata
+import json
 import platform
 import sys
+from dataclasses import asdict
 
 from primus.cli.upstream_lines import format_row, upstream_rows
 from primus.patches.integrity import IntegrityReport, verify_distribution
@@ -20,34 +23,56 @@ REPORTED_DISTRIBUTIONS = ("torch", "wandb", "mlflow", "tensorboard", "wrapt")
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser("doctor", help="versions, GPU, and upstream files unmodified", description=__doc__)
     parser.add_argument("--dist", action="append", default=[], metavar="NAME",
-                        help="also verify this installed distribution against its RECORD (repeatable)")
+                        help="also verify this installed distribution against its RECORD (repeatable), "
+                             "e.g. --dist torch")
+    parser.add_argument("--json", action="store_true",
+                        help="print one JSON object (versions, trainers, GPU, integrity, ok) for a CI job to parse, "
+                             "e.g. primus doctor --json | jq .ok")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    print(f"{'python':<14}{platform.python_version()} ({sys.executable})")
+    say = (lambda text: None) if args.json else print
+    say(f"{'python':<14}{platform.python_version()} ({sys.executable})")
     trainers = upstream_rows()
     for row in trainers:
-        print(format_row(row))
-    for name in REPORTED_DISTRIBUTIONS:
-        print(f"{name:<14}{_version(name) or 'not installed'}")
-    print(f"{'gpu':<14}{_gpu()}")
-    print("upstream files (wheel RECORD hashes):")
+        say(format_row(row))
+    versions = {name: _version(name) for name in REPORTED_DISTRIBUTIONS}
+    for name, found in versions.items():
+        say(f"{name:<14}{found or 'not installed'}")
+    gpu = _gpu()
+    say(f"{'gpu':<14}{gpu}")
+    say("upstream files (wheel RECORD hashes):")
     ok = not any(row.path and row.problem for row in trainers)
     for row in trainers:
         if row.origin == SOURCE_TREE:
-            print(f"  {row.distribution}: a source tree ({row.path}): no wheel RECORD to check it against")
+            say(f"  {row.distribution}: a source tree ({row.path}): no wheel RECORD to check it against")
     wheels = [row.distribution for row in trainers if row.origin == WHEEL]
+    reports: dict[str, IntegrityReport | None] = {}
     for name in dict.fromkeys([*wheels, *args.dist]):  # ordered, without repeats
         try:
-            report = verify_distribution(name)
+            report = reports[name] = verify_distribution(name, progress=_progress_line(name))
         except importlib.metadata.PackageNotFoundError:
-            print(f"  {name}: not installed")
+            reports[name] = None
+            say(f"  {name}: not installed")
             ok = ok and name not in args.dist
             continue
-        print("  " + _describe(report))
+        say("  " + _describe(report))
         ok = ok and report.clean
+    if args.json:
+        print(json.dumps({"python": {"version": platform.python_version(), "executable": sys.executable},
+                          "upstreams": [asdict(row) for row in trainers], "distributions": versions, "gpu": gpu,
+                          "integrity": {name: report and {**asdict(report), "clean": report.clean}
+                                        for name, report in reports.items()},
+                          "ok": ok}, indent=2))
     return 0 if ok else 1
+
+
+def _progress_line(name: str):
+    def show(hashed: int, total: int) -> None:
+        print(f"  {name}: {hashed} of {total} files hashed ...", file=sys.stderr, flush=True)
+
+    return show
 
 
 def _version(name: str) -> str | None:

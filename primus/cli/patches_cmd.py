@@ -32,7 +32,7 @@ class PatchRow:
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser("patches", help="list the registered patches and whether they would apply",
                                    description=__doc__)
-    parser.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
+    parser.add_argument("--json", action="store_true", help="print a JSON list instead of a table, e.g. primus patches --json | jq '.[].id'")
     parser.set_defaults(func=run)
 
 

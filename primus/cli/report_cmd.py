@@ -15,7 +15,7 @@ def add_parser(subparsers) -> None:
                         help="a run directory (it holds journal.jsonl), e.g. output/tiny_cpu/20261129-172708")
     parser.add_argument("-o", "--output", type=Path, default=Path("report.png"),
                         help="report.png (panels and table) or report.html (one self-contained page); "
-                             "default report.png")
+                             "default report.png, e.g. -o runs.html")
     parser.set_defaults(func=run_report)
 
 

@@ -1,6 +1,6 @@
 """`primus tracking sync RUN_DIR`: deliver to MLflow (and W&B) what a run's journal holds and its
 trackers did not receive (a server that was down, an exit deadline that ran out), then set the
-run's final status."""
+run's final status. A progress line per tracker (records and bytes sent) goes to stderr every few seconds."""
 
 from __future__ import annotations
 
@@ -15,10 +15,13 @@ def add_parser(subparsers) -> None:
                                    description=__doc__)
     sub = parser.add_subparsers(dest="tracking_command", required=True)
     sync = sub.add_parser("sync", help="replay a run's journal into its MLflow and W&B runs", description=__doc__)
-    sync.add_argument("run_dir", help="the run directory (it holds journal.jsonl and run.json)")
-    sync.add_argument("--timeout", type=float, default=300.0, help="give up after this many seconds (default 300)")
+    sync.add_argument("run_dir", help="the run directory (it holds journal.jsonl and run.json), "
+                                      "e.g. output/tiny_cpu/20261129-172708")
+    sync.add_argument("--timeout", type=float, default=300.0,
+                      help="give up after this many seconds (default 300), e.g. --timeout 1800 for a long run")
     sync.add_argument("--tracking-uri", default=None,
-                      help="MLflow tracking URI to use instead of the saved one (needed when it held a password)")
+                      help="MLflow tracking URI to use instead of the saved one (needed when it held a password), "
+                           "e.g. --tracking-uri http://127.0.0.1:5000")
     sync.set_defaults(func=run_sync)
 
 
@@ -27,7 +30,7 @@ def run_sync(args: argparse.Namespace) -> int:
     from primus.tracking.sync import SyncError, sync_run
 
     try:
-        report = sync_run(args.run_dir, timeout_s=args.timeout, tracking_uri=args.tracking_uri)
+        report = sync_run(args.run_dir, timeout_s=args.timeout, tracking_uri=args.tracking_uri, progress=_progress_line)
     except (SyncError, RunDirBusyError) as e:
         print(f"primus tracking sync: {redact_text(str(e))}", file=sys.stderr)
         return 2
@@ -39,3 +42,13 @@ def run_sync(args: argparse.Namespace) -> int:
     if report.wandb_offline_dir:
         print(f"W&B logged this run offline; upload it with: wandb sync {report.wandb_offline_dir}")
     return 0 if report.ok else 1
+
+
+def _progress_line(progress) -> None:
+    """``mlflow: 1200 records, 3.1 of 8.0 MiB sent``, to stderr (the results go to stdout)."""
+    print(f"{progress.sink}: {progress.records} records, {_mib(progress.bytes_sent)} of {_mib(progress.bytes_total)} "
+          f"MiB of the journal sent", file=sys.stderr, flush=True)
+
+
+def _mib(size: int) -> str:
+    return f"{size / 2**20:.1f}"

@@ -33,29 +33,41 @@ FLAG_KEYS = {
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser("train", help="run an experiment (upstream trainer, patches active)",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--config", required=True, metavar="EXP.yaml", help="experiment YAML")
-    p.add_argument("--module", default=None, help="module to run when the experiment has several")
-    p.add_argument("--dry-run", action="store_true", help="print the exact command (secrets redacted), run nothing")
+    p.add_argument("--config", required=True, metavar="EXP.yaml",
+                   help="the experiment file, e.g. --config configs/megatron/tiny_cpu.yaml")
+    p.add_argument("--module", default=None, metavar="NAME",
+                   help="the module to run when the experiment has several, e.g. --module pre_trainer")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the exact command (secrets redacted) and run nothing, e.g. --dry-run --launcher slurm")
     p.add_argument("--launcher", choices=LAUNCHERS,
-                   help="local (default; torchrun when more than one process), torchrun, slurm or container")
+                   help="local (default; torchrun when more than one process), torchrun, slurm or container, "
+                        "e.g. --launcher slurm")
     nodes = p.add_argument_group("processes and nodes")
-    nodes.add_argument("--nproc-per-node", type=int, help="processes per node (torchrun when > 1)")
-    nodes.add_argument("--nnodes", type=int, help="nodes the job spans")
-    nodes.add_argument("--node-rank", type=int, help="this node's rank (static rendezvous); omit for c10d")
-    nodes.add_argument("--rdzv-endpoint", metavar="HOST:PORT", help="where the nodes meet (the first node)")
-    nodes.add_argument("--rdzv-id", metavar="ID", help="job id, the same on every node (default $SLURM_JOB_ID)")
+    nodes.add_argument("--nproc-per-node", type=int, metavar="N",
+                       help="processes per node (torchrun when > 1), e.g. --nproc-per-node 8")
+    nodes.add_argument("--nnodes", type=int, metavar="N", help="nodes the job spans, e.g. --nnodes 4")
+    nodes.add_argument("--node-rank", type=int, metavar="R",
+                       help="this node's rank (static rendezvous); omit for c10d, e.g. --node-rank 0")
+    nodes.add_argument("--rdzv-endpoint", metavar="HOST:PORT",
+                       help="where the nodes meet (the first node), e.g. --rdzv-endpoint node001:29400")
+    nodes.add_argument("--rdzv-id", metavar="ID",
+                       help="job id, the same on every node (default $SLURM_JOB_ID), e.g. --rdzv-id llama-0412")
     slurm = p.add_argument_group("slurm")
-    slurm.add_argument("--slurm-submit", choices=("sbatch", "srun"), help="a batch job (default) or srun attached")
-    slurm.add_argument("--partition")
-    slurm.add_argument("--time", metavar="HH:MM:SS")
-    slurm.add_argument("--account")
-    slurm.add_argument("--gpus-per-node", type=int)
+    slurm.add_argument("--slurm-submit", choices=("sbatch", "srun"),
+                       help="a batch job (default) or srun attached to this terminal, e.g. --slurm-submit srun")
+    slurm.add_argument("--partition", metavar="NAME", help="the Slurm partition, e.g. --partition mi300x")
+    slurm.add_argument("--time", metavar="HH:MM:SS", help="the job's time limit, e.g. --time 04:00:00")
+    slurm.add_argument("--account", metavar="NAME", help="the account charged, e.g. --account ml-research")
+    slurm.add_argument("--gpus-per-node", type=int, metavar="N", help="GPUs per node, e.g. --gpus-per-node 8")
     container = p.add_argument_group("container")
-    container.add_argument("--image", help="image with primus installed")
-    container.add_argument("--runtime", choices=("docker", "podman"))
+    container.add_argument("--image", help="image with primus installed, e.g. --image rocm/primus:latest")
+    container.add_argument("--runtime", choices=("docker", "podman"),
+                           help="docker (default) or podman, e.g. --runtime podman")
     container.add_argument("--mount", dest="mounts", action="append", metavar="SRC:DST[:OPTS]",
-                           help="one more mount (repeatable)")
-    p.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides, typed by the schema")
+                           help="one more mount (repeatable), e.g. --mount /data:/data:ro")
+    p.add_argument("overrides", nargs="*", metavar="key=value",
+                   help="config overrides, typed by the schema, anywhere on the line, e.g. train_iters=5 "
+                        "launch.slurm.partition=mi300x")
     p.set_defaults(func=run)
 
 

@@ -20,16 +20,17 @@ class UpstreamRow:
     path: str | None
     supported: str
     problem: str | None
-    patches_applying: int
+    patches_applying: int | None  # None: not counted (`primus --version`: a patch's condition may import torch)
     patches_declared: int
 
 
-def upstream_rows() -> list[UpstreamRow]:
+def upstream_rows(count_patches: bool = True) -> list[UpstreamRow]:
     rows = []
     for upstream in upstreams():
         found = locate(upstream)
         mine = [p for p in REGISTRY.patches() if p.upstream == upstream]
-        applying = sum(REGISTRY.eligibility(p).ok for p in mine) if found.problem() is None else 0
+        applying = None if not count_patches else (
+            sum(REGISTRY.eligibility(p).ok for p in mine) if found.problem() is None else 0)
         rows.append(UpstreamRow(upstream.name, upstream.distribution, found.version, found.origin, found.path,
                                 upstream.supported, found.problem(), applying, len(mine)))
     return rows
@@ -38,8 +39,9 @@ def upstream_rows() -> list[UpstreamRow]:
 def format_row(row: UpstreamRow) -> str:
     if row.path is None:
         return f"{row.backend:<11}not installed (supported: {row.distribution}{row.supported})"
-    status = (f"{row.patches_applying} of {row.patches_declared} patches apply here" if row.problem is None
-              else f"REFUSED: {row.problem}")
+    status = (f"; REFUSED: {row.problem}" if row.problem is not None else
+              f"; {row.patches_applying} of {row.patches_declared} patches apply here"
+              if row.patches_applying is not None else "")
     return (f"{row.backend:<11}{row.distribution} {row.version or '?'} ({row.origin} {row.path}); "
-            f"supported {row.supported}; {status}")
+            f"supported {row.supported}{status}")
 

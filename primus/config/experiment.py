@@ -82,6 +82,8 @@ def load_experiment(
     source = Path(path).resolve()
     environ = os.environ if environ is None else environ
     tree, problems = load_with_extends(source, environ)
+    if problems and not tree:  # the file itself cannot be read: nothing else in it can be judged
+        raise ConfigError(problems)
     modules_in_file = tree.get("modules") if isinstance(tree.get("modules"), Mapping) else {}
     cli = sort_overrides(overrides, modules_in_file)
     problems += cli.problems

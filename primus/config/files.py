@@ -1,6 +1,9 @@
 """Read one config file with everything it ``extends:``: parents first (paths relative to the file
 that names them), deep-merged in order, the file itself last. Each file is checked for literal
-secrets and interpolated on its own, so a problem names the file it is in."""
+secrets and interpolated on its own, so a problem names the file it is in.
+
+Top-level keys starting with ``x-`` (as docker compose has them) are a place for YAML anchors that other
+keys merge in (``<<: *defaults``); they are dropped before anything else looks at the file."""
 
 from __future__ import annotations
 
@@ -14,6 +17,8 @@ from primus.config import yaml12
 from primus.config.interpolation import interpolate
 from primus.config.secrets import refuse_secrets
 from primus.config.tree import deep_merge
+
+ANCHORS_PREFIX = "x-"  # top-level keys holding anchors only
 
 
 def load_with_extends(
@@ -32,12 +37,13 @@ def load_with_extends(
     except OSError as e:
         return {}, [f"{path}: cannot read: {e.strerror}"]
     except yaml.YAMLError as e:
-        return {}, [f"{path}: invalid YAML: {' '.join(str(e).split())}"]
+        return {}, [yaml12.describe_error(path, e)]
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
         return {}, [f"{path}: must be a mapping of key: value, got {type(raw).__name__}"]
 
+    raw = {key: value for key, value in raw.items() if not str(key).startswith(ANCHORS_PREFIX)}
     source = str(path)
     raw, problems = refuse_secrets(raw, source)
     raw, found = interpolate(raw, source, environ)

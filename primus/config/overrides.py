@@ -43,8 +43,6 @@ def sort_overrides(overrides: Iterable[str], modules: Mapping[str, Any]) -> Sort
             out.tree[key] = Unparsed(value)
             continue
         owners = [name for name, fw in _frameworks(modules).items() if schema_for(fw).knows(key)]
-        if not owners:  # a key no schema lists can still belong to the one open-schema module
-            owners = [name for name, fw in _frameworks(modules).items() if schema_for(fw).open] or owners
         if len(owners) == 1:
             set_dotted(out.modules.setdefault(owners[0], {}), key, Unparsed(value))
         elif owners:

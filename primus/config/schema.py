@@ -2,10 +2,9 @@
 
 A ``Schema`` is a set of ``Param`` named by dotted path (``lr``, or ``metrics.log_freq`` inside a
 section). ``validate`` returns a typed copy of a parameter tree and every problem in it: unknown
-keys (with a did-you-mean), wrong types, values outside the choices or the bounds. A schema whose
-upstream parameters Primus cannot list (MaxText, not installed here) is ``open``: keys it does not
-declare at the top level pass through untyped, for the upstream config loader to check; declared
-sections stay strict.
+keys (with a did-you-mean), wrong types, values outside the choices or the bounds. A parameter read from
+a generated table of upstream's config (TorchTitan, MaxText) carries upstream's own annotation as a type
+expression and is checked against it (``type_expressions``).
 """
 
 from __future__ import annotations
@@ -17,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from primus.config.errors import ALREADY_REPORTED
+from primus.config import type_expressions
 from primus.config.tree import join
 from primus.config.yaml12 import Unparsed, parse_scalar
 from primus.redaction import redact_value
@@ -46,6 +46,7 @@ class Param:
     ge: float | None = None  # value >= ge
     gt: float | None = None  # value > gt
     le: float | None = None  # value <= le
+    annotation: str | None = None  # upstream's type as a type expression; then it alone says what is valid
 
     def __post_init__(self) -> None:
         if self.type not in ("int", "float") and self._bounds():
@@ -55,6 +56,8 @@ class Param:
         return [(op, bound) for op, bound in ((">=", self.ge), (">", self.gt), ("<=", self.le)) if bound is not None]
 
     def expected(self) -> str:
+        if self.annotation is not None:
+            return type_expressions.describe(self.annotation)
         base = "bool (true or false)" if self.type == "bool" else self.type
         if self.choices is not None:
             base = f"one of {list(self.choices)}"
@@ -68,6 +71,8 @@ class Param:
         """``(typed value, None)``, or ``(value, what is wrong)``."""
         if value is ALREADY_REPORTED:
             return value, None
+        if self.annotation is not None:
+            return self._coerce_annotated(value)
         if isinstance(value, Unparsed) and not (self.type == "str" and not self.is_list):
             value = parse_scalar(value)
         if value is None:
@@ -81,6 +86,16 @@ class Param:
                 return value, problem
             typed.append(item)
         return typed, None
+
+    def _coerce_annotated(self, value: Any) -> tuple[Any, str | None]:
+        """Typed by upstream's annotation; command-line text that fails to parse as a value may be the string
+        upstream wants (``tokenizer.pad_token=123``)."""
+        candidates = [parse_scalar(value), str(value)] if isinstance(value, Unparsed) else [_settle(value)]
+        problems = [type_expressions.check(self.annotation, c) for c in candidates]
+        for candidate, problem in zip(candidates, problems):
+            if problem is None:
+                return candidate, None
+        return value, problems[0]
 
     def _coerce_item(self, value: Any) -> tuple[Any, str | None]:
         ok = {
@@ -117,11 +132,10 @@ def _type_hint(expected: str, value: Any) -> str:
 
 
 class Schema:
-    def __init__(self, noun: str, params: Iterable[Param], *, open: bool = False) -> None:
+    def __init__(self, noun: str, params: Iterable[Param]) -> None:
         self.noun = noun  # what a key is, for messages: "megatron parameter"
-        self.params: dict[str, Param] = {p.name: p for p in params}
-        self.open = open
-        self.sections = {name.rsplit(".", 1)[0] for name in self.params if "." in name}
+        self.params: dict[str, Param] = {p.name: p for p in params}  # a later Param of a name replaces one before
+        self.sections = {name.rsplit(".", depth)[0] for name in self.params for depth in range(1, name.count(".") + 1)}
         self.primus_keys = frozenset(name for name, p in self.params.items() if p.primus)
 
     def knows(self, dotted: str) -> bool:
@@ -150,8 +164,6 @@ class Schema:
                     problems.append(f"{where}: {name} is a section; write its keys under it as a mapping")
             elif value is ALREADY_REPORTED:
                 continue
-            elif self.open and not prefix:
-                typed[key] = _settle(value)
             else:
                 close = self.closest(name)
                 hint = f"did you mean {close}?" if close else "remove it or check the spelling"
@@ -176,7 +188,7 @@ def _parent(dotted: str) -> str:
 
 
 def _settle(value: Any) -> Any:
-    """Type what no schema types: ``Unparsed`` text by YAML 1.2 rules, recursively."""
+    """``Unparsed`` text inside a value (a list an ``${VAR}`` was interpolated into) typed by YAML 1.2 rules."""
     if isinstance(value, Unparsed):
         return parse_scalar(value)
     if isinstance(value, Mapping):

@@ -4,6 +4,9 @@ PyYAML resolves plain scalars by YAML 1.1 rules: ``1e-5`` and ``3e4`` stay strin
 pattern wants a dot), ``010`` is octal 8, ``yes``/``on`` are booleans and ``2024-01-01`` a date.
 Our loader swaps in the 1.2 core resolvers (null, true/false, decimal/0o/0x ints, floats with an
 optional dot and exponent, .inf/.nan) and refuses duplicate keys, which PyYAML silently drops.
+Merge keys (``<<: *base``, ``<<: [*a, *b]``) work as in YAML 1.1 (a key of the mapping itself wins over a
+merged one; of several merged mappings the first wins); a list or mapping used as a key is refused with its
+line, as ``describe_error`` words every malformed input: file, line and column.
 """
 
 from __future__ import annotations
@@ -54,10 +57,19 @@ def _construct_bool(loader: yaml.BaseLoader, node: yaml.ScalarNode) -> bool:
     return loader.construct_scalar(node).lower() == "true"
 
 
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
 def _construct_mapping(loader: yaml.BaseLoader, node: yaml.MappingNode) -> dict:
     seen: set = set()
     for key_node, _ in node.value:
+        if key_node.tag == _MERGE_TAG:
+            continue  # merged keys may repeat: the mapping's own key wins (flatten_mapping)
         key = loader.construct_object(key_node)
+        if isinstance(key, (list, dict)):
+            raise yaml.constructor.ConstructorError(
+                None, None, "a list or mapping as a key (`? [a, b]`) is not supported: keys are names",
+                key_node.start_mark)
         if key in seen:
             raise yaml.constructor.ConstructorError(
                 None, None, f"duplicate key {key!r}: keep one", key_node.start_mark
@@ -73,6 +85,7 @@ for _tag, _pattern, _first in (
     ("tag:yaml.org,2002:float", _FLOAT, list("-+.0123456789")),
 ):
     Yaml12Loader.add_implicit_resolver(_tag, _pattern, _first)
+Yaml12Loader.add_implicit_resolver(_MERGE_TAG, re.compile(r"^(?:<<)$"), ["<"])
 Yaml12Loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
 Yaml12Loader.add_constructor("tag:yaml.org,2002:float", _construct_float)
 Yaml12Loader.add_constructor("tag:yaml.org,2002:bool", _construct_bool)
@@ -87,6 +100,19 @@ def loads(text: str) -> Any:
 def load_file(path: Path) -> Any:
     with open(path, encoding="utf-8") as f:
         return yaml.load(f, Loader=Yaml12Loader)  # noqa: S506 - a safe loader
+
+
+def describe_error(source: object, error: yaml.YAMLError) -> str:
+    """``FILE:LINE:COLUMN: invalid YAML: what is wrong`` (1-based, as editors count), for any parse error."""
+    mark = getattr(error, "problem_mark", None) or getattr(error, "context_mark", None)
+    where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(source)
+    if isinstance(error, yaml.MarkedYAMLError):
+        what = error.problem or error.context or "malformed"
+        if error.context and error.problem and error.context_mark is not None:
+            what += f" ({error.context} started at line {error.context_mark.line + 1})"
+    else:
+        what = " ".join(str(error).split())
+    return f"{where}: invalid YAML: {what}"
 
 
 class Unparsed(str):

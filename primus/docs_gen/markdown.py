@@ -14,8 +14,8 @@ from primus.config import yaml12
 
 def yaml_text(value: Any) -> str:
     """``value`` as YAML text that reads back (by the YAML 1.2 rules Primus uses) as the same value."""
-    if isinstance(value, (list, tuple)):
-        return json.dumps(list(value))  # JSON is YAML flow syntax
+    if isinstance(value, (list, tuple, dict)):
+        return json.dumps(list(value) if isinstance(value, tuple) else value)  # JSON is YAML flow syntax
     if value is None:
         return "null"
     if isinstance(value, bool):

@@ -17,6 +17,7 @@ from primus.config import yaml12
 from primus.config.paths import CONFIGS_DIR, MODULE_PRESETS_DIR
 from primus.config.schema import Param, Schema
 from primus.config.schemas import FRAMEWORKS, schema_for
+from primus.config.schemas import maxtext, torchtitan, upstream_tables
 from primus.config.schemas.launch import LAUNCH_SCHEMA
 from primus.config.schemas.megatron_table import PINNED_MINOR, table_path
 from primus.config.tree import join
@@ -26,11 +27,8 @@ PRESET = "pre_trainer.yaml"
 BACKEND_TITLES = {"megatron": "Megatron", "torchtitan": "TorchTitan", "maxtext": "MaxText"}
 _SPEC_ROW = re.compile(r"^\|\s*(`[^|]*`)\s*\|.*\|\s*([^|]*?)\s*\|\s*$")
 _LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
-_OPEN_SCHEMA_NOTE = {
-    "torchtitan": "Other sections (`training:`, `parallelism:`, `model:` fields other than these, ...) pass "
-                  "through to TorchTitan's own config, which Primus checks field by field when the job starts.",
-    "maxtext": "MaxText's other keys pass through to MaxText's own config loader, which checks them.",
-}
+UPSTREAM_NAMES = {"megatron": "megatron-core argument", "torchtitan": "torchtitan config field",
+                  "maxtext": "MaxText config key"}
 
 
 def preset_defaults(framework: str) -> dict[str, Any]:
@@ -79,18 +77,16 @@ def _rows(params: Iterable[Param], defaults: Mapping[str, Any], purposes: Mappin
 def _backend_section(framework: str, purposes: Mapping[str, str]) -> str:
     schema, defaults = schema_for(framework), preset_defaults(framework)
     # the preset's keys in its order (the spec's sections), then the schema's others that are Primus's own
-    main = [schema.params[n] for n in defaults] + [p for n, p in schema.params.items() if n not in defaults
-                                                    and (p.primus or framework != "megatron")]
+    main = [schema.params[n] for n in defaults] + [
+        p for n, p in schema.params.items()
+        if n not in defaults and (p.primus or (framework != "megatron" and p.annotation is None))]
     upstream_column = framework == "megatron"
     header = ["Parameter", "Default", *(["Upstream default"] if upstream_column else []), "Type", "Owner",
               "Description"]
     parts = [f"## {BACKEND_TITLES[framework]} (`framework: {framework}`)",
              f"Logging and tracking parameters: what `config: {PRESET}` sets, and Primus's own.",
              table(header, _rows(main, defaults, purposes, upstream_column))]
-    if framework in _OPEN_SCHEMA_NOTE:
-        parts.append(_OPEN_SCHEMA_NOTE[framework])
-    if framework == "megatron":
-        parts.append(_megatron_upstream_section(schema, {p.name for p in main}))
+    parts.append(_upstream_section(framework, schema, {p.name for p in main}))
     return "\n\n".join(parts)
 
 
@@ -103,17 +99,26 @@ def _flag(param: Param) -> str:
     return f"{code(param.true_flag)} (true)" if param.true_flag else f"{code(param.false_flag or '')} (false)"
 
 
-def _megatron_upstream_section(schema: Schema, shown: set[str]) -> str:
+def _upstream_section(framework: str, schema: Schema, shown: set[str]) -> str:
     rest = [p for n, p in schema.params.items() if n not in shown]
-    rows = [[code(p.name), code(yaml_text(p.default)), p.expected(), _flag(p)] for p in rest]
-    pinned_table = table_path(PINNED_MINOR)
-    table_file = pinned_table.relative_to(CONFIGS_DIR.parents[1])
+    if framework == "megatron":
+        table_file = table_path(PINNED_MINOR)  # other releases have their own table
+        release = f"megatron-core {yaml12.load_file(table_file)['megatron_core']}"
+        header, rows = ["Parameter", "Default", "Type", "Flag"], [
+            [code(p.name), code(yaml_text(p.default)), p.expected(), _flag(p)] for p in rest]
+        spelling = "In YAML, write the name as it is here; on upstream's command line (`primus-run`), the flag."
+    else:
+        table_file = {"torchtitan": torchtitan.table, "maxtext": maxtext.table}[framework]()
+        release = upstream_tables.load(table_file)[framework]
+        header, rows = ["Parameter", "Default", "Type"], [
+            [code(p.name), code(yaml_text(p.default)), p.expected()] for p in rest]
+        spelling = "Types are upstream's own annotations; a value of another type is refused before the job starts."
+    noun = UPSTREAM_NAMES[framework]
     return "\n\n".join([
-        "### Every other megatron-core argument",
-        f"Upstream's defaults, which the preset leaves alone: {len(rest)} arguments of megatron-core "
-        f"{yaml12.load_file(pinned_table)['megatron_core']} (from `{table_file}`; other releases have their own table). In YAML, write the name as it is "
-        "here; on upstream's command line (`primus-run`), the flag.",
-        table(["Parameter", "Default", "Type", "Flag"], rows)])
+        f"### Every other {noun}",
+        f"Upstream's defaults, which the preset leaves alone: {len(rest)} of {release} "
+        f"(from `{table_file.relative_to(CONFIGS_DIR.parents[1])}`). {spelling}",
+        table(header, rows)])
 
 
 def _launch_section() -> str:

@@ -18,6 +18,7 @@ from types import SimpleNamespace
 from primus.backends.megatron.patches.args.mlflow_config_patches import mlflow_enabled
 from primus.backends.megatron.patches.args.wandb_config_patches import wandb_enabled
 from primus.tracking.credentials import WANDB_OFFLINE_MODES, has_wandb_credentials
+from primus.tracking.environment import mlflow_environment_problems, wandb_environment_problems
 from primus.config import ModuleConfig
 
 
@@ -45,6 +46,14 @@ def missing_credentials(module: ModuleConfig, environ: Mapping[str, str], passes
     return problems
 
 
+def environment_problems(module: ModuleConfig, environ: Mapping[str, str]) -> list[str]:
+    """What the enabled trackers' clients would refuse in ``environ`` (an empty WANDB_MODE), for a job that runs
+    with this environment (this machine's launchers)."""
+    wandb_on, mlflow_on = enabled_trackers(module)
+    return [*(wandb_environment_problems(environ) if wandb_on else []),
+            *(mlflow_environment_problems(environ) if mlflow_on else [])]
+
+
 def _given(name: str, environ: Mapping[str, str], passes: Callable[[str], bool]) -> str | None:
     """None when the job gets ``name``; else why not."""
     if not environ.get(name):
@@ -55,7 +64,7 @@ def _given(name: str, environ: Mapping[str, str], passes: Callable[[str], bool])
 
 
 def _wandb(environ: Mapping[str, str], passes: Callable[[str], bool], home_visible: bool) -> list[str]:
-    mode = environ.get("WANDB_MODE", "online").lower()
+    mode = (environ.get("WANDB_MODE") or "online").lower()
     if mode in WANDB_OFFLINE_MODES:
         return [] if passes("WANDB_MODE") else [
             f"WANDB_MODE={mode} is set but the passthrough allow-list excludes it, so the job would run W&B "

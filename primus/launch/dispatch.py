@@ -9,7 +9,7 @@ from pathlib import Path
 
 from primus.config import Experiment, ModuleConfig
 from primus.launch.container import plan_container
-from primus.launch.credentials import missing_credentials
+from primus.launch.credentials import environment_problems, missing_credentials
 from primus.launch.job import interpreter, prepare_job
 from primus.launch.local import plan_local_launch
 from primus.launch.passthrough import load_passthrough
@@ -31,6 +31,7 @@ def plan_launch(exp: Experiment, module: ModuleConfig, overrides: Sequence[str],
     python = interpreter(module.framework, python, environ)  # MaxText runs in its own environment
     job = prepare_job(exp, module, overrides, settings.rendezvous and settings.rendezvous.run_id)
     if settings.launcher in ("local", "torchrun"):
+        _refuse(environment_problems(module, environ))  # first: the credential check reads WANDB_MODE
         _require_credentials(module, environ, lambda name: True, home_visible=True)
         return plan_local_launch(job, settings, environ, python)
     passthrough = load_passthrough(settings.passthrough, environ)
@@ -43,6 +44,9 @@ def plan_launch(exp: Experiment, module: ModuleConfig, overrides: Sequence[str],
 
 def _require_credentials(module: ModuleConfig, environ: Mapping[str, str], passes: Callable[[str], bool],
                          home_visible: bool) -> None:
-    problems = missing_credentials(module, environ, passes, home_visible)
+    _refuse(missing_credentials(module, environ, passes, home_visible))
+
+
+def _refuse(problems: list[str]) -> None:
     if problems:
         raise LaunchError("\n".join(["cannot launch:", *(f"  - {p}" for p in problems)]))

@@ -11,6 +11,8 @@ import base64
 import csv
 import hashlib
 import importlib.metadata
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 
@@ -28,18 +30,22 @@ class IntegrityReport:
         return not (self.modified or self.missing or self.unverifiable)
 
 
-def verify_distribution(name: str) -> IntegrityReport:
+def verify_distribution(name: str, progress: Callable[[int, int], None] | None = None,
+                        progress_every_s: float = 2.0) -> IntegrityReport:
     """Hash every file the RECORD of distribution ``name`` lists. Raises PackageNotFoundError when
-    ``name`` is not installed."""
+    ``name`` is not installed. ``progress(hashed, total)`` is called every ``progress_every_s`` on the way."""
     dist = importlib.metadata.distribution(name)
     # RECORD is read directly: Distribution.files leaves out the files that no longer exist.
     record = dist.read_text("RECORD")
     if record is None:
         return IntegrityReport(name, dist.version, unverifiable="no RECORD file (not installed from a wheel?)")
     checked, modified, missing = 0, [], []
-    for path, hash_spec, *_ in csv.reader(record.splitlines()):
-        if not hash_spec:  # RECORD itself and signature files carry no hash
-            continue
+    hashed = [(path, spec) for path, spec, *_ in csv.reader(record.splitlines()) if spec]  # RECORD has no hash
+    last_report = time.monotonic()
+    for path, hash_spec in hashed:
+        if progress is not None and time.monotonic() - last_report >= progress_every_s:
+            progress(checked, len(hashed))
+            last_report = time.monotonic()
         algorithm, _, expected = hash_spec.partition("=")
         checked += 1
         try:

@@ -2,7 +2,9 @@
 
 The backends build a ``TrackingConfig`` from their own arguments; ``resolve()`` fills what is left
 unset from the environment (``WANDB_*``, ``MLFLOW_*``) and refuses bad values with an error that
-names the key, the value and the fix. Nothing here imports a tracker.
+names the key, the value and the fix; a variable set but empty is unset here where the tracker client reads
+it so, and what the client itself would refuse (an empty WANDB_MODE) is refused too (``environment``, the only
+check that imports a tracker's code).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any, TextIO
 from urllib.parse import urlsplit
 
 from primus.redaction import redact_text
+from primus.tracking.environment import mlflow_environment_problems, wandb_environment_problems
 
 WANDB_MODES = ("online", "offline", "disabled", "shared")
 WANDB_INIT_TIMEOUT_S = 30.0  # wandb's default of 90 s stalls the writer rank's start-up on a bad network
@@ -132,6 +135,7 @@ def _resolve_wandb(cfg: WandbConfig, run_dir: Path, run_name: str, env: Mapping[
     _positive("wandb.init_timeout_s" if cfg.init_timeout_s is not None else "WANDB_INIT_TIMEOUT", init_timeout,
               "e.g. 30")
     save_dir = cfg.save_dir or env.get("WANDB_DIR") or run_dir
+    _refuse(wandb_environment_problems(env))
     return replace(
         cfg,
         project=cfg.project or env.get("WANDB_PROJECT") or None,
@@ -152,6 +156,7 @@ def _resolve_mlflow(cfg: MlflowConfig, run_dir: Path, experiment: str, run_name:
     _check_tracking_uri("mlflow.tracking_uri" if cfg.tracking_uri else "MLFLOW_TRACKING_URI", uri, env)
     if uri == "databricks" or uri.startswith("databricks://"):
         _check_databricks(uri, experiment_name, env)
+    _refuse(mlflow_environment_problems(env))
     return replace(cfg, tracking_uri=uri, registry_uri=cfg.registry_uri or env.get("MLFLOW_REGISTRY_URI") or None,
                    experiment_name=experiment_name, run_name=cfg.run_name or run_name)
 
@@ -181,7 +186,8 @@ def _check_tracking_uri(key: str, uri: str, env: Mapping[str, str]) -> None:
 def _check_databricks(uri: str, experiment_name: str, env: Mapping[str, str]) -> None:
     profile_file = Path(env.get("DATABRICKS_CONFIG_FILE") or Path.home() / ".databrickscfg")
     if uri == "databricks" and not profile_file.is_file():
-        missing = [k for k in ("DATABRICKS_HOST", "DATABRICKS_TOKEN") if not env.get(k)]
+        missing = [k + (" (set but empty)" if k in env else "") for k in ("DATABRICKS_HOST", "DATABRICKS_TOKEN")
+                   if not env.get(k)]
         _require(not missing, "MLFLOW_TRACKING_URI", uri,
                  f"Databricks-hosted MLflow needs {' and '.join(missing)} in the environment "
                  f"(export DATABRICKS_HOST=https://<workspace>.cloud.databricks.com and DATABRICKS_TOKEN=<token>), "
@@ -194,6 +200,11 @@ def _resolve_console(cfg: ConsoleConfig, env: Mapping[str, str]) -> ConsoleConfi
     _positive_int("console.interval", cfg.interval, "e.g. 1 (every step) or 10")
     rank = cfg.rank if cfg.rank is not None else int(env.get("RANK", "0") or 0)
     return replace(cfg, rank=rank)
+
+
+def _refuse(problems: list[str]) -> None:
+    if problems:
+        raise TrackingConfigError("; ".join(problems))
 
 
 def _require(ok: bool, key: str, value: Any, fix: str) -> None:

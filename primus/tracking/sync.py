@@ -12,6 +12,7 @@ from __future__ import annotations
 import fcntl
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,7 +43,18 @@ class SyncReport:
         return all(self.delivered.values())
 
 
-def sync_run(run_dir: Path, timeout_s: float = 300.0, tracking_uri: str | None = None) -> SyncReport:
+@dataclass(frozen=True)
+class SyncProgress:
+    sink: str
+    records: int  # sent so far by this sync
+    bytes_sent: int  # of the journal, since the sink's saved cursor
+    bytes_total: int  # what this sync has to send to the sink
+
+
+def sync_run(run_dir: Path, timeout_s: float = 300.0, tracking_uri: str | None = None,
+             progress: Callable[[SyncProgress], None] | None = None, progress_every_s: float = 2.0) -> SyncReport:
+    """``progress`` is called every ``progress_every_s`` while a sink still has records to send, and once at its
+    end."""
     run_dir = Path(run_dir).expanduser().absolute()
     journal = run_dir / JOURNAL_FILE
     if not journal.is_file():
@@ -77,7 +89,7 @@ def sync_run(run_dir: Path, timeout_s: float = 300.0, tracking_uri: str | None =
             w.notify(journal_size(journal))
             w.close(status, deadline)
         for w in workers:
-            done = w.join(deadline) and not w.disabled and w.pending_bytes == 0
+            done = _join(w, deadline, progress, progress_every_s) and not w.disabled and w.pending_bytes == 0
             report.delivered[w.sink.name] = done
             if w.last_error:
                 report.errors[w.sink.name] = w.last_error
@@ -85,6 +97,22 @@ def sync_run(run_dir: Path, timeout_s: float = 300.0, tracking_uri: str | None =
     finally:
         delivering.close()
         lock.release()
+
+
+def _join(worker: SinkWorker, deadline: float, progress: Callable[[SyncProgress], None] | None,
+          every_s: float) -> bool:
+    """``worker.join(deadline)``, reporting its progress on the way."""
+    if progress is None:
+        return worker.join(deadline)
+    while not worker.join(min(deadline, time.monotonic() + every_s)) and time.monotonic() < deadline:
+        _report(worker, progress)
+    _report(worker, progress)
+    return worker.join(deadline)
+
+
+def _report(worker: SinkWorker, progress: Callable[[SyncProgress], None]) -> None:
+    sent = max(0, worker.cursor - worker.start_cursor)
+    progress(SyncProgress(worker.sink.name, worker.records_sent, sent, sent + worker.pending_bytes))
 
 
 def _mlflow_uri(meta: RunMeta, override: str | None) -> str:

@@ -33,6 +33,8 @@ class SinkWorker:
         self.disabled = False
         self.target: str | None = None
         self.cursor = 0
+        self.records_sent = 0  # written to the sink by this worker (for progress lines)
+        self.start_cursor = 0  # where this worker started in the journal (the sink's saved cursor)
         self._end = 0
         self._wake = threading.Event()
         self._urgent = threading.Event()  # a flush or close request: ends a pacing wait early
@@ -115,7 +117,7 @@ class SinkWorker:
 
     def _open_once(self) -> None:
         self.target = self.sink.open()
-        self.cursor = self.cursors.load(self.sink.name, self.target)
+        self.cursor = self.start_cursor = self.cursors.load(self.sink.name, self.target)
 
     def _deliver_until_closed(self) -> None:
         backoff = BACKOFF_FIRST_S
@@ -164,6 +166,7 @@ class SinkWorker:
             records = [r for r in records if r.is_for(self.sink.name)]
             for chunk in self.sink.chunks(records) if records else ():
                 self.sink.write(chunk)
+                self.records_sent += len(chunk)
                 self._advance(chunk[-1].end)
             self._advance(pos)
         if self._unflushed and time.monotonic() - self._last_flush > FLUSH_EVERY_S:

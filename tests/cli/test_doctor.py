@@ -4,6 +4,7 @@ on a throwaway distribution we can modify, and on the real installed megatron-co
 from __future__ import annotations
 
 import importlib
+import json
 
 import pytest
 from support.demo_wheel import install_demo_wheel
@@ -64,3 +65,22 @@ def test_installed_megatron_core_is_clean():
     report = verify_distribution("megatron-core")
     assert report.clean, (report.modified, report.missing)
     assert report.checked > 500  # every hashed file of the wheel, not a sample
+
+
+def test_progress_is_reported_while_hashing(demo_dist):
+    seen = []
+    report = verify_distribution("demo-upstream", progress=lambda done, total: seen.append((done, total)),
+                                 progress_every_s=0)
+    assert report.clean and seen == [(0, 3), (1, 3), (2, 3)]  # before each file: how many of how many are hashed
+
+
+def test_json_output_for_a_ci_job(demo_dist, capsys):
+    with open(demo_dist / "demo_upstream/training.py", "a") as f:
+        f.write("# a local hotfix\n")
+    assert main(["doctor", "--json", "--dist", "demo-upstream"]) == 1
+    result = json.loads(capsys.readouterr().out)
+    assert result["ok"] is False
+    assert result["integrity"]["demo-upstream"]["modified"] == ["demo_upstream/training.py"]
+    assert result["integrity"]["megatron-core"]["clean"] is True
+    assert [u["backend"] for u in result["upstreams"]] == ["Megatron", "TorchTitan", "MaxText"]
+    assert set(result["distributions"]) == {"torch", "wandb", "mlflow", "tensorboard", "wrapt"}

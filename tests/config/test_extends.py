@@ -39,4 +39,4 @@ def test_missing_parent_and_bad_yaml_are_reported_together(tmp_path):
     _, problems = load_with_extends(top, {})
     assert len(problems) == 2
     assert "nope.yaml: no such file (named by" in problems[0]
-    assert "broken.yaml: invalid YAML" in problems[1]
+    assert "broken.yaml:2:1: invalid YAML: did not find expected ',' or ']'" in problems[1]

@@ -74,11 +74,37 @@ def test_section_must_be_a_mapping():
     assert problems == ["m: metrics is a section; write its keys under it as a mapping"]
 
 
-def test_open_schema_passes_undeclared_top_level_keys_but_not_section_typos():
-    schema = Schema("loose parameter", SCHEMA.params.values(), open=True)
-    typed, problems = schema.validate({"steps": Unparsed("10"), "metrics": {"log_frq": 1}}, "m")
-    assert typed["steps"] == 10
-    assert problems == ["m: metrics.log_frq is not a loose parameter; did you mean metrics.log_freq?"]
+ANNOTATED = Schema("upstream field", [
+    Param("training.dtype", "any", annotation="Literal['bfloat16', 'float32']"),
+    Param("training.steps", "any", annotation="Annotated[int, Field(ge=-1)]"),
+    Param("loss.loss_fn.scale", "any", annotation="float | None"),
+    Param("tokenizer.pad_token", "any", annotation="str | None"),
+    Param("parallelism.fqns", "any", annotation="list[list[str]] | None"),
+])
+
+
+def test_upstream_annotations_type_values_and_list_every_problem():
+    typed, problems = ANNOTATED.validate({
+        "training": {"dtype": "bfloat16", "steps": Unparsed("10")},
+        "loss": {"loss_fn": {"scale": 2}},
+        "tokenizer": {"pad_token": Unparsed("123")},  # text upstream wants as it is
+        "parallelism": {"fqns": [["a", "b"], ["c"]]},
+    }, "m")
+    assert problems == []
+    assert typed["training"]["steps"] == 10 and typed["tokenizer"]["pad_token"] == "123"
+    assert typed["loss"]["loss_fn"]["scale"] == 2
+    _, problems = ANNOTATED.validate({
+        "training": {"dtype": "bf16", "steps": -2, "stepz": 3},
+        "loss": {"loss_fn": {"scale": "big"}},
+        "parallelism": {"fqns": [["a", 1]]},
+    }, "m")
+    assert problems == [
+        "m: training.dtype = 'bf16': expected one of ['bfloat16', 'float32'], not a valid choice",
+        "m: training.steps = -2: expected int >= -1, out of range",
+        "m: training.stepz is not a upstream field; did you mean training.steps?",
+        "m: loss.loss_fn.scale = 'big': expected float or null, got str",
+        "m: parallelism.fqns = [['a', 1]]: expected list[list[str]] or null, got int at [0][1]",
+    ]
 
 
 def test_megatron_schema_types_come_from_upstream_and_primus():

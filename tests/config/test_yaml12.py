@@ -3,7 +3,7 @@ import math
 import pytest
 import yaml
 
-from primus.config.yaml12 import Unparsed, loads, parse_scalar
+from primus.config.yaml12 import Unparsed, describe_error, loads, parse_scalar
 
 
 @pytest.mark.parametrize(
@@ -52,3 +52,31 @@ def test_parse_scalar_types_command_line_text():
     assert parse_scalar(Unparsed("[1, 2]")) == [1, 2]
     assert parse_scalar(Unparsed("")) is None
     assert parse_scalar(Unparsed("a: b: c")) == "a: b: c"  # not YAML: stays text
+
+
+def test_merge_keys_keep_the_yaml_1_2_number_rules():
+    doc = loads("x-base: &base {lr: 1e-5, iters: 010, on: yes}\n"
+                "x-more: &more {iters: 3, width: 0x10}\n"
+                "a: {<<: *base, iters: 7}\n"
+                "b:\n  <<: [*more, *base]\n")
+    assert doc["a"] == {"lr": 1e-5, "iters": 7, "on": "yes"}  # the mapping's own key wins
+    assert doc["b"] == {"lr": 1e-5, "iters": 3, "width": 16, "on": "yes"}  # the first merged mapping wins
+
+
+def test_a_merged_key_may_repeat_an_own_key_but_own_keys_may_not_repeat():
+    assert loads("x: &x {a: 1}\ny: {<<: *x, a: 2}\n")["y"] == {"a": 2}
+    with pytest.raises(yaml.YAMLError, match="duplicate key 'a'"):
+        loads("x: &x {a: 1}\ny: {<<: *x, a: 2, a: 3}\n")
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("? [a, b]\n: 1\n", "exp.yaml:1:3: invalid YAML: a list or mapping as a key (`? [a, b]`) is not supported"),
+    ("a: {b: 1\n", "exp.yaml:2:1: invalid YAML: did not find expected ',' or '}' (while parsing a flow mapping "
+                   "started at line 1)"),
+    ("a: 1\n  b: 2\n", "exp.yaml:2:4: invalid YAML: mapping values are not allowed in this context"),
+    ("a: *nope\n", "exp.yaml:1:4: invalid YAML: found undefined alias"),
+])
+def test_malformed_input_names_file_line_and_column(text, expected):
+    with pytest.raises(yaml.YAMLError) as error:
+        loads(text)
+    assert describe_error("exp.yaml", error.value).startswith(expected)

@@ -14,7 +14,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from reliability_runs import MEGATRON, TORCHTITAN, Training
+from reliability_runs import FAKE_WANDB_KEY, MEGATRON, TORCHTITAN, Training
+from reliability_runs import MAXTEXT as MAXTEXT_BACKEND
 
 from primus.cli.main import main
 from primus.tracking import (ConsoleConfig, MlflowConfig, TensorBoardConfig, TrackingConfig, TrackingConfigError,
@@ -47,7 +48,7 @@ CONFIG_CASES = {
     "token in an override": ([TINY, "hf_token=hf_abcdefghijklmnopqrstuvwxyz0123"],
                              CLI + "hf_token" + CREDENTIAL + "Delete it and export HF_TOKEN instead"),
     "TorchTitan section typo": ([TITAN, "metrics.log_frq=1"],
-                                MODULE + "metrics.log_frq is not a torchtitan parameter; did you mean metrics.log_freq?"),
+                                CLI + "metrics.log_frq: no module has this parameter; did you mean metrics.log_freq?"),
     "TorchTitan bad bool": ([TITAN, "metrics.enable_wandb=maybe"], MODULE + f"metrics.enable_wandb = 'maybe': {BOOL}"),
     "missing experiment file": (["/nonexistent/exp.yaml"], "/nonexistent/exp.yaml: no such file"),
     "log interval zero": ([TINY, "log_interval=0"], MODULE + f"log_interval = '0': expected int >= 1, {RANGE}"),
@@ -68,6 +69,35 @@ CONFIG_CASES = {
                                     f"  - modules.pre_trainer: primus_exit_deadline = '0': expected float > 0, {RANGE}"),
     "TorchTitan log_freq zero": ([TITAN, "metrics.log_freq=0"], MODULE + f"metrics.log_freq = '0': expected int >= 1, {RANGE}"),
     "MaxText log_period zero": ([MAXTEXT, "log_period=0"], MODULE + f"log_period = '0': expected int >= 1, {RANGE}"),
+    # TorchTitan and MaxText: every key typed by upstream's own annotations (the generated tables)
+    "TorchTitan choice upstream does not allow": ([TITAN, "training.mixed_precision_param=bf16"],
+                                                  MODULE + "training.mixed_precision_param = 'bf16': expected one of "
+                                                  "['bfloat16', 'float32'], not a valid choice"),
+    "TorchTitan typo in an upstream section": ([TITAN, "training.stepz=3"],
+                                               CLI + "training.stepz: no module has this parameter; did you mean "
+                                               "training.steps?"),
+    "TorchTitan int as text": ([TITAN, "training.steps=ten"], MODULE + "training.steps = 'ten': expected int, got str"),
+    "TorchTitan float for an int": ([TITAN, "dataloader.num_workers=1.5"],
+                                    MODULE + "dataloader.num_workers = '1.5': expected int, got float"),
+    "TorchTitan nested list of the wrong type": ([TITAN, "parallelism.module_fqns_per_model_part=[[a, 1]]"],
+                                                 MODULE + "parallelism.module_fqns_per_model_part = '[[a, 1]]': "
+                                                 "expected list[list[str]] or null, got int at [0][1]"),
+    "TorchTitan key at the wrong level": ([TITAN, "log_freq=3"],
+                                          CLI + "log_freq: no module has this parameter; did you mean metrics.log_freq?"),
+    "MaxText choice upstream does not allow": ([MAXTEXT, "dtype=bf16"],
+                                               MODULE + "dtype = 'bf16': expected one of ['bfloat16', 'float32', "
+                                               "'float16', 'float8_e4m3fn', 'float8_e5m2'], not a valid choice"),
+    "MaxText typo in a key": ([MAXTEXT, "stepz=3"], CLI + "stepz: no module has this parameter; did you mean steps?"),
+    "MaxText below upstream's bound": ([MAXTEXT, "steps=-5"], MODULE + f"steps = '-5': expected int >= -1, {RANGE}"),
+    "MaxText yes for a bool": ([MAXTEXT, "enable_checkpointing=yes"], MODULE + f"enable_checkpointing = 'yes': {BOOL}"),
+    "MaxText bound inside a section": ([MAXTEXT, "lora.lora_rank=-1"],
+                                       MODULE + f"lora.lora_rank = '-1': expected int >= 0, {RANGE}"),
+    "MaxText every problem at once": ([MAXTEXT, "dtype=bf16", "steps=ten", "base_emb_dim=0.5"],
+                                      "3 config problems:\n"  # in the order of the experiment's keys
+                                      "  - modules.pre_trainer: base_emb_dim = '0.5': expected int, got float\n"
+                                      "  - modules.pre_trainer: steps = 'ten': expected int >= -1, got str\n"
+                                      "  - modules.pre_trainer: dtype = 'bf16': expected one of ['bfloat16', 'float32', "
+                                      "'float16', 'float8_e4m3fn', 'float8_e5m2'], not a valid choice"),
 }
 YAML_CASES = {  # whole experiment files
     "secret in YAML": ("modules: {m: {framework: megatron, config: pre_trainer.yaml, overrides: "
@@ -81,7 +111,30 @@ YAML_CASES = {  # whole experiment files
     "section not a mapping": ("modules: {m: {framework: torchtitan, config: pre_trainer.yaml, overrides: {metrics: 3}}}\n",
                               "metrics is a section; write its keys under it as a mapping", None),
     "unknown framework": ("modules: {m: {framework: megatronn, config: pre_trainer.yaml}}\n", "megatronn", None),
-    "malformed YAML": ("modules: {m: {framework: megatron\n", "exp.yaml", None),
+    "malformed YAML": ("modules: {m: {framework: megatron\n", "exp.yaml:2:1: invalid YAML: did not find expected ',' "
+                       "or '}' (while parsing a flow mapping started at line 1)", None),
+    "a list as a mapping key": ("modules:\n  ? [a, b]\n  : 1\n", "exp.yaml:2:5: invalid YAML: a list or mapping as a "
+                                "key (`? [a, b]`) is not supported: keys are names", None),
+    "merge of a scalar": ("modules:\n  m:\n    <<: 3\n", "exp.yaml:3:9: invalid YAML: expected a mapping or list of "
+                          "mappings for merging, but found scalar (while constructing a mapping started at line 3)", None),
+    "merge of an undefined anchor": ("modules:\n  m:\n    <<: *base\n", "exp.yaml:3:9: invalid YAML: found undefined "
+                                     "alias", None),
+    "top-level key that is not x-": ("defaults: &d {lr: 1}\nmodules: {m: {framework: megatron, config: pre_trainer.yaml, "
+                                     "overrides: {<<: *d}}}\n",
+                                     "exp.yaml: defaults is not a top-level key; remove it or check the spelling", None),
+    "merged value of the wrong type": ("x-base: &b {train_iters: ten}\nmodules: {m: {framework: megatron, "
+                                       "config: pre_trainer.yaml, overrides: {<<: *b}}}\n",
+                                       "modules.m: train_iters = 'ten': expected int or null, got str", None),
+    "TorchTitan upstream types in YAML": ("modules: {m: {framework: torchtitan, config: pre_trainer.yaml, overrides: "
+                                          "{training: {stepz: 3, mixed_precision_param: bf16}}}}\n",
+                                          "2 config problems:\n  - modules.m: training.stepz is not a torchtitan "
+                                          "parameter; did you mean training.steps?\n  - modules.m: "
+                                          "training.mixed_precision_param = 'bf16': expected one of ['bfloat16', "
+                                          "'float32'], not a valid choice", None),
+    "MaxText unknown key in YAML": ("modules: {m: {framework: maxtext, config: pre_trainer.yaml, overrides: "
+                                    "{per_device_batchsize: 2}}}\n",
+                                    "modules.m: per_device_batchsize is not a maxtext parameter; did you mean "
+                                    "per_device_batch_size?", None),
     "extends a missing file": ("extends: /nonexistent/base.yaml\nmodules: {m: {framework: megatron, config: pre_trainer.yaml}}\n",
                                "/nonexistent/base.yaml", None),
     "out of range in YAML": ("modules: {m: {framework: megatron, config: pre_trainer.yaml, overrides: "
@@ -94,7 +147,7 @@ YAML_CASES = {  # whole experiment files
 @pytest.mark.parametrize("argv, expected", CONFIG_CASES.values(), ids=CONFIG_CASES.keys())
 def test_bad_config_values_are_refused_by_config_validate(argv, expected, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    assert main(["config", "validate", *argv]) == 1
+    assert main(["config", "validate", "--config", *argv]) == 1
     captured = capsys.readouterr()
     assert expected in captured.err, captured.err
     assert "abcdef0123456789" not in captured.err and "pw12345" not in captured.err and "uvwxyz0123" not in captured.err
@@ -106,7 +159,7 @@ def test_bad_experiment_files_are_refused(text, expected, secret, capsys, tmp_pa
     monkeypatch.delenv("PRIMUS_H10_UNSET_TEAM", raising=False)
     exp = tmp_path / "exp.yaml"
     exp.write_text(text)
-    assert main(["config", "validate", str(exp)]) == 1
+    assert main(["config", "validate", "--config", str(exp)]) == 1
     err = capsys.readouterr().err
     assert expected in err, err
     assert secret is None or secret not in err
@@ -134,6 +187,43 @@ def test_bad_launches_stop_before_anything_starts(flags, expected, capsys, tmp_p
     monkeypatch.setenv("NETRC", str(tmp_path / "no-netrc"))
     try:
         code = main(["train", "--config", TINY, *flags, f"workspace={tmp_path / 'ws'}"])
+    except SystemExit as e:  # argparse's own refusal
+        code = e.code
+    captured = capsys.readouterr()
+    assert code == 2 and expected in captured.err, captured.err
+    assert not (tmp_path / "ws").exists()
+
+
+EMPTY_REFUSED = "it is set but empty, which W&B refuses: unset it (unset {0}) or give it a value"
+LAUNCH_CASES = {  # every backend, and the environment the job would start with
+    "W&B on with WANDB_MODE empty": (TINY, ["disable_wandb=false"], {"WANDB_MODE": ""},
+                                     "WANDB_MODE='' is not valid for W&B (Input should be 'online', 'offline', 'shared', "
+                                     "'disabled', 'dryrun' or 'run'): " + EMPTY_REFUSED.format("WANDB_MODE")),
+    "TorchTitan W&B on with WANDB_BASE_URL empty": (TITAN, ["metrics.enable_wandb=true"], {"WANDB_BASE_URL": ""},
+                                                    "WANDB_BASE_URL='' is not valid for W&B (Input should be a valid "
+                                                    "URL, input is empty): " + EMPTY_REFUSED.format("WANDB_BASE_URL")),
+    "MaxText W&B on with WANDB_RESUME empty": (MAXTEXT, ["enable_wandb=true"], {"WANDB_RESUME": ""},
+                                               "WANDB_RESUME='' is not valid for W&B (Input should be 'allow', 'must', "
+                                               "'never' or 'auto'): " + EMPTY_REFUSED.format("WANDB_RESUME")),
+    "TorchTitan choice upstream does not allow": (TITAN, ["training.mixed_precision_param=bf16"], {},
+                                                  "training.mixed_precision_param = 'bf16': expected one of "
+                                                  "['bfloat16', 'float32'], not a valid choice"),
+    "MaxText typo in a key": (MAXTEXT, ["stepz=3"], {}, "stepz: no module has this parameter; did you mean steps?"),
+    "a bad override after a flag": (TINY, ["--nproc-per-node", "1", "log_interval=0"], {},
+                                    "modules.pre_trainer: log_interval = '0': expected int >= 1, out of range"),
+    "an unknown flag between overrides": (TINY, ["train_iters=2", "--nprocs-per-node", "2", "lr=1e-3"], {},
+                                          "unrecognized arguments: --nprocs-per-node 2"),
+}
+
+
+@pytest.mark.parametrize("config, flags, env, expected", LAUNCH_CASES.values(), ids=LAUNCH_CASES.keys())
+def test_bad_launches_of_every_backend_stop_before_anything_starts(config, flags, env, expected, capsys, tmp_path,
+                                                                    monkeypatch):
+    monkeypatch.setenv("NETRC", str(tmp_path / "no-netrc"))
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    try:
+        code = main(["train", "--config", config, *flags, f"workspace={tmp_path / 'ws'}"])
     except SystemExit as e:  # argparse's own refusal
         code = e.code
     captured = capsys.readouterr()
@@ -179,6 +269,16 @@ TRACKING_CASES = {
                                          {"MLFLOW_TRACKING_URI": "databricks", "DATABRICKS_HOST": "https://x.databricks.com",
                                           "DATABRICKS_TOKEN": "dapi" + "0" * 32},
                                          "Databricks experiment names are workspace paths: use e.g. '/Users/<you>/exp'"),
+    "WANDB_MODE empty": (dict(wandb=WandbConfig()), {"WANDB_MODE": ""},
+                         "WANDB_MODE='' is not valid for W&B (Input should be 'online', 'offline', 'shared', 'disabled', "
+                         "'dryrun' or 'run'): " + EMPTY_REFUSED.format("WANDB_MODE")),
+    "WANDB_INIT_TIMEOUT empty is the default, WANDB_CONSOLE empty is not": (
+        dict(wandb=WandbConfig(mode="offline")), {"WANDB_INIT_TIMEOUT": "", "WANDB_CONSOLE": ""},
+        "WANDB_CONSOLE='' is not valid for W&B"),
+    "DATABRICKS_HOST empty": (dict(mlflow=MlflowConfig(experiment_name="/Users/me/x")),
+                              {"MLFLOW_TRACKING_URI": "databricks", "DATABRICKS_HOST": "",
+                               "DATABRICKS_CONFIG_FILE": "/nonexistent"},
+                              "Databricks-hosted MLflow needs DATABRICKS_HOST (set but empty) and DATABRICKS_TOKEN"),
 }
 
 
@@ -284,6 +384,27 @@ UPSTREAM_CASES = {
     "TorchTitan MLflow URI without host": (TORCHTITAN, ["--metrics.enable-mlflow"], {"MLFLOW_TRACKING_URI": "http://:5000"},
                                            ["MLFLOW_TRACKING_URI='http://:5000' is not valid: give the server as "
                                             "http://HOST:PORT"]),
+    "Megatron W&B on with WANDB_MODE empty": (MEGATRON, ["--disable-wandb", "false"],
+                                              {"WANDB_MODE": "", "WANDB_API_KEY": FAKE_WANDB_KEY},
+                                              ["WANDB_MODE='' is not valid for W&B", EMPTY_REFUSED.format("WANDB_MODE")]),
+    "TorchTitan W&B on with WANDB_MODE empty": (TORCHTITAN, ["--metrics.enable-wandb"], {"WANDB_MODE": ""},
+                                                ["WANDB_MODE='' is not valid for W&B",
+                                                 EMPTY_REFUSED.format("WANDB_MODE")]),
+    "TorchTitan ill-typed experiment keys": (TORCHTITAN, [], {}, [
+        "modules.m: training.stepz is not a torchtitan parameter; did you mean training.steps?",
+        "modules.m: training.mixed_precision_param = 'bf16': expected one of ['bfloat16', 'float32'], not a valid "
+        "choice"]),
+    "MaxText ill-typed experiment keys": (MAXTEXT_BACKEND, [], {}, [
+        "modules.m: per_device_batchsize is not a maxtext parameter; did you mean per_device_batch_size?",
+        "modules.m: dtype = 'bf16': expected one of ['bfloat16', 'float32', 'float16', 'float8_e4m3fn', "
+        "'float8_e5m2'], not a valid choice"]),
+}
+# cases whose experiment file (PRIMUS_CONFIG, as `primus train` and `primus-run --config` set it) is bad
+EXPERIMENTS = {
+    "TorchTitan ill-typed experiment keys": "modules: {m: {framework: torchtitan, config: pre_trainer.yaml, overrides: "
+                                            "{training: {stepz: 3, mixed_precision_param: bf16}}}}\n",
+    "MaxText ill-typed experiment keys": "modules: {m: {framework: maxtext, config: pre_trainer.yaml, overrides: "
+                                         "{per_device_batchsize: 2, dtype: bf16}}}\n",
 }
 
 
@@ -294,6 +415,10 @@ def upstream_refusals(tmp_path_factory, titan_assets_dir):
     started = {}
     for i, (name, (backend, args, env, _)) in enumerate(UPSTREAM_CASES.items()):
         base = backend.args(3, f"h10-bad-{i}", tensorboard=False, mlflow=False)
+        if name in EXPERIMENTS:
+            experiment = root / f"case{i}.yaml"
+            experiment.write_text(EXPERIMENTS[name])
+            env = {**env, "PRIMUS_CONFIG": str(experiment)}
         started[name] = Training(backend, root / f"case{i}", [*base, *args], env=env, assets=titan_assets_dir)
     return {name: training.wait(timeout=400) and training for name, training in started.items()}
 
@@ -307,4 +432,5 @@ def test_upstream_arguments_are_refused_before_training(upstream_refusals, name)
     for line in UPSTREAM_CASES[name][3]:
         assert line in result.output, result.explain()
     assert "iteration        1/" not in result.output and "step:  1" not in result.output
+    assert "completed step:" not in result.output  # MaxText's
     assert list(training.workdir.rglob("journal.jsonl")) == [] and list(training.workdir.rglob("run.json")) == []

@@ -3,6 +3,7 @@ journal into the same W&B run (offline here) and marks it KILLED. The worker is 
 process here (delivery="thread"), as when a whole job is SIGKILLed with its delivery process; a delivery
 process that survives the kill finishes the job itself (test_delivery_process.py)."""
 
+import re
 import signal
 import subprocess
 import sys
@@ -35,7 +36,11 @@ def test_sync_replays_a_killed_run_into_its_wandb_run(tmp_path, wandb_offline, c
     assert read_wandb_history(wandb_offline) == []
 
     assert primus_cli(["tracking", "sync", str(run_dir)]) == 0
-    assert "wandb: delivered, status KILLED" in capsys.readouterr().out
+    captured = capsys.readouterr()
+    assert "wandb: delivered, status KILLED" in captured.out
+    # the progress line, to stderr: at least once, at the end, with everything sent
+    [*_, last] = re.findall(r"wandb: (\d+) records, ([\d.]+) of ([\d.]+) MiB of the journal sent", captured.err)
+    assert int(last[0]) >= 25 and last[1] == last[2], captured.err
     rows = [r for r in read_wandb_history(wandb_offline) if "loss" in r]
     assert [(r["_step"], r["loss"]) for r in rows] == [(s, s / 10) for s in range(25)]
     assert wandb_run_ids(wandb_offline) == {RunState(run_dir).section("wandb")["id"]}

@@ -1,10 +1,13 @@
-"""MaxText schema: the logging cadence, the tracker switches and the keys Primus reads to place a run.
-MaxText's other keys cannot be listed without MaxText installed (it has its own environment): they pass
-through to MaxText's own config loader, which checks them."""
+"""MaxText schema: every key of MaxText's own pydantic config, typed by its annotations (the generated table,
+``maxtext_table``: MaxText lives in its own environment, so the table is what the launching one reads), plus
+Primus's tracker switches; the keys Primus reads to place a run keep their help here."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from primus.config.schema import Param, Schema
+from primus.config.schemas import upstream_tables
 from primus.config.schemas.tracking import mlflow_params
 
 PARAMS = [
@@ -23,5 +26,12 @@ PARAMS = [
 ]
 
 
+def table() -> Path:
+    """The generated table of the maxtext release installed here (else the newest)."""
+    from primus.backends.maxtext.patches.versions import MAXTEXT  # the backend declares its upstream
+
+    return upstream_tables.select("maxtext", upstream_tables.installed(MAXTEXT))
+
+
 def schema() -> Schema:
-    return Schema("maxtext parameter", PARAMS, open=True)
+    return Schema("maxtext parameter", [*upstream_tables.params(table()), *PARAMS])

@@ -17,7 +17,6 @@ spelling (``option`` for valued arguments, ``true_flag``/``false_flag`` for swit
 from __future__ import annotations
 
 import argparse
-import difflib
 import enum
 import sys
 from pathlib import Path
@@ -26,6 +25,7 @@ from typing import Any
 import yaml
 
 from primus.config.paths import SCHEMA_TABLES_DIR
+from primus.config.schemas import upstream_tables
 
 MINOR_RELEASES = ("0.17", "0.18", "0.19")  # one table each; the supported range of the Megatron patches
 PINNED_MINOR = "0.19"
@@ -44,9 +44,8 @@ def installed_version() -> str | None:
     """The release of the Megatron Python would import, read from its megatron/core/package_info.py without
     importing megatron (whose ``__version__`` gains the commit of any git repository it sits in)."""
     from primus.backends.megatron.patches.versions import MEGATRON  # a declaration; imports no upstream
-    from primus.patches.upstream import locate
 
-    return locate(MEGATRON).version
+    return upstream_tables.installed(MEGATRON)
 
 
 def installed_minor() -> str:
@@ -126,18 +125,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"megatron-core {table['megatron_core']} has no table: supported minor releases are "
               f"{', '.join(MINOR_RELEASES)} (add it to MINOR_RELEASES with its patches)", file=sys.stderr)
         return 1
-    path, text = table_path(minor), render(table)
-    if opts.check:
-        checked_in = path.read_text(encoding="utf-8") if path.is_file() else ""
-        if checked_in != text:
-            diff = difflib.unified_diff(checked_in.splitlines(), text.splitlines(), "checked in", "upstream", lineterm="")
-            print(f"{path} differs from the installed megatron-core; regenerate it:", file=sys.stderr)
-            print("\n".join(list(diff)[:40]), file=sys.stderr)
-            return 1
-        return 0
-    path.write_text(text, encoding="utf-8")
-    print(f"wrote {path}")
-    return 0
+    return upstream_tables.write_or_check(table_path(minor), render(table), opts.check,
+                                          f"megatron-core {table['megatron_core']}")
 
 
 if __name__ == "__main__":

@@ -1,10 +1,14 @@
-"""TorchTitan schema: the ``metrics:`` section (upstream's MetricsProcessor.Config fields plus
-Primus's MLflow switches) and ``model:`` (upstream's ``--module``/``--config``), strict. Other sections
-pass through to TorchTitan's own config, which Primus checks field by field when the job starts."""
+"""TorchTitan schema: every field of upstream's config, typed by upstream's own annotations (the generated
+table of the torchtitan release installed here, ``torchtitan_table``), plus Primus's MLflow switches in
+``metrics:`` and ``model:`` (upstream's ``--module``/``--config``). Which of a section's fields the chosen
+config function really has (a subclass may add some), upstream's config manager says when the job starts."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from primus.config.schema import Param, Schema
+from primus.config.schemas import upstream_tables
 from primus.config.schemas.tracking import mlflow_params
 
 PARAMS = [
@@ -28,5 +32,12 @@ PARAMS = [
 ]
 
 
+def table() -> Path:
+    """The generated table of the torchtitan release installed here (else the newest)."""
+    from primus.backends.torchtitan.patches.versions import TORCHTITAN  # the backend declares its upstream
+
+    return upstream_tables.select("torchtitan", upstream_tables.installed(TORCHTITAN))
+
+
 def schema() -> Schema:
-    return Schema("torchtitan parameter", PARAMS, open=True)
+    return Schema("torchtitan parameter", [*upstream_tables.params(table()), *PARAMS])

@@ -1,0 +1,46 @@
+"""The generated tables of upstream config fields (TorchTitan per minor release, MaxText): a table per release
+chosen by the release installed here, Primus's own keys kept apart from upstream's, and each table regenerated
+from the installed upstream (slow: it imports the trainer) so a changed upstream fails here first."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from primus.config.schemas import maxtext, schema_for, torchtitan, upstream_tables
+from primus.launch.job import interpreter
+
+
+def test_the_installed_release_selects_its_table_else_the_newest(tmp_path, monkeypatch):
+    for release in ("0.2", "0.3", "0.10"):
+        (tmp_path / f"torchtitan_{release}.yaml").write_text("fields: {}\n")
+    monkeypatch.setattr(upstream_tables, "SCHEMA_TABLES_DIR", tmp_path)
+    assert upstream_tables.select("torchtitan", "0.2.2").name == "torchtitan_0.2.yaml"
+    assert upstream_tables.select("torchtitan", "0.3.1.dev4").name == "torchtitan_0.3.yaml"
+    assert upstream_tables.select("torchtitan", "0.4.0").name == "torchtitan_0.10.yaml"  # numbers, not text
+    assert upstream_tables.select("torchtitan", None).name == "torchtitan_0.10.yaml"  # not installed here
+
+
+@pytest.mark.parametrize("module, release", [(torchtitan, "0.3.0"), (maxtext, "0.2.5")])
+def test_tables_of_the_pinned_releases_and_primus_keys_apart(module, release):
+    framework = module.__name__.rsplit(".", 1)[-1]
+    table = upstream_tables.load(module.table())
+    assert table[framework] == release
+    primus_keys = {p.name for p in module.PARAMS if p.primus}
+    assert primus_keys & set(table["fields"]) == set()  # if upstream adopts a name of ours, reconcile by hand
+    schema = schema_for(framework)
+    assert all(schema.params[name].annotation for name in set(table["fields"]) - {p.name for p in module.PARAMS})
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("generator, python", [
+    ("primus.config.schemas.torchtitan_table", sys.executable),
+    ("primus.config.schemas.maxtext_table", interpreter("maxtext")),
+])
+def test_checked_in_table_matches_the_installed_upstream(generator, python):
+    """Regenerate from upstream's own config classes: fails when upstream changed under us."""
+    result = subprocess.run([python, "-m", generator, "--check"], capture_output=True, text=True, timeout=300,
+                            env={"OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin", "JAX_PLATFORMS": "cpu"})
+    assert result.returncode == 0, result.stderr[-2000:]
