@@ -5,3 +5,4 @@ Importing this package is cheap on purpose (no torch, wandb or mlflow): the CLI,
 """
 
 __version__ = "0.1.0"
+DISTRIBUTION = "primus-tracking"  # its PyPI name (`primus` on PyPI is another project)

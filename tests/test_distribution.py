@@ -26,7 +26,8 @@ from primus.backends.torchtitan.patches.versions import TORCHTITAN
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
-CORE = {"pyyaml", "wrapt", "packaging", "psutil"}
+CORE = {"pyyaml", "wrapt", "packaging", "psutil", "pydantic"}
+PYDANTIC_OWN = {"pydantic-core", "annotated-types", "typing-extensions", "typing-inspection"}
 NEVER_IN_THE_CORE = {"torch", "megatron-core", "torchtitan", "maxtext", "jax", "mlflow", "wandb", "tensorboard",
                      "tensorboardx", "matplotlib", "nvidia-ml-py", "amdsmi"}
 OLDEST_PYTHON = Path.home() / ".pyenv" / "versions"  # the core's floor, 3.10, as pyenv installs it
@@ -85,17 +86,18 @@ def test_the_wheel_ships_py_typed_the_license_and_the_presets(wheel):
 
 
 def test_installing_the_wheel_on_the_oldest_python_pulls_in_only_the_core(wheel, tmp_path):
-    """What `pip install primus-tracking` would install into a bare Python 3.10: the four core packages and
-    itself. Then the plugin's own commands run there, without any trainer."""
+    """What `pip install primus-tracking` would install into a bare Python 3.10: the core packages (and
+    pydantic's own), itself, nothing else. Then the plugin's own commands run there, without any trainer."""
     [python310] = sorted(OLDEST_PYTHON.glob("3.10*/bin/python3.10"))[-1:]
     venv = tmp_path / "py310"
     sh(python310, "-m", "venv", venv)
     pip = [venv / "bin" / "python", "-m", "pip", "--disable-pip-version-check"]
     report = sh(*pip, "install", "--quiet", "--dry-run", "--ignore-installed", "--report", "-", wheel).stdout
     installed = {item["metadata"]["name"].lower() for item in json.loads(report)["install"]}
-    assert installed == CORE | {"primus-tracking"}
+    assert installed == CORE | PYDANTIC_OWN | {"primus-tracking"}
+    assert not installed & NEVER_IN_THE_CORE
     sh(*pip, "install", "--quiet", wheel)
-    done = sh(venv / "bin" / "primus", "config", "validate", ROOT / "configs" / "megatron" / "tiny_cpu.yaml",
+    done = sh(venv / "bin" / "primus", "config", "validate", "--config", ROOT / "configs" / "megatron" / "tiny_cpu.yaml",
               cwd=tmp_path)
     assert done.returncode == 0
     patches = sh(venv / "bin" / "primus", "patches", cwd=tmp_path).stdout

@@ -27,11 +27,10 @@ class _VersionAction(argparse.Action):
         super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
 
     def __call__(self, parser, namespace, values, option_string=None):
-        from importlib.metadata import version
-
+        from primus import DISTRIBUTION, __version__
         from primus.cli.upstream_lines import format_row, upstream_rows
 
-        print(f"primus {version('primus')}")
+        print(f"{DISTRIBUTION} {__version__}")
         for row in upstream_rows(count_patches=False):
             print(format_row(row))
         parser.exit()

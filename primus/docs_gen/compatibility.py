@@ -34,7 +34,7 @@ def render_compatibility() -> str:
              "training, naming the version and the path; `primus doctor` and `primus patches` show what was "
              "found. Where upstream changed between releases, each patch declares the releases it was written "
              "for and the registry installs the one that matches."]
-    for upstream in upstreams():
+    for upstream in sorted(upstreams(), key=lambda u: u.name):  # declaration order depends on import order
         parts.append(_section(upstream))
     return "\n\n".join(parts) + "\n"
 
@@ -50,7 +50,7 @@ def _section(upstream: Upstream) -> str:
                  f"{v} (pinned)" if v == pinned else v for v in releases) + "."]
     if upstream.entry_points:
         lines.append("Entry points:\n" + "\n".join(f"- `{entry}`" for entry in upstream.entry_points))
-    patches = [p for p in REGISTRY.patches() if p.upstream == upstream]
+    patches = sorted((p for p in REGISTRY.patches() if p.upstream == upstream), key=lambda p: p.id)
     lines.append(table(["patch", "target", *releases, "applies when"],
                        [[code(p.id), code(p.target), *(_applies(p, v) for v in releases), _when(p)]
                         for p in patches]))

@@ -8,7 +8,9 @@ from __future__ import annotations
 import importlib.metadata
 import subprocess
 
-INSTALLED_DISTRIBUTIONS = ("primus-tracking", "torch", "mlflow", "wandb", "tensorboard")
+from primus import DISTRIBUTION
+
+INSTALLED_DISTRIBUTIONS = (DISTRIBUTION, "torch", "mlflow", "wandb", "tensorboard")
 
 
 def git_commit() -> str | None:

@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import primus
 from primus.cli.main import build_parser, main
 from primus.cli.run import build_parser as run_parser
 
@@ -24,7 +25,7 @@ def test_version_names_primus_and_the_upstream_trainers_without_importing_them()
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     lines = done.stdout.splitlines()
     assert done.returncode == 0, done.stderr
-    assert lines[0].startswith("primus 0.")
+    assert lines[0] == f"primus-tracking {primus.__version__}"
     assert lines[1].startswith("Megatron   megatron-core 0.19.2 (wheel ")
     assert lines[2].startswith("TorchTitan torchtitan 0.3.0 (wheel ")
     assert lines[-1] == "[]"  # no trainer was imported to say so
