@@ -26,6 +26,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "RESULTS.md"
 QUICK_ARGS = {  # fewer rounds and steps, same variants and baselines
+    "console_redaction": ["--lines", "500"],
     "exit_flush": ["--rounds", "2", "--cap", "60"],
     "hub_overhead": [],
     "maxtext_tracking": ["--rounds", "1", "--steps", "60"],

@@ -64,3 +64,21 @@ def test_assignments_to_secret_names_are_hidden_in_free_text(text, hidden):
 def test_assignments_to_ordinary_names_stay():
     text = "num_tokens: 4096 | tokenizer_type=NullTokenizer | lr: 0.001 | tokens/s/GPU: 1878.1"
     assert redact_text(text) == text
+
+
+def test_a_secret_put_in_the_environment_after_a_line_was_redacted_is_hidden_in_the_next(monkeypatch):
+    """The secret values of the environment are cached between lines: a change must still be seen."""
+    assert redact_text("token in use: s3cr3t-value-42") == "token in use: s3cr3t-value-42"
+    monkeypatch.setenv("LATE_SERVICE_TOKEN", "s3cr3t-value-42")
+    assert redact_text("in use: s3cr3t-value-42") == "in use: ***"
+    monkeypatch.setenv("LATE_SERVICE_TOKEN", "another-value-43")  # a changed value, same variable count
+    assert redact_text("in use: s3cr3t-value-42 and another-value-43") == "in use: s3cr3t-value-42 and ***"
+
+
+@pytest.mark.parametrize("text", [
+    "ghp_" + "a" * 36, "Authorization: Bearer abcdefgh12345678", "https://u:pw123456@h/x", "AKIAABCDEFGHIJKLMNOP",
+    "eyJhbGciOiJI.eyJzdWIiOiIx.SflKxwRJSMeK", "xoxb-1234567890-abc", "dapi" + "0" * 32, "hf_" + "b" * 30,
+    "sk-proj-" + "c" * 20, "MY_PASSWORD=opensesame", "apiKey: zzzzzzzzzz",
+])
+def test_the_quick_pre_checks_never_skip_a_line_that_holds_a_secret(text):
+    assert redact_text(text) != text
