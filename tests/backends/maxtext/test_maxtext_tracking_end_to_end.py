@@ -15,8 +15,9 @@ import math
 import sys
 
 import pytest
-from maxtext_runs import (SCHEDULE, STEPS, TINY_CPU, TRAIN_KEYS, UPSTREAM_TRAIN, WANDB_PROJECT, assert_every_step,
-                          assert_every_tracker_holds_every_step, every_tracker_args, only_run, tiny_cpu_args)
+from maxtext_runs import (EVAL_KEYS, SCHEDULE, STEPS, TINY_CPU, TRAIN_KEYS, UPSTREAM_TRAIN, WANDB_PROJECT,
+                          assert_every_step, assert_every_tracker_holds_every_step, every_tracker_args, only_run,
+                          tiny_cpu_args)
 from support.readers import mlflow_history, read_tb_scalars, wandb_files, wandb_records
 
 pytestmark = pytest.mark.slow

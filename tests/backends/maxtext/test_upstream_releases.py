@@ -6,7 +6,7 @@ whose loss diverges is aborted by upstream and its MLflow run is FAILED.
 
 The newest release below the range (0.2.3, whose config has no W&B keys) is refused before training: a source
 tree (the pinned wheel's files, no dist-info) whose version.py says 0.2.3 stops the user's upstream command under
-`primus-run` before any step, naming the version and the tree."""
+`primus-run` before any step, naming the version and the tree; `primus doctor` says so too."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from maxtext_runs import (SCHEDULE, STEPS, TINY_CPU, UPSTREAM_TRAIN, assert_every_tracker_holds_every_step,
                           every_tracker_args, only_run)
+from support.launch import run_env
 from support.readers import mlflow_history
 from support.upstreams import releases, upstream_env, upstream_path
 
@@ -46,6 +47,12 @@ def source_tree(root: Path, maxtext_python: str, version: str) -> Path:
     info = root / "maxtext" / "version.py"
     info.write_text(re.sub(r'^__version__ = .*$', f'__version__ = "{version}"', info.read_text(), flags=re.M))
     return root
+
+
+def doctor(maxtext_python: str, pythonpath: Path) -> subprocess.CompletedProcess:
+    """`primus doctor` on the MaxText environment's interpreter with ``pythonpath`` first."""
+    return subprocess.run([maxtext_python, "-m", "primus.cli.main", "doctor"], capture_output=True, text=True,
+                          env=run_env({"PYTHONPATH": str(pythonpath)}), timeout=120)
 
 
 @pytest.fixture(scope="module")
@@ -91,6 +98,16 @@ def test_release_trains_with_every_tracker_holding_every_step(runs, version, mlf
 
 
 @pytest.mark.parametrize("version", RELEASES)
+def test_doctor_shows_the_release_supported_and_its_files_clean(version, maxtext_python):
+    folder = upstream_path("maxtext", version)
+    found = doctor(maxtext_python, folder)
+    assert found.returncode == 0, found.stdout + found.stderr
+    assert (f"MaxText    maxtext {version} (wheel {folder / 'maxtext'}); supported {MAXTEXT.supported}; "
+            f"2 of 2 patches apply here") in found.stdout
+    assert f"maxtext {version}: clean" in found.stdout
+
+
+@pytest.mark.parametrize("version", RELEASES)
 def test_a_diverging_run_of_the_release_is_failed(runs, version, mlflow_client):
     run = runs[version, "diverges"]
     assert run.returncode == 1 and "Aborting training due to NaN loss." in run.output, run.explain()
@@ -109,3 +126,10 @@ def test_a_source_tree_of_a_release_below_the_range_is_refused_before_training(r
     assert f"Use a supported release (maxtext{MAXTEXT.supported})" in run.output, run.explain()
     assert "completed step" not in run.output, run.explain()
     assert mlflow_client.get_experiment_by_name(experiment(REFUSED, "refused")) is None  # no run was started
+
+
+def test_doctor_refuses_the_source_tree_below_the_range(runs, maxtext_python):
+    found = doctor(maxtext_python, runs["tree"].parent)
+    assert found.returncode == 1, found.stdout + found.stderr
+    assert (f"MaxText    maxtext {REFUSED} (source tree {runs['tree']}); supported {MAXTEXT.supported}; REFUSED: "
+            f"maxtext {REFUSED} (source tree {runs['tree']}) is outside the supported range") in found.stdout
