@@ -25,7 +25,7 @@ from support.readers import mlflow_history
 from support.upstreams import releases, upstream_env, upstream_path
 
 from primus.backends.maxtext.patches.versions import MAXTEXT
-from primus.docs_gen.compatibility import tested_releases
+from primus.docs_gen import compatibility
 
 pytestmark = pytest.mark.slow
 
@@ -84,7 +84,7 @@ def runs(start, maxtext_python, primus_run_command, mlflow_server, tmp_path_fact
 
 
 def test_ci_trains_every_supported_release():
-    pinned, others = tested_releases("maxtext")  # third_party/maxtext-requirements.txt, upstream-matrix.txt
+    pinned, others = compatibility.tested_releases("maxtext")  # third_party/maxtext-requirements.txt, upstream-matrix.txt
     assert sorted([pinned, *others]) == ["0.2.4", "0.2.5"] and others == RELEASES
     assert all(MAXTEXT.supports(v) for v in [pinned, *others]) and not MAXTEXT.supports(REFUSED)
 
