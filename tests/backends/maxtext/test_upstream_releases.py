@@ -84,7 +84,7 @@ def runs(start, maxtext_python, primus_run_command, mlflow_server, tmp_path_fact
 
 
 def test_ci_trains_every_supported_release():
-    pinned, others = compatibility.tested_releases("maxtext")  # third_party/maxtext-requirements.txt, upstream-matrix.txt
+    pinned, others = compatibility.tested_releases("maxtext")  # from third_party/
     assert sorted([pinned, *others]) == ["0.2.4", "0.2.5"] and others == RELEASES
     assert all(MAXTEXT.supports(v) for v in [pinned, *others]) and not MAXTEXT.supports(REFUSED)
 
