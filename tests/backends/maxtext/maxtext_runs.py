@@ -10,8 +10,11 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from support.readers import mlflow_history, read_tb_scalars, read_wandb_history
+
 from primus.backends.maxtext.upstream_argv import with_experiment
 from primus.config import load_experiment
+from primus.tracking.names import is_valid_mlflow_key
 
 REPO = Path(__file__).resolve().parents[3]
 TINY_CPU = REPO / "configs" / "maxtext" / "tiny_cpu.yaml"
@@ -20,6 +23,9 @@ MAXTEXT_ENV = {"JAX_PLATFORMS": "cpu"}  # what a MaxText run needs beyond suppor
 STEPS = 6
 EVAL_INTERVAL = 3  # an eval (1 batch) after train steps 0 and 3
 EVAL_AT = [0, 3]
+TRAIN_STEPS = list(range(STEPS))
+SCHEDULE = [f"steps={STEPS}", f"eval_interval={EVAL_INTERVAL}", "eval_steps=1"]
+WANDB_PROJECT = "maxtext-e2e"
 # Every scalar upstream MaxText 0.2.5 computes for a train step of the tiny dense model (what its own
 # TensorBoard writer receives), and the summary of an eval run.
 TRAIN_KEYS = frozenset({
@@ -38,6 +44,13 @@ PERF_KEYS = frozenset({"perf/tokens_per_sec", "perf/tokens_per_sec_per_gpu", "pe
                        "sys/host_mem_used_pct"})  # no perf/mfu: a CPU has no datasheet peak
 _RUN_DIR_LINE = re.compile(r"^\[primus\] run directory: (.+)$", re.MULTILINE)
 _UPSTREAM_STEP_LINE = re.compile(r"completed step: (\d+),")
+
+
+def every_tracker_args(name: str) -> list[str]:
+    """MaxText and Primus keys that turn every tracker on (TensorBoard is on in the tiny experiment), with the
+    perf set, MLflow experiment and W&B run named ``name``."""
+    return ["enable_wandb=true", "mlflow_upload_performance_metrics=true", f"mlflow_experiment_name={name}",
+            f"wandb_project_name={WANDB_PROJECT}", f"wandb_run_name={name}"]
 
 
 def tiny_cpu_args(*, primus_keys: bool) -> list[str]:
@@ -86,3 +99,46 @@ class MaxTextRun:
         """Folders holding TensorBoard event files anywhere under the run's folder (or its run directory)."""
         roots = {self.workdir, *([self.run_dir()] if _RUN_DIR_LINE.search(self.output) else [])}
         return sorted({p.parent for root in roots for p in root.rglob("events.out.tfevents.*")})
+
+
+def only_run(client, experiment: str):
+    runs = client.search_runs([client.get_experiment_by_name(experiment).experiment_id])
+    assert len(runs) == 1, [r.info.run_name for r in runs]
+    return runs[0]
+
+
+def assert_every_step(history: dict[str, list[int]], keys) -> None:
+    """``history``: {name: [steps]}; train keys at every train step, eval keys at the eval steps."""
+    assert set(history) == set(keys) | EVAL_KEYS, sorted(set(history) ^ (set(keys) | EVAL_KEYS))
+    for key in keys:
+        assert history[key] == TRAIN_STEPS, key
+    for key in EVAL_KEYS:
+        assert history[key] == EVAL_AT, key
+
+
+def tb_steps(logdir) -> dict[str, list[int]]:
+    return {key: [step for step, _ in points] for key, points in read_tb_scalars(logdir).items()}
+
+
+def assert_every_tracker_holds_every_step(run: MaxTextRun, mlflow_client, experiment: str):
+    """A `primus train` run with every tracker on (``every_tracker_args(experiment)``): TensorBoard where
+    upstream's writer puts it, the W&B offline run and the MLflow run each hold every metric at every step,
+    once; the MLflow run is FINISHED. Returns the MLflow run."""
+    run.assert_trained()
+    expected = TRAIN_KEYS | PERF_KEYS
+    [logdir] = run.tb_dirs()
+    assert logdir == run.run_dir() / "tensorboard" / run.run_dir().name  # where upstream's writer puts it
+    assert_every_step(tb_steps(logdir), expected)
+
+    wandb_steps: dict[str, list[int]] = {}
+    for row in read_wandb_history(run.wandb_dir):
+        for key in set(row) - {"_step", "_runtime", "_timestamp"}:
+            wandb_steps.setdefault(key, []).append(row["_step"])
+    assert_every_step(wandb_steps, expected)
+
+    mlflow_run = only_run(mlflow_client, experiment)
+    assert mlflow_run.info.status == "FINISHED"
+    assert all(is_valid_mlflow_key(k) for k in mlflow_run.data.metrics)
+    assert_every_step({k: [s for s, _ in mlflow_history(mlflow_client, mlflow_run.info.run_id, k)]
+                       for k in mlflow_run.data.metrics}, expected)
+    return mlflow_run

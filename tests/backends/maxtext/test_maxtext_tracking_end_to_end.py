@@ -15,16 +15,13 @@ import math
 import sys
 
 import pytest
-from maxtext_runs import (EVAL_AT, EVAL_INTERVAL, EVAL_KEYS, PERF_KEYS, STEPS, TINY_CPU, TRAIN_KEYS, UPSTREAM_TRAIN,
+from maxtext_runs import (EVAL_KEYS, SCHEDULE, STEPS, TINY_CPU, TRAIN_KEYS, UPSTREAM_TRAIN, WANDB_PROJECT,
+                          assert_every_step, assert_every_tracker_holds_every_step, every_tracker_args, only_run,
                           tiny_cpu_args)
-from support.readers import mlflow_history, read_tb_scalars, read_wandb_history, wandb_files, wandb_records
-
-from primus.tracking.names import is_valid_mlflow_key
+from support.readers import mlflow_history, read_tb_scalars, wandb_files, wandb_records
 
 pytestmark = pytest.mark.slow
 
-TRAIN_STEPS = list(range(STEPS))
-SCHEDULE = [f"steps={STEPS}", f"eval_interval={EVAL_INTERVAL}", "eval_steps=1"]
 # upstream copies HF_TOKEN into its config (hf_access_token), which every tracker receives as run params
 HF_TOKEN = "hf_PrimusTestSecret0123456789abcdefXYZ"
 
@@ -36,8 +33,7 @@ def runs(start, maxtext_python, primus_run_command, mlflow_server, tmp_path_fact
     waits = {
         "all": start("all-sinks", [
             sys.executable, "-m", "primus.cli.main", "train", "--config", str(TINY_CPU), *SCHEDULE,
-            "enable_wandb=true", "mlflow_upload_performance_metrics=true", "mlflow_experiment_name=maxtext-all-sinks",
-            "wandb_project_name=maxtext-e2e", "wandb_run_name=maxtext-all-sinks"],
+            *every_tracker_args("maxtext-all-sinks")],
             env={**mlflow, "PRIMUS_WORKSPACE": str(workspace), "HF_TOKEN": HF_TOKEN}),
         "mlflow_only": start("mlflow-only", [
             *primus_run_command, "--config", str(TINY_CPU), maxtext_python, *UPSTREAM_TRAIN, *SCHEDULE,
@@ -54,45 +50,8 @@ def runs(start, maxtext_python, primus_run_command, mlflow_server, tmp_path_fact
     return {name: wait() for name, wait in waits.items()}
 
 
-def only_run(client, experiment: str):
-    runs = client.search_runs([client.get_experiment_by_name(experiment).experiment_id])
-    assert len(runs) == 1, [r.info.run_name for r in runs]
-    return runs[0]
-
-
-def assert_every_step(history: dict[str, list[int]], keys) -> None:
-    """``history``: {name: [steps]}; train keys at every train step, eval keys at the eval steps."""
-    assert set(history) == set(keys) | EVAL_KEYS, sorted(set(history) ^ (set(keys) | EVAL_KEYS))
-    for key in keys:
-        assert history[key] == TRAIN_STEPS, key
-    for key in EVAL_KEYS:
-        assert history[key] == EVAL_AT, key
-
-
-def tb_steps(logdir) -> dict[str, list[int]]:
-    return {key: [step for step, _ in points] for key, points in read_tb_scalars(logdir).items()}
-
-
 def test_every_sink_gets_every_metric_at_every_step(runs, mlflow_client):
-    run = runs["all"]
-    run.assert_trained()
-    expected = TRAIN_KEYS | PERF_KEYS
-    [logdir] = run.tb_dirs()
-    assert logdir == run.run_dir() / "tensorboard" / run.run_dir().name  # where upstream's writer puts it
-    assert_every_step(tb_steps(logdir), expected)
-
-    rows = read_wandb_history(run.wandb_dir)
-    wandb_steps: dict[str, list[int]] = {}
-    for row in rows:
-        for key in set(row) - {"_step", "_runtime", "_timestamp"}:
-            wandb_steps.setdefault(key, []).append(row["_step"])
-    assert_every_step(wandb_steps, expected)
-
-    mlflow_run = only_run(mlflow_client, "maxtext-all-sinks")
-    assert mlflow_run.info.status == "FINISHED"
-    assert all(is_valid_mlflow_key(k) for k in mlflow_run.data.metrics)
-    assert_every_step({k: [s for s, _ in mlflow_history(mlflow_client, mlflow_run.info.run_id, k)]
-                       for k in mlflow_run.data.metrics}, expected)
+    assert_every_tracker_holds_every_step(runs["all"], mlflow_client, "maxtext-all-sinks")
 
 
 def test_trackers_get_upstreams_names_values_and_settings(runs, mlflow_client):
@@ -108,7 +67,7 @@ def test_trackers_get_upstreams_names_values_and_settings(runs, mlflow_client):
     assert mlflow_run.data.tags["primus.backend"] == "maxtext"
     [run_file] = wandb_files(ours.wandb_dir)
     [wandb_run] = [r.run for r in wandb_records(run_file) if r.WhichOneof("record_type") == "run"]
-    assert (wandb_run.project, wandb_run.display_name) == ("maxtext-e2e", "maxtext-all-sinks")
+    assert (wandb_run.project, wandb_run.display_name) == (WANDB_PROJECT, "maxtext-all-sinks")
 
 
 def test_the_token_upstream_put_in_its_config_reaches_no_tracker(runs, mlflow_client):
