@@ -28,7 +28,9 @@ ENTRY_MODULES = {"megatron": "primus.backends.megatron", "torchtitan": "primus.b
                  "maxtext": "primus.backends.maxtext"}
 # framework -> (the package its interpreter must import, the variable naming that interpreter, the
 # environment scripts/setup-maxtext-venv.sh builds next to the one running primus)
-OWN_INTERPRETERS = {"maxtext": ("maxtext", "PRIMUS_MAXTEXT_PYTHON", ".venv-maxtext")}
+# framework -> (what it imports to run, the variable naming its Python, the environment beside this one). A
+# MaxText checkout on PYTHONPATH makes `maxtext` importable from the torch environment too: JAX tells them apart.
+OWN_INTERPRETERS = {"maxtext": (("maxtext", "jax"), "PRIMUS_MAXTEXT_PYTHON", ".venv-maxtext")}
 TITAN_CHECKPOINT_FOLDER = "checkpoint"  # upstream's checkpoint.folder default (torchtitan 0.3)
 
 
@@ -57,17 +59,18 @@ def interpreter(framework: str, default: str = sys.executable, environ: Mapping[
     environment next to this one. Raises ValueError saying how to set it up."""
     if framework not in OWN_INTERPRETERS:
         return default
-    package, variable, venv = OWN_INTERPRETERS[framework]
+    packages, variable, venv = OWN_INTERPRETERS[framework]
     if environ.get(variable):
         return environ[variable]
-    if importlib.util.find_spec(package) is not None:
+    if all(importlib.util.find_spec(package) is not None for package in packages):
         return default
     beside = Path(sys.prefix).parent / venv / "bin" / "python"
     if beside.is_file():
         return str(beside)
     raise ValueError(f"framework {framework!r} needs its own Python environment and none was found (looked at "
                      f"{variable}, this interpreter, {beside}): create it with `scripts/setup-maxtext-venv.sh "
-                     f"{beside.parent.parent}`, or set {variable} to a Python that has {package} and primus installed")
+                     f"{beside.parent.parent}`, or set {variable} to a Python that has {', '.join(packages)} and primus "
+                     f"installed")
 
 
 def run_directory(exp: Experiment, module: ModuleConfig, now: float | None = None, run_id: str | None = None) -> Path:

@@ -26,10 +26,22 @@ def test_the_variable_wins_then_the_environment_beside_this_one(tmp_path, monkey
     assert interpreter("maxtext", "/usr/bin/python3", {}) == str(beside)
 
 
+def test_a_maxtext_checkout_on_the_path_of_this_environment_still_runs_on_maxtexts(tmp_path, monkeypatch):
+    """maxtext importable here (a checkout on PYTHONPATH) but JAX is not: MaxText's own environment runs it."""
+    (tmp_path / "checkout" / "maxtext").mkdir(parents=True)
+    (tmp_path / "checkout" / "maxtext" / "__init__.py").touch()
+    monkeypatch.syspath_prepend(str(tmp_path / "checkout"))
+    beside = tmp_path / ".venv-maxtext" / "bin" / "python"
+    beside.parent.mkdir(parents=True)
+    beside.touch()
+    monkeypatch.setattr(sys, "prefix", str(tmp_path / ".venv"))
+    assert interpreter("maxtext", "/usr/bin/python3", {}) == str(beside)
+
+
 def test_no_environment_says_how_to_make_one(tmp_path, monkeypatch):
     monkeypatch.setattr(sys, "prefix", str(tmp_path / ".venv"))
     with pytest.raises(ValueError, match=r"create it with `scripts/setup-maxtext-venv.sh .*\.venv-maxtext`, or set "
-                                         r"PRIMUS_MAXTEXT_PYTHON to a Python that has maxtext and primus installed"):
+                                         r"PRIMUS_MAXTEXT_PYTHON to a Python that has maxtext, jax and primus installed"):
         interpreter("maxtext", "/usr/bin/python3", {})
 
 

@@ -66,9 +66,9 @@ def runs(start, maxtext_python, primus_run_command, mlflow_server, tmp_path_fact
         waits[version, "all"] = start(f"maxtext-{version}", [
             sys.executable, "-m", "primus.cli.main", "train", "--config", str(TINY_CPU), *SCHEDULE,
             *every_tracker_args(experiment(version))],
-            env={**env, "PRIMUS_WORKSPACE": str(tmp_path_factory.mktemp(f"workspace-{version}")),
-                 # the release on PYTHONPATH makes maxtext importable here too, but JAX is in its environment
-                 "PRIMUS_MAXTEXT_PYTHON": maxtext_python})
+            # the release on PYTHONPATH makes maxtext importable here too: `primus train` still picks MaxText's
+            # environment (JAX is there, not here)
+            env={**env, "PRIMUS_WORKSPACE": str(tmp_path_factory.mktemp(f"workspace-{version}"))})
         waits[version, "diverges"] = start(f"maxtext-{version}-diverges", [
             *primus_run_command, "--config", str(TINY_CPU), maxtext_python, *UPSTREAM_TRAIN, f"steps={STEPS}",
             "learning_rate=1e30", "enable_tensorboard=false", f"mlflow_experiment_name={experiment(version, 'nan')}",
