@@ -27,8 +27,9 @@ BACKEND_TITLES = {"megatron": "Megatron", "torchtitan": "TorchTitan", "maxtext":
 _SPEC_ROW = re.compile(r"^\|\s*(`[^|]*`)\s*\|.*\|\s*([^|]*?)\s*\|\s*$")
 _LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
 _OPEN_SCHEMA_NOTE = {
-    "torchtitan": "Other sections (`training:`, `parallelism:`, `model:` fields other than these, ...) pass "
-                  "through to TorchTitan's own config, which Primus checks field by field when the job starts.",
+    "torchtitan": "Other sections (`training:`, `parallelism:`, `checkpoint:`, 0.2.2's `job:`, ...) pass "
+                  "through to TorchTitan's own config (0.3's `Trainer.Config`, 0.2.2's `JobConfig`; `dump_folder` "
+                  "is 0.2.2's `job.dump_folder`), which Primus checks field by field when the job starts.",
     "maxtext": "MaxText's other keys pass through to MaxText's own config loader, which checks them.",
 }
 

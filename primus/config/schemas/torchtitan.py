@@ -1,5 +1,6 @@
 """TorchTitan schema: the ``metrics:`` section (upstream's MetricsProcessor.Config fields plus
-Primus's MLflow switches) and ``model:`` (upstream's ``--module``/``--config``), strict. Other sections
+Primus's MLflow switches) and ``model:`` (0.3: upstream's ``--module``/``--config``; 0.2.2: upstream's
+own ``model`` section), strict. Other sections
 pass through to TorchTitan's own config, which Primus checks field by field when the job starts."""
 
 from __future__ import annotations
@@ -25,6 +26,18 @@ PARAMS = [
     Param("model.module", "str", primus=True,
           help="torchtitan --module: a model name (llama3) or an importable module with a config_registry."),
     Param("model.config", "str", primus=True, help="torchtitan --config: the config function, e.g. llama3_8b."),
+    # torchtitan 0.2.2 names the model in upstream's own `model` section (JobConfig.Model) instead
+    Param("model.name", "str", default="llama3", help="torchtitan 0.2.2: the model to train (0.3: model.module)."),
+    Param("model.flavor", "str", default="debugmodel",
+          help="torchtitan 0.2.2: the model's configuration, e.g. 8B (0.3: model.config)."),
+    Param("model.hf_assets_path", "str", default="./tests/assets/tokenizer",
+          help="torchtitan 0.2.2: folder of the tokenizer and Hugging Face assets (0.3: hf_assets_path)."),
+    Param("model.tokenizer_path", "str", nullable=True,
+          help="torchtitan 0.2.2: deprecated, use model.hf_assets_path."),
+    Param("model.converters", "str", default=[], is_list=True,
+          help="torchtitan 0.2.2: model converters to apply, e.g. [float8]."),
+    Param("model.print_after_conversion", "bool", default=False,
+          help="torchtitan 0.2.2: print the model after the converters ran."),
 ]
 
 
