@@ -9,8 +9,8 @@ parses the command line, the tracking planned from the parsed config.
 - 0.3: ``_load_config`` returns the config function's result: both steps happen on it.
 - 0.2.2: ``parse_args`` builds the base config inline (``JobConfig`` defaults, then the TOML job file) and
   hands it to ``tyro.cli`` as the default; no method sits between. So ``_maybe_add_custom_config`` (the
-  config class to build) gets Primus's metrics fields, and the ``tyro`` that manager.py calls sets the
-  experiment's sections on the default it is given (YAML over TOML, the command line over both)."""
+  config class to build) gets Primus's metrics fields, and the ``tyro`` that manager.py calls (an Overlay)
+  sets the experiment's sections on the default it is given (YAML over TOML, the command line over both)."""
 
 from __future__ import annotations
 
@@ -52,22 +52,17 @@ def _install_config(module: ModuleType, handle: PatchHandle) -> None:
     handle.wrap(module.ConfigManager, "parse_args", parse_args)
 
 
-class _TyroWithExperiment:
-    """The ``tyro`` module as torchtitan 0.2.2's manager.py sees it: ``cli`` first sets the experiment's
-    sections on the base config it is given as ``default``; everything else is tyro's own."""
+def _cli_with_experiment(tyro_cli):
+    """tyro's ``cli`` that first sets the experiment's sections on the base config it is given as ``default``."""
 
-    def __init__(self, tyro: ModuleType):
-        self._tyro = tyro
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._tyro, name)
-
-    def cli(self, *args, default, **kwargs):
+    def cli(*args, default, **kwargs):
         from primus.backends.torchtitan.experiment import experiment_params
         from primus.backends.torchtitan.upstream_config import apply_sections, job_config_sections
 
         apply_sections(default, job_config_sections(experiment_params() or {}))
-        return self._tyro.cli(*args, default=default, **kwargs)
+        return tyro_cli(*args, default=default, **kwargs)
+
+    return cli
 
 
 @REGISTRY.patch("torchtitan.config.experiment_v0_2", target="torchtitan.config.manager", upstream=TORCHTITAN,
@@ -77,6 +72,7 @@ class _TyroWithExperiment:
                             "still wins); parse_args: tracking plan checked")
 def _install_job_config(module: ModuleType, handle: PatchHandle) -> None:
     from primus.backends.torchtitan.metrics_options import primus_job_config_class
+    from primus.backends.torchtitan.patches.module_overlay import Overlay
     from primus.backends.torchtitan.tracking_session import prepare_tracking
 
     def config_class(wrapped, instance, args, kwargs):
@@ -88,5 +84,5 @@ def _install_job_config(module: ModuleType, handle: PatchHandle) -> None:
         return config
 
     handle.wrap(module.ConfigManager, "_maybe_add_custom_config", config_class)
-    handle.replace(module, "tyro", _TyroWithExperiment(module.tyro))
+    handle.replace(module, "tyro", Overlay(module.tyro, cli=_cli_with_experiment(module.tyro.cli)))
     handle.wrap(module.ConfigManager, "parse_args", parse_args)
