@@ -1,7 +1,8 @@
 """Each supported torchtitan release gets the patches written for it: `primus patches` run on 0.2.2 (PYTHONPATH
 to the alternate install) and on 0.3.0 shows the other generation's patches skipped quietly, and on the real
-modules of each release the patches install whether upstream is imported before or after activation, and
-undo to upstream's own objects. The 0.2.2 job file the end-to-end tests train from is upstream's, unedited."""
+modules of the alternate release the patches install whether upstream is imported before or after
+activation, and undo to upstream's own objects. The 0.2.2 job file the end-to-end tests train from is
+upstream's, unedited."""
 
 from __future__ import annotations
 
@@ -75,7 +76,7 @@ def test_primus_patches_shows_each_release_its_own_patches(release):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("release", RELEASES.values(), ids=lambda r: f"torchtitan-{r.version}")
+@pytest.mark.parametrize("release", [V0_2], ids=lambda r: f"torchtitan-{r.version}")  # the installed 0.3: e2e tests
 def test_patches_install_in_either_order_on_the_real_modules_and_undo(release):
     ran = subprocess.run([sys.executable, "-c", ORDERINGS], env=release_env(release), capture_output=True, text=True,
                          timeout=300)

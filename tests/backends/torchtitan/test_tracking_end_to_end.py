@@ -44,6 +44,7 @@ modules:
         mlflow_upload_logs: true
         mlflow_upload_traces: true
         primus_exit_deadline: 20
+        disable_color_printing: true
       {profiler}: {{enable_profiling: true, profile_freq: 2, profiler_warmup: 1, profiler_active: 1}}
 """
 MFU_NOTICE = "upstream's mfu(%) is not tracked: the peak FLOP/s of 'CPU"
@@ -75,7 +76,11 @@ def assert_tb_has_every_step(logdir: Path, keys) -> dict[str, list[tuple[int, fl
     return scalars
 
 
-@pytest.fixture(scope="module", params=list(RELEASES), ids=lambda v: f"torchtitan-{v}")
+def release_id(version: str) -> str:
+    return f"torchtitan-{version}"
+
+
+@pytest.fixture(scope="module", params=list(RELEASES), ids=release_id)
 def release(request):
     return RELEASES[request.param]
 
@@ -104,6 +109,7 @@ def upstream_alone(titan_run):
 
 def test_every_sink_gets_every_metric_at_every_step(all_sinks, release, mlflow_client):
     all_sinks.assert_trained()
+    assert not [line for line in all_sinks.output.splitlines() if "step:" in line and "\x1b[" in line]  # no colour
     expected = release.tracked_on_cpu | PERF_KEYS
     [logdir] = tb_dirs(all_sinks.dump)
     tb = assert_tb_has_every_step(logdir, expected)
@@ -156,7 +162,7 @@ def artifact_files(client, run_id: str, path: str) -> list[str]:
     return sorted(found)
 
 
-@pytest.mark.parametrize("release", ["0.3.0"], indirect=True)  # 0.2.2: test_upstreams_own_toml_job_under_primus_run
+@pytest.mark.parametrize("release", ["0.3.0"], indirect=True, ids=release_id)  # 0.2.2: see the TOML job's test
 def test_losses_are_those_of_upstream_alone(all_sinks, upstream_alone):
     all_sinks.assert_trained()
     upstream_alone.assert_trained()
@@ -178,19 +184,21 @@ def toml_under_primus_run(titan_run, mlflow_server):
     torchtitan.train --job.config_file ...`, every tracker and MLflow option on the command line."""
     return titan_run("toml-primus-run", "--metrics.enable_tensorboard", "--metrics.enable_wandb",
                      "--metrics.enable_mlflow", "--metrics.mlflow_experiment_name", "titan-toml-primus-run",
-                     "--metrics.mlflow_run_name", "toml-job", release=V0_2, launcher="primus-run",
+                     "--metrics.mlflow_run_name", "toml-job", "--metrics.save_tb_folder", "tb_v0_2",
+                     "--metrics.save_for_all_ranks", release=V0_2, launcher="primus-run",
                      env={"MLFLOW_TRACKING_URI": mlflow_server.uri, **WANDB_ENV})
 
 
-@pytest.mark.parametrize("release", ["0.2.2"], indirect=True)
+@pytest.mark.parametrize("release", ["0.2.2"], indirect=True, ids=release_id)
 def test_upstreams_own_toml_job_under_primus_run_is_tracked_at_every_step(toml_under_primus_run, all_sinks,
                                                                           mlflow_client):
     toml_under_primus_run.assert_trained()
     run = only_run(mlflow_client, "titan-toml-primus-run")
-    assert run.info.run_name == "toml-job"
+    assert run.info.run_name == "toml-job-rank0"  # save_for_all_ranks: one run per rank
     assert_mlflow_has_every_step(mlflow_client, run, V0_2.tracked_on_cpu)  # "lr", where 0.3 logs "lr/AdamW"
     assert run.data.params["job.config_file"] == str(V0_2.model_args[1])
     [logdir] = tb_dirs(toml_under_primus_run.dump)
+    assert logdir.name == "rank_0" and logdir.parent.parent == toml_under_primus_run.dump / "tb_v0_2"
     tb = assert_tb_has_every_step(logdir, V0_2.tracked_on_cpu)
     rows = [r for r in read_wandb_history(toml_under_primus_run.dump) if "grad_norm" in r]
     assert [r["_step"] for r in rows] == STEP_LIST and all(V0_2.tracked_on_cpu <= set(r) for r in rows)
