@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 from types import ModuleType
-from typing import Any
 
 from primus.backends.torchtitan.patches.versions import CONFIGURABLE, TOML_JOB_CONFIG, TORCHTITAN
 from primus.patches import REGISTRY, PatchHandle
