@@ -26,12 +26,10 @@ from primus.config.run_directory import choose_run_dir, timestamp
 # python -m <entry> runs the framework's upstream trainer with Primus's patches active
 ENTRY_MODULES = {"megatron": "primus.backends.megatron", "torchtitan": "primus.backends.torchtitan",
                  "maxtext": "primus.backends.maxtext"}
-# framework -> (the package its interpreter must import, the variable naming that interpreter, the
-# environment scripts/setup-maxtext-venv.sh builds next to the one running primus)
 # framework -> (what it imports to run, the variable naming its Python, the environment beside this one). A
 # MaxText checkout on PYTHONPATH makes `maxtext` importable from the torch environment too: JAX tells them apart.
 OWN_INTERPRETERS = {"maxtext": (("maxtext", "jax"), "PRIMUS_MAXTEXT_PYTHON", ".venv-maxtext")}
-TITAN_CHECKPOINT_FOLDER = "checkpoint"  # upstream's checkpoint.folder default (torchtitan 0.3)
+TITAN_CHECKPOINT_FOLDER = "checkpoint"  # upstream's checkpoint.folder default (torchtitan 0.2.2 and 0.3)
 
 
 @dataclass(frozen=True)
@@ -101,11 +99,19 @@ def _titan_checkpoint(module: ModuleConfig) -> dict | None:
     return checkpoint if module.framework == "torchtitan" and checkpoint.get("enable") else None
 
 
+def _titan_given_dump_folder(module: ModuleConfig) -> str | None:
+    """The dump folder the experiment names: ``dump_folder`` (torchtitan 0.3's field) or ``job.dump_folder``
+    (0.2.2's)."""
+    job = module.params.get("job")
+    return module.params.get("dump_folder") or (job.get("dump_folder") if isinstance(job, Mapping) else None)
+
+
 def _titan_dump_folder(exp: Experiment, module: ModuleConfig, run_dir: Path | None = None) -> Path:
     """The experiment's dump_folder; else, when checkpointing, one every launch shares (workspace/exp_name,
     which holds <checkpoint folder>/primus); else the run directory."""
-    if module.params.get("dump_folder"):
-        return Path(module.params["dump_folder"])
+    given = _titan_given_dump_folder(module)
+    if given:
+        return Path(given)
     if _titan_checkpoint(module) is not None or run_dir is None:
         return exp.workspace / exp.name
     return run_dir
@@ -127,7 +133,7 @@ def _derived_overrides(exp: Experiment, module: ModuleConfig, run_dir: Path) -> 
     prefix = f"modules.{module.name}.overrides"
     if module.framework == "torchtitan":
         metrics = module.params.get("metrics") or {}
-        derived = [] if module.params.get("dump_folder") else [
+        derived = [] if _titan_given_dump_folder(module) else [
             f"{prefix}.dump_folder={_titan_dump_folder(exp, module, run_dir)}"]
         if not metrics.get("mlflow_experiment_name"):
             derived.append(f"{prefix}.metrics.mlflow_experiment_name={exp.name}")

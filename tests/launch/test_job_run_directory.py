@@ -42,6 +42,13 @@ def test_checkpoint_folder_and_dump_folder_of_the_experiment_are_followed(tmp_pa
                        "metrics.mlflow_experiment_name=mine"]  # nothing derived: the experiment said it all
 
 
+def test_a_torchtitan_0_2_2_job_dump_folder_is_followed(tmp_path):
+    # 0.2.2 keeps the dump folder in its job section (0.3: dump_folder at the top)
+    _, job, derived = titan_job(tmp_path, "checkpoint.enable=true", f"job.dump_folder={tmp_path / 'out'}")
+    assert job.run_dir == tmp_path / "out" / "checkpoint" / "primus"
+    assert not [d for d in derived if d.startswith(f"{PREFIX}dump_folder=")]
+
+
 def test_torchtitan_job_without_checkpoints_gets_a_new_run_directory_that_holds_its_outputs(tmp_path):
     exp = load_experiment(TITAN, [f"workspace={tmp_path}"])
     module = exp.modules["pre_trainer"]

@@ -1,29 +1,40 @@
-"""``python -m primus.backends.torchtitan [torchtitan args]``: upstream's ``torchtitan.train.main()`` with
-Primus's patches active. Without ``--module``/``--config`` on the command line they come from the
-experiment's ``model:`` section (``model: {module: llama3, config: llama3_8b}``). Without torchrun, the
-rendezvous variables of a one-process world are set."""
+"""``python -m primus.backends.torchtitan [torchtitan args]``: upstream's ``python -m torchtitan.train``
+(run as ``__main__``, so each release calls its own ``main``: 0.3 ``main()``, 0.2.2 ``main(Trainer)``) with
+Primus's patches active. What upstream reads only from its command line comes from the experiment when the
+command line has none: ``model: {module, config}`` -> ``--module/--config`` (0.3, e.g. ``{module: llama3,
+config: llama3_8b}``) and ``job.config_file`` -> ``--job.config_file`` (0.2.2's TOML job file). Without
+torchrun, the rendezvous variables of a one-process world are set."""
 
 from __future__ import annotations
 
 import os
+import runpy
 import socket
 import sys
 from collections.abc import Mapping, MutableMapping, Sequence
 
 from primus.backends.torchtitan.experiment import MODEL_SECTION, experiment_params
 
+# (experiment section, key, upstream's flag): read by upstream from sys.argv before its config is built
+_COMMAND_LINE_ONLY = ((MODEL_SECTION, "module", "--module"), (MODEL_SECTION, "config", "--config"),
+                      ("job", "config_file", "--job.config_file"))
 _SINGLE_PROCESS = (("MASTER_ADDR", "127.0.0.1"), ("RANK", "0"), ("WORLD_SIZE", "1"), ("LOCAL_RANK", "0"),
                    ("LOCAL_WORLD_SIZE", "1"))
 
 
+def _given(argv: Sequence[str], flag: str) -> bool:
+    spellings = {flag, flag.replace("_", "-")}  # upstream accepts --job.config-file too
+    return any(a in spellings or a.split("=", 1)[0] in spellings for a in argv)
+
+
 def upstream_argv(argv: Sequence[str], params: Mapping | None) -> list[str]:
-    """``argv`` plus ``--module``/``--config`` from the experiment where the command line has none."""
+    """``argv`` plus the command-line-only flags the experiment sets and the command line does not."""
     argv = list(argv)
-    model = (params or {}).get(MODEL_SECTION) or {}
-    for flag in ("module", "config"):
-        given = any(a == f"--{flag}" or a.startswith(f"--{flag}=") for a in argv)
-        if not given and model.get(flag):
-            argv += [f"--{flag}", str(model[flag])]
+    for section, key, flag in _COMMAND_LINE_ONLY:
+        values = (params or {}).get(section)
+        value = values.get(key) if isinstance(values, Mapping) else None
+        if value and not _given(argv, flag):
+            argv += [flag, str(value)]
     return argv
 
 
@@ -39,6 +50,4 @@ def single_process_env(environ: MutableMapping[str, str] = os.environ) -> None:
 def main() -> None:
     sys.argv[1:] = upstream_argv(sys.argv[1:], experiment_params())
     single_process_env()
-    import torchtitan.train
-
-    torchtitan.train.main()
+    runpy.run_module("torchtitan.train", run_name="__main__", alter_sys=True)

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from primus.config.environment import RUN_DIR_ENV
-MODEL_SECTION = "model"  # Primus's: {module, config} -> upstream's --module / --config
+
+MODEL_SECTION = "model"  # 0.3: Primus's {module, config} -> upstream's --module / --config; 0.2.2: upstream's own
 
 
 def experiment_params(environ: Mapping[str, str] = os.environ) -> dict[str, Any] | None:

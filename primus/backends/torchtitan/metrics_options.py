@@ -1,9 +1,11 @@
 """Primus's metrics options as fields of upstream's ``metrics`` config.
 
-``with_primus_options`` turns the loaded ``MetricsProcessor.Config`` (or a user's subclass of it) into
-a subclass that also has the fields below, so they are set the same way as upstream's own — in the
+``with_primus_options`` turns the loaded ``MetricsProcessor.Config`` (0.3; or a user's subclass of it)
+into a subclass that also has the fields below, so they are set the same way as upstream's own — in the
 experiment YAML's ``metrics:`` block or on the command line (``--metrics.enable-mlflow``) — and are
-part of the config dict every tracker receives. ``build()`` still constructs the same processor class."""
+part of the config dict every tracker receives. ``build()`` still constructs the same processor class.
+``primus_job_config_class`` does the same for a 0.2.2 ``JobConfig`` class, whose ``metrics`` field type is
+what its TOML loader and command-line parser read (so ``[metrics] enable_mlflow = true`` works too)."""
 
 from __future__ import annotations
 
@@ -50,6 +52,19 @@ def primus_config_class(base: type) -> type:
 
     PrimusMetricsConfig.__name__ = PrimusMetricsConfig.__qualname__ = f"Primus{base.__qualname__.replace('.', '')}"
     return PrimusMetricsConfig
+
+
+@functools.cache
+def primus_job_config_class(job_config_class: type) -> type:
+    """``job_config_class`` (upstream's ``JobConfig`` or a merge of it with a user's custom config) with
+    Primus's fields in its ``metrics`` section."""
+    [metrics] = [f for f in dataclasses.fields(job_config_class) if f.name == "metrics"]
+    options = primus_config_class(metrics.type)
+    if options is metrics.type:
+        return job_config_class
+    return dataclasses.make_dataclass(f"Primus{job_config_class.__name__}",
+                                      [("metrics", options, dataclasses.field(default_factory=options))],
+                                      bases=(job_config_class,))
 
 
 def with_primus_options(metrics_config: Any) -> Any:

@@ -16,15 +16,16 @@ _DTYPES = {"bfloat16": "bf16", "float32": "fp32", "float16": "fp16"}
 
 
 class StepPerf:
-    def __init__(self, dtype: str):
+    def __init__(self, dtype: str, log_freq: int):
         self._dtype = _DTYPES.get(dtype, dtype)
+        self._log_freq = log_freq  # the steps upstream counts for the first log (as its end_to_end(s))
         self._utilisation = Utilisation()
         self._last_step: int | None = None
 
     def measure(self, processor: Any, step: int) -> dict[str, float]:
         """Call before upstream's ``log`` on the same step (it resets the counters read here)."""
         seconds = time.perf_counter() - processor.time_last_log
-        steps = step - self._last_step if self._last_step is not None else processor.config.log_freq
+        steps = step - self._last_step if self._last_step is not None else self._log_freq
         self._last_step = step
         dims = processor.parallel_dims
         # ntokens_since_last_log counts this rank's batches; data-parallel ranks each see their own

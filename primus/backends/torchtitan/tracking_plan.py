@@ -60,10 +60,12 @@ def run_directory(metrics: Any, *, dump_folder: str, checkpoint_dir: Path | None
 
 
 def plan_tracking(metrics: Any, *, dump_folder: str, checkpoint_dir: Path | None, rank: int,
-                  explicit_run_dir: Path | None = None, profiling: bool = False) -> TrackingPlan:
+                  explicit_run_dir: Path | None = None, profiling: bool = False,
+                  profiler_section: str = "profiler") -> TrackingPlan:
     """``metrics``: the parsed metrics config (upstream's fields plus Primus's, see metrics_options);
     ``checkpoint_dir``: where upstream saves checkpoints, None when checkpointing is off;
-    ``profiling``: upstream's profiler.enable_profiling (the trace report has nothing to read without it)."""
+    ``profiling``: upstream's <profiler_section>.enable_profiling (the trace report has nothing to read
+    without it); ``profiler_section``: upstream's name for that section (0.3 ``profiler``, 0.2 ``profiling``)."""
     warnings: list[str] = []
     infos: list[str] = []
     if metrics.log_freq < 1:
@@ -81,8 +83,9 @@ def plan_tracking(metrics: Any, *, dump_folder: str, checkpoint_dir: Path | None
                      f"(metrics.enable_mlflow: false)")
         uploads = []
     if "mlflow_upload_tracelens_report" in uploads and not profiling:
-        warnings.append("metrics.mlflow_upload_tracelens_report is on but profiling is off: there will be no "
-                        "traces to report on. Set profiler.enable_profiling: true (--profiler.enable-profiling).")
+        warnings.append(f"metrics.mlflow_upload_tracelens_report is on but profiling is off: there will be no "
+                        f"traces to report on. Set {profiler_section}.enable_profiling: true "
+                        f"(--{profiler_section}.enable-profiling).")
     tracing = bool({"mlflow_upload_traces", "mlflow_upload_tracelens_report"} & set(uploads))
     if not (metrics.enable_tensorboard or metrics.enable_wandb or mlflow_on):
         return TrackingPlan(None, False, False, None, None, tuple(warnings), tuple(infos))

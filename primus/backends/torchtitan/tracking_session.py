@@ -16,20 +16,24 @@ log = get_logger("primus.torchtitan")
 _PLAN: TrackingPlan | None = None
 
 
-def prepare_tracking(config: Any, rank: int) -> TrackingPlan:
-    """Plan from the parsed ``Trainer.Config`` (raises TrackingPlanError), say what was decided once,
-    and point upstream's log and profiler output where the MLflow upload takes it from."""
+def prepare_tracking(config: Any, rank: int, *, dump_folder: str, profiler_section: str) -> TrackingPlan:
+    """Plan from upstream's parsed config (raises TrackingPlanError), say what was decided once, and point
+    upstream's log and profiler output where the MLflow upload takes it from. ``config`` has ``metrics``
+    and ``checkpoint`` sections in every release; ``dump_folder`` and the profiler section's name are
+    where the release keeps them."""
     global _PLAN
-    checkpoint_dir = Path(config.dump_folder) / config.checkpoint.folder if config.checkpoint.enable else None
-    plan = plan_tracking(config.metrics, dump_folder=config.dump_folder, checkpoint_dir=checkpoint_dir, rank=rank,
-                         explicit_run_dir=run_dir_from_env(), profiling=config.profiler.enable_profiling)
+    checkpoint_dir = Path(dump_folder) / config.checkpoint.folder if config.checkpoint.enable else None
+    profiler = getattr(config, profiler_section)
+    plan = plan_tracking(config.metrics, dump_folder=dump_folder, checkpoint_dir=checkpoint_dir, rank=rank,
+                         explicit_run_dir=run_dir_from_env(), profiling=profiler.enable_profiling,
+                         profiler_section=profiler_section)
     if rank == 0:
         for text in plan.infos:
             log.info("%s", text)
         for text in plan.warnings:
             log.warning("%s", text)
     if plan.traces_dir is not None:
-        config.profiler.save_traces_folder = str(plan.traces_dir)  # absolute: joined to dump_folder, it stays
+        profiler.save_traces_folder = str(plan.traces_dir)  # absolute: joined to dump_folder, it stays
     if plan.log_file is not None:
         capture_console(plan.log_file)
     _PLAN = plan
@@ -40,21 +44,22 @@ def current_plan() -> TrackingPlan | None:
     return _PLAN
 
 
-def start_tracking(plan: TrackingPlan, *, config_dict: dict[str, Any] | None, tag: str | None):
-    """Start the run on this rank and return the logger upstream's processor will use."""
+def start_tracking(plan: TrackingPlan, *, params: dict[str, Any], model: dict[str, Any] | None, tag: str | None):
+    """Start the run on this rank and return the logger upstream's processor will use. ``params``: upstream's
+    config as a dict (every release has its ``training`` and ``metrics`` sections); ``model``: the dict that
+    names the model (its ``name`` and ``flavor`` become tags)."""
     from primus.backends.torchtitan.hub_logger import HubLogger
     from primus.backends.torchtitan.step_perf import StepPerf
     from primus.tracking import start_run
 
-    settings = dict(config_dict or {})
-    model = settings.pop("model_spec", None)  # the model's layer-by-layer configs: not run parameters
     tags = {"primus.backend": "torchtitan"}
-    if isinstance(model, dict):
-        tags.update({f"torchtitan.{k}": str(model[k]) for k in ("name", "flavor") if model.get(k) is not None})
-    run = start_run(plan.for_run(params=settings, tags=tags))
+    tags.update({f"torchtitan.{k}": str(v) for k in ("name", "flavor") if (v := (model or {}).get(k)) is not None})
+    run = start_run(plan.for_run(params=params, tags=tags))
     run.install_exit_handlers()
-    training = settings.get("training", {})
-    perf = StepPerf(str(training.get("mixed_precision_param", "bfloat16"))) if plan.perf_metrics else None
+    perf = None
+    if plan.perf_metrics:
+        perf = StepPerf(str(params.get("training", {}).get("mixed_precision_param", "bfloat16")),
+                        log_freq=int(params.get("metrics", {}).get("log_freq", 1)))
     return HubLogger(run, tag=tag, perf=perf)
 
 

@@ -1,7 +1,11 @@
-"""An experiment's sections set on upstream's ``Trainer.Config`` (the loaded config function's result),
-before the command line is parsed: so ``training: {steps: 5}`` in YAML means ``--training.steps 5``, and
-a flag given on the command line still wins. Keys upstream does not have are errors, reported together,
-with a did-you-mean."""
+"""An experiment's sections set on upstream's config before the command line is parsed onto it — 0.3's
+``Trainer.Config`` (the loaded config function's result), 0.2.2's ``JobConfig`` (defaults, then the TOML
+job file): so ``training: {steps: 5}`` in YAML means ``--training.steps 5``, and a flag given on the
+command line still wins. Keys upstream does not have are errors, reported together, with a did-you-mean.
+
+How an experiment names what upstream reads only from its command line (``entry.upstream_argv`` adds the
+flags) differs by release: ``model: {module, config}`` (0.3's ``--module/--config``) or ``job.config_file``
+(0.2.2's ``--job.config_file``); the functions below give each release the sections it has."""
 
 from __future__ import annotations
 
@@ -10,7 +14,35 @@ import difflib
 from collections.abc import Mapping
 from typing import Any
 
+from primus.backends.torchtitan.experiment import MODEL_SECTION
 from primus.config import ConfigError
+
+
+CONFIG_FUNCTION_KEYS = ("module", "config")  # of MODEL_SECTION, on 0.3
+
+
+def config_function_sections(params: Mapping[str, Any]) -> dict[str, Any]:
+    """0.3: the experiment minus ``model`` (the config function it names is already loaded)."""
+    return {k: v for k, v in params.items() if k != MODEL_SECTION}
+
+
+def job_config_sections(params: Mapping[str, Any]) -> dict[str, Any]:
+    """0.2.2: the experiment as ``JobConfig`` sections. Primus's ``dump_folder`` (what `primus train`
+    derives, 0.3's field) is ``job.dump_folder`` unless the experiment sets that; a 0.3 config function
+    named in ``model`` is an error with the 0.2.2 way to say it."""
+    model = params.get(MODEL_SECTION)
+    named = [k for k in CONFIG_FUNCTION_KEYS if isinstance(model, Mapping) and k in model]
+    if named:
+        raise ConfigError([f"torchtitan.model.{k}={model[k]!r}: torchtitan 0.2.2 has no --{k} (config functions "
+                           f"came in 0.3); name the TOML job file with job.config_file and the model with "
+                           f"model.name and model.flavor, e.g. model: {{name: llama3, flavor: debugmodel}}"
+                           for k in named])
+    sections = dict(params)
+    if "dump_folder" in sections:
+        dump_folder, job = sections.pop("dump_folder"), sections.get("job") or {}
+        if isinstance(job, Mapping) and "dump_folder" not in job:  # not a mapping: apply_sections reports it
+            sections["job"] = {**job, "dump_folder": dump_folder}
+    return sections
 
 
 def apply_sections(config: Any, params: Mapping[str, Any], where: str = "torchtitan") -> None:

@@ -1,6 +1,7 @@
-"""Launch tiny real TorchTitan trainings (upstream's llama3 debug model, CPU config) through Primus:
+"""Launch tiny real TorchTitan trainings (upstream's llama3 debug model, CPU-sized) through Primus:
 ``python -m primus.backends.torchtitan`` (what `primus train` runs) or ``primus-run torchrun -m
-torchtitan.train`` (the user's own upstream command), 1 or 2 processes, output captured to a file."""
+torchtitan.train`` (the user's own upstream command), 1 or 2 processes, output captured to a file; on
+the installed release (0.3) or an alternate one (titan_runs.RELEASES)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,9 @@ from pathlib import Path
 
 import pytest
 from support.launch import start, wait_or_kill
-from titan_runs import CPU_CONFIG, STEPS, TitanRun
+from titan_runs import STEPS, V0_3, Release, TitanRun
 
-from primus.backends.torchtitan.assets import ASSETS_ENV
+from primus.backends.torchtitan.assets import ASSETS_ENV, VERSION, ensure_tiny_assets
 
 
 @pytest.fixture(scope="session")
@@ -23,16 +24,18 @@ def titan_assets(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def titan_run(tmp_path_factory, titan_assets):
-    """``titan_run(name, *args, nproc=1, launcher="primus", env=None, timeout=240) -> TitanRun``, each in
-    its own directory.
+    """``titan_run(name, *args, release=V0_3, model_from_experiment=False, nproc=1, launcher="primus", env=None,
+    timeout=240) -> TitanRun``, each in its own directory.
     launcher "primus": python -m primus.backends.torchtitan; "primus-run": primus-run torchrun -m
-    torchtitan.train (activation through the bootstrap); "upstream": torchrun -m torchtitan.train."""
+    torchtitan.train (activation through the bootstrap); "upstream": torchrun -m torchtitan.train.
+    ``model_from_experiment``: the command line does not name the model's config; the experiment does."""
 
-    def run(name: str, *args: str, nproc: int = 1, launcher: str = "primus", env: dict[str, str] | None = None,
-            timeout: float = 240) -> TitanRun:
+    def run(name: str, *args: str, release: Release = V0_3, model_from_experiment: bool = False, nproc: int = 1,
+            launcher: str = "primus", env: dict[str, str] | None = None, timeout: float = 240) -> TitanRun:
         tmp_path = tmp_path_factory.mktemp(name)
         dump = tmp_path / "dump"
-        run_env = {"HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", ASSETS_ENV: str(titan_assets), **(env or {})}
+        run_env = {"HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", ASSETS_ENV: str(titan_assets), **release.env(),
+                   **(env or {})}
         torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}",
                     "--local-ranks-filter", "0"]
         command = {
@@ -44,8 +47,10 @@ def titan_run(tmp_path_factory, titan_assets):
         }[launcher]
         log_path = tmp_path / "run.log"
         started = time.monotonic()
-        process = start([*command, *CPU_CONFIG, "--training.steps", str(STEPS), "--dump-folder", str(dump), *args],
-                        tmp_path, log_path, run_env)
+        upstream_args = [*(() if model_from_experiment else release.model_args),
+                         *release.cpu_args(ensure_tiny_assets(titan_assets / VERSION)),  # the subprocesses' cache
+                         "--training.steps", str(STEPS), release.dump_flag, str(dump), *args]
+        process = start([*command, *upstream_args], tmp_path, log_path, run_env)
         code = wait_or_kill(process, timeout)
         if code is None:
             run = TitanRun(None, log_path, timeout, dump=dump)

@@ -18,6 +18,14 @@ def test_the_command_line_wins():
     assert upstream_argv(["--x"], None) == ["--x"]
 
 
+def test_a_toml_job_file_comes_from_the_experiment():
+    job = {"job": {"config_file": "/x/debug_model.toml", "dump_folder": "/d"}}
+    assert upstream_argv(["--training.steps", "3"], job) == ["--training.steps", "3", "--job.config_file",
+                                                             "/x/debug_model.toml"]
+    for given in (["--job.config_file", "/mine.toml"], ["--job.config-file=/mine.toml"]):
+        assert upstream_argv(given, job) == given
+
+
 def test_one_process_world_without_torchrun():
     env = {"RANK": "3"}
     single_process_env(env)

@@ -1,6 +1,7 @@
-"""Upstream torchtitan 0.3.0 trains the llama3 debug model on CPU with Primus's hub behind its metrics
-processor. What every tracker received is read back — TensorBoard event files, the W&B offline run
-file, the real MLflow server — and must hold every metric upstream computes at every logged step (but
+"""Upstream torchtitan trains the llama3 debug model on CPU with Primus's hub behind its metrics processor,
+on every supported release: 0.3.0 (the installed one) and 0.2.2 (its TOML job files; upstream's own
+debug_model.toml). What every tracker received is read back — TensorBoard event files, the W&B offline run
+file, the real MLflow server — and must hold every metric upstream computes at every logged step, once (but
 its mfu(%), made up on a CPU); disabled trackers must hold nothing, and training must not change (same
 losses as upstream alone). The profiler's traces become artifacts of the MLflow run."""
 
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from support.readers import mlflow_history, read_tb_scalars, read_wandb_history, wandb_files, wandb_records
-from titan_runs import STEPS, TRACKED_ON_CPU, UPSTREAM_KEYS
+from titan_runs import RELEASES, STEPS, TRACKED_ON_CPU, UPSTREAM_KEYS, V0_2
 
 from primus.tracking.names import is_valid_mlflow_key, mlflow_key
 
@@ -31,19 +32,20 @@ modules:
     framework: torchtitan
     config: pre_trainer.yaml
     overrides:
-      model: {module: primus.backends.torchtitan, config: llama3_debugmodel_cpu}
-      training: {steps: 3}
+      {model}
+      training: {{steps: 3}}
       metrics:
         log_freq: 1
         enable_tensorboard: true
         enable_wandb: true
         enable_mlflow: true
-        mlflow_experiment_name: titan-all-sinks
+        mlflow_experiment_name: {experiment}
         mlflow_upload_performance_metrics: true
         mlflow_upload_logs: true
         mlflow_upload_traces: true
         primus_exit_deadline: 20
-      profiler: {enable_profiling: true, profile_freq: 2, profiler_warmup: 1, profiler_active: 1}
+        disable_color_printing: true
+      {profiler}: {{enable_profiling: true, profile_freq: 2, profiler_warmup: 1, profiler_active: 1}}
 """
 MFU_NOTICE = "upstream's mfu(%) is not tracked: the peak FLOP/s of 'CPU"
 
@@ -74,13 +76,28 @@ def assert_tb_has_every_step(logdir: Path, keys) -> dict[str, list[tuple[int, fl
     return scalars
 
 
+def release_id(version: str) -> str:
+    return f"torchtitan-{version}"
+
+
+@pytest.fixture(scope="module", params=list(RELEASES), ids=release_id)
+def release(request):
+    return RELEASES[request.param]
+
+
+def all_sinks_experiment(release) -> str:
+    return f"titan-all-sinks-{release.version}"
+
+
 @pytest.fixture(scope="module")
-def all_sinks(titan_run, mlflow_server, tmp_path_factory):
-    """One process through `primus train`'s entry, every tracker on from an experiment YAML."""
+def all_sinks(titan_run, mlflow_server, tmp_path_factory, release):
+    """One process through `primus train`'s entry, the model's config (0.3: the config function, 0.2.2:
+    upstream's debug_model.toml) and every tracker named in the experiment YAML."""
     exp = tmp_path_factory.mktemp("exp") / "titan_all_sinks.yaml"
-    exp.write_text(ALL_SINKS_YAML)
-    return titan_run("all-sinks", env={"PRIMUS_CONFIG": str(exp), "MLFLOW_TRACKING_URI": mlflow_server.uri,
-                                       **WANDB_ENV})
+    exp.write_text(ALL_SINKS_YAML.format(model=release.model_overrides, experiment=all_sinks_experiment(release),
+                                         profiler=release.profiler_section))
+    return titan_run(f"all-sinks-{release.version}", release=release, model_from_experiment=True,
+                     env={"PRIMUS_CONFIG": str(exp), "MLFLOW_TRACKING_URI": mlflow_server.uri, **WANDB_ENV})
 
 
 @pytest.fixture(scope="module")
@@ -90,9 +107,10 @@ def upstream_alone(titan_run):
                      env={"PRIMUS_PATCHES": CPU_PATCHES_ONLY})
 
 
-def test_every_sink_gets_every_metric_at_every_step(all_sinks, mlflow_client):
+def test_every_sink_gets_every_metric_at_every_step(all_sinks, release, mlflow_client):
     all_sinks.assert_trained()
-    expected = TRACKED_ON_CPU | PERF_KEYS
+    assert not [line for line in all_sinks.output.splitlines() if "step:" in line and "\x1b[" in line]  # no colour
+    expected = release.tracked_on_cpu | PERF_KEYS
     [logdir] = tb_dirs(all_sinks.dump)
     tb = assert_tb_has_every_step(logdir, expected)
 
@@ -103,7 +121,7 @@ def test_every_sink_gets_every_metric_at_every_step(all_sinks, mlflow_client):
         tb_loss = dict(tb["loss_metrics/global_avg_loss"])[row["_step"]]
         assert row["loss_metrics/global_avg_loss"] == pytest.approx(tb_loss, rel=1e-6)
 
-    run = only_run(mlflow_client, "titan-all-sinks")
+    run = only_run(mlflow_client, all_sinks_experiment(release))
     assert_mlflow_has_every_step(mlflow_client, run, expected)
     losses = mlflow_history(mlflow_client, run.info.run_id, "loss_metrics/global_avg_loss")
     assert [v for _, v in losses] == pytest.approx([v for _, v in tb["loss_metrics/global_avg_loss"]], rel=1e-6)
@@ -116,8 +134,8 @@ def test_wandb_run_takes_its_settings_from_the_environment(all_sinks):
     assert (run.project, run.display_name, run.entity) == ("titan-e2e", "titan-all-sinks", "primus-team")
 
 
-def test_mlflow_run_has_the_config_and_this_runs_log(all_sinks, mlflow_client):
-    run = only_run(mlflow_client, "titan-all-sinks")
+def test_mlflow_run_has_the_config_and_this_runs_log(all_sinks, release, mlflow_client):
+    run = only_run(mlflow_client, all_sinks_experiment(release))
     params = run.data.params
     assert params["training.steps"] == "3" and params["metrics.enable_mlflow"] == "True"
     assert params["metrics.primus_exit_deadline"] == "20.0"
@@ -126,12 +144,12 @@ def test_mlflow_run_has_the_config_and_this_runs_log(all_sinks, mlflow_client):
     assert log == "logs/rank_0.log"
 
 
-def test_profiler_traces_are_artifacts_of_the_mlflow_run(all_sinks, mlflow_client):
+def test_profiler_traces_are_artifacts_of_the_mlflow_run(all_sinks, release, mlflow_client):
     all_sinks.assert_trained()
     [run_dir] = {p.parent for p in all_sinks.dump.rglob("journal.jsonl")}
     traces = sorted(p.relative_to(run_dir).as_posix() for p in (run_dir / "traces").rglob("*") if p.is_file())
-    assert "traces/iteration_2/rank0_trace.json.gz" in traces  # upstream's profiler wrote where MLflow uploads from
-    run = only_run(mlflow_client, "titan-all-sinks")
+    assert f"traces/{release.trace_file}" in traces  # upstream's profiler wrote where MLflow uploads from
+    run = only_run(mlflow_client, all_sinks_experiment(release))
     assert artifact_files(mlflow_client, run.info.run_id, "traces") == traces
     uploaded = Path(mlflow_client.download_artifacts(run.info.run_id, traces[0], str(run_dir.parent / "download")))
     assert uploaded.read_bytes() == (run_dir / traces[0]).read_bytes()
@@ -144,6 +162,7 @@ def artifact_files(client, run_id: str, path: str) -> list[str]:
     return sorted(found)
 
 
+@pytest.mark.parametrize("release", ["0.3.0"], indirect=True, ids=release_id)  # 0.2.2: see the TOML job's test
 def test_losses_are_those_of_upstream_alone(all_sinks, upstream_alone):
     all_sinks.assert_trained()
     upstream_alone.assert_trained()
@@ -157,6 +176,36 @@ def test_losses_are_those_of_upstream_alone(all_sinks, upstream_alone):
                 "lr/AdamW"):
         assert ours[key] == theirs[key], key
     assert all(math.isfinite(v) for _, v in ours["loss_metrics/global_avg_loss"])
+
+
+@pytest.fixture(scope="module")
+def toml_under_primus_run(titan_run, mlflow_server):
+    """torchtitan 0.2.2 as its users run it: upstream's own debug_model.toml, `primus-run torchrun -m
+    torchtitan.train --job.config_file ...`, every tracker and MLflow option on the command line."""
+    return titan_run("toml-primus-run", "--metrics.enable_tensorboard", "--metrics.enable_wandb",
+                     "--metrics.enable_mlflow", "--metrics.mlflow_experiment_name", "titan-toml-primus-run",
+                     "--metrics.mlflow_run_name", "toml-job", "--metrics.save_tb_folder", "tb_v0_2",
+                     "--metrics.save_for_all_ranks", release=V0_2, launcher="primus-run",
+                     env={"MLFLOW_TRACKING_URI": mlflow_server.uri, **WANDB_ENV})
+
+
+@pytest.mark.parametrize("release", ["0.2.2"], indirect=True, ids=release_id)
+def test_upstreams_own_toml_job_under_primus_run_is_tracked_at_every_step(toml_under_primus_run, all_sinks,
+                                                                          mlflow_client):
+    toml_under_primus_run.assert_trained()
+    run = only_run(mlflow_client, "titan-toml-primus-run")
+    assert run.info.run_name == "toml-job-rank0"  # save_for_all_ranks: one run per rank
+    assert_mlflow_has_every_step(mlflow_client, run, V0_2.tracked_on_cpu)  # "lr", where 0.3 logs "lr/AdamW"
+    assert run.data.params["job.config_file"] == str(V0_2.model_args[1])
+    [logdir] = tb_dirs(toml_under_primus_run.dump)
+    assert logdir.name == "rank_0" and logdir.parent.parent == toml_under_primus_run.dump / "tb_v0_2"
+    tb = assert_tb_has_every_step(logdir, V0_2.tracked_on_cpu)
+    rows = [r for r in read_wandb_history(toml_under_primus_run.dump) if "grad_norm" in r]
+    assert [r["_step"] for r in rows] == STEP_LIST and all(V0_2.tracked_on_cpu <= set(r) for r in rows)
+    # the same job named in an experiment YAML and run through `primus train`'s entry trains the same
+    assert toml_under_primus_run.console_steps() == all_sinks.console_steps()
+    assert tb["loss_metrics/global_avg_loss"] == read_tb_scalars(tb_dirs(all_sinks.dump)[0])[
+        "loss_metrics/global_avg_loss"]
 
 
 @pytest.fixture(scope="module")

@@ -18,9 +18,10 @@ def metrics(**overrides):
     return SimpleNamespace(**{**settings, **overrides})
 
 
-def plan(tmp_path, checkpoint_dir=None, rank=0, explicit=None, profiling=False, **overrides):
+def plan(tmp_path, checkpoint_dir=None, rank=0, explicit=None, profiling=False, profiler_section="profiler",
+         **overrides):
     return plan_tracking(metrics(**overrides), dump_folder=str(tmp_path), checkpoint_dir=checkpoint_dir, rank=rank,
-                         explicit_run_dir=explicit, profiling=profiling)
+                         explicit_run_dir=explicit, profiling=profiling, profiler_section=profiler_section)
 
 
 def test_every_tracker_off_leaves_upstream_alone(tmp_path):
@@ -70,6 +71,8 @@ def test_trace_report_reads_this_runs_traces_and_needs_the_profiler(tmp_path):
     assert unprofiled.warnings == ("metrics.mlflow_upload_tracelens_report is on but profiling is off: there will be "
                                    "no traces to report on. Set profiler.enable_profiling: true "
                                    "(--profiler.enable-profiling).",)
+    unprofiled = plan(tmp_path, enable_mlflow=True, mlflow_upload_tracelens_report=True, profiler_section="profiling")
+    assert unprofiled.warnings[0].endswith("Set profiling.enable_profiling: true (--profiling.enable-profiling).")
 
 
 def test_log_freq_below_one_is_refused(tmp_path):

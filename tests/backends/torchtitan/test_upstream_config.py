@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from torchtitan.models.llama3 import config_registry as tt_registry
 
-from primus.backends.torchtitan.metrics_options import PRIMUS_FIELDS, with_primus_options
-from primus.backends.torchtitan.upstream_config import apply_sections
+from primus.backends.torchtitan.metrics_options import PRIMUS_FIELDS, primus_job_config_class, with_primus_options
+from primus.backends.torchtitan.upstream_config import apply_sections, config_function_sections, job_config_sections
 from primus.config import ConfigError
 
 
@@ -64,3 +64,40 @@ def test_a_user_subclass_keeps_its_processor(config):
     options = with_primus_options(MyProcessor.Config(extra=4))
     assert options._owner is MyProcessor and options.extra == 4 and options.enable_mlflow is False
     assert with_primus_options(options) is options
+
+
+def test_a_config_function_release_drops_the_model_it_names():
+    assert config_function_sections({"model": {"module": "llama3"}, "training": {"steps": 2}}) == {
+        "training": {"steps": 2}}
+
+
+def test_a_toml_release_gets_jobconfig_sections():
+    assert job_config_sections({"dump_folder": "/d", "model": {"name": "llama3"}, "job": {"config_file": "f"}}) == {
+        "job": {"config_file": "f", "dump_folder": "/d"}, "model": {"name": "llama3"}}
+    assert job_config_sections({"dump_folder": "/derived", "job": {"dump_folder": "/mine"}}) == {
+        "job": {"dump_folder": "/mine"}}  # the experiment's own job.dump_folder wins over primus train's
+
+
+def test_a_config_function_on_a_toml_release_is_refused_with_the_fix():
+    with pytest.raises(ConfigError) as error:
+        job_config_sections({"model": {"module": "llama3", "config": "llama3_8b"}})
+    assert [p.split(":")[0] for p in error.value.problems] == ["torchtitan.model.module='llama3'",
+                                                               "torchtitan.model.config='llama3_8b'"]
+    assert "name the TOML job file with job.config_file" in error.value.problems[0]
+
+
+def test_a_jobconfig_class_gets_primus_options_in_its_metrics_section():
+    import dataclasses
+
+    import tyro
+
+    # the shape of torchtitan 0.2.2's JobConfig: plain dataclasses whose field types are classes, not strings
+    Metrics = dataclasses.make_dataclass("Metrics", [("log_freq", int, 10)])
+    JobConfig = dataclasses.make_dataclass("JobConfig", [("metrics", Metrics, dataclasses.field(
+        default_factory=Metrics)), ("steps", int, 1)])
+
+    cls = primus_job_config_class(JobConfig)
+    assert issubclass(cls, JobConfig) and primus_job_config_class(cls) is cls
+    parsed = tyro.cli(cls, args=["--metrics.enable-mlflow", "--metrics.log-freq", "2"])
+    assert (parsed.metrics.enable_mlflow, parsed.metrics.log_freq, parsed.steps) == (True, 2, 1)
+    assert isinstance(parsed.metrics, Metrics)

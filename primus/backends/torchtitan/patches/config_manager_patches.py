@@ -2,36 +2,86 @@
 upstream's config, and the tracking decided (and checked) as soon as the config is parsed.
 
 Required: without them a `--metrics.enable-mlflow` flag is an unknown argument, and a bad setting would
-surface only after the model was built."""
+surface only after the model was built. One patch per upstream generation (versions.py), the same steps:
+Primus's fields in the metrics config, the experiment's sections on the config upstream built before it
+parses the command line, the tracking planned from the parsed config.
+
+- 0.3: ``_load_config`` returns the config function's result: both steps happen on it.
+- 0.2.2: ``parse_args`` builds the base config inline (``JobConfig`` defaults, then the TOML job file) and
+  hands it to ``tyro.cli`` as the default; no method sits between. So ``_maybe_add_custom_config`` (the
+  config class to build) gets Primus's metrics fields, and the ``tyro`` that manager.py calls (an Overlay)
+  sets the experiment's sections on the default it is given (YAML over TOML, the command line over both)."""
 
 from __future__ import annotations
 
 import os
+from types import ModuleType
 
-from primus.backends.torchtitan.patches.versions import TORCHTITAN
-from primus.patches import REGISTRY
+from primus.backends.torchtitan.patches.versions import CONFIGURABLE, TOML_JOB_CONFIG, TORCHTITAN
+from primus.patches import REGISTRY, PatchHandle
 
 
-@REGISTRY.patch("torchtitan.config.experiment", target="torchtitan.config.manager", upstream=TORCHTITAN, backend="torchtitan", required=True,
+def _rank() -> int:
+    return int(os.environ.get("RANK", "0"))
+
+
+@REGISTRY.patch("torchtitan.config.experiment", target="torchtitan.config.manager", upstream=TORCHTITAN,
+                versions=CONFIGURABLE, backend="torchtitan", required=True,
                 description="ConfigManager._load_config: metrics config with Primus's options, experiment YAML "
                             "sections as defaults (the command line still wins); parse_args: tracking plan checked")
-def _install_config(module, handle):
-    from primus.backends.torchtitan.experiment import MODEL_SECTION, experiment_params
+def _install_config(module: ModuleType, handle: PatchHandle) -> None:
+    from primus.backends.torchtitan.experiment import experiment_params
     from primus.backends.torchtitan.metrics_options import with_primus_options
     from primus.backends.torchtitan.tracking_session import prepare_tracking
-    from primus.backends.torchtitan.upstream_config import apply_sections
+    from primus.backends.torchtitan.upstream_config import apply_sections, config_function_sections
 
     def load_config(wrapped, instance, args, kwargs):
         config, rest = wrapped(*args, **kwargs)
         config.metrics = with_primus_options(config.metrics)
-        params = experiment_params() or {}  # `primus train` adds dump_folder (primus.launch.job)
-        apply_sections(config, {k: v for k, v in params.items() if k != MODEL_SECTION})
+        # `primus train` adds dump_folder (primus.launch.job)
+        apply_sections(config, config_function_sections(experiment_params() or {}))
         return config, rest
 
     def parse_args(wrapped, instance, args, kwargs):
         config = wrapped(*args, **kwargs)
-        prepare_tracking(config, rank=int(os.environ.get("RANK", "0")))
+        prepare_tracking(config, _rank(), dump_folder=config.dump_folder, profiler_section="profiler")
         return config
 
     handle.wrap(module.ConfigManager, "_load_config", load_config)
+    handle.wrap(module.ConfigManager, "parse_args", parse_args)
+
+
+def _cli_with_experiment(tyro_cli):
+    """tyro's ``cli`` that first sets the experiment's sections on the base config it is given as ``default``."""
+
+    def cli(*args, default, **kwargs):
+        from primus.backends.torchtitan.experiment import experiment_params
+        from primus.backends.torchtitan.upstream_config import apply_sections, job_config_sections
+
+        apply_sections(default, job_config_sections(experiment_params() or {}))
+        return tyro_cli(*args, default=default, **kwargs)
+
+    return cli
+
+
+@REGISTRY.patch("torchtitan.config.experiment_v0_2", target="torchtitan.config.manager", upstream=TORCHTITAN,
+                versions=TOML_JOB_CONFIG, backend="torchtitan", required=True,
+                description="ConfigManager._maybe_add_custom_config: JobConfig with Primus's metrics options; "
+                            "manager.tyro.cli: experiment YAML sections over the TOML job file (the command line "
+                            "still wins); parse_args: tracking plan checked")
+def _install_job_config(module: ModuleType, handle: PatchHandle) -> None:
+    from primus.backends.torchtitan.metrics_options import primus_job_config_class
+    from primus.backends.torchtitan.patches.module_overlay import Overlay
+    from primus.backends.torchtitan.tracking_session import prepare_tracking
+
+    def config_class(wrapped, instance, args, kwargs):
+        return primus_job_config_class(wrapped(*args, **kwargs))
+
+    def parse_args(wrapped, instance, args, kwargs):
+        config = wrapped(*args, **kwargs)
+        prepare_tracking(config, _rank(), dump_folder=config.job.dump_folder, profiler_section="profiling")
+        return config
+
+    handle.wrap(module.ConfigManager, "_maybe_add_custom_config", config_class)
+    handle.replace(module, "tyro", Overlay(module.tyro, cli=_cli_with_experiment(module.tyro.cli)))
     handle.wrap(module.ConfigManager, "parse_args", parse_args)

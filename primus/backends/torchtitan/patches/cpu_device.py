@@ -1,5 +1,5 @@
-"""The device torchtitan trains on: ``tools/utils.py:55`` falls back to ``"cuda"`` when torch sees no
-accelerator, and the trainer then dies in ``set_device`` (trainer.py:301). Here it is ``"cpu"``, with
+"""The device torchtitan trains on: ``tools/utils.py:55`` (0.2.2: ``:37``) falls back to ``"cuda"`` when
+torch sees no accelerator, and the trainer then dies in ``set_device`` (trainer.py:301; 0.2.2 train.py:90). Here it is ``"cpu"``, with
 ``CpuDeviceModule`` as ``device_module``; everything else follows from that (gloo from
 ``default_device_backend_map``, CPU meshes, ``init_device="cpu"``)."""
 
@@ -19,7 +19,8 @@ def install_cpu_device(tools_utils: ModuleType, handle: PatchHandle) -> None:
     handle.replace(tools_utils, "device_type", "cpu")
     handle.replace(tools_utils, "device_module", new_module)
     # Modules that did `from torchtitan.tools.utils import device_type, device_module` before this ran
-    # (metrics.py:21, distributed/utils.py:30, parallel_dims.py:19, profiler.py:21) keep the old values.
+    # (metrics.py:21, distributed/utils.py:30, parallel_dims.py:19, profiler.py:21; in 0.2.2 parallel_dims is
+    # imported while torchtitan itself is) keep the old values.
     for name, module in list(sys.modules.items()):
         if not name.startswith("torchtitan.") or module is None or module is tools_utils:
             continue

@@ -1,4 +1,5 @@
-"""FSDP on gloo: ``distributed/fsdp.py:316`` calls ``disable_fsdp_gradient_division``, which sets a
+"""FSDP on gloo: upstream's ``disable_fsdp_gradient_division`` (0.3: ``distributed/fsdp.py:27``, called at
+``:316``; 0.2.2: ``models/llama3/infra/parallelize.py:272``, imported from there by the other models) sets a
 divide factor of 1.0; FSDP2 then reduce-scatters with ``ReduceOp.PREMUL_SUM`` and gloo refuses
 ("Cannot use ReduceOp.PREMUL_SUM with Gloo"). Forcing plain SUM keeps the same arithmetic: the factor
 is 1.0 and torchtitan normalises the loss by the global token count itself."""
@@ -8,6 +9,7 @@ from __future__ import annotations
 from types import ModuleType
 
 from primus.backends.torchtitan.patches.cpu_platform import cpu_patch
+from primus.backends.torchtitan.patches.versions import CONFIGURABLE, TOML_JOB_CONFIG
 from primus.patches import PatchHandle
 
 
@@ -30,5 +32,9 @@ PATCHES = (
     cpu_patch("torchtitan.cpu.fsdp_sum_reduction", "torchtitan.distributed.fsdp",
               "distributed.fsdp.disable_fsdp_gradient_division: FSDP reduces with SUM, which gloo supports "
               "(fsdp.py:27,316; torch _fsdp_collectives PREMUL_SUM)",
-              install_sum_reductions),
+              install_sum_reductions, versions=CONFIGURABLE),
+    cpu_patch("torchtitan.cpu.fsdp_sum_reduction_v0_2", "torchtitan.models.llama3.infra.parallelize",
+              "models.llama3.infra.parallelize.disable_fsdp_gradient_division: FSDP reduces with SUM, which gloo "
+              "supports (parallelize.py:272,360; torch _fsdp_collectives PREMUL_SUM)",
+              install_sum_reductions, versions=TOML_JOB_CONFIG),
 )

@@ -4,10 +4,10 @@ without an accelerator (1 process, or torchrun with FSDP/DDP/TP on gloo). Listed
 
 from __future__ import annotations
 
-from primus.backends.torchtitan.patches import cpu_device, cpu_fsdp
+from primus.backends.torchtitan.patches import cpu_device, cpu_fsdp, cpu_profiler
 from primus.patches import REGISTRY, Patch
 
-CPU_PATCHES: tuple[Patch, ...] = (*cpu_device.PATCHES, *cpu_fsdp.PATCHES)
+CPU_PATCHES: tuple[Patch, ...] = (*cpu_device.PATCHES, *cpu_fsdp.PATCHES, *cpu_profiler.PATCHES)
 
 for _patch in CPU_PATCHES:
     REGISTRY.register(_patch)

@@ -1,5 +1,5 @@
-"""What every TorchTitan CPU-platform patch shares: the upstream range and the condition that turns it
-on (no accelerator, or PRIMUS_PLATFORM=cpu)."""
+"""What every TorchTitan CPU-platform patch shares: the upstream and the condition that turns it on (no
+accelerator, or PRIMUS_PLATFORM=cpu)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ def on_cpu(context: PatchContext) -> bool:
     return context.platform() == "cpu"
 
 
-def cpu_patch(id: str, target: str, description: str, install: Callable[[Any, PatchHandle], None]) -> Patch:
-    return Patch(id=id, target=target, upstream=TORCHTITAN, versions="", install=install,
+def cpu_patch(id: str, target: str, description: str, install: Callable[[Any, PatchHandle], None],
+              versions: str = "") -> Patch:
+    return Patch(id=id, target=target, upstream=TORCHTITAN, versions=versions, install=install,
                  backend="torchtitan", condition=on_cpu, description=description)

@@ -1,45 +1,97 @@
-"""Patches on torchtitan.components.metrics.MetricsProcessor: the hub in place of upstream's loggers.
+"""Patches on torchtitan.components.metrics: the hub in place of upstream's metric loggers.
 
-``_build_metric_logger`` returns a HubLogger on the metrics rank (upstream's rule: rank 0, or the first
-rank of the last pipeline stage) or on every rank with ``save_for_all_ranks``, instead of upstream's
+Upstream's metric-logger builder returns a HubLogger on the metrics rank (upstream's rule: rank 0, or the
+first rank of the last pipeline stage) or on every rank with ``save_for_all_ranks``, instead of upstream's
 TensorBoard/W&B LoggerContainer; ranks that do not track get upstream's no-op BaseLogger. With every
-tracker off, upstream's own method runs unchanged. ``__init__`` leaves upstream's ``mfu(%)`` out of the
-trackers when the device's peak is unknown (upstream_mfu). ``log`` adds the perf metric set when it is on."""
+tracker off, upstream's own builder runs unchanged. The builder differs by release (versions.py), one patch
+each: 0.3's ``MetricsProcessor._build_metric_logger`` (keyword arguments), 0.2.2's module-level
+``_build_metric_logger(job_config, parallel_dims, tag)``.
+
+The same in every release: ``MetricsProcessor.__init__`` leaves upstream's ``mfu(%)`` out of the trackers
+when the device's peak is unknown (upstream_mfu); ``MetricsProcessor.log`` adds the perf metric set when
+it is on."""
 
 from __future__ import annotations
 
-from primus.backends.torchtitan.patches.versions import TORCHTITAN
-from primus.patches import REGISTRY
+import inspect
+from types import ModuleType
+from typing import Any
+
+from primus.backends.torchtitan.patches.versions import CONFIGURABLE, TOML_JOB_CONFIG, TORCHTITAN
+from primus.patches import REGISTRY, PatchHandle
+
+
+def _tracking_logger(module: ModuleType, metrics: Any, *, dump_folder: str, metrics_rank: int,
+                     params: dict[str, Any], model: dict[str, Any] | None, tag: str | None):
+    """The logger this rank gets: None when every tracker is off (upstream builds its own); upstream's
+    no-op BaseLogger on a rank that does not track; else the hub's logger. ``metrics_rank``: upstream's
+    choice of the rank that logs; ``params``: the config as a dict (the run's parameters); ``model``: the
+    dict naming the model."""
+    import torch.distributed as dist
+
+    from primus.backends.torchtitan.tracking_plan import plan_tracking
+    from primus.backends.torchtitan.tracking_session import current_plan, start_tracking
+
+    rank = dist.get_rank()
+    # a Trainer built without upstream's ConfigManager was not planned at parse time
+    plan = current_plan() or plan_tracking(metrics, dump_folder=dump_folder, checkpoint_dir=None, rank=rank)
+    if plan.config is None:
+        return None
+    if not plan.all_ranks and rank != metrics_rank:
+        return module.BaseLogger()
+    return start_tracking(plan, params=params, model=model, tag=tag)
+
+
+@REGISTRY.patch("torchtitan.tracking.metric_logger", target="torchtitan.components.metrics", upstream=TORCHTITAN,
+                versions=CONFIGURABLE, backend="torchtitan",
+                description="MetricsProcessor._build_metric_logger -> the hub behind every tracker")
+def _install_metric_logger(module: ModuleType, handle: PatchHandle) -> None:
+    def build_metric_logger(wrapped, instance, args, kwargs):
+        params = dict(kwargs.get("config_dict") or {})
+        model = params.pop("model_spec", None)  # the model's layer-by-layer configs: not run parameters
+        logger = _tracking_logger(
+            module, kwargs["config"], dump_folder=kwargs["dump_folder"], params=params, model=model,
+            metrics_rank=module._get_metrics_rank(parallel_dims=kwargs["parallel_dims"],
+                                                  pp_schedule=kwargs["pp_schedule"]),
+            tag=kwargs.get("tag"))
+        return wrapped(*args, **kwargs) if logger is None else logger
+
+    handle.wrap(module.MetricsProcessor, "_build_metric_logger", build_metric_logger)
+
+
+@REGISTRY.patch("torchtitan.tracking.metric_logger_v0_2", target="torchtitan.components.metrics",
+                upstream=TORCHTITAN, versions=TOML_JOB_CONFIG, backend="torchtitan",
+                description="_build_metric_logger(job_config, parallel_dims, tag) -> the hub behind every tracker")
+def _install_metric_logger_function(module: ModuleType, handle: PatchHandle) -> None:
+    signature = inspect.signature(module._build_metric_logger)
+    missing = {"job_config", "parallel_dims", "tag"} - set(signature.parameters)
+    if missing:  # fails the install, not the training loop
+        raise TypeError(f"_build_metric_logger{signature} has no argument {', '.join(sorted(missing))}")
+
+    def build_metric_logger(wrapped, instance, args, kwargs):
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        job_config, parallel_dims = bound.arguments["job_config"], bound.arguments["parallel_dims"]
+        params = job_config.to_dict()
+        logger = _tracking_logger(
+            module, job_config.metrics, dump_folder=job_config.job.dump_folder, params=params,
+            model=params.get("model"), metrics_rank=module._get_metrics_rank(parallel_dims, job_config),
+            tag=bound.arguments["tag"])
+        return wrapped(*args, **kwargs) if logger is None else logger
+
+    handle.wrap(module, "_build_metric_logger", build_metric_logger)
 
 
 @REGISTRY.patch("torchtitan.tracking.metrics_processor", target="torchtitan.components.metrics",
                 upstream=TORCHTITAN, backend="torchtitan",
-                description="MetricsProcessor._build_metric_logger -> the hub behind every tracker; "
-                            "MetricsProcessor.__init__ -> no mfu(%) for an unknown peak (upstream's A100 fallback); "
+                description="MetricsProcessor.__init__ -> no mfu(%) for an unknown peak (upstream's A100 fallback); "
                             "MetricsProcessor.log -> perf/mem/sys metrics (mlflow_upload_performance_metrics)")
-def _install_metrics_processor(module, handle):
-    import torch.distributed as dist
-
+def _install_metrics_processor(module: ModuleType, handle: PatchHandle) -> None:
     from primus.backends.torchtitan.hub_logger import HubLogger
-    from primus.backends.torchtitan.tracking_plan import plan_tracking
-    from primus.backends.torchtitan.tracking_session import current_plan, start_tracking
     from primus.backends.torchtitan.upstream_mfu import UPSTREAM_MFU, unknown_peak_notice, upstream_peak_is_real
     from primus.log import get_logger
 
     notices = get_logger("primus.torchtitan")
-
-    def build_metric_logger(wrapped, instance, args, kwargs):
-        rank = dist.get_rank()
-        # a Trainer built without upstream's ConfigManager was not planned at parse time
-        plan = current_plan() or plan_tracking(kwargs["config"], dump_folder=kwargs["dump_folder"],
-                                               checkpoint_dir=None, rank=rank)
-        if plan.config is None:
-            return wrapped(*args, **kwargs)
-        metrics_rank = module._get_metrics_rank(parallel_dims=kwargs["parallel_dims"],
-                                                pp_schedule=kwargs["pp_schedule"])
-        if not plan.all_ranks and rank != metrics_rank:
-            return module.BaseLogger()
-        return start_tracking(plan, config_dict=kwargs.get("config_dict"), tag=kwargs.get("tag"))
 
     def init(wrapped, instance, args, kwargs):
         wrapped(*args, **kwargs)  # builds the logger, then reads the device's peak
@@ -59,6 +111,5 @@ def _install_metrics_processor(module, handle):
                 kwargs = {**kwargs, "extra_metrics": {**(kwargs.get("extra_metrics") or {}), **perf}}
         return wrapped(*args, **kwargs)
 
-    handle.wrap(module.MetricsProcessor, "_build_metric_logger", build_metric_logger)
     handle.wrap(module.MetricsProcessor, "__init__", init)
     handle.wrap(module.MetricsProcessor, "log", log)
