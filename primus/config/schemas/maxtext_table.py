@@ -15,13 +15,12 @@ stay MaxText's: they run when the job builds its config, before any model exists
 
 from __future__ import annotations
 
-import argparse
 import sys
 import typing
-from importlib.metadata import version
 from typing import Any
 
 from primus.config import type_expressions
+from primus.backends.maxtext.patches.versions import MAXTEXT  # a declaration; imports no upstream
 from primus.config.schemas import upstream_tables
 
 BACKEND = "maxtext"
@@ -65,17 +64,12 @@ def build_table() -> dict[str, Any]:
 
     fields: dict[str, dict[str, Any]] = {}
     _walk(MaxTextConfig, "", fields)
-    return {"maxtext": version("maxtext"), "root": ROOT, "fields": dict(sorted(fields.items()))}
+    release = upstream_tables.release_to_tabulate(MAXTEXT)
+    return {"maxtext": release, "root": ROOT, "fields": dict(sorted(fields.items()))}
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="compare with the checked-in table, write nothing")
-    opts = parser.parse_args(argv)
-    table = build_table()
-    path = upstream_tables.table_path(BACKEND, table["maxtext"])
-    return upstream_tables.write_or_check(path, upstream_tables.render(_HEADER, table), opts.check,
-                                          f"MaxText {table['maxtext']}")
+    return upstream_tables.main(argv, __doc__.splitlines()[0], build_table, BACKEND, _HEADER)
 
 
 if __name__ == "__main__":

@@ -19,16 +19,15 @@ gets its table by adding its root and regenerating with that release installed.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import importlib
 import pkgutil
 import sys
 import typing
-from importlib.metadata import version
 from typing import Any
 
 from primus.config import type_expressions
+from primus.backends.torchtitan.patches.versions import TORCHTITAN  # a declaration; imports no upstream
 from primus.config.schemas import upstream_tables
 
 BACKEND = "torchtitan"
@@ -124,7 +123,7 @@ def _walk(cls: type, prefix: str, out: dict[str, dict[str, Any]], path: tuple[ty
 
 def build_table() -> dict[str, Any]:
     """The table of the torchtitan installed in this environment (imports torchtitan)."""
-    release = version("torchtitan")
+    release = upstream_tables.release_to_tabulate(TORCHTITAN)
     root = _root(release)
     _import_everything()
     fields: dict[str, dict[str, Any]] = {}
@@ -133,13 +132,7 @@ def build_table() -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="compare with the checked-in table, write nothing")
-    opts = parser.parse_args(argv)
-    table = build_table()
-    path = upstream_tables.table_path(BACKEND, table["torchtitan"])
-    return upstream_tables.write_or_check(path, upstream_tables.render(_HEADER, table), opts.check,
-                                          f"torchtitan {table['torchtitan']}")
+    return upstream_tables.main(argv, __doc__.splitlines()[0], build_table, BACKEND, _HEADER)
 
 
 if __name__ == "__main__":

@@ -9,10 +9,12 @@ elsewhere), and its config is then checked against the newest release Primus kno
 
 from __future__ import annotations
 
+import argparse
 import difflib
 import functools
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +57,15 @@ def installed(upstream: Any) -> str | None:
     return locate(upstream).version
 
 
+def release_to_tabulate(upstream: Any) -> str:
+    """The release a generator is tabulating: the code imported (a source checkout's own version), not the
+    installed distribution's metadata."""
+    release = installed(upstream)
+    if release is None:
+        raise SystemExit(f"cannot tell which {upstream.distribution} release is installed here: see `primus doctor`")
+    return release
+
+
 def select(backend: str, version: str | None) -> Path:
     """The table of ``version`` (the release installed here), else the newest one."""
     available = tables(backend)
@@ -80,6 +91,18 @@ def params(path: Path) -> list[Param]:
 
 def render(header: str, table: dict[str, Any]) -> str:
     return header + yaml.safe_dump(table, sort_keys=False, default_flow_style=False, width=200, allow_unicode=True)
+
+
+def main(argv: list[str] | None, description: str, build_table: Callable[[], dict[str, Any]], backend: str,
+         header: str) -> int:
+    """The command line of a table generator: write the table of the release installed here, or ``--check``
+    it against the checked-in one."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--check", action="store_true", help="compare with the checked-in table, write nothing")
+    opts = parser.parse_args(argv)
+    table = build_table()
+    release = table[backend]
+    return write_or_check(table_path(backend, release), render(header, table), opts.check, f"{backend} {release}")
 
 
 def write_or_check(path: Path, text: str, check: bool, upstream: str) -> int:
