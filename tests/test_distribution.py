@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 from support.launch import start, wait_or_kill
 
 from primus.backends.maxtext.patches.versions import MAXTEXT
@@ -93,7 +94,7 @@ def test_installing_the_wheel_on_the_oldest_python_pulls_in_only_the_core(wheel,
     sh(python310, "-m", "venv", venv)
     pip = [venv / "bin" / "python", "-m", "pip", "--disable-pip-version-check"]
     report = sh(*pip, "install", "--quiet", "--dry-run", "--ignore-installed", "--report", "-", wheel).stdout
-    installed = {item["metadata"]["name"].lower() for item in json.loads(report)["install"]}
+    installed = {canonicalize_name(item["metadata"]["name"]) for item in json.loads(report)["install"]}
     assert installed == CORE | PYDANTIC_OWN | {"primus-tracking"}
     assert not installed & NEVER_IN_THE_CORE
     sh(*pip, "install", "--quiet", wheel)
