@@ -39,5 +39,13 @@ def table() -> Path:
     return upstream_tables.select("torchtitan", upstream_tables.installed(TORCHTITAN))
 
 
+# 0.3 has a top-level dump_folder; 0.2.2 keeps it in job.dump_folder, and Primus's (what `primus train` derives)
+# becomes that unless the experiment sets job.dump_folder itself.
+DUMP_FOLDER = Param("dump_folder", "str", primus=True,
+                    help="The job's output folder (torchtitan 0.2.2: job.dump_folder, unless the experiment sets it).")
+
+
 def schema() -> Schema:
-    return Schema("torchtitan parameter", [*upstream_tables.params(table()), *PARAMS])
+    upstream = upstream_tables.params(table())
+    own = [*PARAMS, *([] if any(p.name == DUMP_FOLDER.name for p in upstream) else [DUMP_FOLDER])]
+    return Schema("torchtitan parameter", [*upstream, *own])
