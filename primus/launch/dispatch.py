@@ -35,9 +35,8 @@ def plan_launch(exp: Experiment, module: ModuleConfig, overrides: Sequence[str],
         _require_credentials(module, environ, lambda name: True, home_visible=True)
         return plan_local_launch(job, settings, environ, python)
     passthrough = load_passthrough(settings.passthrough, environ)
-    in_container = settings.launcher == "container"
-    _require_credentials(module, environ, passthrough.allows, home_visible=not in_container)
-    if in_container:
+    _require_credentials(module, environ, passthrough.allows, home_visible=not settings.in_image)
+    if settings.launcher == "container":
         return plan_container(job, settings, passthrough, environ, cwd)
     return plan_slurm(job, settings, passthrough, environ, python, cwd)
 
