@@ -65,7 +65,7 @@ def add_parser(subparsers) -> None:
     slurm.add_argument("--cpus-per-task", type=int, metavar="N",
                        help="CPUs for each node's task (torchrun and its ranks), e.g. --cpus-per-task 96")
     slurm.add_argument("--exclusive", action="store_true", default=None,
-                       help="the nodes are not shared with other jobs")
+                       help="the nodes are not shared with other jobs, e.g. --exclusive --cpus-per-task 96")
     container = p.add_argument_group("container", "with --launcher container (docker, podman), or --launcher "
                                                   "slurm: each node's step in the image (pyxis, apptainer)")
     container.add_argument("--image", help="image with primus installed, e.g. --image rocm/primus:latest")

@@ -16,6 +16,7 @@ from support.demo_wheel import install_demo_wheel
 
 SINK_NAME = "demo"
 SINK_DIST = "primus-demo-tracker"
+SINK_MODULE_NAME = "primus_demo_tracker"
 SINK_RECORD = "demo_sink.jsonl"
 SINK_DOWN = "demo_sink_down"
 
@@ -60,7 +61,7 @@ class DemoSink(Sink):
 
 def install_sink_plugin(site: Path, module: str = SINK_MODULE, value: str = "primus_demo_tracker:DemoSink") -> Path:
     """``site`` with the demo tracker's distribution; ``module``/``value`` replace its code or its entry point."""
-    return install_demo_wheel(site, {"primus_demo_tracker.py": module}, name=SINK_DIST, version="0.3",
+    return install_demo_wheel(site, {f"{SINK_MODULE_NAME}.py": module}, name=SINK_DIST, version="0.3",
                               entry_points={"primus.sinks": {SINK_NAME: value}})
 
 

@@ -9,10 +9,9 @@ test_plugin_sink_training.py feeds the same plugin from a real Megatron training
 from __future__ import annotations
 
 import os
-import sys
 
 import pytest
-from support.plugin_dists import SINK_DOWN, SINK_MODULE, install_sink_plugin, read_sink_record
+from support.plugin_dists import SINK_DOWN, SINK_MODULE, read_sink_record
 
 from primus.tracking import TrackingConfig, TrackingConfigError, start_run
 from primus.tracking.journal import JOURNAL_FILE
@@ -20,21 +19,6 @@ from primus.tracking.state import read_json
 from primus.tracking.sync import sync_run
 
 DEMO_ENTRY = "`demo = primus_demo_tracker:DemoSink` (group primus.sinks) of distribution primus-demo-tracker 0.3"
-
-
-@pytest.fixture
-def plugin_site(tmp_path, monkeypatch):
-    """Installs the demo tracker (optionally changed) where this process and its delivery process find it."""
-    site = tmp_path / "site"
-
-    def install(**changes):
-        install_sink_plugin(site, **changes)
-        monkeypatch.syspath_prepend(str(site))
-        monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")])))
-        monkeypatch.setenv("PRIMUS_SINKS", "demo")
-
-    yield install
-    sys.modules.pop("primus_demo_tracker", None)  # the next test installs its own
 
 
 def _run(run_dir, steps, **kw):
@@ -50,8 +34,8 @@ def _steps(record: list[dict]) -> list[int]:
     return [line["step"] for line in record if "step" in line]
 
 
-def test_a_plugin_sink_receives_every_step_from_the_delivery_process(plugin_site, tmp_path):
-    plugin_site()
+def test_a_plugin_sink_receives_every_step_from_the_delivery_process(sink_plugin, tmp_path):
+    sink_plugin()
     run_dir = tmp_path / "run"
     _run(run_dir, range(1, 21))
     record = read_sink_record(run_dir)
@@ -65,8 +49,8 @@ def test_a_plugin_sink_receives_every_step_from_the_delivery_process(plugin_site
     assert cursor == {"target": opened["open"], "offset": (run_dir / JOURNAL_FILE).stat().st_size}
 
 
-def test_steps_a_down_tracker_missed_are_synced_and_a_relaunch_resumes_its_run(plugin_site, tmp_path):
-    plugin_site()
+def test_steps_a_down_tracker_missed_are_synced_and_a_relaunch_resumes_its_run(sink_plugin, tmp_path):
+    sink_plugin()
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     (run_dir / SINK_DOWN).touch()
@@ -101,9 +85,9 @@ BROKEN = {
 
 
 @pytest.mark.parametrize("changes, sinks, expected", BROKEN.values(), ids=BROKEN.keys())
-def test_a_missing_or_broken_plugin_stops_the_run_before_it_starts(plugin_site, tmp_path, monkeypatch, changes, sinks,
+def test_a_missing_or_broken_plugin_stops_the_run_before_it_starts(sink_plugin, tmp_path, monkeypatch, changes, sinks,
                                                                    expected):
-    plugin_site(**changes)
+    sink_plugin(**changes)
     monkeypatch.setenv("PRIMUS_SINKS", sinks)
     with pytest.raises(TrackingConfigError) as error:
         start_run(TrackingConfig(run_dir=tmp_path / "run"))
