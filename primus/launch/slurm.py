@@ -27,9 +27,8 @@ def plan_slurm(job: Job, settings: LaunchSettings, passthrough: Passthrough, env
     pyxis = image is not None and settings.container.runtime == PYXIS
     allowed = passthrough.select(environ, skip=job.env)
     with_host = passthrough.select(environ, host=True, skip=job.env)
-    script = node_script(job, settings, python, cwd, host_names=sorted(set(with_host) - set(allowed)))
-    step = ["--kill-on-bad-exit=1", *(pyxis_options(job, settings.container, cwd) if pyxis else []),
-            "bash", "-c", script]
+    node = node_script(job, settings, python, cwd, host_names=sorted(set(with_host) - set(allowed)))
+    step = ["--kill-on-bad-exit=1", *(pyxis_options(job, settings.container, cwd) if pyxis else []), "bash", "-c", node]
     if s.submit == "srun":  # under Pyxis this one srun starts the task in the image: the host runtime stays out
         options = _options(job, settings, allowed if pyxis else with_host, cwd)
         return LaunchPlan(argv=["srun", *options, *step], env=dict(environ), run_dir=job.run_dir,
@@ -37,12 +36,11 @@ def plan_slurm(job: Job, settings: LaunchSettings, passthrough: Passthrough, env
     logs = job.run_dir / "logs"
     # srun in a batch job does not take --cpus-per-task from it on every Slurm release: it is said again
     cpus = [f"--cpus-per-task={s.cpus_per_task}"] if s.cpus_per_task else []
-    step_export = _export(allowed) if pyxis else "ALL"
+    script = batch_script([f"--export={_export(allowed) if pyxis else 'ALL'}", *cpus, *step])
     # Slurm opens --output before the script runs: its folder must exist
-    return LaunchPlan(argv=["sbatch", *_options(job, settings, with_host, cwd), f"--output={logs}/slurm-%j.out"],
-                      env=dict(environ), run_dir=job.run_dir, stdin=batch_script([f"--export={step_export}", *cpus,
-                                                                                   *step]),
-                      make_dirs=(logs,), detached=True)
+    argv = ["sbatch", *_options(job, settings, with_host, cwd), f"--output={logs}/slurm-%j.out"]
+    return LaunchPlan(argv=argv, env=dict(environ), run_dir=job.run_dir, stdin=script, make_dirs=(logs,),
+                      detached=True)
 
 
 def node_script(job: Job, settings: LaunchSettings, python: str, cwd: Path, host_names: Sequence[str] = ()) -> str:

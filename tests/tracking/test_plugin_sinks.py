@@ -4,7 +4,7 @@ what it missed while down is replayed by `primus tracking sync` and the next lau
 A plugin that is missing or broken stops the run before it starts, naming the distribution and the entry point.
 
 These are the tracking core's own end-to-end runs (a real delivery process, a real installed distribution);
-test_plugin_sink_training.py feeds the same plugin from a real Megatron training."""
+tests/backends/megatron/test_plugin_sink_training.py feeds the same plugin from a real Megatron training."""
 
 from __future__ import annotations
 

@@ -12,6 +12,8 @@ from support.plugin_dists import install_sink_plugin, read_sink_record
 
 from primus.tracking.journal import JOURNAL_FILE, METRICS, read_records
 
+pytestmark = pytest.mark.slow
+
 
 def test_a_plugin_tracker_alone_gets_every_iteration_of_a_real_training(megatron_run, tmp_path):
     site = install_sink_plugin(tmp_path / "site")
