@@ -13,6 +13,8 @@
   propagating to the root logger, where plain ``caplog`` listens).
 * ``wandb_offline``: W&B in offline mode writing under the test's tmp dir; the ``wandb-core``
   service is torn down afterwards. Read back with ``support.readers.read_wandb_history``.
+* ``sink_plugin``: ``sink_plugin(**changes)`` installs the throwaway tracker distribution
+  (``support.plugin_dists``) where this process and its children find it, with PRIMUS_SINKS=demo.
 
 Helpers live in ``tests/support`` and are imported as ``support.<module>`` (this directory is put
 on ``sys.path`` below).
@@ -30,11 +32,13 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from support.mlflow_server import SERVER_ENV, MlflowServer, free_port  # noqa: E402
+from support.plugin_dists import SINK_MODULE_NAME, install_sink_plugin  # noqa: E402
 
 HERMETIC_ENV = {**SERVER_ENV, "WANDB_ERROR_REPORTING": "false", "WANDB_SILENT": "true",
                 "WANDB_BASE_URL": f"http://127.0.0.1:{free_port()}"}  # closed port: nothing leaves the box
 for _name in ("MLFLOW_TRACKING_URI", "MLFLOW_REGISTRY_URI", "WANDB_API_KEY", "WANDB_MODE", "WANDB_PROJECT",
-              "WANDB_ENTITY", "WANDB_TEAM", "WANDB_RUN_NAME", "WANDB_DIR", "DATABRICKS_HOST", "DATABRICKS_TOKEN"):
+              "WANDB_ENTITY", "WANDB_TEAM", "WANDB_RUN_NAME", "WANDB_DIR", "DATABRICKS_HOST", "DATABRICKS_TOKEN",
+              "PRIMUS_SINKS"):
     os.environ.pop(_name, None)
 os.environ.update(HERMETIC_ENV)
 
@@ -104,3 +108,19 @@ def wandb_offline(tmp_path, monkeypatch) -> Path:
         import wandb
 
         wandb.teardown()  # stops wandb-core, which otherwise outlives the test
+
+
+@pytest.fixture
+def sink_plugin(tmp_path, monkeypatch):
+    site = tmp_path / "plugin_site"
+
+    def install(**changes) -> Path:
+        install_sink_plugin(site, **changes)
+        monkeypatch.syspath_prepend(str(site))
+        monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")])))
+        monkeypatch.setenv("PRIMUS_SINKS", "demo")
+        return site
+
+    sys.modules.pop(SINK_MODULE_NAME, None)  # each test imports the plugin it installed
+    yield install
+    sys.modules.pop(SINK_MODULE_NAME, None)

@@ -1,7 +1,9 @@
 """`primus doctor`: what this environment runs (the upstream trainers as Python would import them: version,
 wheel or source tree, supported or not), whether a GPU is visible, and whether the installed upstream files
 are the ones their wheels shipped. Exits 1 when an upstream trainer is outside the supported range, when an
-upstream file was modified or is missing, or when a distribution asked for with --dist is not installed.
+upstream file was modified or is missing, when a plugin (an entry point in primus.sinks or primus.patches) does
+not load or a tracker PRIMUS_SINKS names is not there, or when a distribution asked for with --dist is not
+installed.
 While it hashes, a progress line goes to stderr every few seconds; --json prints one JSON object instead."""
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import platform
 import sys
 from dataclasses import asdict
 
+from primus.cli.plugin_lines import format_plugin_lines, plugin_rows, requested_sinks_problem
 from primus.cli.upstream_lines import format_row, upstream_rows
 from primus.patches.integrity import IntegrityReport, verify_distribution
 from primus.patches.upstream import SOURCE_TREE, WHEEL
@@ -34,7 +37,11 @@ def add_parser(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     say = (lambda text: None) if args.json else print
     say(f"{'python':<14}{platform.python_version()} ({sys.executable})")
-    trainers = upstream_rows()
+    try:
+        trainers, declarations_problem = upstream_rows(), ""
+    except ValueError as e:  # a patch plugin that cannot be loaded (the plugins below say which)
+        trainers, declarations_problem = [], str(e)
+        say(f"upstream trainers not listed: the patch declarations do not load: {e}")
     for row in trainers:
         say(format_row(row))
     versions = {name: _version(name) for name in REPORTED_DISTRIBUTIONS}
@@ -42,8 +49,14 @@ def run(args: argparse.Namespace) -> int:
         say(f"{name:<14}{found or 'not installed'}")
     gpu = _gpu()
     say(f"{'gpu':<14}{gpu}")
+    plugins = plugin_rows()
+    sinks_problem = requested_sinks_problem()
+    say("plugins (entry points):")
+    for line in format_plugin_lines(plugins):
+        say(line)
     say("upstream files (wheel RECORD hashes):")
-    ok = not any(row.path and row.problem for row in trainers)
+    ok = not any(row.path and row.problem for row in trainers) and not declarations_problem \
+        and not sinks_problem and not any(row.problem for row in plugins)
     for row in trainers:
         if row.origin == SOURCE_TREE:
             say(f"  {row.distribution}: a source tree ({row.path}): no wheel RECORD to check it against")
@@ -62,6 +75,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"python": {"version": platform.python_version(), "executable": sys.executable},
                           "upstreams": [asdict(row) for row in trainers], "distributions": versions, "gpu": gpu,
+                          "declarations_problem": declarations_problem, "plugins": [asdict(row) for row in plugins],
+                          "requested_sinks_problem": sinks_problem,
                           "integrity": {name: report and {**asdict(report), "clean": report.clean}
                                         for name, report in reports.items()},
                           "ok": ok}, indent=2))

@@ -1,5 +1,5 @@
-"""`primus tracking sync RUN_DIR`: deliver to MLflow (and W&B) what a run's journal holds and its
-trackers did not receive (a server that was down, an exit deadline that ran out), then set the
+"""`primus tracking sync RUN_DIR`: deliver to MLflow (and W&B, and plugin sinks) what a run's journal holds
+and its trackers did not receive (a server that was down, an exit deadline that ran out), then set the
 run's final status. A progress line per tracker (records and bytes sent) goes to stderr every few seconds."""
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def run_sync(args: argparse.Namespace) -> int:
         detail = "" if done else f" (last error: {report.errors.get(sink, 'timed out')}); run the command again"
         print(f"{sink}: {'delivered, status ' + report.status if done else 'NOT fully delivered'}{detail}")
     if not report.delivered:
-        print("nothing to deliver: the run has no MLflow or W&B sink with pending records")
+        print("nothing to deliver: the run has no MLflow, W&B or plugin sink with pending records")
     if report.wandb_offline_dir:
         print(f"W&B logged this run offline; upload it with: wandb sync {report.wandb_offline_dir}")
     return 0 if report.ok else 1

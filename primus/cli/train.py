@@ -12,7 +12,7 @@ import subprocess
 import sys
 
 from primus.config import ConfigError, load_experiment
-from primus.config.schemas.launch import LAUNCHERS
+from primus.config.schemas.launch import CONTAINER_RUNTIMES, GPU_VENDORS, LAUNCHERS, SLURM_RUNTIMES
 from primus.launch.dispatch import plan_launch
 from primus.launch.job import select_module
 from primus.launch.plan import LaunchPlan
@@ -25,8 +25,10 @@ FLAG_KEYS = {
     "launcher": "launcher", "nproc_per_node": "nproc_per_node", "nnodes": "nnodes", "node_rank": "node_rank",
     "rdzv_endpoint": "rdzv_endpoint", "rdzv_id": "rdzv_id",
     "slurm_submit": "slurm.submit", "partition": "slurm.partition", "time": "slurm.time",
-    "account": "slurm.account", "gpus_per_node": "slurm.gpus_per_node",
-    "image": "container.image", "runtime": "container.runtime", "mounts": "container.mounts",
+    "account": "slurm.account", "qos": "slurm.qos", "gpus_per_node": "slurm.gpus_per_node",
+    "cpus_per_task": "slurm.cpus_per_task", "exclusive": "slurm.exclusive",
+    "image": "container.image", "runtime": "container.runtime", "gpu_vendor": "container.gpu_vendor",
+    "mounts": "container.mounts",
 }
 
 
@@ -58,11 +60,21 @@ def add_parser(subparsers) -> None:
     slurm.add_argument("--partition", metavar="NAME", help="the Slurm partition, e.g. --partition mi300x")
     slurm.add_argument("--time", metavar="HH:MM:SS", help="the job's time limit, e.g. --time 04:00:00")
     slurm.add_argument("--account", metavar="NAME", help="the account charged, e.g. --account ml-research")
+    slurm.add_argument("--qos", metavar="NAME", help="the quality of service, e.g. --qos high")
     slurm.add_argument("--gpus-per-node", type=int, metavar="N", help="GPUs per node, e.g. --gpus-per-node 8")
-    container = p.add_argument_group("container")
+    slurm.add_argument("--cpus-per-task", type=int, metavar="N",
+                       help="CPUs for each node's task (torchrun and its ranks), e.g. --cpus-per-task 96")
+    slurm.add_argument("--exclusive", action="store_true", default=None,
+                       help="the nodes are not shared with other jobs, e.g. --exclusive --cpus-per-task 96")
+    container = p.add_argument_group("container", "with --launcher container (docker, podman), or --launcher "
+                                                  "slurm: each node's step in the image (pyxis, apptainer)")
     container.add_argument("--image", help="image with primus installed, e.g. --image rocm/primus:latest")
-    container.add_argument("--runtime", choices=("docker", "podman"),
-                           help="docker (default) or podman, e.g. --runtime podman")
+    container.add_argument("--container-runtime", "--runtime", dest="runtime",
+                           choices=(*CONTAINER_RUNTIMES, *SLURM_RUNTIMES),
+                           help="docker (default) or podman; under Slurm pyxis (default) or apptainer, "
+                                "e.g. --container-runtime apptainer")
+    container.add_argument("--gpu-vendor", choices=GPU_VENDORS,
+                           help="apptainer: nvidia (--nv) or amd (--rocm), e.g. --gpu-vendor amd")
     container.add_argument("--mount", dest="mounts", action="append", metavar="SRC:DST[:OPTS]",
                            help="one more mount (repeatable), e.g. --mount /data:/data:ro")
     p.add_argument("overrides", nargs="*", metavar="key=value",

@@ -7,7 +7,7 @@ reads the value from this environment); only Primus's own variables are written 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from primus.launch.job import Job
@@ -23,7 +23,7 @@ def plan_container(job: Job, settings: LaunchSettings, passthrough: Passthrough,
                    cwd: Path) -> LaunchPlan:
     c = settings.container
     argv = [c.runtime, "run", *BASE_OPTIONS]
-    for mount in [*(f"{p}:{p}" for p in _own_paths([cwd, job.source.parent, job.run_dir])), *c.mounts]:
+    for mount in image_mounts(job, cwd, c.mounts):
         argv += ["-v", mount]
     argv += ["-w", str(cwd)]
     for name, value in job.env.items():
@@ -33,6 +33,12 @@ def plan_container(job: Job, settings: LaunchSettings, passthrough: Passthrough,
     argv += [*c.extra_args, c.image, *process_argv(c.python, job.entry, settings)]
     # the run directory exists before the runtime mounts it (docker would create it owned by root)
     return LaunchPlan(argv=argv, env=dict(environ), run_dir=job.run_dir, make_dirs=(job.run_dir,))
+
+
+def image_mounts(job: Job, cwd: Path, extra: Sequence[str]) -> list[str]:
+    """SRC:DST[:OPTIONS] of every mount: the working directory, the experiment's folder and the run directory
+    at their own paths (so every path in the experiment means the same inside), then ``extra``."""
+    return [*(f"{p}:{p}" for p in _own_paths([cwd, job.source.parent, job.run_dir])), *extra]
 
 
 def _own_paths(paths: list[Path]) -> list[Path]:

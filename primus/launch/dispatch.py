@@ -16,6 +16,8 @@ from primus.launch.passthrough import load_passthrough
 from primus.launch.plan import LaunchPlan
 from primus.launch.settings import LaunchSettings
 from primus.launch.slurm import plan_slurm
+from primus.patches.catalog import load_all
+from primus.tracking.plugin_sinks import requested_sinks, sink_classes
 
 
 class LaunchError(ValueError):
@@ -30,16 +32,27 @@ def plan_launch(exp: Experiment, module: ModuleConfig, overrides: Sequence[str],
     cwd = cwd or Path.cwd()
     python = interpreter(module.framework, python, environ)  # MaxText runs in its own environment
     job = prepare_job(exp, module, overrides, settings.rendezvous and settings.rendezvous.run_id)
+    if not settings.in_image:  # the job runs this Python environment: a plugin it would fail to load fails here
+        _refuse(_plugin_problems(environ))
     if settings.launcher in ("local", "torchrun"):
         _refuse(environment_problems(module, environ))  # first: the credential check reads WANDB_MODE
         _require_credentials(module, environ, lambda name: True, home_visible=True)
         return plan_local_launch(job, settings, environ, python)
     passthrough = load_passthrough(settings.passthrough, environ)
-    in_container = settings.launcher == "container"
-    _require_credentials(module, environ, passthrough.allows, home_visible=not in_container)
-    if in_container:
+    _require_credentials(module, environ, passthrough.allows, home_visible=not settings.in_image)
+    if settings.launcher == "container":
         return plan_container(job, settings, passthrough, environ, cwd)
     return plan_slurm(job, settings, passthrough, environ, python, cwd)
+
+
+def _plugin_problems(environ: Mapping[str, str]) -> list[str]:
+    """What loading the job's plugins (patch modules, the trackers PRIMUS_SINKS names) would refuse."""
+    try:
+        load_all()
+        sink_classes(requested_sinks(environ))
+    except ValueError as e:
+        return [str(e)]
+    return []
 
 
 def _require_credentials(module: ModuleConfig, environ: Mapping[str, str], passes: Callable[[str], bool],

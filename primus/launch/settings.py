@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from primus.config import ConfigError
-from primus.config.schemas.launch import LAUNCH_SCHEMA
+from primus.config.schemas.launch import CONTAINER_RUNTIMES, LAUNCH_SCHEMA, SLURM_RUNTIMES
 from primus.config.tree import set_dotted
 
 SLURM_JOB_ID_ENV = "SLURM_JOB_ID"
@@ -32,7 +32,10 @@ class SlurmSettings:
     partition: str | None
     time: str | None
     account: str | None
+    qos: str | None
     gpus_per_node: int | None
+    cpus_per_task: int | None
+    exclusive: bool
     job_name: str | None
     master_port: int
     extra_args: tuple[str, ...]
@@ -41,7 +44,8 @@ class SlurmSettings:
 @dataclass(frozen=True)
 class ContainerSettings:
     image: str | None
-    runtime: str
+    runtime: str  # docker or podman (launcher container), pyxis or apptainer (launcher slurm)
+    gpu_vendor: str | None  # apptainer: nvidia (--nv) or amd (--rocm)
     python: str
     mounts: tuple[str, ...]
     extra_args: tuple[str, ...]
@@ -56,6 +60,11 @@ class LaunchSettings:
     passthrough: Mapping[str, Any]  # the experiment's allow-list layer (names, prefixes, exclude, host)
     slurm: SlurmSettings
     container: ContainerSettings
+
+    @property
+    def in_image(self) -> bool:
+        """The job runs in a container image: the container launcher, or a Slurm job given an image."""
+        return self.launcher == "container" or (self.launcher == "slurm" and self.container.image is not None)
 
 
 def resolve_settings(block: Mapping[str, Any], flags: Mapping[str, Any],
@@ -78,11 +87,14 @@ def resolve_settings(block: Mapping[str, Any], flags: Mapping[str, Any],
     launcher = get("launcher")
     slurm = SlurmSettings(
         submit=get("slurm.submit"), partition=get("slurm.partition"), time=get("slurm.time"),
-        account=get("slurm.account"), gpus_per_node=get("slurm.gpus_per_node"), job_name=get("slurm.job_name"),
+        account=get("slurm.account"), qos=get("slurm.qos"), gpus_per_node=get("slurm.gpus_per_node"),
+        cpus_per_task=get("slurm.cpus_per_task"), exclusive=get("slurm.exclusive"), job_name=get("slurm.job_name"),
         master_port=get("slurm.master_port"), extra_args=tuple(get("slurm.extra_args")))
+    runtime = get("container.runtime") or (SLURM_RUNTIMES[0] if launcher == "slurm" else CONTAINER_RUNTIMES[0])
     container = ContainerSettings(
-        image=get("container.image"), runtime=get("container.runtime"), python=get("container.python"),
-        mounts=tuple(get("container.mounts")), extra_args=tuple(get("container.extra_args")))
+        image=get("container.image"), runtime=runtime, gpu_vendor=get("container.gpu_vendor"),
+        python=get("container.python"), mounts=tuple(get("container.mounts")),
+        extra_args=tuple(get("container.extra_args")))
     nproc = get("nproc_per_node")
     if nproc is None:
         nproc = (slurm.gpus_per_node if launcher == "slurm" else None) or 1
@@ -103,9 +115,40 @@ def resolve_settings(block: Mapping[str, Any], flags: Mapping[str, Any],
         rendezvous = _rendezvous(get, nnodes, environ, problems)
     _check(launcher != "container" or bool(container.image), problems, "launch.container.image (--image)",
            container.image, "name the image to run, e.g. --image rocm/megatron-lm:latest (with primus installed)")
+    _check_image_runtime(launcher, container, get("container.runtime") is not None, slurm.gpus_per_node, problems)
     if problems:
         raise ConfigError(problems)
     return LaunchSettings(launcher, nproc, nnodes, rendezvous, dict(typed.get("passthrough", {})), slurm, container)
+
+
+def _check_image_runtime(launcher: str, c: ContainerSettings, runtime_given: bool, gpus_per_node: int | None,
+                         problems: list[str]) -> None:
+    """The runtime fits the launcher, and what it needs is there: these combinations would fail on the cluster,
+    minutes after submitting, or run without the GPUs."""
+    runtime_key = "launch.container.runtime (--container-runtime)"
+    if launcher == "container":
+        _check(c.runtime in CONTAINER_RUNTIMES, problems, runtime_key, c.runtime,
+               "pyxis and apptainer run images in Slurm jobs: add --launcher slurm, or use docker or podman")
+    elif launcher == "slurm":
+        _check(c.runtime in SLURM_RUNTIMES, problems, runtime_key, c.runtime,
+               "a Slurm job runs its image through pyxis (srun --container-image, the default) or apptainer")
+    if launcher != "container":
+        _check(not (runtime_given and not c.image), problems, runtime_key, c.runtime,
+               "a runtime runs the job in an image: name it with --image IMAGE (launch.container.image), or drop "
+               "--container-runtime")
+    _check(c.gpu_vendor is None or c.runtime == "apptainer", problems, "launch.container.gpu_vendor (--gpu-vendor)",
+           c.gpu_vendor, f"only apptainer needs it (--nv/--rocm), and the runtime is {c.runtime}: remove it, or add "
+           f"--container-runtime apptainer (pyxis gets the GPUs Slurm allocates; docker and podman take --gpus or "
+           f"--device in launch.container.extra_args)")
+    apptainer = launcher == "slurm" and c.runtime == "apptainer" and c.image
+    _check(not (apptainer and gpus_per_node and c.gpu_vendor is None), problems,
+           "launch.container.gpu_vendor (--gpu-vendor)", c.gpu_vendor,
+           f"the job asks for {gpus_per_node} GPUs per node and apptainer shows them to the container only with "
+           f"--nv or --rocm: give --gpu-vendor nvidia or --gpu-vendor amd")
+    pyxis = launcher == "slurm" and c.runtime == "pyxis" and c.image
+    for mount in c.mounts if pyxis else ():
+        _check("," not in mount, problems, "launch.container.mounts (--mount)", mount,
+               "pyxis separates mounts with ',': join a mount's flags with '+', e.g. /data:/data:ro+rprivate")
 
 
 def _rendezvous(get: Callable[[str], Any], nnodes: int, environ: Mapping[str, str], problems: list[str]) -> Rendezvous | None:

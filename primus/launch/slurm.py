@@ -3,17 +3,19 @@
 One task per node runs torchrun with the node's share of the processes; Slurm gives each node its rank
 (SLURM_NODEID) and the node list, whose first host is the rendezvous. The job's environment is the
 allow-list, exported by name (``--export=NAME,...``: Slurm reads the values from the submitting
-environment), plus the host runtime (PATH, ...) so the same Python starts on the compute nodes."""
+environment), plus the host runtime (PATH, ...) so the same Python starts on the compute nodes. With an
+image the step runs in it (``slurm_images``: Pyxis or Apptainer), and the host runtime stays outside."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from primus.launch.job import Job
 from primus.launch.passthrough import Passthrough
 from primus.launch.plan import LaunchPlan, Shell, assignments, shell_line
 from primus.launch.settings import LaunchSettings
+from primus.launch.slurm_images import PYXIS, apptainer_prefix, pyxis_first_host, pyxis_options
 from primus.launch.torchrun import torchrun_argv
 
 FIRST_HOST = 'MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)'
@@ -21,40 +23,63 @@ FIRST_HOST = 'MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head
 
 def plan_slurm(job: Job, settings: LaunchSettings, passthrough: Passthrough, environ: Mapping[str, str],
                python: str, cwd: Path) -> LaunchPlan:
-    options = _options(job, settings, passthrough, environ, cwd)
-    node_step = ["--kill-on-bad-exit=1", "bash", "-c", node_script(job, settings, python)]
-    if settings.slurm.submit == "srun":
-        return LaunchPlan(argv=["srun", *options, *node_step], env=dict(environ), run_dir=job.run_dir)
+    s, image = settings.slurm, settings.container.image
+    pyxis = image is not None and settings.container.runtime == PYXIS
+    allowed = passthrough.select(environ, skip=job.env)
+    with_host = passthrough.select(environ, host=True, skip=job.env)
+    node = node_script(job, settings, python, cwd, host_names=sorted(set(with_host) - set(allowed)))
+    step = ["--kill-on-bad-exit=1", *(pyxis_options(job, settings.container, cwd) if pyxis else []), "bash", "-c", node]
+    if s.submit == "srun":  # under Pyxis this one srun starts the task in the image: the host runtime stays out
+        options = _options(job, settings, allowed if pyxis else with_host, cwd)
+        return LaunchPlan(argv=["srun", *options, *step], env=dict(environ), run_dir=job.run_dir,
+                          make_dirs=(job.run_dir,) if image else ())  # a mount's source must exist
     logs = job.run_dir / "logs"
+    # srun in a batch job does not take --cpus-per-task from it on every Slurm release: it is said again
+    cpus = [f"--cpus-per-task={s.cpus_per_task}"] if s.cpus_per_task else []
+    script = batch_script([f"--export={_export(allowed) if pyxis else 'ALL'}", *cpus, *step])
     # Slurm opens --output before the script runs: its folder must exist
-    return LaunchPlan(argv=["sbatch", *options, f"--output={logs}/slurm-%j.out"], env=dict(environ),
-                      run_dir=job.run_dir, stdin=batch_script(node_step), make_dirs=(logs,), detached=True)
+    argv = ["sbatch", *_options(job, settings, with_host, cwd), f"--output={logs}/slurm-%j.out"]
+    return LaunchPlan(argv=argv, env=dict(environ), run_dir=job.run_dir, stdin=script, make_dirs=(logs,),
+                      detached=True)
 
 
-def node_script(job: Job, settings: LaunchSettings, python: str) -> str:
-    """What the one task on each node runs: Primus's variables, the first host, torchrun."""
+def node_script(job: Job, settings: LaunchSettings, python: str, cwd: Path, host_names: Sequence[str] = ()) -> str:
+    """What the one task on each node runs: Primus's variables, the first host, torchrun (in the image, if any)."""
+    c = settings.container
     rendezvous = [Shell('--nnodes="$SLURM_NNODES"'), Shell('--node_rank="$SLURM_NODEID"'),
                   Shell('--master_addr="$MASTER_ADDR"'), f"--master_port={settings.slurm.master_port}"]
+    first_host, prefix = FIRST_HOST, []
+    if c.image is not None:
+        python = c.python
+        if c.runtime == PYXIS:
+            first_host = pyxis_first_host(python)
+        else:
+            prefix = apptainer_prefix(job, c, cwd, host_names)
     lines = [f"export {assignment}" for assignment in assignments(job.env)]
-    lines += [FIRST_HOST, shell_line(["exec", *torchrun_argv(python, job.entry, settings.nproc_per_node, rendezvous)])]
+    lines += [first_host, shell_line(["exec", *prefix, *torchrun_argv(python, job.entry, settings.nproc_per_node,
+                                                                       rendezvous)])]
     return "; ".join(lines)
 
 
-def batch_script(node_step: list[str]) -> str:
+def batch_script(step: list[str]) -> str:
     """The options are on sbatch's command line, where the shell quotes them, not in #SBATCH lines."""
-    lines = ["#!/bin/bash", "# the batch environment is already the allow-list: the step gets all of it",
-             shell_line(["srun", "--export=ALL", *node_step])]
+    lines = ["#!/bin/bash", "# one step: each node's task, with the environment --export names",
+             shell_line(["srun", *step])]
     return "\n".join(lines) + "\n"
 
 
-def _options(job: Job, settings: LaunchSettings, passthrough: Passthrough, environ: Mapping[str, str],
-             cwd: Path) -> list[str]:
+def _options(job: Job, settings: LaunchSettings, exported: list[str], cwd: Path) -> list[str]:
     s = settings.slurm
-    exported = passthrough.select(environ, host=True, skip=job.env)
     options = [f"--job-name={s.job_name or job.name}", f"--nodes={settings.nnodes}", "--ntasks-per-node=1",
                f"--chdir={cwd}"]
-    for name, value in (("partition", s.partition), ("time", s.time), ("account", s.account),
-                        ("gpus-per-node", s.gpus_per_node)):
+    for name, value in (("partition", s.partition), ("time", s.time), ("account", s.account), ("qos", s.qos),
+                        ("gpus-per-node", s.gpus_per_node), ("cpus-per-task", s.cpus_per_task)):
         if value is not None:
             options.append(f"--{name}={value}")
-    return [*options, f"--export={','.join(exported) or 'NONE'}", *s.extra_args]
+    if s.exclusive:
+        options.append("--exclusive")
+    return [*options, f"--export={_export(exported)}", *s.extra_args]
+
+
+def _export(names: list[str]) -> str:
+    return ",".join(names) or "NONE"

@@ -1,5 +1,5 @@
 """Tracking core (layer 3): the metrics hub, its sinks (console, journal, TensorBoard, W&B, MLflow,
-One-Logger), lossless delivery and the run lifecycle. Backend-agnostic: nothing here imports a
+One-Logger, and trackers other distributions add: ``plugin_sinks``), lossless delivery and the run lifecycle. Backend-agnostic: nothing here imports a
 backend or a trainer, and trackers are imported lazily by their sink, so importing this is cheap.
 
     run = start_run(TrackingConfig(run_dir=..., tensorboard=TensorBoardConfig(log_dir=...), ...))

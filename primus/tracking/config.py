@@ -17,8 +17,10 @@ from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import urlsplit
 
+from primus.plugins import PluginError
 from primus.redaction import redact_text
 from primus.tracking.environment import mlflow_environment_problems, wandb_environment_problems
+from primus.tracking.plugin_sinks import requested_sinks, sink_classes
 
 WANDB_MODES = ("online", "offline", "disabled", "shared")
 WANDB_INIT_TIMEOUT_S = 30.0  # wandb's default of 90 s stalls the writer rank's start-up on a bad network
@@ -94,6 +96,8 @@ class TrackingConfig:
     # "process": TensorBoard, W&B and MLflow are fed by a delivery process, off the training process's GIL;
     # "thread": by threads of the training process. None: PRIMUS_TRACKING_DELIVERY, else "process"
     delivery: str | None = None
+    # trackers other distributions add (entry-point group primus.sinks), by name. None: PRIMUS_SINKS
+    plugin_sinks: tuple[str, ...] | None = None
 
     def resolve(self, env: Mapping[str, str] | None = None) -> TrackingConfig:
         """A copy with every None that has a default filled in; raises TrackingConfigError."""
@@ -107,11 +111,17 @@ class TrackingConfig:
         delivery = self.delivery or env.get(DELIVERY_ENV) or "process"
         _require(delivery in DELIVERY_MODES, "delivery" if self.delivery else DELIVERY_ENV, delivery,
                  f"use one of {', '.join(DELIVERY_MODES)}")
+        plugin_sinks = requested_sinks(env) if self.plugin_sinks is None else tuple(self.plugin_sinks)
+        try:
+            sink_classes(plugin_sinks)  # installed, importable, a Sink: said now, not on a sink worker
+        except PluginError as e:
+            raise TrackingConfigError(str(e)) from e
         return replace(
             self,
             run_dir=run_dir,
             run_name=run_name,
             delivery=delivery,
+            plugin_sinks=plugin_sinks,
             tensorboard=self.tensorboard and _resolve_tensorboard(self.tensorboard),
             wandb=self.wandb and _resolve_wandb(self.wandb, run_dir, run_name, env),
             mlflow=self.mlflow and _resolve_mlflow(self.mlflow, run_dir, self.experiment_name, run_name, env),

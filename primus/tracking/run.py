@@ -22,7 +22,7 @@ from primus.tracking.hub import ALREADY_TRACKED, MetricsHub
 from primus.tracking.journal import JOURNAL_FILE, JournalWriter, last_steps
 from primus.tracking.lifecycle import ExitHandlers
 from primus.tracking.meta import RunMeta
-from primus.tracking.sink_factory import OUT_OF_PROCESS, build_sinks, sink_names
+from primus.tracking.sink_factory import build_sinks, out_of_process, sink_names
 from primus.tracking.state import CursorStore, RunDirLock, RunState
 from primus.tracking.worker import SinkWorker
 
@@ -80,7 +80,7 @@ class Run:
         ``delivery="thread"``."""
         cfg = self.config
         names = sink_names(cfg)
-        remote = [n for n in names if n in OUT_OF_PROCESS] if cfg.delivery == "process" else []
+        remote = [n for n in names if out_of_process(n)] if cfg.delivery == "process" else []
         local = build_sinks(cfg, meta, self._state, self.wandb_run_id, [n for n in names if n not in remote])
         cursors = CursorStore(self.run_dir)
         workers: list[SinkWorker | RemoteSinkWorker] = [SinkWorker(s, self._journal.path, cursors) for s in local]

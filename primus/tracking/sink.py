@@ -1,5 +1,6 @@
 """The one interface every tracker sink implements. A sink runs on its own worker thread
-(``worker.py``), so it may block and may raise: the worker retries, counts and warns."""
+(``worker.py``), so it may block and may raise: the worker retries, counts and warns. Another distribution
+adds a sink through the entry-point group ``primus.sinks`` (``plugin_sinks.py``)."""
 
 from __future__ import annotations
 

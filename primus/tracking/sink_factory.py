@@ -7,6 +7,7 @@ from collections.abc import Callable, Collection
 
 from primus.tracking.config import TrackingConfig
 from primus.tracking.meta import RunMeta
+from primus.tracking.plugin_sinks import build_plugin_sinks
 from primus.tracking.sink import Sink
 from primus.tracking.sinks.console import ConsoleSink
 from primus.tracking.sinks.mlflow import MlflowSink
@@ -17,15 +18,20 @@ from primus.tracking.state import RunState
 
 # Sinks whose clients spend milliseconds of Python per request (MLflow's client and SQLAlchemy, wandb.log,
 # protobuf encoding for TensorBoard): with delivery="process" they run in the delivery process, off the
-# training process's GIL. The console and One-Logger stay in the training process (they print, or hook it).
-OUT_OF_PROCESS = ("tensorboard", "wandb", "mlflow")
+# training process's GIL. The console and One-Logger stay in the training process (they print, or hook it);
+# plugin sinks are trackers too, and go out.
+IN_PROCESS = ("console", "one_logger")
+
+
+def out_of_process(name: str) -> bool:
+    return name not in IN_PROCESS
 
 
 def sink_names(cfg: TrackingConfig) -> list[str]:
-    """The enabled sinks, in delivery order."""
+    """The enabled sinks, in delivery order: the built-in ones, then the plugins (``cfg`` resolved)."""
     wanted = {"console": cfg.console, "tensorboard": cfg.tensorboard,
               "wandb": cfg.wandb and cfg.wandb.mode != "disabled", "mlflow": cfg.mlflow, "one_logger": cfg.one_logger}
-    return [name for name, on in wanted.items() if on]
+    return [*(name for name, on in wanted.items() if on), *(cfg.plugin_sinks or ())]
 
 
 def build_sinks(cfg: TrackingConfig, meta: RunMeta, state: RunState, wandb_run_id: str | None,
@@ -38,4 +44,6 @@ def build_sinks(cfg: TrackingConfig, meta: RunMeta, state: RunState, wandb_run_i
         "mlflow": lambda: MlflowSink(cfg.mlflow, meta, state, cfg.run_dir),
         "one_logger": lambda: OneLoggerSink(cfg.one_logger, cfg.run_name),
     }
-    return [builders[name]() for name in sink_names(cfg) if name in names]
+    wanted = [name for name in sink_names(cfg) if name in names]
+    plugins = build_plugin_sinks([n for n in wanted if n not in builders], meta, cfg.run_dir, state)
+    return [*(builders[name]() for name in wanted if name in builders), *plugins]

@@ -1,7 +1,7 @@
 """``primus tracking sync RUN_DIR``: deliver what a finished (or crashed) run left in its journal.
 
-It replays the journal into MLflow and W&B from each sink's saved cursor, with the same sink code
-as a live run (MLflow dedups the resend by timestamp; W&B skips steps it already has), uploads the
+It replays the journal into MLflow, W&B and the run's plugin sinks from each sink's saved cursor, with
+the same sink code as a live run (MLflow dedups the resend by timestamp; W&B skips steps it already has), uploads the
 run's artifacts if asked and not done, and sets the final status the run asked for. A run whose
 process died without finishing is marked KILLED. W&B runs logged offline are uploaded by W&B's own
 ``wandb sync <dir>``; this command prints that command.
@@ -16,10 +16,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from primus.plugins import PluginError
 from primus.redaction import MASK
 from primus.tracking.delivery import DELIVERY_LOCK
 from primus.tracking.journal import JOURNAL_FILE, journal_size
 from primus.tracking.meta import RunMeta
+from primus.tracking.plugin_sinks import build_plugin_sinks
 from primus.tracking.sink import Sink
 from primus.tracking.sinks.mlflow import MlflowSink
 from primus.tracking.sinks.wandb import WandbSink
@@ -82,6 +84,10 @@ def sync_run(run_dir: Path, timeout_s: float = 300.0, tracking_uri: str | None =
                 report.wandb_offline_dir = wandb_state.get("sync_dir")
             if CursorStore(run_dir).load("wandb", wandb_state["id"]) < journal_size(journal):
                 sinks.append(WandbSink(meta.wandb_config(), meta, state, wandb_state["id"]))
+        try:
+            sinks += build_plugin_sinks(meta.plugin_sinks, meta, run_dir, state)
+        except PluginError as e:
+            raise SyncError(f"the run had plugin sinks {meta.plugin_sinks}: {e}") from None
         deadline = time.monotonic() + timeout_s
         workers = [SinkWorker(s, journal, CursorStore(run_dir)) for s in sinks]
         for w in workers:

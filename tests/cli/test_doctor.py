@@ -1,15 +1,20 @@
 """`primus doctor`: versions, GPU, and upstream files checked against their wheel RECORD hashes —
-on a throwaway distribution we can modify, and on the real installed megatron-core."""
+on a throwaway distribution we can modify, and on the real installed megatron-core; the installed plugins."""
 
 from __future__ import annotations
 
 import importlib
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 from support.demo_wheel import install_demo_wheel
+from support.plugin_dists import install_patch_plugin, install_sink_plugin
 
 from primus.cli.main import main
+from primus.cli.plugin_lines import PluginRow, format_plugin_lines
 from primus.patches.integrity import verify_distribution
 
 FILES = {"demo_upstream/__init__.py": "VERSION = 1\n", "demo_upstream/training.py": "def train():\n    return 0\n",
@@ -84,3 +89,33 @@ def test_json_output_for_a_ci_job(demo_dist, capsys):
     assert result["integrity"]["megatron-core"]["clean"] is True
     assert [u["backend"] for u in result["upstreams"]] == ["Megatron", "TorchTitan", "MaxText"]
     assert set(result["distributions"]) == {"torch", "wandb", "mlflow", "tensorboard", "wrapt"}
+
+
+def test_plugins_are_loaded_and_a_broken_or_missing_one_fails(tmp_path):
+    """In a child: loading a patch plugin registers its patches for the rest of the process."""
+    site = install_sink_plugin(tmp_path / "site")
+    install_patch_plugin(site, value="primus_demo_patches.gone")
+    env = {**os.environ, "PYTHONPATH": str(site), "PRIMUS_SINKS": "demo,nosuch"}
+    done = subprocess.run([sys.executable, "-m", "primus.cli.main", "doctor", "--json"], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 1, done.stderr
+    report = json.loads(done.stdout)
+    rows = {row["group"]: row for row in report["plugins"]}
+    assert rows["primus.sinks"] == {"group": "primus.sinks", "name": "demo", "value": "primus_demo_tracker:DemoSink",
+                                    "distribution": "primus-demo-tracker", "version": "0.3", "problem": ""}
+    assert rows["primus.patches"]["problem"].startswith(
+        "entry point `demo = primus_demo_patches.gone` (group primus.patches) of distribution primus-demo-patches 0.1 "
+        "cannot be loaded (ModuleNotFoundError")
+    assert report["declarations_problem"] == rows["primus.patches"]["problem"]  # upstreams need every declaration
+    assert report["requested_sinks_problem"].startswith("PRIMUS_SINKS names 'nosuch' but no installed distribution")
+    assert not report["ok"]
+
+
+def test_plugin_lines():
+    rows = [PluginRow("primus.sinks", "demo", "m:DemoSink", "primus-demo-tracker", "0.3", "")]
+    assert format_plugin_lines(rows, {"PRIMUS_SINKS": "demo"}) == [
+        "  primus.sinks    demo = m:DemoSink (primus-demo-tracker 0.3): loads",
+        "  PRIMUS_SINKS=demo: PRIMUS_SINKS names 'demo' but no installed distribution has an entry point 'demo' in "
+        "group primus.sinks (installed: none): install the plugin into this environment (the image's, for a "
+        "container), or remove 'demo' from PRIMUS_SINKS"]
+    assert format_plugin_lines([], {}) == ["  none installed"]

@@ -22,7 +22,7 @@ launch:
   launcher: slurm
   nnodes: 2
   slurm: {{partition: mi300x, time: "02:00:00", gpus_per_node: 8}}
-  container: {{image: "rocm/primus:test", mounts: ["{data}:/data:ro"]}}
+  container: {{mounts: ["{data}:/data:ro"]}}
   passthrough: {{names: [MY_TEAM_SETTING], exclude: [HF_TOKEN]}}
 modules:
   pre_trainer:

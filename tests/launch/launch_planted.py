@@ -11,3 +11,4 @@ EXCLUDED_SECRETS = {"HF_TOKEN": "hf_abcdefghijklmnopqrstuvwxyz012345"}  # the ex
 UNLISTED_SECRETS = {"AWS_SECRET_ACCESS_KEY": "aws-secret-key-1234567890"}  # on no allow-list
 SECRET_VALUES = [*ALLOWED_SECRETS.values(), *EXCLUDED_SECRETS.values(), *UNLISTED_SECRETS.values()]
 PLAIN = {"NCCL_IB_HCA": "mlx5_0", "MY_TEAM_SETTING": "blue"}  # by prefix; by the experiment's names
+IMAGE = "rocm/primus:test"  # given with each launch that runs in an image

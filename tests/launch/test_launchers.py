@@ -12,10 +12,14 @@ import subprocess
 import pytest
 
 import launch_shims
-from launch_planted import ALLOWED_SECRETS, EXCLUDED_SECRETS, PLAIN, SECRET_VALUES, UNLISTED_SECRETS
+from launch_planted import ALLOWED_SECRETS, EXCLUDED_SECRETS, IMAGE, PLAIN, SECRET_VALUES, UNLISTED_SECRETS
 
 ENTRY = "primus.backends.megatron"
 PRIMUS_VARS = {"PRIMUS_CONFIG", "PRIMUS_CONFIG_OVERRIDES", "PRIMUS_RUN_DIR"}
+# what a Slurm job exports: the allow-list set in the launching environment, and with the host runtime
+ALLOWED = "MLFLOW_TRACKING_PASSWORD,MLFLOW_TRACKING_URI,MY_TEAM_SETTING,NCCL_IB_HCA,PRIMUS_PRIVATE_TOKEN,WANDB_API_KEY"
+WITH_HOST = ("HOME,LANG,MLFLOW_TRACKING_PASSWORD,MLFLOW_TRACKING_URI,MY_TEAM_SETTING,NCCL_IB_HCA,PATH,"
+             "PRIMUS_PRIVATE_TOKEN,WANDB_API_KEY")
 
 
 def _overrides(run_dir) -> list[str]:
@@ -58,11 +62,9 @@ def test_multi_node_torchrun_static_or_c10d_shares_one_run_directory(experiment,
 def test_sbatch_submits_one_torchrun_task_per_node(experiment, environ, make_plan, tmp_path):
     plan = make_plan(experiment, environ)
     logs = plan.run_dir / "logs"
-    exported = ("HOME,LANG,MLFLOW_TRACKING_PASSWORD,MLFLOW_TRACKING_URI,MY_TEAM_SETTING,NCCL_IB_HCA,PATH,"
-                "PRIMUS_PRIVATE_TOKEN,WANDB_API_KEY")
     assert plan.argv == ["sbatch", "--job-name=llama_test", "--nodes=2", "--ntasks-per-node=1", f"--chdir={tmp_path}",
                          "--partition=mi300x", "--time=02:00:00", "--gpus-per-node=8",
-                         f"--export={exported}", f"--output={logs}/slurm-%j.out"]
+                         f"--export={WITH_HOST}", f"--output={logs}/slurm-%j.out"]
     assert plan.detached and plan.make_dirs == (logs,)
     shebang, comment, step = plan.stdin.splitlines()
     assert (shebang, comment[0]) == ("#!/bin/bash", "#")
@@ -80,21 +82,23 @@ def test_srun_runs_the_same_step_attached(experiment, environ, make_plan):
     _assert_node_step(words[-1], experiment, plan.run_dir, nproc=8)
 
 
-def _assert_node_step(script: str, experiment, run_dir, nproc: int) -> None:
+def _assert_node_step(script: str, experiment, run_dir, nproc: int, python: str = "/opt/venv/bin/python",
+                      first_host: str = 'MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)'):
     lines = script.split("; ")
     statements = [shlex.split(s) for s in lines]
     exports = dict(s[1].split("=", 1) for s in statements[:3])
     assert [s[0] for s in statements[:3]] == ["export"] * 3
     _assert_job_env(exports, experiment, run_dir)
-    assert lines[3] == 'MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)'
-    assert statements[4] == ["exec", "/opt/venv/bin/python", "-m", "torch.distributed.run",
+    assert lines[3] == first_host
+    assert statements[4] == ["exec", python, "-m", "torch.distributed.run",
                              f"--nproc_per_node={nproc}", "--nnodes=$SLURM_NNODES", "--node_rank=$SLURM_NODEID",
                              "--master_addr=$MASTER_ADDR", "--master_port=29500", "-m", ENTRY]
     assert len(statements) == 5
 
 
 def test_container_mounts_own_paths_and_passes_variables_by_name(experiment, environ, make_plan, tmp_path):
-    plan = make_plan(experiment, environ, {"launcher": "container", "nnodes": 1, "container.runtime": "podman"})
+    plan = make_plan(experiment, environ, {"launcher": "container", "nnodes": 1, "container.runtime": "podman",
+                                           "container.image": IMAGE})
     argv = list(plan.argv)
     assert argv[:5] == ["podman", "run", "--rm", "--ipc=host", "--network=host"]
     options: dict[str, list[str]] = {}
@@ -114,13 +118,54 @@ def test_container_mounts_own_paths_and_passes_variables_by_name(experiment, env
     assert plan.make_dirs == (plan.run_dir,)
 
 
+def test_pyxis_runs_each_node_step_in_the_image(experiment, environ, make_plan, tmp_path):
+    flags = {"container.image": IMAGE, "slurm.cpus_per_task": 96, "slurm.exclusive": True, "slurm.qos": "high",
+             "slurm.account": "ml"}
+    plan = make_plan(experiment, environ, flags)
+    logs = plan.run_dir / "logs"
+    # the batch script runs on the host, with the host runtime; the step in the image gets the allow-list only
+    assert plan.argv == ["sbatch", "--job-name=llama_test", "--nodes=2", "--ntasks-per-node=1", f"--chdir={tmp_path}",
+                         "--partition=mi300x", "--time=02:00:00", "--account=ml", "--qos=high", "--gpus-per-node=8",
+                         "--cpus-per-task=96", "--exclusive", f"--export={WITH_HOST}", f"--output={logs}/slurm-%j.out"]
+    _, _, step = plan.stdin.splitlines()
+    words = shlex.split(step)
+    assert words[:-1] == ["srun", f"--export={ALLOWED}", "--cpus-per-task=96", "--kill-on-bad-exit=1",
+                          f"--container-image={IMAGE}",
+                          f"--container-mounts={tmp_path}:{tmp_path},{tmp_path / 'data'}:/data:ro",
+                          f"--container-workdir={tmp_path}", "bash", "-c"]
+    _assert_node_step(words[-1], experiment, plan.run_dir, nproc=8, python="python",
+                      first_host="MASTER_ADDR=$(python -m primus.launch.first_host) || exit 1")
+
+
+def test_apptainer_starts_the_image_on_each_node_with_the_gpus(experiment, environ, make_plan, tmp_path):
+    flags = {"container.image": "/shared/primus.sif", "container.runtime": "apptainer", "container.gpu_vendor": "amd"}
+    plan = make_plan(experiment, environ, {**flags, "slurm.submit": "srun"})
+    assert plan.make_dirs == (plan.run_dir,)  # a bind source must exist
+    script = plan.argv[-1]
+    statements = [shlex.split(line) for line in script.split("; ")]
+    assert statements[3] == ["MASTER_ADDR=$(scontrol", "show", "hostnames", "$SLURM_JOB_NODELIST", "|", "head",
+                             "-n", "1)"]  # on the node, where scontrol is
+    # the host runtime stays out of the image (PATH and HOME apptainer needs, and replaces inside)
+    assert statements[4][:15] == ["exec", "env", "-u", "LANG", "apptainer", "exec", "--rocm",
+                                  "--bind", f"{tmp_path}:{tmp_path}", "--bind", f"{tmp_path / 'data'}:/data:ro",
+                                  "--pwd", str(tmp_path), "/shared/primus.sif", "python"]
+    nvidia = make_plan(experiment, environ, {**flags, "container.gpu_vendor": "nvidia"})
+    assert " apptainer exec --nv --bind " in nvidia.stdin
+
+
 LAUNCHES = {
     "local": {"launcher": "local", "nnodes": 1},
     "torchrun": {"launcher": "torchrun", "nnodes": 1, "nproc_per_node": 2},
     "sbatch": {},
     "srun": {"slurm.submit": "srun"},
-    "container": {"launcher": "container", "nnodes": 1},
+    "container": {"launcher": "container", "nnodes": 1, "container.image": IMAGE},
+    "pyxis sbatch": {"container.image": IMAGE, "slurm.cpus_per_task": 8, "slurm.exclusive": True},
+    "pyxis srun": {"container.image": IMAGE, "slurm.submit": "srun"},
+    "apptainer sbatch": {"container.image": IMAGE, "container.runtime": "apptainer", "container.gpu_vendor": "nvidia"},
+    "apptainer srun": {"container.image": IMAGE, "container.runtime": "apptainer", "container.gpu_vendor": "amd",
+                       "slurm.submit": "srun"},
 }
+IN_IMAGE = [name for name in LAUNCHES if name.startswith(("container", "pyxis", "apptainer"))]
 
 
 @pytest.mark.parametrize("launch", LAUNCHES)
@@ -134,7 +179,7 @@ def test_printed_command_is_bash_without_secret_values(experiment, environ, make
         assert value not in written
 
 
-@pytest.mark.parametrize("launch", ["sbatch", "srun", "container"])
+@pytest.mark.parametrize("launch", [name for name in LAUNCHES if name not in ("local", "torchrun")])
 def test_printed_command_starts_the_job_with_allow_listed_values(experiment, environ, make_plan, tmp_path, launch):
     shims = launch_shims.install(tmp_path / "bin")
     probe = launch_shims.write_probe(tmp_path / "probe", tmp_path / "probe.jsonl")
@@ -151,8 +196,20 @@ def test_printed_command_starts_the_job_with_allow_listed_values(experiment, env
     for name in (*EXCLUDED_SECRETS, *UNLISTED_SECRETS):
         assert name not in env
     _assert_job_env(env, experiment, plan.run_dir)
+    calls = launch_shims.read_calls(shims)
+    for call in calls:  # what reached the tools' command lines: names, never a value
+        for value in SECRET_VALUES:
+            assert value not in " ".join(call["argv"]), call["tool"]
+    if launch in IN_IMAGE:
+        assert env["CONTAINER_IMAGE"] == IMAGE
+        assert "LANG" not in env  # the host runtime stays outside the image
+    if launch.startswith("apptainer"):
+        assert env["CONTAINER_GPU"] == {"nvidia": "--nv", "amd": "--rocm"}[LAUNCHES[launch]["container.gpu_vendor"]]
     if launch == "container":
-        assert job["argv"] == ["-m", ENTRY] and env["CONTAINER_IMAGE"] == "rocm/primus:test"
+        assert job["argv"] == ["-m", ENTRY]
     else:  # Slurm's rank and first host reached torchrun's arguments through the node step
         assert job["argv"][:6] == ["-m", "torch.distributed.run", "--nproc_per_node=8", "--nnodes=1",
                                    "--node_rank=0", "--master_addr=localhost"]
+    if launch == "pyxis sbatch":  # said again to the step: srun in a batch job may not inherit it
+        [step] = [c for c in calls if c["tool"] == "srun"]
+        assert "--cpus-per-task=8" in step["argv"]

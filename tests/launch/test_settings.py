@@ -64,3 +64,34 @@ def test_the_experiment_block_is_checked_when_the_config_loads(tmp_path):
     path.write_text(path.read_text().replace("partiton: gpu", "time: '1:00:00'").replace("nnodes: two", "nnodes: 1"))
     exp = load_experiment(path, ["launch.slurm.partition=gpu", "launch.nnodes=2"])  # typed by the schema
     assert exp.launch == {"slurm": {"time": "1:00:00", "partition": "gpu"}, "nnodes": 2}
+
+
+def test_the_runtime_follows_the_launcher_and_slurm_keys_are_typed():
+    assert resolve_settings({"launcher": "container", "container": {"image": "i"}}, {}, {}).container.runtime == "docker"
+    slurm = resolve_settings({"launcher": "slurm"}, {"container.image": "i", "slurm.cpus_per_task": 16,
+                                                     "slurm.exclusive": True, "slurm.qos": "high"}, {})
+    assert (slurm.container.runtime, slurm.in_image) == ("pyxis", True)
+    assert (slurm.slurm.cpus_per_task, slurm.slurm.exclusive, slurm.slurm.qos) == (16, True, "high")
+    assert not resolve_settings({"launcher": "slurm"}, {}, {}).in_image
+    assert "launch: slurm.cpus_per_task = 0: expected int >= 1 or null, out of range" in _problems(
+        {"slurm": {"cpus_per_task": 0}})
+
+
+def test_image_runtime_combinations_that_cannot_work_are_refused():
+    slurm = {"launcher": "slurm", "slurm": {"gpus_per_node": 8}}
+    assert ("launch.container.runtime (--container-runtime) = 'apptainer': a runtime runs the job in an image: name "
+            "it with --image IMAGE") in _problems(slurm, {"container.runtime": "apptainer"})
+    assert ("launch.container.gpu_vendor (--gpu-vendor) = 'amd': only apptainer needs it (--nv/--rocm), and the "
+            "runtime is pyxis") in _problems(slurm, {"container.image": "i", "container.gpu_vendor": "amd"})
+    assert "launch.container.gpu_vendor (--gpu-vendor) = None: the job asks for 8 GPUs per node and apptainer" in \
+        _problems(slurm, {"container.image": "i", "container.runtime": "apptainer"})
+    assert "launch.container.runtime (--container-runtime) = 'docker': a Slurm job runs its image through pyxis" in \
+        _problems(slurm, {"container.image": "i", "container.runtime": "docker"})
+    assert "launch.container.runtime (--container-runtime) = 'pyxis': pyxis and apptainer run images in Slurm jobs" \
+        in _problems({"launcher": "container", "container": {"image": "i", "runtime": "pyxis"}})
+    assert "launch.container.mounts (--mount) = '/d:/d:ro,z': pyxis separates mounts with ','" in \
+        _problems(slurm, {"container.image": "i", "container.mounts": ["/d:/d:ro,z"]})
+    # a CPU job needs no vendor; apptainer with one is fine
+    resolve_settings({"launcher": "slurm"}, {"container.image": "i", "container.runtime": "apptainer"}, {})
+    resolve_settings(slurm, {"container.image": "i", "container.runtime": "apptainer", "container.gpu_vendor": "amd"},
+                     {})

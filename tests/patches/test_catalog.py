@@ -1,8 +1,15 @@
-"""The catalog loads the declaring modules, plus PRIMUS_EXTRA_PATCH_MODULES (test/extension hook)."""
+"""The catalog loads the declaring modules: Primus's own, those other distributions register (entry-point group
+primus.patches), and PRIMUS_EXTRA_PATCH_MODULES (test/extension hook)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
+from support.plugin_dists import PATCH_ID, install_patch_plugin
 
 from primus.patches import REGISTRY
 from primus.patches.catalog import EXTRA_MODULES_ENV, declaring_modules, load_all
@@ -33,3 +40,36 @@ def test_forced_platform_is_validated(monkeypatch):
     monkeypatch.setenv(PLATFORM_ENV, "gpu")
     with pytest.raises(ValueError, match="PRIMUS_PLATFORM='gpu' is not a platform; use one of cpu, cuda"):
         detect_platform()
+
+
+PROBE = (f"import demo_plugin_target as t; from primus.patches import REGISTRY; "
+         f"print(t.greet('x'), [r.status for r in REGISTRY.records() if r.id == {PATCH_ID!r}])")
+
+
+def _primus_run(site: Path, *command: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(site), "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    for name in ("PRIMUS_ACTIVATE", "PRIMUS_PATCHES", "PRIMUS_DISABLE_PATCHES", EXTRA_MODULES_ENV):
+        env.pop(name, None)
+    return subprocess.run(["primus-run", *command], env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_an_installed_distribution_adds_its_patch_module(tmp_path):
+    site = install_patch_plugin(tmp_path / "site")
+    done = _primus_run(site, "python", "-c", PROBE)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[0] == "HELLO X ['applied']"
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("primus_demo_patches.declarations:install", "entry point `demo = primus_demo_patches.declarations:install` "
+     "(group primus.patches) of distribution primus-demo-patches 0.1 names an object; a patch plugin's entry point "
+     "names the module that declares its patches: `demo = primus_demo_patches.declarations`"),
+    ("primus_demo_patches.gone", "entry point `demo = primus_demo_patches.gone` (group primus.patches) of distribution "
+     "primus-demo-patches 0.1 cannot be loaded (ModuleNotFoundError: No module named 'primus_demo_patches.gone'): "
+     "fix or reinstall that distribution, or uninstall it"),
+])
+def test_a_broken_patch_plugin_stops_the_command_before_it_runs(tmp_path, value, expected):
+    site = install_patch_plugin(tmp_path / "site", value=value)
+    done = _primus_run(site, "python", "-c", "print('ran')")
+    assert done.returncode == 2 and "ran" not in done.stdout
+    assert expected in done.stderr

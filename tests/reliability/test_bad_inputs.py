@@ -178,6 +178,35 @@ TRAIN_CASES = {
     "W&B on, no credentials, in a container": (["--launcher", "container", "--image", "img", "disable_wandb=false"],
                                                "W&B is enabled and online (WANDB_MODE=online) but WANDB_API_KEY is not set"),
     "log interval zero": (["log_interval=0"], "modules.pre_trainer: log_interval = '0': expected int >= 1, out of range"),
+    "container runtime without image": (["--launcher", "slurm", "--container-runtime", "apptainer"],
+                                        "launch.container.runtime (--container-runtime) = 'apptainer': a runtime runs "
+                                        "the job in an image: name it with --image IMAGE"),
+    "GPU vendor with pyxis": (["--launcher", "slurm", "--image", "img", "--gpu-vendor", "nvidia"],
+                              "launch.container.gpu_vendor (--gpu-vendor) = 'nvidia': only apptainer needs it "
+                              "(--nv/--rocm), and the runtime is pyxis"),
+    "GPU vendor with docker": (["--launcher", "container", "--image", "img", "--gpu-vendor", "amd"],
+                               "launch.container.gpu_vendor (--gpu-vendor) = 'amd': only apptainer needs it "
+                               "(--nv/--rocm), and the runtime is docker"),
+    "apptainer with GPUs but no vendor": (["--launcher", "slurm", "--image", "x.sif", "--container-runtime",
+                                           "apptainer", "--gpus-per-node", "8"],
+                                          "launch.container.gpu_vendor (--gpu-vendor) = None: the job asks for 8 GPUs "
+                                          "per node and apptainer shows them to the container only with --nv or --rocm"),
+    "pyxis under the container launcher": (["--launcher", "container", "--image", "img", "--container-runtime", "pyxis"],
+                                           "launch.container.runtime (--container-runtime) = 'pyxis': pyxis and "
+                                           "apptainer run images in Slurm jobs: add --launcher slurm"),
+    "docker under Slurm": (["--launcher", "slurm", "--image", "img", "--container-runtime", "docker"],
+                           "launch.container.runtime (--container-runtime) = 'docker': a Slurm job runs its image "
+                           "through pyxis"),
+    "comma in a pyxis mount": (["--launcher", "slurm", "--image", "img", "--mount", "/data:/data:ro,z"],
+                               "launch.container.mounts (--mount) = '/data:/data:ro,z': pyxis separates mounts with ','"),
+    "no CPUs per task": (["--launcher", "slurm", "--cpus-per-task", "0"],
+                         "launch: slurm.cpus_per_task = 0: expected int >= 1 or null, out of range"),
+    "unknown GPU vendor": (["--launcher", "slurm", "--image", "x.sif", "--container-runtime", "apptainer",
+                            "--gpu-vendor", "intel"], "invalid choice: 'intel'"),
+    "W&B on, no credentials, in a Slurm image": (["--launcher", "slurm", "--image", "img", "disable_wandb=false"],
+                                                 "W&B is enabled and online (WANDB_MODE=online) but WANDB_API_KEY is "
+                                                 "not set and there is no `wandb login` (a container does not see "
+                                                 "~/.netrc)"),
 }
 
 
@@ -209,6 +238,11 @@ LAUNCH_CASES = {  # every backend, and the environment the job would start with
                                                   "training.mixed_precision_param = 'bf16': expected one of "
                                                   "['bfloat16', 'float32'], not a valid choice"),
     "MaxText typo in a key": (MAXTEXT, ["stepz=3"], {}, "stepz: no module has this parameter; did you mean steps?"),
+    "plugin tracker not installed": (TINY, [], {"PRIMUS_SINKS": "comet,aim"},
+                                     "PRIMUS_SINKS names 'comet' but no installed distribution has an entry point "
+                                     "'comet' in group primus.sinks (installed: none): install the plugin into this "
+                                     "environment (the image's, for a container), or remove 'comet' from PRIMUS_SINKS; "
+                                     "PRIMUS_SINKS names 'aim'"),
     "a bad override after a flag": (TINY, ["--nproc-per-node", "1", "log_interval=0"], {},
                                     "modules.pre_trainer: log_interval = '0': expected int >= 1, out of range"),
     "an unknown flag between overrides": (TINY, ["train_iters=2", "--nprocs-per-node", "2", "lr=1e-3"], {},
@@ -275,6 +309,11 @@ TRACKING_CASES = {
     "WANDB_INIT_TIMEOUT empty is the default, WANDB_CONSOLE empty is not": (
         dict(wandb=WandbConfig(mode="offline")), {"WANDB_INIT_TIMEOUT": "", "WANDB_CONSOLE": ""},
         "WANDB_CONSOLE='' is not valid for W&B"),
+    "plugin tracker not installed": (dict(), {"PRIMUS_SINKS": "comet"},
+                                     "PRIMUS_SINKS names 'comet' but no installed distribution has an entry point "
+                                     "'comet' in group primus.sinks (installed: none): install the plugin"),
+    "built-in tracker as a plugin": (dict(), {"PRIMUS_SINKS": "wandb"},
+                                     "PRIMUS_SINKS names 'wandb', which is a built-in sink: list plugin sinks only"),
     "DATABRICKS_HOST empty": (dict(mlflow=MlflowConfig(experiment_name="/Users/me/x")),
                               {"MLFLOW_TRACKING_URI": "databricks", "DATABRICKS_HOST": "",
                                "DATABRICKS_CONFIG_FILE": "/nonexistent"},

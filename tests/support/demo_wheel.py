@@ -11,7 +11,8 @@ from pathlib import Path
 
 
 def install_demo_wheel(site: Path, files: Mapping[str, str], name: str = "demo-upstream",
-                       version: str = "1.0") -> Path:
+                       version: str = "1.0", entry_points: Mapping[str, Mapping[str, str]] | None = None) -> Path:
+    """``entry_points``: group -> {name: value}, written to the dist-info's entry_points.txt."""
     lines = []
     for rel, text in files.items():
         path = site / rel
@@ -24,5 +25,10 @@ def install_demo_wheel(site: Path, files: Mapping[str, str], name: str = "demo-u
     info.mkdir(parents=True)
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
     lines += [f"{info_name}/METADATA,,", f"{info_name}/RECORD,,"]
+    if entry_points:
+        (info / "entry_points.txt").write_text("".join(
+            f"[{group}]\n" + "".join(f"{key} = {value}\n" for key, value in named.items())
+            for group, named in entry_points.items()))
+        lines.append(f"{info_name}/entry_points.txt,,")
     (info / "RECORD").write_text("\n".join(lines) + "\n")
     return site

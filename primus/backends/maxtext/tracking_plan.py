@@ -22,6 +22,7 @@ from typing import Any
 from primus.backends.maxtext.primus_options import PrimusOptions
 from primus.tracking import MlflowConfig, TensorBoardConfig, TrackingConfig, TrackingConfigError, WandbConfig
 from primus.tracking.credentials import has_wandb_credentials
+from primus.tracking.plugin_sinks import requested_sinks
 
 DEFAULT_EXPERIMENT = "primus"
 UPSTREAM_TB_QUEUE = 10  # upstream's tensorboardX SummaryWriter(logdir) keeps its default max_queue
@@ -68,7 +69,7 @@ def plan_tracking(config: Any, options: PrimusOptions, explicit_run_dir: Path | 
     infos, warnings = [], []
     if options.mlflow_upload_performance_metrics and not options.enable_mlflow:
         infos.append("mlflow_upload_performance_metrics ignored: MLflow is off (enable_mlflow=false)")
-    if not (config.enable_tensorboard or config.enable_wandb or options.enable_mlflow):
+    if not (config.enable_tensorboard or config.enable_wandb or options.enable_mlflow or requested_sinks(environ)):
         return TrackingPlan(None, log_period, False, (), tuple(infos))
 
     run_dir = run_directory(config, explicit_run_dir)

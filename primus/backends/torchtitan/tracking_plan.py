@@ -20,6 +20,7 @@ from typing import Any
 from primus.backends.torchtitan.patches.wandb_patches import wandb_settings
 from primus.config.run_directory import CHECKPOINTED_RUN_DIR, choose_run_dir, timestamp
 from primus.tracking import MlflowConfig, TensorBoardConfig, TrackingConfig, TrackingConfigError
+from primus.tracking.plugin_sinks import requested_sinks
 
 DEFAULT_EXPERIMENT = "primus"
 UPSTREAM_TB_QUEUE = 1000  # upstream's SummaryWriter(max_queue=1000)
@@ -87,7 +88,7 @@ def plan_tracking(metrics: Any, *, dump_folder: str, checkpoint_dir: Path | None
                         f"traces to report on. Set {profiler_section}.enable_profiling: true "
                         f"(--{profiler_section}.enable-profiling).")
     tracing = bool({"mlflow_upload_traces", "mlflow_upload_tracelens_report"} & set(uploads))
-    if not (metrics.enable_tensorboard or metrics.enable_wandb or mlflow_on):
+    if not (metrics.enable_tensorboard or metrics.enable_wandb or mlflow_on or requested_sinks()):
         return TrackingPlan(None, False, False, None, None, tuple(warnings), tuple(infos))
 
     run_dir = run_directory(metrics, dump_folder=dump_folder, checkpoint_dir=checkpoint_dir, rank=rank,

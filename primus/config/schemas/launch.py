@@ -7,6 +7,9 @@ from __future__ import annotations
 from primus.config.schema import Param, Schema
 
 LAUNCHERS = ("local", "torchrun", "slurm", "container")
+CONTAINER_RUNTIMES = ("docker", "podman")  # the container launcher's
+SLURM_RUNTIMES = ("pyxis", "apptainer")  # what runs a Slurm job's step in an image
+GPU_VENDORS = ("nvidia", "amd")
 
 
 def passthrough_params(prefix: str = "") -> list[Param]:
@@ -41,17 +44,29 @@ LAUNCH_SCHEMA = Schema(
         Param("slurm.partition", "str", nullable=True, help="--partition."),
         Param("slurm.time", "str", nullable=True, help="--time, e.g. 02:00:00."),
         Param("slurm.account", "str", nullable=True, help="--account."),
+        Param("slurm.qos", "str", nullable=True, help="--qos, e.g. high."),
         Param("slurm.gpus_per_node", "int", nullable=True, help="--gpus-per-node; omitted when null."),
+        Param("slurm.cpus_per_task", "int", nullable=True, ge=1,
+              help="--cpus-per-task: CPUs for each node's task (its torchrun and every rank's data loading)."),
+        Param("slurm.exclusive", "bool", default=False, help="--exclusive: the nodes are not shared with other jobs."),
         Param("slurm.job_name", "str", nullable=True, help="--job-name; default the experiment's name."),
         Param("slurm.master_port", "int", default=29500, help="Port of the torchrun rendezvous on the first node."),
-        Param("slurm.extra_args", "str", default=(), is_list=True, help="More sbatch/srun options, e.g. --qos=high."),
-        Param("container.image", "str", nullable=True, help="The image; it must have primus installed."),
-        Param("container.runtime", "str", default="docker", choices=("docker", "podman"), help="docker or podman."),
+        Param("slurm.extra_args", "str", default=(), is_list=True,
+              help="More sbatch/srun options, e.g. --constraint=mi300x."),
+        Param("container.image", "str", nullable=True,
+              help="The image; it must have primus installed. With launcher slurm, each node's step runs in it."),
+        Param("container.runtime", "str", nullable=True, choices=(*CONTAINER_RUNTIMES, *SLURM_RUNTIMES),
+              help="docker or podman (launcher container; default docker); pyxis (srun --container-image) or "
+                   "apptainer (apptainer exec) under Slurm (default pyxis)."),
+        Param("container.gpu_vendor", "str", nullable=True, choices=GPU_VENDORS,
+              help="apptainer only: nvidia (--nv) or amd (--rocm) shows the node's GPUs to the container."),
         Param("container.python", "str", default="python", help="The image's Python."),
         Param("container.mounts", "str", default=(), is_list=True,
               help="More SRC:DST[:OPTIONS] mounts; the working directory, the experiment's folder and the run "
                    "directory are always mounted at their own paths."),
         Param("container.extra_args", "str", default=(), is_list=True,
-              help="More run options: --gpus=all (NVIDIA), --device=/dev/kfd --device=/dev/dri (AMD)."),
+              help="More options of the runtime: docker/podman run (--gpus=all for NVIDIA, --device=/dev/kfd "
+                   "--device=/dev/dri for AMD), apptainer exec (--writable-tmpfs), srun's pyxis options "
+                   "(--container-remap-root)."),
     ],
 )

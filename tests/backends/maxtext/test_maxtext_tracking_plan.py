@@ -30,6 +30,13 @@ def test_every_tracker_off_leaves_upstream_alone(tmp_path):
     assert plan.infos == ("mlflow_upload_performance_metrics ignored: MLflow is off (enable_mlflow=false)",)
 
 
+def test_a_plugin_tracker_alone_starts_tracking(tmp_path, sink_plugin):
+    sink_plugin()
+    plan = plan_tracking(maxtext_config(tmp_path, enable_tensorboard=False), PrimusOptions(),
+                         environ={"PRIMUS_SINKS": "demo"})
+    assert plan.config.plugin_sinks == ("demo",) and plan.config.tensorboard is None
+
+
 def test_trackers_write_where_upstream_does_and_the_run_lives_in_maxtexts_run_folder(tmp_path):
     options = PrimusOptions(enable_mlflow=True, mlflow_experiment_name="exp", mlflow_upload_performance_metrics=True)
     plan = plan_tracking(maxtext_config(tmp_path, enable_wandb=True, log_period=5), options, environ=OFFLINE)

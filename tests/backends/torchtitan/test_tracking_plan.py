@@ -31,6 +31,12 @@ def test_every_tracker_off_leaves_upstream_alone(tmp_path):
     assert not any(tmp_path.iterdir())
 
 
+def test_a_plugin_tracker_alone_starts_tracking(tmp_path, sink_plugin):
+    sink_plugin()  # PRIMUS_SINKS=demo
+    p = plan(tmp_path)
+    assert p.config.plugin_sinks == ("demo",) and (p.config.tensorboard, p.config.mlflow) == (None, None)
+
+
 def test_derived_run_directory_is_upstreams_tensorboard_folder(tmp_path):
     p = plan(tmp_path, enable_tensorboard=True)
     run_dir = p.config.run_dir

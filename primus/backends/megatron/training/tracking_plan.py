@@ -16,6 +16,7 @@ from primus.backends.megatron.patches.args.tensorboard_config_patches import res
 from primus.backends.megatron.patches.args.wandb_config_patches import check_wandb, wandb_save_dir
 from primus.backends.megatron.training.run_directory import default_run_name, derive_run_dir
 from primus.tracking import MlflowConfig, TensorBoardConfig, TrackingConfig, TrackingConfigError, WandbConfig
+from primus.tracking.plugin_sinks import requested_sinks
 
 
 @dataclass(frozen=True)
@@ -26,7 +27,7 @@ class TrackingPlan:
 
     @property
     def any_tracker(self) -> bool:
-        return bool(self.config.tensorboard or self.config.wandb or self.config.mlflow)
+        return bool(self.config.tensorboard or self.config.wandb or self.config.mlflow or self.config.plugin_sinks)
 
     def tracking_config(self, params: dict[str, Any], tags: dict[str, str]) -> TrackingConfig:
         return dataclasses.replace(self.config, params=params, tags=tags)
@@ -55,6 +56,7 @@ def plan_tracking(args) -> TrackingPlan:
                             upload_trace_report=args.mlflow_upload_tracelens_report)
         if mlflow else None,
         exit_deadline_s=args.primus_exit_deadline,
+        plugin_sinks=requested_sinks(),
     )
     if not notices.errors:
         try:

@@ -1,0 +1,95 @@
+"""Throwaway plugin distributions, laid out as pip installs them (``demo_wheel``), for a folder put on
+PYTHONPATH (or sys.path): one registering a tracker in ``primus.sinks``, one registering a patch module in
+``primus.patches``.
+
+The demo tracker appends what it receives to ``<run dir>/demo_sink.jsonl``: one line per metrics record
+(step, timestamp, values, and the pid of the process that delivered it), one at open (the run's context, the
+target it resumed) and one at close (status, complete). While ``<run dir>/demo_sink_down`` exists it fails
+to open, as a tracker whose server is down."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from support.demo_wheel import install_demo_wheel
+
+SINK_NAME = "demo"
+SINK_DIST = "primus-demo-tracker"
+SINK_MODULE_NAME = "primus_demo_tracker"
+SINK_RECORD = "demo_sink.jsonl"
+SINK_DOWN = "demo_sink_down"
+
+SINK_MODULE = f'''
+import json
+import os
+
+from primus.tracking.journal import METRICS
+from primus.tracking.sink import Sink
+
+
+class DemoSink(Sink):
+    name = {SINK_NAME!r}
+
+    def __init__(self, context):
+        self.context = context
+        self.path = context.run_dir / {SINK_RECORD!r}
+
+    def _append(self, obj):
+        with open(self.path, "a") as f:
+            f.write(json.dumps(obj) + "\\n")
+
+    def open(self):
+        if (self.context.run_dir / {SINK_DOWN!r}).exists():
+            raise ConnectionError("the demo tracker is down")
+        run_id = self.context.saved().get("run_id") or "demo-" + os.urandom(4).hex()
+        self.context.save(run_id=run_id)
+        c = self.context
+        self._append({{"open": run_id, "run_name": c.run_name, "experiment": c.experiment_name,
+                      "params": len(c.params), "tags": sorted(c.tags)}})
+        return run_id
+
+    def write(self, records):
+        for r in records:
+            if r.kind == METRICS:
+                self._append({{"step": r.step, "ts": r.ts_ms, "metrics": dict(r.data), "pid": os.getpid()}})
+
+    def close(self, status, complete):
+        self._append({{"status": status, "complete": complete}})
+'''
+
+
+def install_sink_plugin(site: Path, module: str = SINK_MODULE, value: str = "primus_demo_tracker:DemoSink") -> Path:
+    """``site`` with the demo tracker's distribution; ``module``/``value`` replace its code or its entry point."""
+    return install_demo_wheel(site, {f"{SINK_MODULE_NAME}.py": module}, name=SINK_DIST, version="0.3",
+                              entry_points={"primus.sinks": {SINK_NAME: value}})
+
+
+def read_sink_record(run_dir: Path) -> list[dict]:
+    path = run_dir / SINK_RECORD
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.is_file() else []
+
+
+PATCH_DIST = "primus-demo-patches"
+PATCH_ID = "demo_plugin.shout"
+PATCH_TARGET = "demo_plugin_target"
+PATCH_FILES = {
+    f"{PATCH_TARGET}.py": 'def greet(name):\n    return f"hello {name}"\n',
+    "primus_demo_patches/__init__.py": "",
+    "primus_demo_patches/declarations.py": f'''
+from primus.patches import REGISTRY, Patch
+
+
+def install(module, handle):
+    handle.wrap(module, "greet", lambda wrapped, instance, args, kwargs: wrapped(*args, **kwargs).upper())
+
+
+REGISTRY.register(Patch({PATCH_ID!r}, {PATCH_TARGET!r}, None, "", install, backend="demo"))
+''',
+}
+
+
+def install_patch_plugin(site: Path, value: str = "primus_demo_patches.declarations") -> Path:
+    """``site`` with a distribution whose patch module makes ``demo_plugin_target.greet`` shout."""
+    return install_demo_wheel(site, PATCH_FILES, name=PATCH_DIST, version="0.1",
+                              entry_points={"primus.patches": {"demo": value}})
