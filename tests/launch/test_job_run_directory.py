@@ -7,9 +7,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from primus.backends.megatron.training.run_directory import default_run_name, derive_run_dir
 from primus.config import load_experiment
 from primus.config.environment import OVERRIDES_ENV, RUN_DIR_ENV
+from primus.config.schemas import torchtitan as torchtitan_schema
+from primus.config.schemas import schema_for, upstream_tables
 from primus.launch.job import prepare_job, run_directory
 
 REPO = Path(__file__).resolve().parents[2]
@@ -42,7 +46,17 @@ def test_checkpoint_folder_and_dump_folder_of_the_experiment_are_followed(tmp_pa
                        "metrics.mlflow_experiment_name=mine"]  # nothing derived: the experiment said it all
 
 
-def test_a_torchtitan_0_2_2_job_dump_folder_is_followed(tmp_path):
+@pytest.fixture
+def torchtitan_0_2_2_schema(monkeypatch):
+    """The TorchTitan schema as with 0.2.2 installed (schemas are cached: rebuilt before and after)."""
+    monkeypatch.setattr(torchtitan_schema, "table", lambda: upstream_tables.select("torchtitan", "0.2.2"))
+    schema_for.cache_clear()
+    yield
+    monkeypatch.undo()
+    schema_for.cache_clear()
+
+
+def test_a_torchtitan_0_2_2_job_dump_folder_is_followed(tmp_path, torchtitan_0_2_2_schema):
     # 0.2.2 keeps the dump folder in its job section (0.3: dump_folder at the top)
     _, job, derived = titan_job(tmp_path, "checkpoint.enable=true", f"job.dump_folder={tmp_path / 'out'}")
     assert job.run_dir == tmp_path / "out" / "checkpoint" / "primus"
