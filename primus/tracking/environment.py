@@ -8,9 +8,9 @@ client reads it so — ``WANDB_PROJECT``, ``WANDB_ENTITY``, ``WANDB_TEAM``, ``WA
 ``DATABRICKS_HOST``/``DATABRICKS_TOKEN`` (then missing) — and refused where the client refuses it. For W&B the
 client's own settings class judges every ``WANDB_*`` variable (``wandb.Settings``: ``WANDB_MODE``,
 ``WANDB_BASE_URL``, ``WANDB_INIT_TIMEOUT``, ``WANDB_RESUME``, ... refuse an empty value), so this check says
-exactly what ``wandb.init`` would say, before training. That class is judged in a child Python
-(``python -m primus.tracking.wandb_settings_check``): importing it costs ~2 s and 40 MB, and the training process
-imports no tracker client (they run in the delivery process).
+exactly what ``wandb.init`` would say, before training. Unless W&B is already loaded, that class is judged in a
+child Python (``python -m primus.tracking.wandb_settings_check``, ~1.5 s at start-up): importing it costs ~2 s and
+40 MB, and the training process imports no tracker client (they run in the delivery process).
 """
 
 from __future__ import annotations
@@ -36,6 +36,10 @@ def wandb_environment_problems(env: Mapping[str, str]) -> list[str]:
     variables = {name: value for name, value in env.items() if name.startswith("WANDB_")}
     if not variables:
         return []
+    if "wandb" in sys.modules:  # already loaded here: judging costs nothing more
+        from primus.tracking.wandb_settings_check import problems
+
+        return problems(variables)
     child_env = {k: v for k, v in os.environ.items() if k != "PRIMUS_ACTIVATE"}  # no patches in the checker
     done = subprocess.run([sys.executable, "-m", "primus.tracking.wandb_settings_check"], input=json.dumps(variables),
                           capture_output=True, text=True, env=child_env, timeout=CHECK_TIMEOUT_S)
