@@ -77,12 +77,18 @@ def test_wheel_without_a_version_in_its_files_falls_back_to_its_metadata(site):
     assert (locate(DEMO).version, locate(DEMO).origin) == ("1.2", WHEEL)
 
 
-def test_source_tree_over_the_wheel_is_judged_by_its_own_version(site, tmp_path, monkeypatch):
+def checkout_over_the_wheel(site, tmp_path, monkeypatch, init_text: str):
+    """The 1.4 wheel installed, and a checkout whose __init__.py holds ``init_text`` first on the path."""
     install_demo_wheel(site, {"demo_upstream/__init__.py": '__version__ = "1.4"\n'}, version="1.4")
     tree = tmp_path / "checkout"
     (tree / "demo_upstream").mkdir(parents=True)
-    (tree / "demo_upstream" / "__init__.py").write_text('__version__ = "9.0"\n')
+    (tree / "demo_upstream" / "__init__.py").write_text(init_text)
     put_first_on_path(monkeypatch, tree)
+    return tree
+
+
+def test_source_tree_over_the_wheel_is_judged_by_its_own_version(site, tmp_path, monkeypatch):
+    tree = checkout_over_the_wheel(site, tmp_path, monkeypatch, '__version__ = "9.0"\n')
     found = locate(DEMO)
     assert (found.version, found.origin, found.path) == ("9.0", SOURCE_TREE, str(tree / "demo_upstream"))
     assert found.problem() == (f"demo-upstream 9.0 (source tree {tree / 'demo_upstream'}) is outside the supported "
@@ -90,11 +96,7 @@ def test_source_tree_over_the_wheel_is_judged_by_its_own_version(site, tmp_path,
 
 
 def test_source_tree_without_a_version_is_not_given_the_wheels(site, tmp_path, monkeypatch):
-    install_demo_wheel(site, {"demo_upstream/__init__.py": '__version__ = "1.4"\n'}, version="1.4")
-    tree = tmp_path / "checkout"
-    (tree / "demo_upstream").mkdir(parents=True)
-    (tree / "demo_upstream" / "__init__.py").write_text("")
-    put_first_on_path(monkeypatch, tree)
+    tree = checkout_over_the_wheel(site, tmp_path, monkeypatch, "")
     found = locate(DEMO)
     assert (found.version, found.origin) == (None, SOURCE_TREE)
     assert found.problem() == (f"cannot tell which Demo release the source tree {tree / 'demo_upstream'} is: "
