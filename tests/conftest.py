@@ -13,6 +13,8 @@
   propagating to the root logger, where plain ``caplog`` listens).
 * ``wandb_offline``: W&B in offline mode writing under the test's tmp dir; the ``wandb-core``
   service is torn down afterwards. Read back with ``support.readers.read_wandb_history``.
+* ``tmpfs``: ``tmpfs(name, options) -> Path``, a real tmpfs mounted under the test's tmp dir (root only),
+  unmounted after; ``support.disks.fill`` uses up its space.
 
 Helpers live in ``tests/support`` and are imported as ``support.<module>`` (this directory is put
 on ``sys.path`` below).
@@ -29,6 +31,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from support.disks import mount_tmpfs, unmount  # noqa: E402
 from support.mlflow_server import SERVER_ENV, MlflowServer, free_port  # noqa: E402
 
 HERMETIC_ENV = {**SERVER_ENV, "WANDB_ERROR_REPORTING": "false", "WANDB_SILENT": "true",
@@ -104,3 +107,16 @@ def wandb_offline(tmp_path, monkeypatch) -> Path:
         import wandb
 
         wandb.teardown()  # stops wandb-core, which otherwise outlives the test
+
+
+@pytest.fixture
+def tmpfs(tmp_path):
+    mounted = []
+
+    def mount(name: str, options: str) -> Path:
+        mounted.append(mount_tmpfs(tmp_path / name, options))
+        return mounted[-1]
+
+    yield mount
+    for target in mounted:
+        unmount(target)

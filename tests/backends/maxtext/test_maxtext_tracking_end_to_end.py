@@ -15,6 +15,7 @@ import math
 import sys
 
 import pytest
+from support.journal_files import run_dirs_under
 from maxtext_runs import (EVAL_AT, EVAL_INTERVAL, EVAL_KEYS, PERF_KEYS, STEPS, TINY_CPU, TRAIN_KEYS, UPSTREAM_TRAIN,
                           tiny_cpu_args)
 from support.readers import mlflow_history, read_tb_scalars, read_wandb_history, wandb_files, wandb_records
@@ -145,9 +146,9 @@ def test_mlflow_alone_gets_everything_and_disabled_sinks_nothing(runs, mlflow_cl
                        for k in mlflow_run.data.metrics}, TRAIN_KEYS)  # no perf set: not asked for
     assert run.tb_dirs() == [] and not list(run.wandb_dir.iterdir())  # TensorBoard and W&B off: nothing
     primus_dir = run.workdir / "out" / "mlflow-only" / "primus"  # MaxText's run folder holds Primus's run
-    assert (primus_dir / "journal.jsonl").is_file()
+    assert run_dirs_under(primus_dir) == [primus_dir]
     upstream = runs["upstream"]
-    assert not list(upstream.workdir.rglob("journal.jsonl")) and not list(upstream.wandb_dir.iterdir())
+    assert not run_dirs_under(upstream.workdir) and not list(upstream.wandb_dir.iterdir())
 
 
 def test_a_run_upstream_aborts_is_failed_with_its_metrics_delivered(runs, mlflow_client):
