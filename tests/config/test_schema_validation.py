@@ -99,4 +99,5 @@ def test_torchtitan_and_maxtext_primus_keys():
     }
     assert schema_for("maxtext").primus_keys == {
         "enable_mlflow", "mlflow_run_name", "mlflow_experiment_name", "mlflow_upload_performance_metrics",
+        "primus_journal_retention",
     }

@@ -43,6 +43,13 @@ def test_bad_values_name_the_key_the_value_and_the_fix(kw, key, fix):
     assert key in str(e.value) and fix in str(e.value)
 
 
+def test_the_experiment_schema_offers_the_journal_retentions_the_tracking_core_takes():
+    from primus.config.schemas.tracking import JOURNAL_RETENTIONS as SCHEMA_CHOICES
+    from primus.tracking.config import JOURNAL_RETENTIONS
+
+    assert SCHEMA_CHOICES == JOURNAL_RETENTIONS and resolve().journal_retention == "keep"
+
+
 def test_delivery_defaults_to_a_process_and_the_environment_can_choose_threads():
     assert resolve().delivery == "process"
     assert resolve({"PRIMUS_TRACKING_DELIVERY": "thread"}).delivery == "thread"

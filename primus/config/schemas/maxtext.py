@@ -5,7 +5,7 @@ through to MaxText's own config loader, which checks them."""
 from __future__ import annotations
 
 from primus.config.schema import Param, Schema
-from primus.config.schemas.tracking import mlflow_params
+from primus.config.schemas.tracking import journal_retention_param, mlflow_params
 
 PARAMS = [
     Param("log_period", "int", ge=1,
@@ -20,6 +20,7 @@ PARAMS = [
                                                "the run directory's parent)."),
     Param("enable_mlflow", "bool", primus=True, help="Enable MLflow logging."),
     *mlflow_params(),
+    journal_retention_param(),
 ]
 
 

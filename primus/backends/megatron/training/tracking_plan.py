@@ -55,6 +55,7 @@ def plan_tracking(args) -> TrackingPlan:
                             upload_trace_report=args.mlflow_upload_tracelens_report)
         if mlflow else None,
         exit_deadline_s=args.primus_exit_deadline,
+        journal_retention=args.primus_journal_retention,
     )
     if not notices.errors:
         try:
