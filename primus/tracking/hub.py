@@ -149,9 +149,9 @@ class MetricsHub:
             with self._cond:
                 requested = self._requested
             error = outside_except(self._drain)
-            if error is not None:  # e.g. the disk is full: warn once, keep the loop alive
-                self._warn_once("drain", "primus tracking: could not write the journal %s: %s", self.journal.dir,
-                                redact_text(repr(error)))
+            if error is not None:  # a bug (a full disk is handled in _write): warn once, keep the loop alive
+                self._warn_once("drain", "primus tracking: could not journal the queued records in %s: %s",
+                                self.journal.dir, redact_text(repr(error)))
             with self._cond:
                 self._drained = requested
                 self._cond.notify_all()
@@ -190,8 +190,8 @@ class MetricsHub:
             return
         if self._journal_failing:
             self._journal_failing = False
-            log.warning("primus tracking: the journal %s is written again; %d records went directly to the trackers "
-                        "meanwhile", self.journal.dir, self.not_journaled.total)
+            self._warn_once("journal_back", "primus tracking: the journal %s is written again; %d records went directly "
+                            "to the trackers meanwhile", self.journal.dir, self.not_journaled.total)
         for w in self.workers:
             w.notify(end)
 
@@ -200,12 +200,11 @@ class MetricsHub:
         records = [decode(line, after) for line in lines]
         for r in records:
             self.not_journaled.add(r.kind, r.step)
-        if not self._journal_failing:
-            self._journal_failing = True
-            self.not_journaled.error = self.not_journaled.error or (error.strerror or str(error))
-            log.warning("primus tracking: could not write the journal %s (%s): records go directly to the trackers "
-                        "that are up until it can be written again; the end of the run says how many and where they "
-                        "went", self.journal.dir, redact_text(error.strerror or str(error)))
+        self._journal_failing = True
+        self.not_journaled.error = self.not_journaled.error or redact_text(error.strerror or str(error))
+        self._warn_once("journal_failing", "primus tracking: could not write the journal %s (%s): records go directly "
+                        "to the trackers that are up until it can be written again; the end of the run says how many "
+                        "and where they went", self.journal.dir, self.not_journaled.error)
         for route in self._direct_routes:
             route.deliver_direct(after, records)
 

@@ -173,7 +173,10 @@ class SinkWorker:
         if self._past_deadline() and not self._delivered_all():
             return  # out of time: the process is exiting; `primus tracking sync` finishes the job
         status, _ = self._close
-        self.sink.close(status, complete=self._delivered_all())
+        error = outside_except(lambda: self.sink.close(status, complete=self._delivered_all()))
+        if error is not None:  # everything was delivered; ending the tracker's run (or noting it) failed
+            log.warning("primus tracking: %s got every record but could not end its run cleanly (%s)", self.sink.name,
+                        redact_text(f"{type(error).__name__}: {error}")[:500])
         if self._unflushed:  # close() flushed what the sink held
             self.cursors.save(self.sink.name, self.target, self.cursor)
 
