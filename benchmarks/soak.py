@@ -86,19 +86,17 @@ def journal_metric_records(run_dir: Path) -> int:
 
 
 def tensorboard_scalars(log_dir: Path) -> int:
-    """Events in TensorBoard's files (TFRecord frames: length, crc, data, crc), less each file's version event."""
-    frames = 0
+    """Scalar values in TensorBoard's event files (TFRecord frames: length, crc, event, crc)."""
+    from tensorboard.compat.proto.event_pb2 import Event
+
+    values = 0
     for path in log_dir.rglob("events.out.tfevents.*"):
         with open(path, "rb") as f:
-            size = path.stat().st_size
-            pos = 0
-            while pos + 12 <= size:
-                f.seek(pos)
-                (length,) = struct.unpack("<Q", f.read(8))
-                pos += 12 + length + 4
-                frames += 1
-        frames -= 1
-    return frames
+            while header := f.read(12):
+                (length,) = struct.unpack("<Q", header[:8])
+                values += len(Event.FromString(f.read(length)).summary.value)
+                f.read(4)
+    return values
 
 
 def main() -> None:

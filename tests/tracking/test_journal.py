@@ -6,15 +6,19 @@ from __future__ import annotations
 
 import io
 import os
+import shutil
 
 from support.journal_files import journal_lines, segment_files
+from support.readers import mlflow_history
+
+from primus.cli.main import main as primus_cli
 
 from primus.tracking import ConsoleConfig, MlflowConfig, TrackingConfig, start_run
 from primus.tracking.journal import (EVENT, METRICS, JournalReader, encode, journal_end, last_end_status, last_steps,
                                      read_all, segments)
 from primus.tracking.journal_keeper import JournalKeeper
 from primus.tracking.journal_writer import JournalWriter
-from primus.tracking.state import CursorStore
+from primus.tracking.state import CursorStore, RunState
 
 SEGMENT = 4096
 
@@ -84,6 +88,18 @@ def test_an_older_run_directorys_single_journal_is_read_then_adopted_as_the_firs
     assert segment_files(run_dir)[0].name == "00000000000000000000.jsonl"
     assert metric_steps(run_dir, skip_torn=True) == list(range(60))  # the torn line was ended, not glued to the next
     assert len(journal_lines(run_dir, skip_torn=True)) == len(legacy) + 10 + 2  # steps 50-59, start, end: none lost
+
+
+def test_an_older_run_directorys_single_journal_syncs_as_it_is(tmp_path, mlflow_uri, mlflow_client):
+    run_dir = tmp_path / "old"
+    logged_run(run_dir, range(1, 31), experiment_name="older-layout", delivery="thread", exit_deadline_s=1,
+               mlflow=MlflowConfig(tracking_uri="http://127.0.0.1:9"))  # MLflow unreachable: it got nothing
+    (run_dir / "journal.jsonl").write_bytes(b"".join(f.read_bytes() for f in segment_files(run_dir)))
+    shutil.rmtree(run_dir / "journal")  # the layout before segments (these files are all raw: nothing compressed)
+    assert primus_cli(["tracking", "sync", str(run_dir), "--tracking-uri", mlflow_uri]) == 0
+    run_id = RunState(run_dir).section("mlflow")["run_id"]
+    assert mlflow_history(mlflow_client, run_id, "loss") == [(s, s / 8) for s in range(1, 31)]
+    assert sorted(os.listdir(run_dir / "cursors")) == ["mlflow.json"] and not (run_dir / "journal").exists()
 
 
 def test_retention_delivered_deletes_what_every_sink_has_and_keeps_what_one_lacks(tmp_path):
