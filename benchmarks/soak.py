@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import os
+import shutil
 import statistics
 import struct
 import sys
@@ -114,6 +115,7 @@ def main() -> None:
         soak(args, work, server.uri)
     finally:
         server.stop()
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def soak(args, work: Path, mlflow_uri: str) -> None:
