@@ -8,7 +8,8 @@ is what a sink that lags a little reads. zlib releases the GIL while it compress
 does not wait for it; the thread's own niceness keeps it below training where cores are short.
 
 A W&B cursor is saved only when its run is closed (``WandbSink.durable_on_flush``): with W&B on, segments
-are deleted at the end of the run, not during it.
+are deleted at the end of the run, not during it. A sink that is off for the run (its package missing) saves no
+cursor, so nothing is deleted: ``primus tracking sync`` may still need the whole journal.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from primus.redaction import redact_text
@@ -33,20 +34,27 @@ NICENESS = 19
 CHUNK = 1 << 20
 
 
-def compress(segment: Segment) -> Segment:
+class Stopped(Exception):
+    """Compression given up because the run is ending (the next launch's keeper compresses the segment)."""
+
+
+def compress(segment: Segment, stopping: Callable[[], bool] = lambda: False) -> Segment:
     """Write ``<start>.jsonl.gz`` beside a raw segment (through a temporary file, so a crash leaves no half
-    copy under the final name), then remove the raw one. OSError: nothing changed."""
+    copy under the final name), then remove the raw one. OSError, or Stopped when ``stopping()`` turns true
+    (checked every MiB, so a run's exit does not wait for a whole segment): nothing changed."""
     packed = segment.path.with_name(segment_name(segment.start, PACKED))
     tmp = packed.with_name(packed.name + ".tmp")
     try:
         with open(segment.path, "rb") as src, open(tmp, "wb") as dst:
             with gzip.GzipFile(filename="", fileobj=dst, mode="wb", compresslevel=GZIP_LEVEL, mtime=0) as gz:
                 while chunk := src.read(CHUNK):
+                    if stopping():
+                        raise Stopped
                     gz.write(chunk)
             dst.flush()
             os.fsync(dst.fileno())
         os.replace(tmp, packed)
-    except OSError:
+    except (OSError, Stopped):
         tmp.unlink(missing_ok=True)
         raise
     segment.path.unlink(missing_ok=True)  # a reader that has it open reads on; a new one finds the copy
@@ -103,10 +111,11 @@ class JournalKeeper:
 
     def compress_closed(self) -> None:
         for segment in segments(self.run_dir)[:-2]:
-            if self._stop.is_set():
-                return
             if not segment.packed:
-                compress(segment)
+                try:
+                    compress(segment, self._stop.is_set)
+                except Stopped:
+                    return
 
     def delete_delivered(self) -> None:
         if self.retention != "delivered" or not self.sinks:
