@@ -5,7 +5,8 @@
 Each benchmark is a script here that prints its own figures, each a ratio against a baseline measured
 side by side in the same run (hub_overhead: the hub vs upstream's writer patterns; *_tracking: step
 time with tracking on vs off and vs upstream's own writers; startup_overhead: start-up added by the
-layer; exit_flush: exit and flush time with a healthy and a dead server). They run one after another
+layer; exit_flush: exit and flush time with a healthy and a dead server; soak: cost, memory and losses
+over a long run; resume_cost: resuming against a long journal vs a fresh one). They run one after another
 (each interleaves its own variants), and RESULTS.md gets the machine, every ratio line, and each
 benchmark's full output. ``--quick`` runs each with fewer rounds/steps (minutes instead of an hour).
 """
@@ -31,6 +32,8 @@ QUICK_ARGS = {  # fewer rounds and steps, same variants and baselines
     "hub_overhead": [],
     "maxtext_tracking": ["--rounds", "1", "--steps", "60"],
     "megatron_tracking": ["--rounds", "2", "--iters", "60"],  # past the trackers' start-up steps
+    "resume_cost": ["--steps", "100000"],
+    "soak": ["--steps", "20000", "--slice", "1000"],
     "startup_overhead": ["--runs", "7"],
     "torchtitan_tracking": ["--rounds", "1", "--steps", "20"],
 }

@@ -15,6 +15,8 @@
   service is torn down afterwards. Read back with ``support.readers.read_wandb_history``.
 * ``sink_plugin``: ``sink_plugin(**changes)`` installs the throwaway tracker distribution
   (``support.plugin_dists``) where this process and its children find it, with PRIMUS_SINKS=demo.
+* ``tmpfs``: ``tmpfs(name, options) -> Path``, a real tmpfs mounted under the test's tmp dir (root only),
+  unmounted after; ``support.disks.fill`` uses up its space.
 
 Helpers live in ``tests/support`` and are imported as ``support.<module>`` (this directory is put
 on ``sys.path`` below).
@@ -31,6 +33,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from support.disks import mount_tmpfs, unmount  # noqa: E402
 from support.mlflow_server import SERVER_ENV, MlflowServer, free_port  # noqa: E402
 from support.plugin_dists import SINK_MODULE_NAME, install_sink_plugin  # noqa: E402
 
@@ -124,3 +127,16 @@ def sink_plugin(tmp_path, monkeypatch):
     sys.modules.pop(SINK_MODULE_NAME, None)  # each test imports the plugin it installed
     yield install
     sys.modules.pop(SINK_MODULE_NAME, None)
+
+
+@pytest.fixture
+def tmpfs(tmp_path):
+    mounted = []
+
+    def mount(name: str, options: str) -> Path:
+        mounted.append(mount_tmpfs(tmp_path / name, options))
+        return mounted[-1]
+
+    yield mount
+    for target in mounted:
+        unmount(target)

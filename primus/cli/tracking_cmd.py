@@ -15,7 +15,7 @@ def add_parser(subparsers) -> None:
                                    description=__doc__)
     sub = parser.add_subparsers(dest="tracking_command", required=True)
     sync = sub.add_parser("sync", help="replay a run's journal into its MLflow and W&B runs", description=__doc__)
-    sync.add_argument("run_dir", help="the run directory (it holds journal.jsonl and run.json), "
+    sync.add_argument("run_dir", help="the run directory (it holds journal/ and run.json), "
                                       "e.g. output/tiny_cpu/20261129-172708")
     sync.add_argument("--timeout", type=float, default=300.0,
                       help="give up after this many seconds (default 300), e.g. --timeout 1800 for a long run")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from primus.tracking.journal import JOURNAL_FILE
+from primus.tracking.journal import JOURNAL_DIR
 from primus.tracking.state import META_FILE, STATE_FILE
 
 
@@ -20,7 +20,7 @@ def describe_results(run_dir: Path) -> str:
 def _describe_one(run_dir: Path) -> str:
     meta = json.loads((run_dir / META_FILE).read_text())
     state = json.loads((run_dir / STATE_FILE).read_text()) if (run_dir / STATE_FILE).is_file() else {}
-    lines = [f"[primus] results of {run_dir}:", f"  journal (every metric, replayable): {run_dir / JOURNAL_FILE}"]
+    lines = [f"[primus] results of {run_dir}:", f"  journal (every metric, replayable): {run_dir / JOURNAL_DIR}/"]
     if meta.get("tensorboard"):
         log_dir = meta["tensorboard"]["log_dir"]
         lines.append(f"  TensorBoard: {log_dir}   open: tensorboard --logdir {log_dir}")

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from primus.report.panels import SCALE, Panel, pick_name
-from primus.tracking.journal import EVENT, JOURNAL_FILE, METRICS, journal_size, read_records
+from primus.tracking.journal import EVENT, JOURNAL_DIR, METRICS, has_journal, read_all
 from primus.tracking.meta import RunMeta
 
 # IntervalAverager's default and trainer_base.yaml's: used when the run's params do not say
@@ -23,7 +23,7 @@ class RunDirError(ValueError):
 class Point:
     step: int
     value: float
-    segment: int  # which process wrote it: a restarted job appends a new segment to the same journal
+    segment: int  # which process wrote it: a restarted job goes on writing the same journal after a "start" record
 
 
 @dataclass(frozen=True)
@@ -48,23 +48,18 @@ class RunData:
 
 
 def load_run(path: Path, label: str | None = None) -> RunData:
-    """Read ``path``'s journal; raise RunDirError naming the path and the fix when it has none."""
-    journal = path / JOURNAL_FILE
-    if not journal.is_file():
+    """Read ``path``'s journal (every segment, gzipped or not, or the single file of an older run directory);
+    raise RunDirError naming the path and the fix when it has none."""
+    if not has_journal(path):
         raise RunDirError(_not_a_run_dir(path))
     points: dict[str, list[Point]] = defaultdict(list)
-    segment, offset, end = 0, 0, journal_size(journal)
-    while offset < end:
-        records, next_offset = read_records(journal, offset)
-        if next_offset == offset:
-            break  # only a line still being written is left
-        offset = next_offset
-        for record in records:
-            if record.kind == EVENT and record.data.get("event") == "start":
-                segment += 1
-            elif record.kind == METRICS:
-                for name, value in record.data.items():
-                    points[name].append(Point(record.step, float(value), segment))
+    segment = 0
+    for record in read_all(path):
+        if record.kind == EVENT and record.data.get("event") == "start":
+            segment += 1
+        elif record.kind == METRICS:
+            for name, value in record.data.items():
+                points[name].append(Point(record.step, float(value), segment))
     meta = RunMeta.load(path) if (path / "meta.json").is_file() else RunMeta()
     skip = meta.params.get("log_avg_skip_iterations")
     return RunData(path=path, label=label or path.name, backend=meta.tags.get("primus.backend"),
@@ -73,12 +68,12 @@ def load_run(path: Path, label: str | None = None) -> RunData:
 
 def _not_a_run_dir(path: Path) -> str:
     if not path.exists():
-        return f"{path}: no such directory; pass a run directory (the folder holding {JOURNAL_FILE})"
-    inside = sorted(p.parent for p in path.glob(f"*/{JOURNAL_FILE}"))
+        return f"{path}: no such directory; pass a run directory (the folder holding {JOURNAL_DIR}/)"
+    inside = sorted(p for p in path.iterdir() if p.is_dir() and has_journal(p)) if path.is_dir() else []
     if inside:
         shown = " ".join(str(p) for p in inside[-3:])
-        return f"{path}: not a run directory (no {JOURNAL_FILE}); it holds runs, pass one or more of them: {shown}"
-    return (f"{path}: not a run directory (no {JOURNAL_FILE}); pass the folder a tracked run wrote, "
+        return f"{path}: not a run directory (no {JOURNAL_DIR}/); it holds runs, pass one or more of them: {shown}"
+    return (f"{path}: not a run directory (no {JOURNAL_DIR}/); pass the folder a tracked run wrote, "
             f"e.g. output/<exp_name>/<run_name>")
 
 

@@ -9,6 +9,7 @@ check that imports a tracker's code).
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 from collections.abc import Mapping
@@ -27,6 +28,7 @@ WANDB_INIT_TIMEOUT_S = 30.0  # wandb's default of 90 s stalls the writer rank's 
 MLFLOW_DB_SCHEMES = ("sqlite", "postgresql", "mysql", "mssql")  # "+driver" suffixes allowed, as in SQLAlchemy
 RUN_STATUSES = ("FINISHED", "FAILED", "KILLED")
 DELIVERY_MODES = ("process", "thread")
+JOURNAL_RETENTIONS = ("keep", "delivered")
 DELIVERY_ENV = "PRIMUS_TRACKING_DELIVERY"
 
 
@@ -91,7 +93,10 @@ class TrackingConfig:
     params: Mapping[str, Any] = field(default_factory=dict)
     tags: Mapping[str, str] = field(default_factory=dict)
     exit_deadline_s: float = 30.0
-    journal_max_bytes: int = 1 << 30
+    journal_segment_bytes: int = 64 << 20  # a new journal segment past this size; the closed one is gzipped
+    # "keep": the journal stays whole; "delivered": a closed segment is deleted once every sink has delivered it
+    journal_retention: str = "keep"
+    journal_max_bytes: int | None = None  # deprecated: the journal has no cap (nothing is dropped); ignored
     pending_records: int = 100_000  # records queued in memory between hub ticks before new ones are dropped
     # "process": TensorBoard, W&B and MLflow are fed by a delivery process, off the training process's GIL;
     # "thread": by threads of the training process. None: PRIMUS_TRACKING_DELIVERY, else "process"
@@ -105,7 +110,14 @@ class TrackingConfig:
         _require(str(self.run_dir).strip() != "", "run_dir", self.run_dir, "give the run its own directory")
         run_dir = Path(self.run_dir).expanduser().absolute()
         _positive("exit_deadline_s", self.exit_deadline_s, "e.g. 30")
-        _positive_int("journal_max_bytes", self.journal_max_bytes, "e.g. 1073741824 (1 GiB)")
+        _positive_int("journal_segment_bytes", self.journal_segment_bytes, "e.g. 67108864 (64 MiB)")
+        _require(self.journal_retention in JOURNAL_RETENTIONS, "journal_retention", self.journal_retention,
+                 f"use one of {', '.join(JOURNAL_RETENTIONS)}")
+        if self.journal_max_bytes is not None:
+            logging.getLogger("primus.tracking").warning(
+                "primus tracking: journal_max_bytes=%r is ignored: the journal no longer has a cap (it drops nothing, "
+                "the disk is its only limit); remove the setting, and use journal_retention to bound its size",
+                self.journal_max_bytes)
         _positive_int("pending_records", self.pending_records, "e.g. 100000")
         run_name = self.run_name or run_dir.name
         delivery = self.delivery or env.get(DELIVERY_ENV) or "process"

@@ -13,7 +13,10 @@ saved cursors. Parent and child talk in JSON lines over two pipes:
   ``{"t": "flush", "id", "sink", "offset"}`` and ``{"t": "close", "status", "within_s"}``. End of input
   without "close" means the training process died: the child delivers what the journal holds within the
   exit deadline and ends the tracker runs as the journal's end record says, else KILLED.
-* child -> parent (the descriptor named on its command line): ``{"t": "stats", "sinks"}``,
+* parent -> child, a second pipe (the second descriptor on its command line): records the journal could not
+  take (its disk is full), as ``{"t": "direct", "after", "n"}`` and then ``n`` journal lines. A thread of
+  this process writes them, blocking, from a bounded queue; what does not fit is counted as lost.
+* child -> parent (the first descriptor named on its command line): ``{"t": "stats", "sinks"}``,
   ``{"t": "flushed", "id"}``, ``{"t": "log", "name", "level", "msg"}`` (re-logged here, so the console and
   log capture see one stream), ``{"t": "print", "stream", "text"}`` (what the tracker clients printed there,
   printed here on the same stream), ``{"t": "closed", "sinks"}``.
@@ -21,15 +24,21 @@ saved cursors. Parent and child talk in JSON lines over two pipes:
 The training process never waits on the child: its writes are non-blocking (a message is smaller than
 PIPE_BUF, so it is written whole or not at all) and the child is killed when the exit deadline has passed.
 What it did not deliver stays in the journal for ``primus tracking sync``.
+
+The delivery lock (``DELIVERY_LOCK``) is taken here, without waiting, before the child starts, and handed
+to it with its descriptor: from the child's first instant, ``primus tracking sync`` waits for it. When an
+earlier launch's delivery process holds it, the child waits for it instead.
 """
 
 from __future__ import annotations
 
 import base64
+import fcntl
 import json
 import logging
 import os
 import pickle
+import queue
 import subprocess
 import sys
 import threading
@@ -41,7 +50,7 @@ from typing import Any
 import primus
 from primus.redaction import redact_text
 from primus.tracking.config import TrackingConfig
-from primus.tracking.journal import JOURNAL_FILE
+from primus.tracking.journal import JOURNAL_DIR, Record, encode
 
 log = logging.getLogger("primus.tracking")
 
@@ -51,6 +60,7 @@ CHILD_MODULE = "primus.tracking.delivery_child"
 # one waits for this lock, so the two never feed the same MLflow and W&B runs at once.
 DELIVERY_LOCK = ".delivery.lock"
 KILL_GRACE_S = 1.0  # past the exit deadline, the child gets this long to report before it is killed
+DIRECT_BATCHES = 1000  # hub ticks of records not journaled, queued for the pipe to the child
 
 
 @dataclass(frozen=True)
@@ -83,7 +93,18 @@ class RemoteSinkWorker:
         self.disabled = False
         self.cursor = 0
         self.done = False  # the child ended this sink's worker (delivered, or out of time)
+        self.direct_delivered = 0
+        self.lost_on_the_way = 0  # records not journaled that never reached the child
+        self._lost_in_child = 0
         self._end = 0
+
+    @property
+    def direct_route(self) -> DeliveryProcess:
+        return self.process  # one copy of the records for all the child's sinks
+
+    @property
+    def direct_lost(self) -> int:
+        return self.lost_on_the_way + self._lost_in_child
 
     def start(self) -> None:
         self.process.start()
@@ -110,6 +131,8 @@ class RemoteSinkWorker:
         self.last_error = str(stats["last_error"])
         self.disabled = bool(stats["disabled"])
         self.done = bool(stats.get("done", False))
+        self.direct_delivered = int(stats.get("direct_delivered", 0))
+        self._lost_in_child = int(stats.get("direct_lost", 0))
 
 
 class DeliveryProcess:
@@ -127,6 +150,8 @@ class DeliveryProcess:
         self._killed = False
         self._reported_close = threading.Event()  # "closed" received: the child ended every sink
         self._gone = threading.Event()  # its output ended: it exited
+        self._direct: queue.Queue[tuple[int, list[Record]] | None] = queue.Queue(DIRECT_BATCHES)
+        self._direct_sender: threading.Thread | None = None
 
     # -- lifecycle -----------------------------------------------------------------------
     def start(self) -> None:
@@ -135,18 +160,36 @@ class DeliveryProcess:
                 return
             read_commands, self._commands = os.pipe()
             read_replies, write_replies = os.pipe()
+            read_direct, write_direct = os.pipe()
+            lock = take_delivery_lock(self.run_dir)
             try:
                 self._proc = subprocess.Popen(
-                    [sys.executable, "-m", CHILD_MODULE, str(write_replies)], stdin=read_commands,
-                    pass_fds=(write_replies,), env=child_environment(), close_fds=True,
-                    start_new_session=True)  # a job's SIGINT/SIGTERM to the process group must not cut delivery
+                    [sys.executable, "-m", CHILD_MODULE, str(write_replies), str(read_direct), str(lock)],
+                    stdin=read_commands, pass_fds=(write_replies, read_direct, lock), env=child_environment(),
+                    close_fds=True, start_new_session=True)  # a job's SIGINT/SIGTERM to the group must not cut delivery
+            except BaseException:
+                os.close(write_direct)
+                raise
             finally:
-                os.close(read_commands)
-                os.close(write_replies)
+                for fd in (read_commands, write_replies, read_direct, lock):
+                    os.close(fd)
             os.write(self._commands, self.spec.encode())  # a few kB into an empty pipe: never blocks
             os.set_blocking(self._commands, False)
+            self._direct_sender = threading.Thread(target=self._send_direct, args=(write_direct,),
+                                                   name="primus-tracking-direct", daemon=True)
+            self._direct_sender.start()
         threading.Thread(target=self._read_replies, args=(read_replies,), name="primus-tracking-delivery",
                          daemon=True).start()
+
+    def deliver_direct(self, after: int, records: list[Record]) -> None:
+        """Records the journal could not take: to the child, through a bounded queue (the hub never waits)."""
+        if not self._gone.is_set():
+            try:
+                self._direct.put_nowait((after, records))
+                return
+            except queue.Full:
+                pass
+        self._lost_on_the_way(records)
 
     def request_flush(self, sink: str, offset: int) -> threading.Event:
         done = threading.Event()
@@ -163,6 +206,10 @@ class DeliveryProcess:
             if self._closing:
                 return
             self._closing = True
+        try:  # after the last batch of records not journaled: the sender closes the pipe, the child sees its end
+            self._direct.put(None, timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Full:
+            pass
         if not self._send({"t": "close", "status": status, "within_s": max(0.0, deadline - time.monotonic())}):
             self._kill()  # it reads no input: it cannot be told to finish
 
@@ -184,6 +231,20 @@ class DeliveryProcess:
             return True
         except OSError:  # full (the child is stuck) or closed (it is gone)
             return False
+
+    def _send_direct(self, fd: int) -> None:
+        with os.fdopen(fd, "wb", buffering=0) as pipe:
+            while (batch := self._direct.get()) is not None:
+                after, records = batch
+                lines = [encode(r.kind, r.step, r.ts_ms, r.data, r.only) for r in records]
+                try:
+                    pipe.write(message({"t": "direct", "after": after, "n": len(lines)}) + b"".join(lines))
+                except OSError:  # the child is gone
+                    self._lost_on_the_way(records)
+
+    def _lost_on_the_way(self, records: list[Record]) -> None:
+        for w in self.workers:
+            w.lost_on_the_way += sum(r.is_for(w.name) for r in records)
 
     def _kill(self) -> None:
         self._killed = True
@@ -233,8 +294,19 @@ class DeliveryProcess:
         if not self._killed:  # past the exit deadline the run's own report names what was left undelivered
             log.warning("primus tracking: the delivery process for %s exited with code %s; these trackers get "
                         "nothing more from this run. Every record is in %s: deliver it with "
-                        "`primus tracking sync %s`.", ", ".join(self.spec.sinks), code, self.run_dir / JOURNAL_FILE,
+                        "`primus tracking sync %s`.", ", ".join(self.spec.sinks), code, self.run_dir / JOURNAL_DIR,
                         redact_text(str(self.run_dir)))
+
+
+def take_delivery_lock(run_dir: Path) -> int:
+    """A descriptor of ``DELIVERY_LOCK``, locked when no earlier launch's delivery process holds it (the child
+    waits for it then). Locked here, it passes to the child with no moment unheld."""
+    fd = os.open(run_dir / DELIVERY_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        pass
+    return fd
 
 
 def child_environment() -> dict[str, str]:

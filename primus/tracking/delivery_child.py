@@ -1,4 +1,5 @@
-"""The delivery process's main (see ``delivery.py``): ``python -m primus.tracking.delivery_child FD``.
+"""The delivery process's main (see ``delivery.py``):
+``python -m primus.tracking.delivery_child REPLIES_FD DIRECT_FD LOCK_FD``.
 
 It ignores SIGINT and SIGTERM (a job stopping sends them to every process; the training process then
 asks this one to close, within its exit deadline) and ends when told to close or when its input ends.
@@ -18,8 +19,8 @@ import time
 from collections.abc import Iterable
 
 from primus.redaction import redact_text
-from primus.tracking.delivery import DELIVERY_LOCK, DeliverySpec, message
-from primus.tracking.journal import JOURNAL_FILE, journal_size, last_end_status
+from primus.tracking.delivery import DeliverySpec, message
+from primus.tracking.journal import decode, journal_end, last_end_status
 from primus.tracking.meta import RunMeta
 from primus.tracking.sink_factory import build_sinks
 from primus.tracking.state import CursorStore, RunState
@@ -102,14 +103,15 @@ class ForwardedStream:
 
 def stats(workers: Iterable[SinkWorker], done: dict[str, bool] | None = None) -> dict[str, dict]:
     return {w.name: {"cursor": w.cursor, "failures": w.failures, "last_error": w.last_error,
-                     "disabled": w.disabled, "done": bool(done and done.get(w.name))} for w in workers}
+                     "disabled": w.disabled, "done": bool(done and done.get(w.name)),
+                     "direct_delivered": w.direct_delivered, "direct_lost": w.direct_lost} for w in workers}
 
 
-def follow(journal, workers: list[SinkWorker], replies: Replies) -> None:
+def follow(run_dir, workers: list[SinkWorker], replies: Replies) -> None:
     """Tell the workers how far the journal goes, and the training process how far they got."""
     size, sent, last_sent = -1, None, 0.0
     while True:
-        now = journal_size(journal)
+        now = journal_end(run_dir)
         if now != size:
             size = now
             for w in workers:
@@ -138,6 +140,16 @@ def serve(commands, workers: list[SinkWorker], replies: Replies) -> tuple[str, f
     return None
 
 
+def receive_direct(pipe, workers: list[SinkWorker]) -> None:
+    """Records the journal could not take, from the training process, to every worker; ends with the pipe."""
+    for header in pipe:
+        msg = json.loads(header)
+        lines = [pipe.readline() for _ in range(msg["n"])]
+        records = [decode(line, msg["after"]) for line in lines]
+        for w in workers:
+            w.deliver_direct(msg["after"], records)
+
+
 def answer_flush(done: threading.Event | None, flush_id: int, workers: list[SinkWorker], replies: Replies) -> None:
     if done is not None:
         done.wait()
@@ -160,28 +172,33 @@ def main(argv: list[str]) -> int:
     sys.stderr = ForwardedStream("stderr", replies, sys.stderr)
 
     cfg = spec.config
-    lock = open(cfg.run_dir / DELIVERY_LOCK, "a")  # held until this process exits
-    fcntl.flock(lock, fcntl.LOCK_EX)  # an earlier launch's delivery process finishes first
-    journal = cfg.run_dir / JOURNAL_FILE
+    fcntl.flock(int(argv[3]), fcntl.LOCK_EX)  # held until this process exits; an earlier launch's finishes first
     state = RunState(cfg.run_dir)
     sinks = build_sinks(cfg, RunMeta.load(cfg.run_dir), state, spec.wandb_run_id, spec.sinks)
     cursors = CursorStore(cfg.run_dir)
-    workers = [SinkWorker(s, journal, cursors) for s in sinks]
+    workers = [SinkWorker(s, cfg.run_dir, cursors) for s in sinks]
     for w in workers:
         w.start()
-    threading.Thread(target=follow, args=(journal, workers, replies), name="primus-delivery-follow",
+    threading.Thread(target=follow, args=(cfg.run_dir, workers, replies), name="primus-delivery-follow",
                      daemon=True).start()
+    direct = threading.Thread(target=receive_direct, args=(os.fdopen(int(argv[2]), "rb"), workers),
+                              name="primus-delivery-direct", daemon=True)
+    direct.start()
 
     asked = serve(commands, workers, replies)
     if asked is None:  # the training process died without closing: end as its journal says, else KILLED
-        status, within_s = last_end_status(journal) or "KILLED", cfg.exit_deadline_s
+        status, within_s = last_end_status(cfg.run_dir) or "KILLED", cfg.exit_deadline_s
         if state.section("run").get("status") == "RUNNING":
-            state.update("run", status=status)
+            try:
+                state.update("run", status=status)
+            except OSError:  # a full disk: the trackers still get the status; sync reads RUNNING as KILLED
+                pass
     else:
         status, within_s = asked
     deadline = time.monotonic() + within_s
+    direct.join(within_s)  # the records not journaled that are still in the pipe come first
     for w in workers:
-        w.notify(journal_size(journal))
+        w.notify(journal_end(cfg.run_dir))
         w.close(status, deadline)
     done = {w.name: w.join(deadline) for w in workers}
     replies.send({"t": "closed", "sinks": stats(workers, done)})

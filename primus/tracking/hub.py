@@ -5,6 +5,10 @@ validation beyond a length check. A hub thread wakes every ``tick_s``, turns wha
 journal lines (plain floats, redacted text), appends them to the journal with one write, and then
 tells each sink worker how far the journal goes. Memory is bounded by ``capacity`` queued records;
 past that, records are dropped and counted (never in normal operation: the hub drains every tick).
+
+When the journal cannot be written (its disk is full), the tick's records go directly to the sink workers
+(``deliver_direct``), counted in ``not_journaled``; every tick tries the journal again. The run's end says
+how many records that was and which sinks got them.
 """
 
 from __future__ import annotations
@@ -14,10 +18,12 @@ import threading
 import time
 from collections import Counter, deque
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from primus.redaction import redact_text, redact_value
-from primus.tracking.journal import EVENT, METRICS, TEXT, JournalWriter, encode
+from primus.tracking.journal import EVENT, METRICS, TEXT, decode, encode
+from primus.tracking.journal_writer import JournalWriter
 from primus.tracking.sink import outside_except
 from primus.tracking.worker import SinkWorker
 
@@ -25,6 +31,31 @@ log = logging.getLogger("primus.tracking")
 
 MAX_TEXT_CHARS = 64 * 1024
 ALREADY_TRACKED = "already_tracked"  # a resumed run's re-trained steps: not lost, tracked by an earlier process
+KIND_NAMES = {METRICS: "metrics", TEXT: "texts", EVENT: "events"}
+
+
+@dataclass
+class NotJournaled:
+    """What the journal could not take: records by kind, the metrics steps they span, the first error."""
+    records: Counter[str] = field(default_factory=Counter)
+    first_step: int | None = None
+    last_step: int | None = None
+    error: str = ""
+
+    def add(self, kind: str, step: int) -> None:
+        self.records[KIND_NAMES[kind]] += 1
+        if kind == METRICS:
+            self.first_step = step if self.first_step is None else min(self.first_step, step)
+            self.last_step = step if self.last_step is None else max(self.last_step, step)
+
+    @property
+    def total(self) -> int:
+        return sum(self.records.values())
+
+    def describe(self) -> str:
+        kinds = ", ".join(f"{n} {kind}" for kind, n in sorted(self.records.items()))
+        steps = f", steps {self.first_step}-{self.last_step}" if self.first_step is not None else ""
+        return f"{self.total} records ({kinds}{steps})"
 
 
 class MetricsHub:
@@ -35,6 +66,10 @@ class MetricsHub:
         # checkpoint are not tracked twice (W&B would refuse them, MLflow and TensorBoard would show two points)
         self._tracked_until = dict(tracked_until or {})
         self.workers = list(workers)
+        # where records the journal could not take go: each worker, or the delivery process of several
+        self._direct_routes = list(dict.fromkeys(w.direct_route for w in self.workers))
+        self.not_journaled = NotJournaled()
+        self._journal_failing = False
         self.dropped: Counter[str] = Counter()
         self._capacity = capacity
         self._tick_s = tick_s
@@ -95,12 +130,14 @@ class MetricsHub:
             self._count("queue_full", self.refused)
             self._count("not_a_mapping", self.malformed)
             self.refused = self.malformed = 0
-            end = encode(EVENT, 0, int(time.time() * 1000), {"event": "end", "status": status,
-                                                             "dropped": dict(self.dropped)})
-            offset = self.journal.append([end])
-            self.journal.sync()
-            for w in self.workers:
-                w.notify(offset)
+            fields = {"event": "end", "status": status, "dropped": dict(self.dropped)}
+            if self.not_journaled.total:
+                fields["not_journaled"] = dict(self.not_journaled.records)
+            self._write([encode(EVENT, 0, int(time.time() * 1000), fields)])
+            try:
+                self.journal.sync()
+            except OSError:
+                pass  # what the disk could not keep went to the trackers directly, and is counted
         for w in self.workers:
             w.close(status, deadline)
         return [w for w in self.workers if not w.join(deadline)]
@@ -112,9 +149,9 @@ class MetricsHub:
             with self._cond:
                 requested = self._requested
             error = outside_except(self._drain)
-            if error is not None:  # e.g. the disk is full: warn once, keep the loop alive
-                self._warn_once("drain", "primus tracking: could not write the journal %s: %s", self.journal.path,
-                                redact_text(repr(error)))
+            if error is not None:  # a bug (a full disk is handled in _write): warn once, keep the loop alive
+                self._warn_once("drain", "primus tracking: could not journal the queued records in %s: %s",
+                                self.journal.dir, redact_text(repr(error)))
             with self._cond:
                 self._drained = requested
                 self._cond.notify_all()
@@ -134,22 +171,42 @@ class MetricsHub:
 
     def _drain(self) -> None:
         lines: list[bytes] = []
-        nbytes = 0
         pending = self._pending
         while pending:
             kind, step, ts, payload, only = pending.popleft()
             line = self._line(kind, step, ts, payload, only)
             if line is None:
                 continue
-            if kind != EVENT and not self.journal.has_room(nbytes + len(line)):
-                self._journal_full()
-                continue
             lines.append(line)
-            nbytes += len(line)
         if lines:
+            self._write(lines)
+
+    def _write(self, lines: list[bytes]) -> None:
+        """Journal the lines and tell the workers; when the journal cannot take them, hand them to the workers."""
+        try:
             end = self.journal.append(lines)
-            for w in self.workers:
-                w.notify(end)
+        except OSError as error:
+            self._direct(lines, error)
+            return
+        if self._journal_failing:
+            self._journal_failing = False
+            self._warn_once("journal_back", "primus tracking: the journal %s is written again; %d records went directly "
+                            "to the trackers meanwhile", self.journal.dir, self.not_journaled.total)
+        for w in self.workers:
+            w.notify(end)
+
+    def _direct(self, lines: list[bytes], error: OSError) -> None:
+        after = self.journal.size
+        records = [decode(line, after) for line in lines]
+        for r in records:
+            self.not_journaled.add(r.kind, r.step)
+        self._journal_failing = True
+        self.not_journaled.error = self.not_journaled.error or redact_text(error.strerror or str(error))
+        self._warn_once("journal_failing", "primus tracking: could not write the journal %s (%s): records go directly "
+                        "to the trackers that are up until it can be written again; the end of the run says how many "
+                        "and where they went", self.journal.dir, self.not_journaled.error)
+        for route in self._direct_routes:
+            route.deliver_direct(after, records)
 
     def _line(self, kind: str, step: Any, ts: float, payload: Any, only: Sequence[str] | None) -> bytes | None:
         try:
@@ -190,12 +247,6 @@ class MetricsHub:
             log.info("primus tracking: resumed at step %d, which an earlier process of this run already tracked (up to "
                      "step %d): steps trained again since the checkpoint are not tracked twice", step,
                      self._tracked_until[only])
-
-    def _journal_full(self) -> None:
-        self._count("journal_full", 1)
-        self._warn_once("journal_full", "primus tracking: the journal %s reached journal_max_bytes=%d; further "
-                        "metrics and texts are dropped (counted in the journal's end record). Raise journal_max_bytes or "
-                        "log less often.", self.journal.path, self.journal.max_bytes)
 
     def _count(self, what: str, n: int) -> None:
         if n:

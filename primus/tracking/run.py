@@ -19,7 +19,9 @@ from typing import Any
 from primus.tracking.config import RUN_STATUSES, TrackingConfig, TrackingConfigError
 from primus.tracking.delivery import DeliveryProcess, DeliverySpec, RemoteSinkWorker
 from primus.tracking.hub import ALREADY_TRACKED, MetricsHub
-from primus.tracking.journal import JOURNAL_FILE, JournalWriter, last_steps
+from primus.tracking.journal import last_steps
+from primus.tracking.journal_keeper import JournalKeeper
+from primus.tracking.journal_writer import JournalWriter
 from primus.tracking.lifecycle import ExitHandlers
 from primus.tracking.meta import RunMeta
 from primus.tracking.sink_factory import build_sinks, out_of_process, sink_names
@@ -52,10 +54,12 @@ class Run:
             self.wandb_run_id = self._wandb_id() if cfg.wandb else None
             meta = RunMeta.build(cfg)
             meta.save(self.run_dir)
-            self._journal = JournalWriter(self.run_dir / JOURNAL_FILE, cfg.journal_max_bytes)
+            self._keeper = JournalKeeper(self.run_dir, cfg.journal_retention, sink_names(cfg),
+                                         CursorStore(self.run_dir))
+            self._journal = JournalWriter(self.run_dir, cfg.journal_segment_bytes, self._keeper.segment_closed)
             self._workers = self._make_workers(meta)
             self._hub = MetricsHub(self._journal, self._workers, cfg.pending_records,
-                                   tracked_until=last_steps(self._journal.path) if self.resumed else None)
+                                   tracked_until=last_steps(self.run_dir) if self.resumed else None)
             self._state.update("run", status="RUNNING", pid=os.getpid())
         except BaseException:
             self._dir_lock.release()
@@ -66,6 +70,7 @@ class Run:
         self._exit_handlers = ExitHandlers(self.finish)
         self._hub.event("start", pid=os.getpid(), run_name=cfg.run_name, resumed=self.resumed)
         self._hub.start()
+        self._keeper.start()
 
     def _wandb_id(self) -> str:
         saved = self._state.section("wandb").get("id")
@@ -83,7 +88,7 @@ class Run:
         remote = [n for n in names if out_of_process(n)] if cfg.delivery == "process" else []
         local = build_sinks(cfg, meta, self._state, self.wandb_run_id, [n for n in names if n not in remote])
         cursors = CursorStore(self.run_dir)
-        workers: list[SinkWorker | RemoteSinkWorker] = [SinkWorker(s, self._journal.path, cursors) for s in local]
+        workers: list[SinkWorker | RemoteSinkWorker] = [SinkWorker(s, self.run_dir, cursors) for s in local]
         if remote:
             spec = DeliverySpec(replace(cfg, console=None, one_logger=None, params={}, tags={}), tuple(remote),
                                 self.wandb_run_id, log.getEffectiveLevel())
@@ -123,11 +128,14 @@ class Run:
         return self.run_dir / "traces"
 
     def stats(self) -> dict[str, Any]:
-        """Counters for logs and tests: records dropped by the hub, and per sink its failures, last
-        error, undelivered journal bytes and whether it was switched off."""
+        """Counters for logs and tests: records dropped by the hub, records the journal could not take, and
+        per sink its failures, last error, undelivered journal bytes, whether it was switched off, and how many
+        of the records not journaled it got directly and lost."""
         return {"dropped": dict(self._hub.dropped), "refused": self._hub.refused + self._hub.malformed,
+                "not_journaled": dict(self._hub.not_journaled.records),
                 "sinks": {w.name: {"failures": w.failures, "last_error": w.last_error,
-                                        "pending_bytes": w.pending_bytes, "disabled": w.disabled}
+                                   "pending_bytes": w.pending_bytes, "disabled": w.disabled,
+                                   "direct_delivered": w.direct_delivered, "direct_lost": w.direct_lost}
                           for w in self._workers}}
 
     # -- the end -------------------------------------------------------------------------
@@ -150,8 +158,13 @@ class Run:
             self._finished = True
         self._exit_handlers.uninstall()
         deadline = time.monotonic() + self.config.exit_deadline_s
-        self._state.update("run", status=status)
+        try:
+            self._state.update("run", status=status)
+        except OSError as e:  # a full disk: the trackers are still told the status; sync reads RUNNING as KILLED
+            log.warning("primus tracking: could not record status %s in %s (%s)", status, self.run_dir,
+                        e.strerror or e)
         late = self._hub.close(status, deadline)
+        self._keeper.stop(deadline)
         self._report(late)
         self._journal.close()
         self._dir_lock.release()
@@ -160,6 +173,8 @@ class Run:
         lost = {why: n for why, n in self._hub.dropped.items() if why != ALREADY_TRACKED}
         if lost:
             log.warning("primus tracking: records dropped in this run: %s", lost)
+        if self._hub.not_journaled.total:
+            self._report_not_journaled()
         for w in self._workers:
             if w.disabled:
                 continue
@@ -167,4 +182,14 @@ class Run:
                 log.warning("primus tracking: %s did not receive everything within exit_deadline_s=%s (%d journal "
                             "bytes pending; last error: %s). It is all in %s: deliver it with "
                             "`primus tracking sync %s`.", w.name, self.config.exit_deadline_s, w.pending_bytes,
-                            w.last_error or "none", self._journal.path, self.run_dir)
+                            w.last_error or "none", self._journal.dir, self.run_dir)
+
+    def _report_not_journaled(self) -> None:
+        """Exactly what the journal could not take, and which trackers got it instead."""
+        missing = self._hub.not_journaled
+        got = ", ".join(f"{w.name} {w.direct_delivered}" for w in self._workers)
+        gone = ", ".join(f"{w.name} {w.direct_lost}" + (f" ({w.last_error})" if w.last_error else "")
+                         for w in self._workers if w.direct_lost)
+        log.warning("primus tracking: %s could not be written to the journal %s (%s), so `primus tracking sync` and "
+                    "`primus report` cannot replay them. Delivered directly to: %s. Lost for: %s.", missing.describe(),
+                    self._journal.dir, missing.error, got or "no tracker", gone or "none")

@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import fcntl
 import json
+import logging
 import os
 import threading
 from pathlib import Path
 from typing import Any
+
+log = logging.getLogger("primus.tracking")
 
 STATE_FILE = "run.json"
 META_FILE = "meta.json"
@@ -94,10 +97,25 @@ class CursorStore:
     def __init__(self, run_dir: Path):
         self.dir = run_dir / "cursors"
         self.dir.mkdir(exist_ok=True)
+        self._unsaved: set[str] = set()
 
     def load(self, sink: str, target: str) -> int:
         saved = read_json(self.dir / f"{sink}.json")
         return int(saved.get("offset", 0)) if saved.get("target") == target else 0
 
+    def offset(self, sink: str) -> int:
+        """How far ``sink`` delivered, whatever its target (0: nothing saved)."""
+        return int(read_json(self.dir / f"{sink}.json").get("offset", 0))
+
     def save(self, sink: str, target: str, offset: int) -> None:
-        write_json_atomic(self.dir / f"{sink}.json", {"target": target, "offset": offset})
+        """Best effort: on a full disk the saved cursor lags (a crash then resends a little, which the trackers
+        take as the same points) rather than stop the sink."""
+        try:
+            write_json_atomic(self.dir / f"{sink}.json", {"target": target, "offset": offset})
+        except OSError as e:
+            if sink not in self._unsaved:
+                self._unsaved.add(sink)
+                log.warning("primus tracking: could not save %s's journal cursor in %s (%s); it is kept in memory "
+                            "and saved again with the next delivery", sink, self.dir, e.strerror or e)
+        else:
+            self._unsaved.discard(sink)

@@ -5,12 +5,17 @@ the same sink code as a live run (MLflow dedups the resend by timestamp; W&B ski
 run's artifacts if asked and not done, and sets the final status the run asked for. A run whose
 process died without finishing is marked KILLED. W&B runs logged offline are uploaded by W&B's own
 ``wandb sync <dir>``; this command prints that command.
+
+It takes the run's delivery lock first, waiting (within its timeout) for a delivery process still sending
+the journal, such as the one a SIGKILLed trainer leaves behind, so the two never feed the same tracker runs.
+Each sink's cursor is read after that, so nothing that process delivered is sent again.
 """
 
 from __future__ import annotations
 
 import fcntl
 import os
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,7 +24,7 @@ from pathlib import Path
 from primus.plugins import PluginError
 from primus.redaction import MASK
 from primus.tracking.delivery import DELIVERY_LOCK
-from primus.tracking.journal import JOURNAL_FILE, journal_size
+from primus.tracking.journal import JOURNAL_DIR, has_journal, journal_end
 from primus.tracking.meta import RunMeta
 from primus.tracking.plugin_sinks import build_plugin_sinks
 from primus.tracking.sink import Sink
@@ -27,6 +32,9 @@ from primus.tracking.sinks.mlflow import MlflowSink
 from primus.tracking.sinks.wandb import WandbSink
 from primus.tracking.state import CursorStore, RunDirLock, RunState
 from primus.tracking.worker import SinkWorker
+
+
+LOCK_POLL_S = 0.2
 
 
 class SyncError(RuntimeError):
@@ -58,17 +66,13 @@ def sync_run(run_dir: Path, timeout_s: float = 300.0, tracking_uri: str | None =
     """``progress`` is called every ``progress_every_s`` while a sink still has records to send, and once at its
     end."""
     run_dir = Path(run_dir).expanduser().absolute()
-    journal = run_dir / JOURNAL_FILE
-    if not journal.is_file():
-        raise SyncError(f"{run_dir} has no {JOURNAL_FILE}: give the run directory of a tracked run")
+    if not has_journal(run_dir):
+        raise SyncError(f"{run_dir} has no journal ({JOURNAL_DIR}/): give the run directory of a tracked run")
+    deadline = time.monotonic() + timeout_s
     lock = RunDirLock(run_dir).acquire()
     delivering = open(run_dir / DELIVERY_LOCK, "a")
     try:
-        try:
-            fcntl.flock(delivering, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise SyncError(f"a delivery process is still sending {run_dir}'s journal (its trainer ended moments "
-                            f"ago; it stops within the run's exit deadline): run this again once it has") from None
+        _wait_for_delivery_lock(delivering, run_dir, deadline)
         state = RunState(run_dir)
         meta = RunMeta.load(run_dir)
         status = state.section("run").get("status", "RUNNING")
@@ -82,17 +86,16 @@ def sync_run(run_dir: Path, timeout_s: float = 300.0, tracking_uri: str | None =
         if meta.wandb and wandb_state.get("id"):
             if wandb_state.get("mode") == "offline":
                 report.wandb_offline_dir = wandb_state.get("sync_dir")
-            if CursorStore(run_dir).load("wandb", wandb_state["id"]) < journal_size(journal):
+            if CursorStore(run_dir).load("wandb", wandb_state["id"]) < journal_end(run_dir):
                 sinks.append(WandbSink(meta.wandb_config(), meta, state, wandb_state["id"]))
         try:
             sinks += build_plugin_sinks(meta.plugin_sinks, meta, run_dir, state)
         except PluginError as e:
             raise SyncError(f"the run had plugin sinks {meta.plugin_sinks}: {e}") from None
-        deadline = time.monotonic() + timeout_s
-        workers = [SinkWorker(s, journal, CursorStore(run_dir)) for s in sinks]
+        workers = [SinkWorker(s, run_dir, CursorStore(run_dir)) for s in sinks]
         for w in workers:
             w.start()
-            w.notify(journal_size(journal))
+            w.notify(journal_end(run_dir))
             w.close(status, deadline)
         for w in workers:
             done = _join(w, deadline, progress, progress_every_s) and not w.disabled and w.pending_bytes == 0
@@ -119,6 +122,24 @@ def _join(worker: SinkWorker, deadline: float, progress: Callable[[SyncProgress]
 def _report(worker: SinkWorker, progress: Callable[[SyncProgress], None]) -> None:
     sent = max(0, worker.cursor - worker.start_cursor)
     progress(SyncProgress(worker.sink.name, worker.records_sent, sent, sent + worker.pending_bytes))
+
+
+def _wait_for_delivery_lock(lock_file, run_dir: Path, deadline: float) -> None:
+    told = False
+    while True:
+        try:
+            fcntl.flock(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise SyncError(f"a delivery process is still sending {run_dir}'s journal (its trainer ended "
+                                f"moments ago; it stops within the run's exit deadline): run this again once it "
+                                f"has, or give a longer --timeout") from None
+            if not told:
+                told = True
+                print(f"waiting for the delivery process still sending {run_dir}'s journal to finish",
+                      file=sys.stderr)
+            time.sleep(LOCK_POLL_S)
 
 
 def _mlflow_uri(meta: RunMeta, override: str | None) -> str:

@@ -1,17 +1,24 @@
 """One background thread per sink: it follows the journal from the sink's saved cursor and feeds
 the sink, retrying with capped exponential backoff while the sink fails. Nothing it does can
 reach the training thread: failures are counted, warned about once per outage, and the data stays
-in the journal."""
+in the journal.
+
+Records the journal could not take (a full disk) come to it directly (``deliver_direct``), tagged with the
+journal offset they follow: it delivers the journal up to there, then them, then the journal on. They are
+held in memory only, at most ``DIRECT_MAX`` of them; past that, and at the end of the run, what is left is
+counted as lost for this sink."""
 
 from __future__ import annotations
 
 import logging
 import threading
 import time
+from collections import deque
+from collections.abc import Sequence
 from pathlib import Path
 
 from primus.redaction import redact_text
-from primus.tracking.journal import read_records
+from primus.tracking.journal import JOURNAL_DIR, JournalReader, Record
 from primus.tracking.sink import Sink, SinkUnavailable, outside_except
 from primus.tracking.state import CursorStore
 
@@ -21,13 +28,19 @@ BACKOFF_FIRST_S = 0.5
 BACKOFF_MAX_S = 10.0
 POLL_S = 1.0  # a worker also wakes on its own, in case a notify was missed
 FLUSH_EVERY_S = 5.0  # sinks that are durable only after flush() are flushed at least this often
+DIRECT_MAX = 10_000  # records not journaled, held for a sink that is down
 
 
 class SinkWorker:
-    def __init__(self, sink: Sink, journal: Path, cursors: CursorStore):
+    def __init__(self, sink: Sink, run_dir: Path, cursors: CursorStore):
         self.sink = sink
-        self.journal = journal
+        self.journal = run_dir / JOURNAL_DIR
+        self.reader = JournalReader(run_dir)
         self.cursors = cursors
+        self.direct_delivered = 0  # records not journaled that reached this sink
+        self.direct_lost = 0  # ...and those that did not (held too many, or left at the end)
+        self._direct: deque[tuple[int, list[Record]]] = deque()
+        self._direct_held = 0
         self.failures = 0
         self.last_error = ""
         self.disabled = False
@@ -53,11 +66,30 @@ class SinkWorker:
     def name(self) -> str:
         return self.sink.name
 
+    @property
+    def direct_route(self) -> SinkWorker:
+        """Where the hub hands records the journal could not take, for this sink."""
+        return self
+
     def start(self) -> None:
         self._thread.start()
 
     def notify(self, end: int) -> None:
         self._end = end
+        self._wake.set()
+
+    def deliver_direct(self, after: int, records: Sequence[Record]) -> None:
+        """Records the journal could not take, to deliver once the journal up to offset ``after`` is."""
+        mine = [r for r in records if r.is_for(self.sink.name)]
+        if not mine:
+            return
+        with self._lock:
+            if self._finished or self._direct_held + len(mine) > DIRECT_MAX:
+                self.direct_lost += len(mine)
+                return
+            self._direct.append((after, mine))
+            self._direct_held += len(mine)
+        self._end = max(self._end, after)
         self._wake.set()
 
     def request_flush(self, offset: int) -> threading.Event:
@@ -97,6 +129,10 @@ class SinkWorker:
                 for _, done in self._flushes:
                     done.set()
                 self._flushes.clear()
+                self.direct_lost += self._direct_held  # no journal to come back to: these are gone for this sink
+                self._direct.clear()
+                self._direct_held = 0
+            self.reader.close()
         if error is not None:
             self._failed("stopped", error)
 
@@ -133,13 +169,16 @@ class SinkWorker:
                 continue
             self._recovered()
             backoff = BACKOFF_FIRST_S
-            if self._close is not None and (self.cursor >= self._end or self._past_deadline()):
+            if self._close is not None and (self._delivered_all() or self._past_deadline()):
                 break
             self._wake.wait(POLL_S)
-        if self._past_deadline() and self.cursor < self._end:
+        if self._past_deadline() and not self._delivered_all():
             return  # out of time: the process is exiting; `primus tracking sync` finishes the job
         status, _ = self._close
-        self.sink.close(status, complete=self.cursor >= self._end)
+        error = outside_except(lambda: self.sink.close(status, complete=self._delivered_all()))
+        if error is not None:  # everything was delivered; ending the tracker's run (or noting it) failed
+            log.warning("primus tracking: %s got every record but could not end its run cleanly (%s)", self.sink.name,
+                        redact_text(f"{type(error).__name__}: {error}")[:500])
         if self._unflushed:  # close() flushed what the sink held
             self.cursors.save(self.sink.name, self.target, self.cursor)
 
@@ -159,10 +198,14 @@ class SinkWorker:
 
     def _deliver(self) -> None:
         end = self._end
-        while self.cursor < end:
-            records, pos = read_records(self.journal, self.cursor, end)
+        while True:
+            self._deliver_direct()
+            stop = min(end, self._direct[0][0]) if self._direct else end  # the journal up to the next direct batch
+            if self.cursor >= stop:
+                break
+            records, pos = self.reader.read(self.cursor, stop)
             if pos == self.cursor:
-                return  # the last line is still being written
+                break  # the last line is still being written
             records = [r for r in records if r.is_for(self.sink.name)]
             for chunk in self.sink.chunks(records) if records else ():
                 self.sink.write(chunk)
@@ -171,6 +214,21 @@ class SinkWorker:
             self._advance(pos)
         if self._unflushed and time.monotonic() - self._last_flush > FLUSH_EVERY_S:
             self._flush_sink()
+
+    def _deliver_direct(self) -> None:
+        while self._direct and self._direct[0][0] <= self.cursor:
+            for chunk in list(self.sink.chunks(self._direct[0][1])):
+                self.sink.write(chunk)
+                with self._lock:  # a retry after a failure sends only what is left of the batch
+                    after, left = self._direct[0]
+                    self._direct[0] = (after, left[len(chunk):])
+                    self._direct_held -= len(chunk)
+                    self.direct_delivered += len(chunk)
+            with self._lock:
+                self._direct.popleft()
+
+    def _delivered_all(self) -> bool:
+        return self.cursor >= self._end and not self._direct
 
     def _advance(self, offset: int) -> None:
         self.cursor = offset
@@ -188,7 +246,7 @@ class SinkWorker:
 
     def _serve_flushes(self) -> None:
         with self._lock:
-            ready = [f for f in self._flushes if self.cursor >= f[0]]
+            ready = [f for f in self._flushes if self.cursor >= f[0] and not self._direct]
         if not ready:
             return
         self._flush_sink()

@@ -3,7 +3,6 @@ launching, and one real launch: torchrun with two processes training the tiny Me
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -13,6 +12,7 @@ import pytest
 
 from primus.cli.main import main
 from support.readers import read_tb_scalars
+from support.journal_files import journal_lines
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = str(REPO / "configs" / "megatron" / "tiny_cpu.yaml")
@@ -89,7 +89,7 @@ def test_torchrun_two_processes_train_end_to_end(tmp_path):
     assert "-m torch.distributed.run --nproc_per_node=2 --standalone" in command
     [run_dir] = [p for p in (tmp_path / "tiny_cpu").iterdir() if p.is_dir()]
 
-    steps = [json.loads(line) for line in (run_dir / "journal.jsonl").read_text().splitlines()]
+    steps = journal_lines(run_dir)
     metrics = {r["s"]: r["d"] for r in steps if r["k"] == "m" and "lm loss" in r["d"]}
     assert sorted(metrics) == [1, 2, 3]
     per_gpu = metrics[3]["perf/tokens_per_sec_per_gpu"]

@@ -121,8 +121,10 @@ def test_torchtitan_and_maxtext_primus_keys():
     assert schema_for("torchtitan").primus_keys == {
         "metrics.enable_mlflow", "metrics.mlflow_run_name", "metrics.mlflow_experiment_name",
         "metrics.mlflow_upload_performance_metrics", "metrics.mlflow_upload_logs", "metrics.mlflow_upload_traces",
-        "metrics.mlflow_upload_tracelens_report", "metrics.primus_exit_deadline", "model.module", "model.config",
+        "metrics.mlflow_upload_tracelens_report", "metrics.primus_exit_deadline", "metrics.primus_journal_retention",
+        "model.module", "model.config",
     }
     assert schema_for("maxtext").primus_keys == {
         "enable_mlflow", "mlflow_run_name", "mlflow_experiment_name", "mlflow_upload_performance_metrics",
+        "primus_journal_retention",
     }

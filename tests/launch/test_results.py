@@ -23,7 +23,7 @@ def test_tracked_run_says_where_and_how_to_open(tmp_path):
     text = describe_results(tmp_path / "run")
     assert f"tensorboard --logdir {tmp_path / 'run' / 'tb'}" in text
     assert f"mlflow ui --backend-store-uri sqlite:///{tmp_path / 'mlflow.db'}" in text
-    assert str(tmp_path / "run" / "journal.jsonl") in text
+    assert str(tmp_path / "run" / "journal") + "/" in text
 
 
 def test_one_block_per_rank_with_save_for_all_ranks(tmp_path):

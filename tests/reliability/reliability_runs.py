@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from support.journal_files import journal_lines, run_dirs_under
 from support.launch import start
 from support.readers import mlflow_history, read_tb_scalars
 
@@ -173,9 +174,9 @@ class Training:
 
     # -- what it left ----------------------------------------------------------------------------
     def run_dir(self) -> Path:
-        """The tracked run's directory (the writer rank's): the one holding journal.jsonl."""
-        [journal] = self.workdir.rglob("journal.jsonl")
-        return journal.parent
+        """The tracked run's directory (the writer rank's): the one holding the journal."""
+        [run_dir] = run_dirs_under(self.workdir)
+        return run_dir
 
     def collectives(self) -> dict[str, dict[str, int]]:
         """{rank file: {"<thread>:<collective>": calls}} for a run started with count_collectives."""
@@ -183,7 +184,7 @@ class Training:
 
 
 def journal(run_dir: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (run_dir / "journal.jsonl").read_text().splitlines()]
+    return journal_lines(run_dir)
 
 
 def journal_steps(run_dir: Path, key: str) -> list[int]:

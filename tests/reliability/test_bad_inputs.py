@@ -9,13 +9,13 @@ disk cases use a real read-only and a real full filesystem (tmpfs mounts; we run
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
 from reliability_runs import FAKE_WANDB_KEY, MEGATRON, TORCHTITAN, Training
 from reliability_runs import MAXTEXT as MAXTEXT_BACKEND
+from support.disks import fill
+from support.journal_files import run_dirs_under
 
 from primus.cli.main import main
 from primus.tracking import (ConsoleConfig, MlflowConfig, TensorBoardConfig, TrackingConfig, TrackingConfigError,
@@ -278,7 +278,8 @@ TRACKING_CASES = {
     "WANDB_INIT_TIMEOUT zero": (dict(wandb=WandbConfig(mode="offline")), {"WANDB_INIT_TIMEOUT": "0"},
                                 "WANDB_INIT_TIMEOUT=0.0 is not valid: give a positive number of seconds"),
     "exit deadline zero": (dict(exit_deadline_s=0), {}, "exit_deadline_s=0 is not valid: give a positive number"),
-    "journal cap zero": (dict(journal_max_bytes=0), {}, "journal_max_bytes=0 is not valid: give a positive integer"),
+    "journal segment zero": (dict(journal_segment_bytes=0), {},
+                             "journal_segment_bytes=0 is not valid: give a positive integer"),
     "console interval zero": (dict(console=ConsoleConfig(interval=0)), {}, "console.interval=0 is not valid"),
     "TensorBoard dir empty": (dict(tensorboard=TensorBoardConfig(log_dir="")), {},
                               "tensorboard.log_dir='' is not valid: set tensorboard_dir to a directory"),
@@ -333,35 +334,6 @@ def test_bad_tracking_settings_are_refused_before_the_run_starts(kw, env, expect
 
 
 # -- disks: read-only, full, and a file where the run directory should be ----------------------------------------
-@pytest.fixture
-def tmpfs(tmp_path):
-    """``tmpfs(options) -> Path``: a real tmpfs mounted for this test (root only), unmounted after."""
-    mounted = []
-
-    def mount(name: str, options: str) -> Path:
-        target = tmp_path / name
-        target.mkdir()
-        done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(target)], capture_output=True, text=True)
-        assert done.returncode == 0, f"mount -t tmpfs -o {options} needs root: {done.stderr}"
-        mounted.append(target)
-        return target
-
-    yield mount
-    for target in mounted:
-        subprocess.run(["umount", "-l", str(target)], check=False)
-
-
-def _fill(root: Path) -> None:
-    fd = os.open(root / "filler", os.O_WRONLY | os.O_CREAT)
-    try:
-        while os.write(fd, b"\0" * 4096):
-            pass
-    except OSError:  # ENOSPC: the disk is full
-        pass
-    finally:
-        os.close(fd)
-
-
 def test_read_only_run_directory_is_refused(tmpfs):
     readonly = tmpfs("ro", "ro,size=64k")
     with pytest.raises(TrackingConfigError) as error:
@@ -372,12 +344,12 @@ def test_read_only_run_directory_is_refused(tmpfs):
 
 def test_full_disk_for_the_journal_is_refused_with_nothing_half_written(tmpfs):
     full = tmpfs("full", "size=64k")
-    _fill(full)
+    fill(full)
     with pytest.raises(TrackingConfigError) as error:
         start_run(TrackingConfig(run_dir=full / "run"))
     assert "is not usable (No space left on device" in str(error.value)
     leftovers = [p.name for p in (full / "run").iterdir()]
-    assert not [n for n in leftovers if n.endswith(".tmp") or n in ("journal.jsonl", "meta.json", "run.json")], leftovers
+    assert not [n for n in leftovers if n.endswith(".tmp") or n in ("journal", "meta.json", "run.json")], leftovers
 
 
 def test_a_file_in_place_of_the_run_directory_is_refused(tmp_path):
@@ -472,4 +444,4 @@ def test_upstream_arguments_are_refused_before_training(upstream_refusals, name)
         assert line in result.output, result.explain()
     assert "iteration        1/" not in result.output and "step:  1" not in result.output
     assert "completed step:" not in result.output  # MaxText's
-    assert list(training.workdir.rglob("journal.jsonl")) == [] and list(training.workdir.rglob("run.json")) == []
+    assert run_dirs_under(training.workdir) == [] and list(training.workdir.rglob("run.json")) == []

@@ -37,6 +37,7 @@ from reliability_runs import (
     tb_steps,
 )
 from support.readers import read_wandb_history, wandb_run_ids
+from support.journal_files import run_dirs_under
 
 pytestmark = pytest.mark.slow
 
@@ -240,7 +241,7 @@ def test_restart_from_checkpoint_continues_the_same_runs_without_duplicate_steps
 
 def test_one_writer_per_tracker_and_no_collective_on_a_tracking_thread(killed_then_resumed):
     resumed = killed_then_resumed.resumed
-    assert len(list(resumed.workdir.rglob("journal.jsonl"))) == 1  # one tracked run, on the writer rank
+    assert len(run_dirs_under(resumed.workdir)) == 1  # one tracked run, on the writer rank
     counts = resumed.collectives()
     assert len(counts) == resumed.nproc, counts
     for rank, calls in counts.items():

@@ -15,6 +15,7 @@ import secrets
 
 import pytest
 from reliability_runs import MEGATRON, Training, mlflow_run_id
+from support.journal_files import run_dirs_under
 
 pytestmark = pytest.mark.slow
 
@@ -100,6 +101,6 @@ def test_a_run_name_holding_a_credential_is_refused_before_any_tracker_sees_it(t
     assert "wandb_exp_name='nightly-***' holds what looks like a credential" in result.output, result.explain()
     assert "iteration        1/" not in result.output
     assert session_client.get_experiment_by_name(REFUSED_EXPERIMENT) is None
-    assert list(refused.workdir.rglob("journal.jsonl")) == [] and list(refused.workdir.rglob("*.wandb")) == []
+    assert run_dirs_under(refused.workdir) == [] and list(refused.workdir.rglob("*.wandb")) == []
     files = [p for p in [*refused.workdir.rglob("*"), *mlflow_server.root.rglob("*")] if p.is_file()]
     assert not [str(p) for p in files if NAME_TOKEN.encode() in p.read_bytes()]

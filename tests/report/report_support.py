@@ -1,13 +1,14 @@
 """What the report tests share: the real tiny Megatron run they read, and their own reading of a journal
-(plain json, not the code under test)."""
+(plain json and gzip, not the code under test)."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+
+from support.journal_files import journal_lines, run_dirs_under
 
 REPO = Path(__file__).resolve().parents[2]
 PRIMUS = str(Path(sys.executable).with_name("primus"))
@@ -24,15 +25,14 @@ def train_tiny_megatron(workdir: Path) -> Path:
          "disable_mlflow=true", "log_memory_to_tensorboard=true", f"workspace={workdir}"],
         cwd=workdir, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, (done.stdout + done.stderr)[-5000:]
-    (journal,) = (workdir / "report").glob("*/journal.jsonl")
-    return journal.parent
+    (run_dir,) = run_dirs_under(workdir / "report")
+    return run_dir
 
 
 def journal_metrics(run_dir: Path) -> dict[str, dict[int, float]]:
     """metric -> {step: value}, the last value written for a step."""
     out: dict[str, dict[int, float]] = {}
-    for line in (run_dir / "journal.jsonl").read_text().splitlines():
-        record = json.loads(line)
+    for record in journal_lines(run_dir):
         if record["k"] == "m":
             for name, value in record["d"].items():
                 out.setdefault(name, {})[record["s"]] = value

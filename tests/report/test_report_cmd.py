@@ -22,7 +22,7 @@ def test_not_a_run_directory(tmp_path, capsys):
     loss_only_run(tmp_path / "exp" / "run-a")
     assert main(["report", str(tmp_path / "exp"), "-o", str(tmp_path / "r.png")]) == 2
     err = capsys.readouterr().err
-    assert "not a run directory (no journal.jsonl)" in err and str(tmp_path / "exp" / "run-a") in err
+    assert "not a run directory (no journal/)" in err and str(tmp_path / "exp" / "run-a") in err
     assert not (tmp_path / "r.png").exists()
 
 

@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 import psutil
@@ -162,12 +163,18 @@ def test_a_relaunchs_delivery_waits_for_the_earlier_launchs_to_end(tmp_path, mlf
     assert mlflow_history(mlflow_client, run_id, "loss") == STEPS
 
 
-def test_sync_refuses_to_run_beside_a_delivery_process(tmp_path, mlflow_client, capsys):
+def test_sync_waits_for_a_delivery_process_still_sending(tmp_path, mlflow_client, capsys):
+    """The delivery lock is held from the moment the delivery process starts (taken before it, handed to it), and
+    `primus tracking sync` waits for it within its timeout: never two feeding the same tracker runs."""
     run = start_run(TrackingConfig(run_dir=tmp_path / "run", experiment_name="sync-waits", mlflow=MlflowConfig()))
+    with open(tmp_path / "run" / DELIVERY_LOCK, "a") as probe, pytest.raises(BlockingIOError):
+        fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held already, before the child imported anything
     run.log(1, {"loss": 1.0})
     run.finish()
-    with open(tmp_path / "run" / DELIVERY_LOCK, "a") as delivering:
-        fcntl.flock(delivering, fcntl.LOCK_EX)  # an orphaned delivery process, still at work
-        assert primus_cli(["tracking", "sync", str(tmp_path / "run")]) == 2
+    delivering = open(tmp_path / "run" / DELIVERY_LOCK, "a")
+    fcntl.flock(delivering, fcntl.LOCK_EX)  # an orphaned delivery process, still at work
+    assert primus_cli(["tracking", "sync", str(tmp_path / "run"), "--timeout", "1"]) == 2
     assert "a delivery process is still sending" in capsys.readouterr().err
+    threading.Timer(1.0, delivering.close).start()  # ...which ends a second later
     assert primus_cli(["tracking", "sync", str(tmp_path / "run")]) == 0
+    assert "waiting for the delivery process still sending" in capsys.readouterr().err

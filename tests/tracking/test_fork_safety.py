@@ -7,6 +7,8 @@ import subprocess
 import sys
 import textwrap
 
+from support.journal_files import journal_lines
+
 
 def test_forked_children_do_not_end_the_parent_run(tmp_path):
     script = textwrap.dedent(f"""
@@ -32,7 +34,7 @@ def test_forked_children_do_not_end_the_parent_run(tmp_path):
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert f"killed-by {int(signal.SIGTERM)}" in result.stdout  # the child still died of the signal
-    records = [json.loads(line) for line in (tmp_path / "run" / "journal.jsonl").read_text().splitlines()]
+    records = journal_lines(tmp_path / "run")
     ends = [r for r in records if r["k"] == "e" and r["d"]["event"] == "end"]
     assert [e["d"]["status"] for e in ends] == ["FINISHED"], ends
     assert [r["s"] for r in records if r["k"] == "m"] == [1, 2]

@@ -1,21 +1,21 @@
 """The hub and its workers with no tracker at all: the journal is the record, intake never raises,
-memory and disk are bounded with counters, and a sink that fails gets every record exactly once."""
+memory is bounded with counters, and a sink that fails gets every record exactly once."""
 
-import json
 import logging
 import time
 
 import pytest
+from support.journal_files import journal_lines
 
 from primus.tracking import TrackingConfig, start_run
-from primus.tracking.journal import METRICS, read_records
+from primus.tracking.journal import METRICS, JournalReader, journal_end
 from primus.tracking.sink import Sink
 from primus.tracking.state import CursorStore, RunDirBusyError
 from primus.tracking.worker import SinkWorker
 
 
 def journal(run):
-    return [json.loads(line) for line in (run.run_dir / "journal.jsonl").read_text().splitlines()]
+    return journal_lines(run.run_dir)
 
 
 def test_bad_input_is_counted_never_raised(tmp_path):
@@ -41,15 +41,15 @@ def test_memory_is_bounded_by_pending_records(tmp_path):
     assert end["dropped"]["queue_full"] > 0 and kept + end["dropped"]["queue_full"] == 5000
 
 
-def test_journal_cap_stops_metrics_with_one_warning(tmp_path, primus_caplog):
+def test_the_old_journal_cap_is_ignored_with_a_warning_and_nothing_is_dropped(tmp_path, primus_caplog):
     run = start_run(TrackingConfig(run_dir=tmp_path, journal_max_bytes=2000))
     for step in range(200):
         run.log(step, {"loss": 1.0})
     run.finish()
-    warnings = [r.getMessage() for r in primus_caplog.records if "journal_max_bytes=2000" in r.getMessage()]
+    warnings = [r.getMessage() for r in primus_caplog.records if "journal_max_bytes=2000 is ignored" in r.getMessage()]
     assert len(warnings) == 1
-    assert (tmp_path / "journal.jsonl").stat().st_size < 2000 + 200  # plus the end record
-    assert journal(run)[-1]["d"]["dropped"]["journal_full"] > 150
+    assert [r["s"] for r in journal(run) if r["k"] == METRICS] == list(range(200))
+    assert journal(run)[-1]["d"]["dropped"] == {}
 
 
 def test_one_process_per_run_dir(tmp_path):
@@ -91,19 +91,19 @@ def test_worker_retries_until_every_record_is_delivered_once(tmp_path, monkeypat
     for step in range(20):
         run.log(step, {"loss": float(step)})
     run.finish()
-    path = run.run_dir / "journal.jsonl"
+    end = journal_end(run.run_dir)
     sink, cursors = FlakySink(), CursorStore(run.run_dir)
-    worker = SinkWorker(sink, path, cursors)
+    worker = SinkWorker(sink, run.run_dir, cursors)
     worker.start()
-    worker.notify(path.stat().st_size)
+    worker.notify(end)
     worker.close("FINISHED", time.monotonic() + 30)
     assert worker.join(time.monotonic() + 30)
     assert sink.got == list(range(20)) and sink.closed == ("FINISHED", True)
     assert worker.failures > 0 and "flaky failed to deliver (ConnectionError: server away)" in primus_caplog.text
-    assert cursors.load("flaky", "target") == path.stat().st_size
+    assert cursors.load("flaky", "target") == end
     assert cursors.load("flaky", "another target") == 0
-    records, end = read_records(path, 0)
-    assert end == path.stat().st_size and records[-1].data["event"] == "end"
+    records, read_to = JournalReader(run.run_dir).read(0)
+    assert read_to == end and records[-1].data["event"] == "end"
 
 
 def test_missing_one_logger_is_one_clear_message(tmp_path, primus_caplog):
@@ -152,8 +152,7 @@ def test_a_broken_log_handler_does_not_print_the_unredacted_error(tmp_path, caps
     broken = Broken()
     logger.addHandler(broken)
     try:
-        (tmp_path / "journal.jsonl").write_bytes(b"")
-        worker = SinkWorker(SecretFailingSink(), tmp_path / "journal.jsonl", CursorStore(tmp_path))
+        worker = SinkWorker(SecretFailingSink(), tmp_path, CursorStore(tmp_path))
         worker.start()
         worker.close("FINISHED", time.monotonic() + 0.5)
         worker.join(time.monotonic() + 5)

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.journal_files import journal_lines
 from support.readers import mlflow_history
 
 pytestmark = pytest.mark.slow
@@ -36,7 +37,7 @@ def test_final_status_for_each_way_a_process_ends(tmp_path, mlflow_uri, mlflow_c
         run_id = json.loads((run_dir / "run.json").read_text())["mlflow"]["run_id"]
         assert mlflow_client.get_run(run_id).info.status == status, ending
         assert mlflow_history(mlflow_client, run_id, "loss") == [(s, float(s)) for s in range(5)]
-        end = json.loads((run_dir / "journal.jsonl").read_text().splitlines()[-1])
+        end = journal_lines(run_dir)[-1]
         assert end["d"]["event"] == "end" and end["d"]["status"] == status
         if ending == "exception":
             assert "RuntimeError: boom in training" in err  # the traceback is still printed

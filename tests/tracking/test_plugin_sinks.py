@@ -14,7 +14,7 @@ import pytest
 from support.plugin_dists import SINK_DOWN, SINK_MODULE, read_sink_record
 
 from primus.tracking import TrackingConfig, TrackingConfigError, start_run
-from primus.tracking.journal import JOURNAL_FILE
+from primus.tracking.journal import journal_end
 from primus.tracking.state import read_json
 from primus.tracking.sync import sync_run
 
@@ -46,7 +46,7 @@ def test_a_plugin_sink_receives_every_step_from_the_delivery_process(sink_plugin
     assert {m["pid"] for m in metrics} != {os.getpid()}  # off the training process's GIL
     assert closed == {"status": "FINISHED", "complete": True}
     cursor = read_json(run_dir / "cursors" / "demo.json")
-    assert cursor == {"target": opened["open"], "offset": (run_dir / JOURNAL_FILE).stat().st_size}
+    assert cursor == {"target": opened["open"], "offset": journal_end(run_dir)}
 
 
 def test_steps_a_down_tracker_missed_are_synced_and_a_relaunch_resumes_its_run(sink_plugin, tmp_path):

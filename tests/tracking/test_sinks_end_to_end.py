@@ -4,10 +4,10 @@ real MLflow server, read back. Every step and value must be present exactly once
 from __future__ import annotations
 
 import io
-import json
 import time
 
 import pytest
+from support.journal_files import journal_lines
 from support.readers import mlflow_history, read_tb_scalars, read_wandb_history, wandb_run_ids
 
 from primus.tracking import (ConsoleConfig, MlflowConfig, TensorBoardConfig, TrackingConfig, WandbConfig,
@@ -72,7 +72,7 @@ def test_all_sinks_receive_every_step_exactly_once(tmp_path, mlflow_client, wand
     assert wandb_run_ids(wandb_offline) == {run.wandb_run_id}
     assert [line.split(" | ")[0] for line in console.getvalue().splitlines()] == [
         "[primus] step 0", "[primus] step 10", "[primus] step 20"]
-    journal = [json.loads(line) for line in (tmp_path / "run" / "journal.jsonl").read_text().splitlines()]
+    journal = journal_lines(tmp_path / "run")
     assert [r["s"] for r in journal if r["k"] == "m"] == [*range(30), 640]
     assert journal[-3]["o"] == ["tensorboard"]
     assert journal[-1]["d"] == {"event": "end", "status": "FINISHED", "dropped": {}}

@@ -42,6 +42,21 @@ def test_same_events_as_torchs_summary_writer(tmp_path):
     assert ours[1]["config/text_summary"] == [(0, 1700000000.0, [b"lr: 0.001\nseed: 1234"])]
 
 
+def test_a_steps_scalars_in_one_event_read_back_as_torchs_one_per_scalar(tmp_path):
+    from torch.utils.tensorboard import SummaryWriter
+
+    step_values = {"lm loss": 7.25, "perf/tflops": 0.1, "grad-norm": 2.5}
+    ours = EventWriter(tmp_path / "ours", max_queue=10)
+    ours.add_step_scalars(step_values, 3, walltime=1700000000.5)
+    ours.close()
+    torchs = SummaryWriter(log_dir=str(tmp_path / "torch"), max_queue=10)
+    for tag, value in step_values.items():
+        torchs.add_scalar(tag, value, 3, walltime=1700000000.5)
+    torchs.close()
+    assert read(tmp_path / "ours") == read(tmp_path / "torch")
+    assert read(tmp_path / "ours")[0]["grad-norm"] == [(3, 1700000000.5, 2.5)]
+
+
 def test_writing_events_imports_no_torch(tmp_path):
     code = textwrap.dedent(f"""
         import sys

@@ -30,7 +30,8 @@ def test_mlflow_uri_from_env_else_a_local_store_next_to_the_run():
     (dict(wandb=WandbConfig(mode="onlne")), "wandb.mode (or WANDB_MODE)='onlne'", "online, offline"),
     (dict(exit_deadline_s=-1), "exit_deadline_s=-1", "positive number"),
     (dict(exit_deadline_s=float("nan")), "exit_deadline_s=nan", "positive number"),
-    (dict(journal_max_bytes=0), "journal_max_bytes=0", "positive integer"),
+    (dict(journal_segment_bytes=0), "journal_segment_bytes=0", "positive integer"),
+    (dict(journal_retention="deliverd"), "journal_retention='deliverd'", "keep, delivered"),
     (dict(tensorboard=TensorBoardConfig(Path("/tmp/tb"), queue_size=0)), "tensorboard.queue_size=0", "positive"),
     (dict(console=ConsoleConfig(interval=0)), "console.interval=0", "positive integer"),
     (dict(wandb=WandbConfig(init_timeout_s=0)), "wandb.init_timeout_s=0", "positive number"),
@@ -40,6 +41,13 @@ def test_bad_values_name_the_key_the_value_and_the_fix(kw, key, fix):
     with pytest.raises(TrackingConfigError) as e:
         resolve(**kw)
     assert key in str(e.value) and fix in str(e.value)
+
+
+def test_the_experiment_schema_offers_the_journal_retentions_the_tracking_core_takes():
+    from primus.config.schemas.tracking import JOURNAL_RETENTIONS as SCHEMA_CHOICES
+    from primus.tracking.config import JOURNAL_RETENTIONS
+
+    assert SCHEMA_CHOICES == JOURNAL_RETENTIONS and resolve().journal_retention == "keep"
 
 
 def test_delivery_defaults_to_a_process_and_the_environment_can_choose_threads():

@@ -4,11 +4,11 @@ is in the journal and in the offline run W&B falls back to."""
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 
 import pytest
+from support.journal_files import journal_lines
 from support.readers import read_wandb_history
 
 from primus.tracking import TrackingConfig, WandbConfig, start_run
@@ -40,7 +40,7 @@ def test_unreachable_wandb_server_is_bounded_and_loses_nothing(tmp_path, monkeyp
     warnings = [r.getMessage() for r in primus_caplog.records if r.levelno >= logging.WARNING and r.name.startswith("primus")]
     assert len(warnings) == 1, warnings
     assert "W&B did not start online within init_timeout_s=3" in warnings[0] and "wandb sync" in warnings[0]
-    journal = [json.loads(line) for line in (tmp_path / "run" / "journal.jsonl").read_text().splitlines()]
+    journal = journal_lines(tmp_path / "run")
     assert [r["d"]["loss"] for r in journal if r["k"] == "m"] == [float(s) for s in range(20)]
     rows = [r for r in read_wandb_history(tmp_path / "run") if "loss" in r]
     assert [(r["_step"], r["loss"]) for r in rows] == [(s, float(s)) for s in range(20)]

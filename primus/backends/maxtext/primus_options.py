@@ -19,6 +19,7 @@ class PrimusOptions:
     mlflow_run_name: str | None = None
     mlflow_experiment_name: str | None = None
     mlflow_upload_performance_metrics: bool = False
+    primus_journal_retention: str = "keep"
 
 
 KEYS = frozenset(f.name for f in fields(PrimusOptions))

@@ -95,6 +95,7 @@ def plan_tracking(config: Any, options: PrimusOptions, explicit_run_dir: Path | 
         tensorboard=tensorboard,
         wandb=wandb,
         mlflow=MlflowConfig() if options.enable_mlflow else None,
+        journal_retention=options.primus_journal_retention,
     )
     try:
         tracking = tracking.resolve(environ)

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 PRIMUS_FIELDS = ("enable_mlflow", "mlflow_run_name", "mlflow_experiment_name", "mlflow_upload_performance_metrics",
-                 "mlflow_upload_logs", "mlflow_upload_traces", "mlflow_upload_tracelens_report", "primus_exit_deadline")
+                 "mlflow_upload_logs", "mlflow_upload_traces", "mlflow_upload_tracelens_report", "primus_exit_deadline",
+                 "primus_journal_retention")
 
 
 @functools.cache
@@ -49,6 +50,10 @@ def primus_config_class(base: type) -> type:
         primus_exit_deadline: float = 30.0
         """Seconds to wait at exit for the trackers to deliver (as Megatron's --primus-exit-deadline); what they
         could not deliver stays in the run's journal for `primus tracking sync`"""
+
+        primus_journal_retention: str = "keep"
+        """keep: the run's journal stays whole; delivered: a closed journal segment is deleted once every tracker
+        of the run has it (as Megatron's --primus-journal-retention)"""
 
     PrimusMetricsConfig.__name__ = PrimusMetricsConfig.__qualname__ = f"Primus{base.__qualname__.replace('.', '')}"
     return PrimusMetricsConfig

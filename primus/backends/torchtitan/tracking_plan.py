@@ -20,6 +20,7 @@ from typing import Any
 from primus.backends.torchtitan.patches.wandb_patches import wandb_settings
 from primus.config.run_directory import CHECKPOINTED_RUN_DIR, choose_run_dir, timestamp
 from primus.tracking import MlflowConfig, TensorBoardConfig, TrackingConfig, TrackingConfigError
+from primus.tracking.config import JOURNAL_RETENTIONS
 from primus.tracking.plugin_sinks import requested_sinks
 
 DEFAULT_EXPERIMENT = "primus"
@@ -76,6 +77,11 @@ def plan_tracking(metrics: Any, *, dump_folder: str, checkpoint_dir: Path | None
             or not (math.isfinite(exit_deadline) and exit_deadline > 0):
         raise TrackingPlanError(f"metrics.primus_exit_deadline={exit_deadline!r} is invalid: give the seconds to wait "
                                 f"at exit for the trackers to deliver, a number > 0, e.g. 30")
+    retention = metrics.primus_journal_retention
+    if retention not in JOURNAL_RETENTIONS:
+        raise TrackingPlanError(f"metrics.primus_journal_retention={retention!r} is invalid: use one of "
+                                f"{', '.join(JOURNAL_RETENTIONS)} (keep: the whole journal stays; delivered: closed "
+                                f"segments every tracker has are deleted)")
     mlflow_on = bool(getattr(metrics, "enable_mlflow", False))
     uploads = [name for name in ("mlflow_upload_performance_metrics", "mlflow_upload_logs", "mlflow_upload_traces",
                                  "mlflow_upload_tracelens_report") if getattr(metrics, name, False)]
@@ -111,6 +117,7 @@ def plan_tracking(metrics: Any, *, dump_folder: str, checkpoint_dir: Path | None
                             upload_traces="mlflow_upload_traces" in uploads,
                             upload_trace_report="mlflow_upload_tracelens_report" in uploads) if mlflow_on else None,
         exit_deadline_s=float(exit_deadline),
+        journal_retention=retention,
     )
     try:
         config = config.resolve()

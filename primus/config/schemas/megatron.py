@@ -6,7 +6,7 @@ from __future__ import annotations
 from primus.config import yaml12
 from primus.config.schema import Param, Schema
 from primus.config.schemas.megatron_table import installed_table_path
-from primus.config.schemas.tracking import mlflow_params
+from primus.config.schemas.tracking import journal_retention_param, mlflow_params
 
 # Arguments upstream 0.19.2 dropped are still accepted and honoured by Primus, so older configs
 # keep working (log_learning_rate_to_tensorboard, log_batch_size_to_tensorboard, log_avg_*).
@@ -26,6 +26,7 @@ PRIMUS_PARAMS = [
     Param("primus_run_dir", "str", nullable=True, primus=True, help="This run's directory (journal, run ids)."),
     Param("primus_exit_deadline", "float", primus=True, gt=0,
           help="Seconds to wait at exit for trackers to deliver."),
+    journal_retention_param(),
 ]
 
 # Bounds of upstream arguments whose meaning makes the range obvious. Upstream checks few of them, late

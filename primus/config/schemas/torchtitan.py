@@ -9,7 +9,7 @@ from pathlib import Path
 
 from primus.config.schema import Param, Schema
 from primus.config.schemas import upstream_tables
-from primus.config.schemas.tracking import mlflow_params
+from primus.config.schemas.tracking import journal_retention_param, mlflow_params
 
 PARAMS = [
     Param("metrics.log_freq", "int", ge=1, help="Steps between metric logs."),
@@ -26,6 +26,7 @@ PARAMS = [
           help="Write a report analysing this run's profiler traces and upload it to MLflow."),
     Param("metrics.primus_exit_deadline", "float", primus=True, gt=0,
           help="Seconds to wait at exit for trackers to deliver."),
+    journal_retention_param("metrics.primus_journal_retention"),
     Param("model.module", "str", primus=True,
           help="torchtitan --module: a model name (llama3) or an importable module with a config_registry."),
     Param("model.config", "str", primus=True, help="torchtitan --config: the config function, e.g. llama3_8b."),

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from primus.config.schema import Param
 
+JOURNAL_RETENTIONS = ("keep", "delivered")  # primus.tracking.config's (config must not import tracking; a test checks)
+
 
 def mlflow_params(prefix: str = "") -> list[Param]:
     """MLflow run naming and the performance-metrics upload switch, named ``<prefix><name>``."""
@@ -17,3 +19,9 @@ def mlflow_params(prefix: str = "") -> list[Param]:
             help="Upload the perf/memory/utilisation metric set (turns the throughput calculation on).",
         ),
     ]
+
+
+def journal_retention_param(name: str = "primus_journal_retention") -> Param:
+    return Param(name, "str", default="keep", choices=JOURNAL_RETENTIONS, primus=True,
+                 help="keep: the run's journal stays whole (report and sync can replay all of it); delivered: a closed "
+                      "journal segment is deleted once every tracker of the run has it.")

@@ -5,6 +5,7 @@ seconds of start-up for nothing else."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 
@@ -15,9 +16,15 @@ class EventWriter:
         self._events = EventFileWriter(str(log_dir), max_queue_size=max_queue)
 
     def add_scalar(self, tag: str, value: float, step: int, walltime: float) -> None:
+        self.add_step_scalars({tag: value}, step, walltime)
+
+    def add_step_scalars(self, values: Mapping[str, float], step: int, walltime: float) -> None:
+        """One event for a step's scalars: read back as separate scalars, written with one file append instead
+        of one per scalar (tensorboard's writer opens the file for each event: ~60x faster at 60 metrics)."""
         from tensorboard.compat.proto.summary_pb2 import Summary
 
-        self._add(Summary(value=[Summary.Value(tag=tag, simple_value=float(value))]), step, walltime)
+        self._add(Summary(value=[Summary.Value(tag=tag, simple_value=float(value)) for tag, value in values.items()]),
+                  step, walltime)
 
     def add_text(self, tag: str, text: str, step: int, walltime: float) -> None:
         from tensorboard.compat.proto.summary_pb2 import Summary, SummaryMetadata

@@ -20,12 +20,14 @@ class TensorBoardSink(Sink):
     def __init__(self, cfg: TensorBoardConfig):
         self.cfg = cfg
         self._writer: Any = None
+        self._add_step = self._add_each
 
     def open(self) -> str:
         try:
             from primus.tracking.sinks.tb_events import EventWriter
 
             self._writer = EventWriter(self.cfg.log_dir, self.cfg.queue_size)
+            self._add_step = self._writer.add_step_scalars
         except ImportError:  # MaxText's JAX environment has tensorboardX, not tensorboard
             from tensorboardX import SummaryWriter
 
@@ -36,10 +38,13 @@ class TensorBoardSink(Sink):
         for r in records:
             walltime = r.ts_ms / 1000.0
             if r.kind == METRICS:
-                for name, value in r.data.items():
-                    self._writer.add_scalar(name, value, r.step, walltime=walltime)
+                self._add_step(r.data, r.step, walltime)
             elif r.kind == TEXT:
                 self._writer.add_text(r.data["tag"], r.data["text"], r.step, walltime=walltime)
+
+    def _add_each(self, values, step: int, walltime: float) -> None:
+        for name, value in values.items():
+            self._writer.add_scalar(name, value, step, walltime=walltime)
 
     def flush(self) -> None:
         self._writer.flush()

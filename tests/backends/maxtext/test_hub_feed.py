@@ -12,7 +12,7 @@ from support.readers import read_tb_scalars
 from primus.backends.maxtext.hub_feed import HubFeed
 from primus.backends.maxtext.tracking_plan import TrackingPlan
 from primus.tracking import TensorBoardConfig, TrackingConfig, start_run
-from primus.tracking.journal import JOURNAL_FILE, METRICS, TEXT, read_records
+from primus.tracking.journal import METRICS, TEXT, read_all
 
 
 def feed_for(tmp_path, log_period: int, announced: list[int], tensorboard: bool = True) -> HubFeed:
@@ -33,7 +33,7 @@ def test_one_record_per_step_with_upstreams_names_and_no_running_eval(tmp_path):
     feed.write_texts({"num_model_parameters": 213312}, tensorboard_only=False)
     feed.write_texts({"steps": 20}, tensorboard_only=True)
     feed.finish("FINISHED")
-    records, _ = read_records(tmp_path / "run" / JOURNAL_FILE, 0)
+    records = list(read_all(tmp_path / "run"))
     assert [(r.step, dict(r.data)) for r in records if r.kind == METRICS] == [
         (3, {"learning/loss": 7.5, "perf/step_time_seconds": 0.25, "learning/moe/layer_0": 1.0}),
         (3, {"eval/avg_loss": 7.25}),

@@ -18,6 +18,7 @@ import pytest
 from maxtext_runs import (EVAL_KEYS, SCHEDULE, STEPS, TINY_CPU, TRAIN_KEYS, UPSTREAM_TRAIN, WANDB_PROJECT,
                           assert_every_step, assert_every_tracker_holds_every_step, every_tracker_args, only_run,
                           tiny_cpu_args)
+from support.journal_files import run_dirs_under
 from support.readers import mlflow_history, read_tb_scalars, wandb_files, wandb_records
 
 pytestmark = pytest.mark.slow
@@ -104,9 +105,9 @@ def test_mlflow_alone_gets_everything_and_disabled_sinks_nothing(runs, mlflow_cl
                        for k in mlflow_run.data.metrics}, TRAIN_KEYS)  # no perf set: not asked for
     assert run.tb_dirs() == [] and not list(run.wandb_dir.iterdir())  # TensorBoard and W&B off: nothing
     primus_dir = run.workdir / "out" / "mlflow-only" / "primus"  # MaxText's run folder holds Primus's run
-    assert (primus_dir / "journal.jsonl").is_file()
+    assert run_dirs_under(primus_dir) == [primus_dir]
     upstream = runs["upstream"]
-    assert not list(upstream.workdir.rglob("journal.jsonl")) and not list(upstream.wandb_dir.iterdir())
+    assert not run_dirs_under(upstream.workdir) and not list(upstream.wandb_dir.iterdir())
 
 
 def test_a_run_upstream_aborts_is_failed_with_its_metrics_delivered(runs, mlflow_client):

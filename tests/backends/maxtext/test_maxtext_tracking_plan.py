@@ -38,7 +38,8 @@ def test_a_plugin_tracker_alone_starts_tracking(tmp_path, sink_plugin):
 
 
 def test_trackers_write_where_upstream_does_and_the_run_lives_in_maxtexts_run_folder(tmp_path):
-    options = PrimusOptions(enable_mlflow=True, mlflow_experiment_name="exp", mlflow_upload_performance_metrics=True)
+    options = PrimusOptions(enable_mlflow=True, mlflow_experiment_name="exp", mlflow_upload_performance_metrics=True,
+                            primus_journal_retention="delivered")
     plan = plan_tracking(maxtext_config(tmp_path, enable_wandb=True, log_period=5), options, environ=OFFLINE)
     cfg = plan.config
     assert cfg.run_dir == tmp_path / "tiny" / "primus"  # a restart under the same run_name resumes its runs
@@ -46,6 +47,7 @@ def test_trackers_write_where_upstream_does_and_the_run_lives_in_maxtexts_run_fo
     assert cfg.tensorboard.queue_size == 10
     assert (cfg.wandb.project, cfg.wandb.name, cfg.wandb.mode) == ("maxtext", "tiny", "offline")
     assert (cfg.mlflow.experiment_name, cfg.mlflow.run_name) == ("exp", "tiny")
+    assert cfg.journal_retention == "delivered"
     assert (plan.log_period, plan.perf_metrics, plan.warnings) == (5, True, ())
 
 

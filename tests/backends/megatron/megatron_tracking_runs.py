@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from support.journal_files import run_dirs_under
 from support.readers import mlflow_history, read_tb_scalars, read_wandb_history, wandb_files, wandb_run_ids
 from support.upstreams import releases, upstream_env
 
@@ -241,4 +242,4 @@ def assert_sinks(run: Any, spec_: RunSpec, client: Any) -> None:
         assert runs == [], [r.info.run_name for r in runs]
         assert on_disk[MLFLOW] == [], on_disk[MLFLOW]
     if not spec_.on:
-        assert list(root.rglob("journal.jsonl")) == []
+        assert run_dirs_under(root) == []

@@ -119,3 +119,13 @@ def test_run_dir_follows_the_checkpoint_directory(tmp_path):
     plan = plan_tracking(parse("--disable-mlflow", "false", save=str(tmp_path / "ckpt")))
     assert plan.config.run_dir == Path(tmp_path / "ckpt" / "primus")
     assert plan.config.mlflow.run_name == "ckpt"
+
+
+def test_journal_retention_reaches_the_run_and_a_typo_is_refused_by_the_parser(tmp_path, capsys):
+    args = parse("--disable-tensorboard", "false", "--primus-run-dir", str(tmp_path / "run"),
+                 "--primus-journal-retention", "delivered")
+    assert plan_tracking(args).config.journal_retention == "delivered"
+    assert plan_tracking(parse()).config.journal_retention == "keep"
+    with pytest.raises(SystemExit):
+        parse("--primus-journal-retention", "deliverd")
+    assert "invalid choice: 'deliverd' (choose from 'keep', 'delivered')" in capsys.readouterr().err

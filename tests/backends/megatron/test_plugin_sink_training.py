@@ -10,7 +10,7 @@ import pytest
 from megatron_tracking_runs import toggles
 from support.plugin_dists import install_sink_plugin, read_sink_record
 
-from primus.tracking.journal import JOURNAL_FILE, METRICS, read_records
+from primus.tracking.journal import METRICS, read_all
 
 pytestmark = pytest.mark.slow
 
@@ -24,7 +24,7 @@ def test_a_plugin_tracker_alone_gets_every_iteration_of_a_real_training(megatron
     opened, *metrics, closed = read_sink_record(run_dir)
     assert opened["params"] > 100  # Megatron's arguments, redacted
     # every record the hub journaled for all trackers, with its values (what TensorBoard's writer would get)
-    journaled, _ = read_records(run_dir / JOURNAL_FILE, 0)
+    journaled = list(read_all(run_dir))
     assert [(m["step"], m["metrics"]) for m in metrics] == [
         (r.step, r.data) for r in journaled if r.kind == METRICS and r.only is None], run.explain()
     upstream = [m for m in metrics if "lm loss" in m["metrics"]]

@@ -9,7 +9,7 @@ import pytest
 
 from primus.backends.torchtitan.hub_logger import HubLogger
 from primus.tracking import TrackingConfig, start_run
-from primus.tracking.journal import JOURNAL_FILE, METRICS, read_records
+from primus.tracking.journal import METRICS, read_all
 from primus.tracking.state import STATE_FILE
 
 
@@ -26,7 +26,7 @@ def test_each_log_call_is_one_record_with_upstreams_names(run):
     logger = HubLogger(run, tag="val")
     logger.log({"loss_metrics/global_avg_loss": 2.5, "throughput(tps)": 10}, step=4)
     logger.close()
-    records = [r for r in read_records(run.run_dir / JOURNAL_FILE, 0)[0] if r.kind == METRICS]
+    records = [r for r in read_all(run.run_dir) if r.kind == METRICS]
     assert [(r.step, r.data) for r in records] == [(4, {"val/loss_metrics/global_avg_loss": 2.5,
                                                         "val/throughput(tps)": 10.0})]
     assert status(run) == "FINISHED"
@@ -48,4 +48,4 @@ def test_dropped_names_reach_no_tracker(run):
     logger.dropped = frozenset({"mfu(%)"})
     logger.log({"mfu(%)": 3.0, "tflops": 0.5}, step=1)
     logger.close()
-    assert [r.data for r in read_records(run.run_dir / JOURNAL_FILE, 0)[0] if r.kind == METRICS] == [{"tflops": 0.5}]
+    assert [r.data for r in read_all(run.run_dir) if r.kind == METRICS] == [{"tflops": 0.5}]

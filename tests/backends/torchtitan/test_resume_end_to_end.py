@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from support.journal_files import journal_lines
 from support.launch import FinishedRun, start, wait_or_kill
 from support.readers import mlflow_history, read_tb_scalars, read_wandb_history, wandb_run_ids
 
@@ -45,16 +46,8 @@ class Launch(FinishedRun):
 
 
 def journaled_steps(run_dir: Path) -> list[int]:
-    steps = []
-    path = run_dir / "journal.jsonl"
-    for line in path.read_text().splitlines() if path.is_file() else []:
-        try:
-            record = json.loads(line)
-        except ValueError:  # the hub is writing this line
-            continue
-        if record["k"] == "m" and LOSS in record["d"]:
-            steps.append(record["s"])
-    return steps
+    return [r["s"] for r in journal_lines(run_dir, skip_torn=True)  # a line the hub is writing: skipped
+            if r["k"] == "m" and LOSS in r["d"]]
 
 
 @pytest.fixture(scope="module")
@@ -92,8 +85,8 @@ def test_relaunch_resumes_the_same_runs_from_the_checkpoint_without_duplicate_st
     assert f"Loading the checkpoint from {run_dir.parent / 'step-2'}." in resumed.output
     every_step = list(range(1, STEPS + 1))
 
-    ends = [json.loads(line)["d"] for line in (run_dir / "journal.jsonl").read_text().splitlines()
-            if json.loads(line)["k"] == "e" and json.loads(line)["d"]["event"] == "end"]
+    ends = [line["d"] for line in journal_lines(run_dir)
+            if line["k"] == "e" and line["d"]["event"] == "end"]
     assert [e["status"] for e in ends] == ["KILLED", "FINISHED"]
     assert ends[-1]["dropped"].get("already_tracked", 0) >= 1  # trained again after the checkpoint, tracked once
     assert journaled_steps(run_dir) == every_step

@@ -11,6 +11,7 @@ import math
 from pathlib import Path
 
 import pytest
+from support.journal_files import run_dirs_under
 from support.readers import mlflow_history, read_tb_scalars, read_wandb_history, wandb_files, wandb_records
 from titan_runs import RELEASES, STEPS, TRACKED_ON_CPU, UPSTREAM_KEYS, V0_2
 
@@ -146,7 +147,7 @@ def test_mlflow_run_has_the_config_and_this_runs_log(all_sinks, release, mlflow_
 
 def test_profiler_traces_are_artifacts_of_the_mlflow_run(all_sinks, release, mlflow_client):
     all_sinks.assert_trained()
-    [run_dir] = {p.parent for p in all_sinks.dump.rglob("journal.jsonl")}
+    [run_dir] = run_dirs_under(all_sinks.dump)
     traces = sorted(p.relative_to(run_dir).as_posix() for p in (run_dir / "traces").rglob("*") if p.is_file())
     assert f"traces/{release.trace_file}" in traces  # upstream's profiler wrote where MLflow uploads from
     run = only_run(mlflow_client, all_sinks_experiment(release))

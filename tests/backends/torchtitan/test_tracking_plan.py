@@ -14,7 +14,8 @@ def metrics(**overrides):
     settings = dict(log_freq=10, enable_tensorboard=False, enable_wandb=False, save_tb_folder="tb",
                     save_for_all_ranks=False, disable_color_printing=False, enable_mlflow=False,
                     mlflow_run_name=None, mlflow_experiment_name=None, mlflow_upload_performance_metrics=False,
-                    mlflow_upload_logs=False, mlflow_upload_traces=False, primus_exit_deadline=30.0)
+                    mlflow_upload_logs=False, mlflow_upload_traces=False, primus_exit_deadline=30.0,
+                    primus_journal_retention="keep")
     return SimpleNamespace(**{**settings, **overrides})
 
 
@@ -118,3 +119,12 @@ def test_wandb_without_credentials_warns(tmp_path, monkeypatch):
 def test_perf_metric_set_needs_mlflow(tmp_path):
     assert plan(tmp_path, enable_mlflow=True, mlflow_upload_performance_metrics=True).perf_metrics
     assert not plan(tmp_path, enable_tensorboard=True, mlflow_upload_performance_metrics=True).perf_metrics
+
+
+def test_journal_retention_reaches_the_run_and_a_bad_one_is_refused(tmp_path):
+    assert plan(tmp_path, enable_tensorboard=True).config.journal_retention == "keep"
+    assert plan(tmp_path, enable_mlflow=True, primus_journal_retention="delivered").config.journal_retention == \
+        "delivered"
+    with pytest.raises(TrackingPlanError, match=r"metrics.primus_journal_retention='forever' is invalid: use one of "
+                                                r"keep, delivered"):
+        plan(tmp_path, enable_tensorboard=True, primus_journal_retention="forever")

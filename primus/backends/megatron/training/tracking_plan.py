@@ -57,6 +57,7 @@ def plan_tracking(args) -> TrackingPlan:
         if mlflow else None,
         exit_deadline_s=args.primus_exit_deadline,
         plugin_sinks=requested_sinks(),
+        journal_retention=args.primus_journal_retention,
     )
     if not notices.errors:
         try:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 
 from primus.backends.megatron.patches.args.experiment_defaults import experiment_defaults
+from primus.tracking.config import JOURNAL_RETENTIONS
 
 _TRUE = {"1", "true", "yes", "on", "y", "t"}
 _FALSE = {"0", "false", "no", "off", "n", "f"}
@@ -60,6 +61,9 @@ def add_primus_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
                             "(default output/megatron).")
     group.add_argument("--primus-exit-deadline", type=float, default=30.0,
                        help="Seconds the process waits at exit for trackers to deliver.")
+    group.add_argument("--primus-journal-retention", default="keep", choices=JOURNAL_RETENTIONS,
+                       help="keep: the run's journal stays whole; delivered: a closed journal segment is deleted once "
+                            "every tracker has it.")
     return parser
 
 

@@ -1,0 +1,131 @@
+"""The journal as a folder of segments: rotated at a size, closed ones gzipped, read across segments
+(compressed or not) by offset and from the tail, deleted once delivered when asked, and an older run
+directory's single journal.jsonl still read and adopted. Read back the plain way (support.journal_files)."""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+
+from support.journal_files import journal_lines, segment_files
+from support.readers import mlflow_history
+
+from primus.cli.main import main as primus_cli
+
+from primus.tracking import ConsoleConfig, MlflowConfig, TrackingConfig, start_run
+from primus.tracking.journal import (EVENT, METRICS, JournalReader, encode, journal_end, last_end_status, last_steps,
+                                     read_all, segments)
+from primus.tracking.journal_keeper import JournalKeeper
+from primus.tracking.journal_writer import JournalWriter
+from primus.tracking.state import CursorStore, RunState
+
+SEGMENT = 4096
+
+
+def logged_run(run_dir, steps, **kw):
+    run = start_run(TrackingConfig(run_dir=run_dir, journal_segment_bytes=SEGMENT, **kw))
+    for step in steps:
+        run.log(step, {"loss": step / 8, "lr": 1e-3})
+        if step % 20 == 0:
+            run.flush(10, sinks=())  # journaled now: one hub tick per 20 steps, several segments
+    run.finish()
+    return run
+
+
+def metric_steps(run_dir, skip_torn=False):
+    return [r["s"] for r in journal_lines(run_dir, skip_torn) if r["k"] == METRICS]
+
+
+def test_segments_rotate_at_their_size_and_read_as_one_journal_compressed_or_not(tmp_path):
+    run_dir = tmp_path / "run"
+    logged_run(run_dir, range(300))
+    JournalKeeper(run_dir, "keep", [], CursorStore(run_dir)).compress_closed()
+    files = segment_files(run_dir)
+    assert len(files) > 4
+    assert all(f.name.endswith(".jsonl.gz") for f in files[:-2]) and all(f.name.endswith(".jsonl") for f in files[-2:])
+    assert metric_steps(run_dir) == list(range(300))  # every record once, in order, across the files
+    assert [r.step for r in read_all(run_dir) if r.kind == METRICS] == list(range(300))
+    # offsets count journal bytes: each segment is named by where it starts, and a cursor anywhere reads on from there
+    found = segments(run_dir)
+    assert [s.start for s in found] == [0, *(a.start + a.size() for a in found[:-1])]
+    middle = found[2]
+    records, pos = JournalReader(run_dir).read(middle.start + 1)  # inside a gzipped segment, past a line start
+    assert records and pos <= found[3].start and records[0].end > middle.start + 1
+
+
+def test_the_tail_is_read_from_the_last_segments_only(tmp_path):
+    run_dir = tmp_path / "run"
+    logged_run(run_dir, range(300))
+    JournalKeeper(run_dir, "keep", [], CursorStore(run_dir)).compress_closed()
+    assert last_steps(run_dir) == {None: 299}
+    assert last_end_status(run_dir) == "FINISHED"
+    writer = JournalWriter(run_dir, SEGMENT)  # a fresh segment holding only a start record
+    writer.append([b"x" * SEGMENT + b"\n", encode(EVENT, 0, 1, {"event": "start"})])
+    writer.close()
+    assert last_steps(run_dir, tail_bytes=2 * SEGMENT) == {None: 299}  # from the segment before
+
+
+def test_a_resumed_run_continues_the_segments_and_skips_steps_already_tracked(tmp_path):
+    run_dir = tmp_path / "run"
+    logged_run(run_dir, range(100))
+    run = logged_run(run_dir, range(90, 120))  # restarted from a checkpoint at step 90
+    assert metric_steps(run_dir) == list(range(120))
+    assert run.stats()["dropped"] == {"already_tracked": 10}
+
+
+def test_an_older_run_directorys_single_journal_is_read_then_adopted_as_the_first_segment(tmp_path):
+    run_dir = tmp_path / "old"
+    run_dir.mkdir()
+    legacy = [encode(EVENT, 0, 1, {"event": "start"}), *(encode(METRICS, s, 2 + s, {"loss": s / 2}) for s in range(50))]
+    (run_dir / "journal.jsonl").write_bytes(b"".join(legacy) + b'{"k":"m","s":50,')  # and a line torn by a crash
+    (run_dir / "run.json").write_text('{"run": {"status": "KILLED"}}')
+    assert [r.step for r in read_all(run_dir) if r.kind == METRICS] == list(range(50))
+    assert last_steps(run_dir) == {None: 49} and journal_end(run_dir) == (run_dir / "journal.jsonl").stat().st_size
+
+    logged_run(run_dir, range(45, 60))  # a newer Primus resumes it
+    assert not (run_dir / "journal.jsonl").exists()
+    assert segment_files(run_dir)[0].name == "00000000000000000000.jsonl"
+    assert metric_steps(run_dir, skip_torn=True) == list(range(60))  # the torn line was ended, not glued to the next
+    assert len(journal_lines(run_dir, skip_torn=True)) == len(legacy) + 10 + 2  # steps 50-59, start, end: none lost
+
+
+def test_an_older_run_directorys_single_journal_syncs_as_it_is(tmp_path, mlflow_uri, mlflow_client):
+    run_dir = tmp_path / "old"
+    logged_run(run_dir, range(1, 31), experiment_name="older-layout", delivery="thread", exit_deadline_s=1,
+               mlflow=MlflowConfig(tracking_uri="http://127.0.0.1:9"))  # MLflow unreachable: it got nothing
+    (run_dir / "journal.jsonl").write_bytes(b"".join(f.read_bytes() for f in segment_files(run_dir)))
+    shutil.rmtree(run_dir / "journal")  # the layout before segments (these files are all raw: nothing compressed)
+    assert primus_cli(["tracking", "sync", str(run_dir), "--tracking-uri", mlflow_uri]) == 0
+    run_id = RunState(run_dir).section("mlflow")["run_id"]
+    assert mlflow_history(mlflow_client, run_id, "loss") == [(s, s / 8) for s in range(1, 31)]
+    assert sorted(os.listdir(run_dir / "cursors")) == ["mlflow.json"] and not (run_dir / "journal").exists()
+
+
+def test_retention_delivered_deletes_what_every_sink_has_and_keeps_what_one_lacks(tmp_path):
+    console = ConsoleConfig(stream=io.StringIO())
+    kept = tmp_path / "kept"
+    logged_run(kept, range(200), console=console, journal_retention="delivered", delivery="thread", exit_deadline_s=1,
+               mlflow=MlflowConfig(tracking_uri="http://127.0.0.1:9"))  # nothing listens: MLflow has nothing
+    assert len(segment_files(kept)) >= 3 and metric_steps(kept) == list(range(200))
+
+    trimmed = tmp_path / "trimmed"
+    logged_run(trimmed, range(200), console=console, journal_retention="delivered")
+    [last] = segments(trimmed)  # only the segment being written is left
+    assert last.start > 0 and journal_end(trimmed) == CursorStore(trimmed).offset("console")
+    records, pos = JournalReader(trimmed).read(0)  # a cursor before it moves on to it
+    assert (records, pos) == ([], last.start)
+
+
+def test_a_closed_segment_is_compressed_while_the_run_goes_on(tmp_path):
+    run = start_run(TrackingConfig(run_dir=tmp_path / "run", journal_segment_bytes=SEGMENT))
+    step = 0
+    while not any(f.name.endswith(".gz") for f in segment_files(run.run_dir)) and step < 20_000:
+        run.log(step, {"loss": 1.0})
+        step += 1
+        if step % 100 == 0:
+            run.flush(10)
+    run.finish()
+    assert any(f.name.endswith(".gz") for f in segment_files(run.run_dir))
+    assert not [n for n in os.listdir(run.run_dir / "journal") if n.endswith(".tmp")]
+    assert metric_steps(run.run_dir) == list(range(step))
