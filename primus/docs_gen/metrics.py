@@ -7,11 +7,17 @@ from primus.config.schemas import FRAMEWORKS
 from primus.docs_gen.markdown import code, table
 from primus.docs_gen.options import BACKEND_TITLES
 from primus.report.panels import PANELS
-from primus.tracking.names import SCHEMA, is_valid_mlflow_key, mlflow_key
+from primus.tracking.names import READABLE, SCHEMA, MlflowKeys, is_valid_mlflow_key, mlflow_key
 
 
 def _names(names: tuple[str, ...]) -> str:
     return ", ".join(code(n + "*" if n.endswith("/") else n) for n in names) or "—"
+
+
+def _collision_example() -> str:
+    keys = MlflowKeys()
+    keys("throughput(tps)")
+    return keys("throughput_tps")
 
 
 def render_metrics() -> str:
@@ -36,7 +42,14 @@ def render_metrics() -> str:
         panels,
         "## MLflow spelling",
         "TensorBoard and W&B receive every name as it is. MLflow (and Databricks) accept only letters, digits, "
-        "`_ - . /` and space in a key: other names are rewritten readably, with 8 hex digits of the original "
-        "name's SHA-1 so two names never share a key. The names above that MLflow refuses:",
+        "`_ - . /` and space in a key, at most 250 characters, no `..` or leading `/`: other names are rewritten "
+        "readably, character by character:",
+        table(["In the name", "In the MLflow key"], [[code(bad), code(good)] for bad, good in READABLE]
+              + [["any other character", code("_")]]),
+        "then runs of `_` become one, `_` and spaces are trimmed at each `/`, and empty, `.` and `..` parts are "
+        "dropped. A name keeps its key for the whole run (the map is kept in the run directory's `run.json`, so "
+        "a resumed job and `primus tracking sync` use it too). Only when two names of one run would get the "
+        "same key (`throughput(tps)` and `throughput_tps`) does the later one get 8 hex digits of its SHA-1 "
+        f"appended ({code(_collision_example())}). The names above that MLflow refuses:",
         table(["Name", "MLflow key"], refused),
     ]) + "\n"

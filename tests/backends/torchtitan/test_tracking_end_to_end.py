@@ -8,6 +8,7 @@ losses as upstream alone). The profiler's traces become artifacts of the MLflow 
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -64,6 +65,9 @@ def assert_mlflow_has_every_step(client, run, keys) -> None:
     assert run.info.status == "FINISHED"
     assert all(is_valid_mlflow_key(k) for k in run.data.metrics), sorted(run.data.metrics)
     assert set(run.data.metrics) == {mlflow_key(k) for k in keys}
+    # readable keys, no hash suffix (no two of upstream's names meet on one key)
+    assert not [k for k in run.data.metrics if re.search(r"_[0-9a-f]{8}$", k)], sorted(run.data.metrics)
+    assert {"throughput_tps", "memory/max_active_GiB", "memory/max_reserved_pct"} <= set(run.data.metrics)
     for key in keys:
         assert [s for s, _ in mlflow_history(client, run.info.run_id, mlflow_key(key))] == STEP_LIST, key
 
