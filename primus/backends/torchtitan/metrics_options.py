@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 PRIMUS_FIELDS = ("enable_mlflow", "mlflow_run_name", "mlflow_experiment_name", "mlflow_upload_performance_metrics",
-                 "mlflow_upload_logs", "mlflow_upload_traces", "mlflow_upload_tracelens_report", "primus_exit_deadline")
+                 "mlflow_upload_logs", "mlflow_upload_traces", "mlflow_upload_tracelens_report", "primus_exit_deadline", "peak_tflops")
 
 
 @functools.cache
@@ -45,6 +45,10 @@ def primus_config_class(base: type) -> type:
 
         mlflow_upload_tracelens_report: bool = False
         """Write a report analysing this run's profiler traces to <run_dir>/reports and upload it to MLflow"""
+
+        peak_tflops: float | None = None
+        """Dense peak TFLOP/s of one device for the training dtype, for Primus's perf/mfu (default: the built-in
+        table's; no MFU for a device it does not know)"""
 
         primus_exit_deadline: float = 30.0
         """Seconds to wait at exit for the trackers to deliver (as Megatron's --primus-exit-deadline); what they

@@ -16,8 +16,9 @@ _DTYPES = {"bfloat16": "bf16", "float32": "fp32", "float16": "fp16"}
 
 
 class StepPerf:
-    def __init__(self, dtype: str, log_freq: int):
+    def __init__(self, dtype: str, log_freq: int, peak_tflops: float | None = None):
         self._dtype = _DTYPES.get(dtype, dtype)
+        self._peak = peak_tflops  # the run's metrics.peak_tflops, over the table's
         self._log_freq = log_freq  # the steps upstream counts for the first log (as its end_to_end(s))
         self._utilisation = Utilisation()
         self._last_step: int | None = None
@@ -32,7 +33,8 @@ class StepPerf:
         tokens = processor.ntokens_since_last_log * dims.world_size / dims.non_data_parallel_size
         perf = throughput_metrics(tokens=tokens, seconds=seconds, world_size=dims.world_size,
                                   flops=float(processor.num_flops_per_token) * tokens,
-                                  device_name=processor.device_memory_monitor.device_name, dtype=self._dtype)
+                                  device_name=processor.device_memory_monitor.device_name, dtype=self._dtype,
+                                  given_peak=self._peak)
         if steps > 0 and seconds > 0:
             perf["perf/iteration_time_ms"] = seconds / steps * 1e3
         return perf | memory_metrics() | self._utilisation.read()

@@ -76,6 +76,11 @@ def plan_tracking(metrics: Any, *, dump_folder: str, checkpoint_dir: Path | None
             or not (math.isfinite(exit_deadline) and exit_deadline > 0):
         raise TrackingPlanError(f"metrics.primus_exit_deadline={exit_deadline!r} is invalid: give the seconds to wait "
                                 f"at exit for the trackers to deliver, a number > 0, e.g. 30")
+    peak = getattr(metrics, "peak_tflops", None)
+    if peak is not None and (isinstance(peak, bool) or not isinstance(peak, (int, float))
+                             or not (math.isfinite(peak) and peak > 0)):
+        raise TrackingPlanError(f"metrics.peak_tflops={peak!r} is invalid: give one device's dense peak TFLOP/s for "
+                                f"the training dtype, a number > 0 (e.g. 989.4 for an H100 SXM in bf16), or null")
     mlflow_on = bool(getattr(metrics, "enable_mlflow", False))
     uploads = [name for name in ("mlflow_upload_performance_metrics", "mlflow_upload_logs", "mlflow_upload_traces",
                                  "mlflow_upload_tracelens_report") if getattr(metrics, name, False)]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from primus.config.schema import Param, Schema
 from primus.config.schemas import upstream_tables
-from primus.config.schemas.tracking import mlflow_params
+from primus.config.schemas.tracking import mlflow_params, performance_params
 
 PARAMS = [
     Param("log_period", "int", ge=1,
@@ -23,6 +23,7 @@ PARAMS = [
                                                "the run directory's parent)."),
     Param("enable_mlflow", "bool", primus=True, help="Enable MLflow logging."),
     *mlflow_params(),
+    *performance_params(across_ranks=False),
 ]
 
 

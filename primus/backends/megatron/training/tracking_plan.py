@@ -6,6 +6,7 @@ only the writer rank (the last, as upstream) turns it into a tracking run."""
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -89,6 +90,9 @@ def _check_ranges(args, notices: Notices) -> None:
         value = getattr(args, key)
         if value < minimum:
             notices.error(f"{key}={value!r} is invalid: {_flag(key)} must be >= {minimum}")
+    if args.peak_tflops is not None and not (math.isfinite(args.peak_tflops) and args.peak_tflops > 0):
+        notices.error(f"peak_tflops={args.peak_tflops!r} is invalid: {_flag('peak_tflops')} is one device's dense "
+                      f"peak TFLOP/s for the training dtype, a number > 0 (e.g. 989.4 for an H100 SXM in bf16)")
     if not args.primus_exit_deadline > 0:
         notices.error(f"primus_exit_deadline={args.primus_exit_deadline!r} is invalid: "
                       f"{_flag('primus_exit_deadline')} must be > 0 seconds")

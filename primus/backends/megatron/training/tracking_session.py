@@ -58,7 +58,7 @@ class TrackingSession:
         flops = float(num_floating_point_operations(args, batch_size)) * iterations
         self._averager.add(iterations=iterations, seconds=seconds, tokens=tokens, flops=flops)
         perf = throughput_metrics(tokens=tokens, seconds=seconds, world_size=args.world_size, flops=flops,
-                                  device_name=self._device_name, dtype=self._dtype)
+                                  device_name=self._device_name, dtype=self._dtype, given_peak=args.peak_tflops)
         perf["perf/iteration_time_ms"] = seconds / iterations * 1e3
         perf.update(self._averager.averages(args.world_size))
         return perf
