@@ -25,6 +25,7 @@ class TrackingPlan:
     config: TrackingConfig  # params and tags are added on the writer rank
     notices: Notices
     log_file: Path | None = None  # mlflow_upload_logs: this rank's console, copied there (every rank)
+    across_ranks: bool = False  # memory/utilisation gathered over ranks (mlflow_performance_metrics_across_ranks)
 
     @property
     def any_tracker(self) -> bool:
@@ -74,7 +75,11 @@ def plan_tracking(args) -> TrackingPlan:
         args.tensorboard_dir = str(run_dir / "traces" / "profiler")
         _check_profiler(args, notices)
     log_file = run_dir / "logs" / f"rank_{args.rank}.log" if mlflow and args.mlflow_upload_logs else None
-    return TrackingPlan(config, notices, log_file)
+    across_ranks = bool(mlflow) and args.mlflow_performance_metrics_across_ranks
+    if across_ranks and not args.mlflow_upload_performance_metrics:
+        notices.info("mlflow_performance_metrics_across_ranks ignored: mlflow_upload_performance_metrics is off")
+        across_ranks = False
+    return TrackingPlan(config, notices, log_file, across_ranks)
 
 
 def _check_profiler(args, notices: Notices) -> None:
