@@ -30,9 +30,10 @@ from collections.abc import Mapping
 SCHEMA: dict[str, str] = {
     "perf/iteration_time_ms": "wall time per iteration over the log interval",
     "perf/tokens_per_sec": "tokens per second, whole job",
-    "perf/tokens_per_sec_per_gpu": "tokens per second per device",
-    "perf/tflops_per_gpu": "model TFLOP/s per device",
-    "perf/mfu": "model FLOPs utilisation (fraction of the device's dense peak); absent when the peak is unknown",
+    "perf/tokens_per_sec_per_gpu": "tokens per second per device: the job's tokens over its devices",
+    "perf/tflops_per_gpu": "model TFLOP/s per device: the job's model FLOPs over its devices",
+    "perf/mfu": "model FLOPs utilisation: perf/tflops_per_gpu over one device's dense peak (the run's peak_tflops, "
+                "else the built-in datasheet table); absent when neither gives a peak",
     "perf/iteration_time_ms_avg": "iteration time over the running window (log_avg_skip_iterations, log_avg_reset_interval)",
     "perf/tokens_per_sec_per_gpu_avg": "tokens per second per device over the running window (ratio of sums)",
     "perf/tflops_per_gpu_avg": "model TFLOP/s per device over the running window (ratio of sums)",
@@ -43,7 +44,7 @@ SCHEMA: dict[str, str] = {
     "mem/host_peak_rss_gib": "peak resident memory of this process",
     "sys/cpu_util_pct": "host CPU utilisation",
     "sys/host_mem_used_pct": "host memory in use",
-    "sys/gpu_util_pct": "device utilisation (NVML / amdsmi)",
+    "sys/gpu_util_pct": "utilisation of this rank's own device (NVML / amdsmi; the local rank's visible device)",
 }
 
 MLFLOW_MAX_KEY = 250
