@@ -15,6 +15,7 @@ import math
 from collections.abc import Mapping, Sequence
 
 from primus.tracking.names import SCHEMA
+from primus.tracking.perf import Utilisation, memory_metrics
 
 # the names gathered, in the order every rank packs them (absent on a rank: NaN, left out of that figure)
 GATHERED: tuple[str, ...] = tuple(n for n in SCHEMA if n.startswith(("mem/", "sys/")))
@@ -48,6 +49,20 @@ class RankGather:
         rows = [torch.empty_like(local) for _ in range(dist.get_world_size(self._group))]
         dist.all_gather(rows, local, group=self._group)
         return summarise([row.tolist() for row in rows])
+
+
+class RankFigures:
+    """This rank's memory and utilisation and, gathered, every rank's: each rank calls ``read`` at the same log
+    steps, whether it logs or not."""
+
+    def __init__(self) -> None:
+        self._utilisation = Utilisation()
+        self._gather = RankGather()
+
+    def read(self) -> dict[str, float]:
+        """This rank's own figures and ``<name>/min|mean|max`` over ranks."""
+        own = memory_metrics() | self._utilisation.read()
+        return own | self._gather.gather(own)
 
 
 def _host_group(dist):

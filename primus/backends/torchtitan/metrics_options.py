@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 PRIMUS_FIELDS = ("enable_mlflow", "mlflow_run_name", "mlflow_experiment_name", "mlflow_upload_performance_metrics",
-                 "mlflow_upload_logs", "mlflow_upload_traces", "mlflow_upload_tracelens_report", "primus_exit_deadline", "peak_tflops")
+                 "mlflow_upload_logs", "mlflow_upload_traces", "mlflow_upload_tracelens_report", "primus_exit_deadline", "peak_tflops",
+                 "mlflow_performance_metrics_across_ranks")
 
 
 @functools.cache
@@ -36,6 +37,10 @@ def primus_config_class(base: type) -> type:
 
         mlflow_upload_performance_metrics: bool = False
         """Also log tokens/s, TFLOP/s, MFU, memory and utilisation (perf/, mem/, sys/) every log step"""
+
+        mlflow_performance_metrics_across_ranks: bool = False
+        """With mlflow_upload_performance_metrics: memory and utilisation as min/mean/max over ranks (every rank
+        reads its own; one small gather of host values per log step)"""
 
         mlflow_upload_logs: bool = False
         """Write this run's log to <run_dir>/logs and upload it to MLflow after training"""

@@ -8,6 +8,7 @@ the peak is unknown (upstream falls back to an A100's, which gives CPUs and new 
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from primus.tracking.perf import Utilisation, memory_metrics, throughput_metrics
@@ -23,8 +24,9 @@ class StepPerf:
         self._utilisation = Utilisation()
         self._last_step: int | None = None
 
-    def measure(self, processor: Any, step: int) -> dict[str, float]:
-        """Call before upstream's ``log`` on the same step (it resets the counters read here)."""
+    def measure(self, processor: Any, step: int, system: Mapping[str, float] | None = None) -> dict[str, float]:
+        """Call before upstream's ``log`` on the same step (it resets the counters read here). ``system``: the
+        memory/utilisation figures gathered over ranks (RankFigures), in place of this rank's own reading."""
         seconds = time.perf_counter() - processor.time_last_log
         steps = step - self._last_step if self._last_step is not None else self._log_freq
         self._last_step = step
@@ -37,4 +39,4 @@ class StepPerf:
                                   given_peak=self._peak)
         if steps > 0 and seconds > 0:
             perf["perf/iteration_time_ms"] = seconds / steps * 1e3
-        return perf | memory_metrics() | self._utilisation.read()
+        return perf | (dict(system) if system is not None else memory_metrics() | self._utilisation.read())

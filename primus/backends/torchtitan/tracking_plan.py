@@ -39,6 +39,7 @@ class TrackingPlan:
     traces_dir: Path | None  # mlflow_upload_traces/_tracelens_report: where the profiler writes, read after training
     warnings: tuple[str, ...] = ()
     infos: tuple[str, ...] = ()
+    across_ranks: bool = False  # perf_metrics' memory/utilisation gathered over ranks (every rank takes part)
 
     def for_run(self, params: dict[str, Any], tags: dict[str, str]) -> TrackingConfig:
         return dataclasses.replace(self.config, params=params, tags=tags)
@@ -93,6 +94,11 @@ def plan_tracking(metrics: Any, *, dump_folder: str, checkpoint_dir: Path | None
                         f"traces to report on. Set {profiler_section}.enable_profiling: true "
                         f"(--{profiler_section}.enable-profiling).")
     tracing = bool({"mlflow_upload_traces", "mlflow_upload_tracelens_report"} & set(uploads))
+    across_ranks = bool(getattr(metrics, "mlflow_performance_metrics_across_ranks", False))
+    if across_ranks and "mlflow_upload_performance_metrics" not in uploads:
+        infos.append("metrics.mlflow_performance_metrics_across_ranks ignored: the perf set is not uploaded "
+                     "(metrics.enable_mlflow and metrics.mlflow_upload_performance_metrics)")
+        across_ranks = False
     if not (metrics.enable_tensorboard or metrics.enable_wandb or mlflow_on or requested_sinks()):
         return TrackingPlan(None, False, False, None, None, tuple(warnings), tuple(infos))
 
@@ -124,4 +130,4 @@ def plan_tracking(metrics: Any, *, dump_folder: str, checkpoint_dir: Path | None
     return TrackingPlan(config, bool(metrics.save_for_all_ranks), "mlflow_upload_performance_metrics" in uploads,
                         run_dir / "logs" / f"rank_{rank}.log" if "mlflow_upload_logs" in uploads else None,
                         run_dir / "traces" if tracing else None,
-                        tuple(warnings), tuple(infos))
+                        tuple(warnings), tuple(infos), across_ranks)

@@ -20,7 +20,7 @@ PARAMS = [
     Param("metrics.disable_color_printing", "bool", help="No ANSI colours on the console."),
     Param("metrics.enable_mlflow", "bool", primus=True, help="Enable MLflow logging."),
     *mlflow_params("metrics."),
-    *performance_params("metrics.", across_ranks=False),
+    *performance_params("metrics."),
     Param("metrics.mlflow_upload_logs", "bool", primus=True, help="Upload this run's log file to MLflow."),
     Param("metrics.mlflow_upload_traces", "bool", primus=True, help="Upload this run's profiler traces to MLflow."),
     Param("metrics.mlflow_upload_tracelens_report", "bool", primus=True,

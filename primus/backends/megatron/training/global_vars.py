@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from primus.backends.megatron.training.hub_writer import HubWriter
-from primus.backends.megatron.training.rank_figures import RankFigures
+from primus.backends.megatron.training.rank_figures import LogStepFigures
 from primus.backends.megatron.training.tracking_plan import TrackingPlan, plan_tracking
 from primus.backends.megatron.training.tracking_session import TrackingSession
 from primus.log import set_level
@@ -18,7 +18,7 @@ from primus.log_capture import capture_console, stop_console_capture
 
 _PLAN: TrackingPlan | None = None
 _SESSION: TrackingSession | None = None
-_RANK_FIGURES: RankFigures | None = None  # every rank, with mlflow_performance_metrics_across_ranks
+_RANK_FIGURES: LogStepFigures | None = None  # every rank, with mlflow_performance_metrics_across_ranks
 
 
 def set_tracking_plan(args) -> TrackingPlan:
@@ -35,7 +35,7 @@ def get_tracking_session() -> TrackingSession | None:
     return _SESSION
 
 
-def get_rank_figures() -> RankFigures | None:
+def get_rank_figures() -> LogStepFigures | None:
     return _RANK_FIGURES
 
 
@@ -43,7 +43,7 @@ def set_tracking_writer(args, upstream_global_vars) -> None:
     """Start tracking on the writer rank and hand upstream the HubWriter."""
     global _SESSION, _RANK_FIGURES
     plan = _PLAN if _PLAN is not None else set_tracking_plan(args)
-    _RANK_FIGURES = RankFigures(args.log_interval) if plan.across_ranks else None
+    _RANK_FIGURES = LogStepFigures(args.log_interval) if plan.across_ranks else None
     if args.rank == args.world_size - 1:
         plan.notices.emit()
     if not plan.any_tracker or args.rank != args.world_size - 1:

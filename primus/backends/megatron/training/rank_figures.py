@@ -6,19 +6,14 @@ min / mean / max over ranks beside its own."""
 
 from __future__ import annotations
 
-from primus.tracking.across_ranks import RankGather
-from primus.tracking.perf import Utilisation, memory_metrics
+from primus.tracking.across_ranks import RankFigures
 
 
-class RankFigures:
+class LogStepFigures:
     def __init__(self, log_interval: int):
         self._log_interval = log_interval
-        self._utilisation = Utilisation()
-        self._gather = RankGather()
+        self._figures = RankFigures()
 
     def at(self, iteration: int) -> dict[str, float] | None:
-        """This rank's own figures and the summary over ranks on a log step (every rank must call it), else None."""
-        if iteration % self._log_interval:
-            return None
-        own = memory_metrics() | self._utilisation.read()
-        return own | self._gather.gather(own)
+        """On a log step (every rank must call it) this rank's figures and the summary over ranks, else None."""
+        return None if iteration % self._log_interval else self._figures.read()
