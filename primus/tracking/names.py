@@ -94,6 +94,9 @@ class MlflowKeys:
     def assigned(self) -> dict[str, str]:
         return dict(self._keys)
 
+    def __len__(self) -> int:
+        return len(self._keys)
+
     def _free_key(self, name: str) -> str:
         key = mlflow_key(name)
         if key not in self._owners:

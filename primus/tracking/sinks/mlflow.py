@@ -133,13 +133,13 @@ class MlflowSink(Sink):
     def write(self, records: Sequence[Record]) -> None:
         from mlflow.entities import Metric, RunTag
 
-        known = len(self._metric_keys.assigned()), len(self._tag_keys.assigned())
+        known = len(self._metric_keys), len(self._tag_keys)
         metrics = [Metric(self._metric_keys(k), v, r.ts_ms, r.step) for r in records if r.kind == METRICS
                    for k, v in r.data.items()]
         # MLflow has no text-per-step: the latest text of a tag is a run tag
         tags = {self._tag_keys(f"text/{r.data['tag']}"): clip(r.data["text"], MLFLOW_MAX_TAG_VALUE)
                 for r in records if r.kind == TEXT}
-        if known != (len(self._metric_keys.assigned()), len(self._tag_keys.assigned())):
+        if known != (len(self._metric_keys), len(self._tag_keys)):
             # before the send: a key MLflow has seen is the name's key for good
             self.state.update("mlflow", metric_keys=self._metric_keys.assigned(), tag_keys=self._tag_keys.assigned())
         tag_list = [RunTag(k, v) for k, v in tags.items()]
