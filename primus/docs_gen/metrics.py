@@ -7,11 +7,15 @@ from primus.config.schemas import FRAMEWORKS
 from primus.docs_gen.markdown import code, table
 from primus.docs_gen.options import BACKEND_TITLES
 from primus.report.panels import PANELS
+from primus.tracking.perf import PEAK_TFLOPS
 from primus.tracking.names import READABLE, SCHEMA, MlflowKeys, is_valid_mlflow_key, mlflow_key
 
 
 def _names(names: tuple[str, ...]) -> str:
     return ", ".join(code(n + "*" if n.endswith("/") else n) for n in names) or "—"
+
+
+PEAK_DTYPES = ("bf16", "fp16", "fp8", "tf32", "fp32")
 
 
 def _collision_example() -> str:
@@ -39,6 +43,14 @@ def render_metrics() -> str:
         "them also goes out as `<name>/min`, `<name>/mean` and `<name>/max` over every rank's reading at the same "
         "log step (one gather of host values per log step). Tokens/s and TFLOP/s per GPU are not gathered: they "
         "are computed from the job's global batch over the log interval, so they are the job's figures already.",
+        "## Peak FLOP/s behind `perf/mfu`",
+        "Dense (no sparsity) peak TFLOP/s of one device, from the vendors' datasheets, matched against the device "
+        "name torch or JAX reports (first row whose key the name contains). The run's `peak_tflops` option "
+        "(Megatron `--peak-tflops`, TorchTitan `metrics.peak_tflops`, MaxText `peak_tflops=`) overrides it; a device "
+        "or dtype with neither has no MFU. An MI250X module is two devices to torch: its row is per device.",
+        table(["Device name contains", *PEAK_DTYPES],
+              [[code(key), *(f"{peaks[d]:g}" if d in peaks else "—" for d in PEAK_DTYPES)]
+               for key, peaks in PEAK_TFLOPS]),
         "## What `primus report` plots",
         "Each panel plots, per run, the first of these names the run's journal holds: Primus's name first, then "
         "the run's backend's (from the `primus.backend` tag in `meta.json`; every backend's when it is missing). "
