@@ -1,7 +1,8 @@
 """Which physical GPU this process drives, as the vendor's management library (NVML, amdsmi) numbers it.
 
-Every rank reads its own device: the local rank's visible device (``LOCAL_RANK``, as torchrun sets it and as
-Megatron and TorchTitan pick their device), or JAX's local device. The management libraries number the
+Every rank reads its own device: torch's current device once the trainer has set it (Megatron and TorchTitan
+do before training, whatever the launcher), else the local rank's visible device (``LOCAL_RANK``, as torchrun
+sets it), or JAX's local device. The management libraries number the
 physical devices, while a process sees only those its ``*_VISIBLE_DEVICES`` list, renumbered from 0:
 
 * NVIDIA: ``CUDA_VISIBLE_DEVICES`` holds indices or UUIDs (``GPU-…``); the visible ordinal is a position in
@@ -16,11 +17,17 @@ Reading any of this costs no device synchronisation: it is host-side driver stat
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping
 from typing import Any
 
 
 def local_ordinal(environ: Mapping[str, str] = os.environ) -> int:
+    """This process's visible device: torch's current one when CUDA/HIP is initialised (a host-side read), else
+    LOCAL_RANK's."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
+        return torch.cuda.current_device()
     try:
         return max(int(environ.get("LOCAL_RANK", "0")), 0)
     except ValueError:

@@ -14,6 +14,7 @@ import sys
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from primus.tracking.devices import amdsmi_handle, local_ordinal, nvml_handle
 
@@ -171,16 +172,24 @@ def memory_metrics(torch_module=None) -> dict[str, float]:
 
 class Utilisation:
     """Device (NVML, or amdsmi on ROCm) and host (psutil) utilisation, read on log steps only. The device is
-    this process's own: ``visible_ordinal`` (JAX's local device), else the local rank's (devices.py)."""
+    this process's own: ``visible_ordinal`` (JAX's local device), else torch's current device or the local
+    rank's (devices.py), found at the first read, when the trainer has picked its device."""
 
     def __init__(self, visible_ordinal: int | None = None, environ: Mapping[str, str] = os.environ):
         import psutil
 
         self._psutil = psutil
         psutil.cpu_percent(interval=None)  # first call primes the counter; later calls cover the interval
-        ordinal = local_ordinal(environ) if visible_ordinal is None else visible_ordinal
-        self._nvml_handle = nvml_handle(ordinal, environ)
-        self._amd_handle = None if self._nvml_handle is not None else amdsmi_handle(ordinal, environ)
+        self._visible_ordinal = visible_ordinal
+        self._environ = environ
+        self._device: tuple[Any, Any] | None = None  # (NVML handle, amdsmi handle), found at the first read
+
+    def _handles(self) -> tuple[Any, Any]:
+        if self._device is None:
+            ordinal = local_ordinal(self._environ) if self._visible_ordinal is None else self._visible_ordinal
+            nvml = nvml_handle(ordinal, self._environ)
+            self._device = (nvml, None if nvml is not None else amdsmi_handle(ordinal, self._environ))
+        return self._device
 
     def read(self) -> dict[str, float]:
         out = {"sys/cpu_util_pct": self._psutil.cpu_percent(interval=None),
@@ -191,15 +200,16 @@ class Utilisation:
         return out
 
     def _gpu_util(self) -> float | None:
+        nvml, amd = self._handles()
         try:
-            if self._nvml_handle is not None:
+            if nvml is not None:
                 import pynvml
 
-                return float(pynvml.nvmlDeviceGetUtilizationRates(self._nvml_handle).gpu)
-            if self._amd_handle is not None:
+                return float(pynvml.nvmlDeviceGetUtilizationRates(nvml).gpu)
+            if amd is not None:
                 import amdsmi
 
-                return float(amdsmi.amdsmi_get_gpu_activity(self._amd_handle)["gfx_activity"])
+                return float(amdsmi.amdsmi_get_gpu_activity(amd)["gfx_activity"])
         except Exception:  # a driver hiccup must not break logging; the metric is just absent this step
             return None
         return None

@@ -114,3 +114,14 @@ def test_no_library_no_handle(monkeypatch):
     monkeypatch.setitem(sys.modules, "amdsmi", None)
     assert nvml_handle(0, {}) is None and amdsmi_handle(0, {}) is None
     assert "sys/gpu_util_pct" not in Utilisation(environ={}).read()
+
+
+def test_torchs_current_device_once_the_trainer_has_set_it(nvidia, monkeypatch):
+    """A launcher without LOCAL_RANK (srun): the device the trainer picked, found at the first read."""
+    import torch
+
+    utilisation = Utilisation(environ={"CUDA_VISIBLE_DEVICES": "3,2,1"})  # built before the trainer picks
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 1)
+    assert utilisation.read()["sys/gpu_util_pct"] == 12  # visible 1 of [3, 2, 1] is physical 2
