@@ -39,7 +39,8 @@ def render_metrics() -> str:
         "`<group>/<what>[_<unit>]`:",
         schema,
         "The `mem/*` and `sys/*` names are the logging rank's own readings. With "
-        "`mlflow_performance_metrics_across_ranks` (Megatron; with `mlflow_upload_performance_metrics`) each of "
+        "`mlflow_performance_metrics_across_ranks` (Megatron, TorchTitan `metrics.`; with "
+        "`mlflow_upload_performance_metrics`) each of "
         "them also goes out as `<name>/min`, `<name>/mean` and `<name>/max` over every rank's reading at the same "
         "log step (one gather of host values per log step). Tokens/s and TFLOP/s per GPU are not gathered: they "
         "are computed from the job's global batch over the log interval, so they are the job's figures already.",
