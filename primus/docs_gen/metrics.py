@@ -7,11 +7,21 @@ from primus.config.schemas import FRAMEWORKS
 from primus.docs_gen.markdown import code, table
 from primus.docs_gen.options import BACKEND_TITLES
 from primus.report.panels import PANELS
-from primus.tracking.names import SCHEMA, is_valid_mlflow_key, mlflow_key
+from primus.tracking.perf import PEAK_TFLOPS
+from primus.tracking.names import READABLE, SCHEMA, MlflowKeys, is_valid_mlflow_key, mlflow_key
 
 
 def _names(names: tuple[str, ...]) -> str:
     return ", ".join(code(n + "*" if n.endswith("/") else n) for n in names) or "—"
+
+
+PEAK_DTYPES = ("bf16", "fp16", "fp8", "tf32", "fp32")
+
+
+def _collision_example() -> str:
+    keys = MlflowKeys()
+    keys("throughput(tps)")
+    return keys("throughput_tps")
 
 
 def render_metrics() -> str:
@@ -28,6 +38,20 @@ def render_metrics() -> str:
         "MaxText's `learning/loss`), so existing dashboards keep working. Primus's own metrics are named "
         "`<group>/<what>[_<unit>]`:",
         schema,
+        "The `mem/*` and `sys/*` names are the logging rank's own readings. With "
+        "`mlflow_performance_metrics_across_ranks` (Megatron, TorchTitan `metrics.`; with "
+        "`mlflow_upload_performance_metrics`) each of "
+        "them also goes out as `<name>/min`, `<name>/mean` and `<name>/max` over every rank's reading at the same "
+        "log step (one gather of host values per log step). Tokens/s and TFLOP/s per GPU are not gathered: they "
+        "are computed from the job's global batch over the log interval, so they are the job's figures already.",
+        "## Peak FLOP/s behind `perf/mfu`",
+        "Dense (no sparsity) peak TFLOP/s of one device, from the vendors' datasheets, matched against the device "
+        "name torch or JAX reports (first row whose key the name contains). The run's `peak_tflops` option "
+        "(Megatron `--peak-tflops`, TorchTitan `metrics.peak_tflops`, MaxText `peak_tflops=`) overrides it; a device "
+        "or dtype with neither has no MFU. An MI250X module is two devices to torch: its row is per device.",
+        table(["Device name contains", *PEAK_DTYPES],
+              [[code(key), *(f"{peaks[d]:g}" if d in peaks else "—" for d in PEAK_DTYPES)]
+               for key, peaks in PEAK_TFLOPS]),
         "## What `primus report` plots",
         "Each panel plots, per run, the first of these names the run's journal holds: Primus's name first, then "
         "the run's backend's (from the `primus.backend` tag in `meta.json`; every backend's when it is missing). "
@@ -36,7 +60,14 @@ def render_metrics() -> str:
         panels,
         "## MLflow spelling",
         "TensorBoard and W&B receive every name as it is. MLflow (and Databricks) accept only letters, digits, "
-        "`_ - . /` and space in a key: other names are rewritten readably, with 8 hex digits of the original "
-        "name's SHA-1 so two names never share a key. The names above that MLflow refuses:",
+        "`_ - . /` and space in a key, at most 250 characters, no `..` or leading `/`: other names are rewritten "
+        "readably, character by character:",
+        table(["In the name", "In the MLflow key"], [[code(bad), code(good)] for bad, good in READABLE]
+              + [["any other character", code("_")]]),
+        "then runs of `_` become one, `_` and spaces are trimmed at each `/`, and empty, `.` and `..` parts are "
+        "dropped. A name keeps its key for the whole run (the map is kept in the run directory's `run.json`, so "
+        "a resumed job and `primus tracking sync` use it too). Only when two names of one run would get the "
+        "same key (`throughput(tps)` and `throughput_tps`) does the later one get 8 hex digits of its SHA-1 "
+        f"appended ({code(_collision_example())}). The names above that MLflow refuses:",
         table(["Name", "MLflow key"], refused),
     ]) + "\n"

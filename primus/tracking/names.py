@@ -10,9 +10,11 @@ Two kinds of names reach the hub:
 
 TensorBoard and W&B receive every name as it is. MLflow (and Databricks-hosted MLflow) accept only
 letters, digits and ``_ - . /`` and space in a key, at most 250 characters, no ``..`` or leading
-``/``: ``mlflow_key`` rewrites any other name readably (``%`` -> ``pct``, ``(x)`` -> ``_x``) and
-appends 8 hex digits of the original name's SHA-1, so two different names never share a key and a
-name always maps to the same key, in every process.
+``/``: ``mlflow_key`` rewrites any other name readably (``(GiB)`` -> ``_GiB``, ``(%)`` -> ``_pct``,
+``%`` -> ``_pct_``). Two names of one run can then meet on one key (``throughput(tps)`` and a
+``throughput_tps``): ``MlflowKeys`` keeps the run's map, gives a key to the first name that claims it,
+and the later one its key plus 8 hex digits of its SHA-1, so the map stays one-to-one and a name keeps
+its key for the whole run (the MLflow sink persists the map in ``run.json``).
 """
 
 from __future__ import annotations
@@ -21,15 +23,17 @@ import functools
 import hashlib
 import posixpath
 import re
+from collections.abc import Mapping
 
 # Primus's own metrics (perf.py and the backends' perf sessions produce them); losses, learning rates and the
 # like keep upstream's names.
 SCHEMA: dict[str, str] = {
     "perf/iteration_time_ms": "wall time per iteration over the log interval",
     "perf/tokens_per_sec": "tokens per second, whole job",
-    "perf/tokens_per_sec_per_gpu": "tokens per second per device",
-    "perf/tflops_per_gpu": "model TFLOP/s per device",
-    "perf/mfu": "model FLOPs utilisation (fraction of the device's dense peak); absent when the peak is unknown",
+    "perf/tokens_per_sec_per_gpu": "tokens per second per device: the job's tokens over its devices",
+    "perf/tflops_per_gpu": "model TFLOP/s per device: the job's model FLOPs over its devices",
+    "perf/mfu": "model FLOPs utilisation: perf/tflops_per_gpu over one device's dense peak (the run's peak_tflops, "
+                "else the built-in datasheet table); absent when neither gives a peak",
     "perf/iteration_time_ms_avg": "iteration time over the running window (log_avg_skip_iterations, log_avg_reset_interval)",
     "perf/tokens_per_sec_per_gpu_avg": "tokens per second per device over the running window (ratio of sums)",
     "perf/tflops_per_gpu_avg": "model TFLOP/s per device over the running window (ratio of sums)",
@@ -40,12 +44,12 @@ SCHEMA: dict[str, str] = {
     "mem/host_peak_rss_gib": "peak resident memory of this process",
     "sys/cpu_util_pct": "host CPU utilisation",
     "sys/host_mem_used_pct": "host memory in use",
-    "sys/gpu_util_pct": "device utilisation (NVML / amdsmi)",
+    "sys/gpu_util_pct": "utilisation of this rank's own device (NVML / amdsmi; the local rank's visible device)",
 }
 
 MLFLOW_MAX_KEY = 250
 _NOT_MLFLOW = re.compile(r"[^A-Za-z0-9_\-./ ]")
-_READABLE = (("%", "pct"), ("(", "_"), (")", ""), ("[", "_"), ("]", ""), ("@", "_at_"), ("+", "_plus_"),
+READABLE = (("%", "_pct_"), ("(", "_"), (")", "_"), ("[", "_"), ("]", "_"), ("@", "_at_"), ("+", "_plus_"),
              ("=", "_eq_"))
 _HASH_LEN = 8
 
@@ -57,15 +61,60 @@ def is_valid_mlflow_key(name: str) -> bool:
 
 @functools.lru_cache(maxsize=65536)
 def mlflow_key(name: str) -> str:
-    """The MLflow key for a metric, param or tag name (identity when MLflow accepts the name)."""
+    """The readable MLflow key of a metric, param or tag name (identity when MLflow accepts the name).
+    Not one-to-one on its own: a run's keys come from ``MlflowKeys``."""
     if is_valid_mlflow_key(name):
         return name
     readable = name
-    for bad, good in _READABLE:
+    for bad, good in READABLE:
         readable = readable.replace(bad, good)
     readable = _NOT_MLFLOW.sub("_", readable)
     parts = (re.sub(r"_{2,}", "_", p.replace("..", "_")).strip("_ ") for p in readable.split("/"))
     readable = "/".join(p for p in parts if p not in ("", "."))  # no //, ./, .. or leading /
-    readable = readable[:MLFLOW_MAX_KEY - _HASH_LEN - 1].rstrip("/") or "metric"
-    digest = hashlib.sha1(name.encode("utf-8", "surrogatepass")).hexdigest()[:_HASH_LEN]
-    return f"{readable}_{digest}"
+    return readable[:MLFLOW_MAX_KEY].rstrip("/") or "metric"
+
+
+class MlflowKeys:
+    """One run's name -> key map: readable keys, one-to-one. A name keeps the key it was first given; a name
+    whose readable key another name holds gets that key plus 8 hex digits of its own SHA-1 (more digits, then
+    a counter, in the unlikely case those are taken too)."""
+
+    def __init__(self, assigned: Mapping[str, str] | None = None):
+        self._keys: dict[str, str] = dict(assigned or {})
+        self._owners = {key: name for name, key in self._keys.items()}
+
+    def __call__(self, name: str) -> str:
+        key = self._keys.get(name)
+        if key is None:
+            key = self._free_key(name)
+            self._keys[name] = key
+            self._owners[key] = name
+        return key
+
+    def assigned(self) -> dict[str, str]:
+        return dict(self._keys)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def _free_key(self, name: str) -> str:
+        key = mlflow_key(name)
+        if key not in self._owners:
+            return key
+        digest = hashlib.sha1(name.encode("utf-8", "surrogatepass")).hexdigest()
+        for n in range(_HASH_LEN, len(digest) + 1):
+            candidate = f"{key[:MLFLOW_MAX_KEY - n - 1].rstrip('/')}_{digest[:n]}"
+            if candidate not in self._owners:
+                return candidate
+        n = 2
+        while f"{key[:MLFLOW_MAX_KEY - 12]}_{digest[:_HASH_LEN]}_{n}" in self._owners:
+            n += 1
+        return f"{key[:MLFLOW_MAX_KEY - 12]}_{digest[:_HASH_LEN]}_{n}"
+
+
+def mlflow_keys(names) -> dict[str, str]:
+    """Keys for a set of names (params, tags) that do not depend on their order: names MLflow accepts keep
+    themselves, the others are given keys in sorted order."""
+    keys = MlflowKeys()
+    ordered = sorted(names, key=lambda n: (not is_valid_mlflow_key(n), n))
+    return {name: keys(name) for name in ordered}

@@ -14,15 +14,27 @@ import sys
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
+
+from primus.tracking.devices import amdsmi_handle, local_ordinal, nvml_handle
 
 GIB = float(1 << 30)
 
-# Dense (no sparsity) peak TFLOP/s per device, by dtype, from vendors' datasheets. A device or dtype
-# missing here has no MFU: "unknown" is omitted, never guessed (an A100 fallback gave users 500 % MFU).
-# Keys are matched as case-insensitive substrings of the device name, most specific first.
+# Dense (no sparsity) peak TFLOP/s per device, by dtype, from vendors' datasheets (their "with sparsity"
+# figures halved). A device or dtype missing here has no MFU unless the run gives its peak (peak_tflops):
+# "unknown" is omitted, never guessed (an A100 fallback gave users 500 % MFU). Keys are matched as
+# case-insensitive substrings of the device name as torch/JAX report it, first match wins, so a more specific
+# key comes before the key it contains ("GB200" before "B200", "H100 NVL" before "H100").
 PEAK_TFLOPS: tuple[tuple[str, Mapping[str, float]], ...] = (
+    # NVIDIA GB200 NVL72 datasheet, per GPU (/72): FP16/BF16 360 PF, FP8 720 PF, TF32 180 PF with sparsity
     ("GB200", {"bf16": 2500.0, "fp16": 2500.0, "fp8": 5000.0, "tf32": 1250.0}),
+    # NVIDIA HGX/DGX B200 datasheet, per GPU: FP16/BF16 4.5 PF, FP8 9 PF, TF32 2.2 PF with sparsity
     ("B200", {"bf16": 2250.0, "fp16": 2250.0, "fp8": 4500.0, "tf32": 1100.0}),
+    # NVIDIA H100/H200 datasheets, NVL (PCIe, 350-600 W) column: BF16/FP16 1,671 TF, FP8 3,341 TF, TF32 835 TF
+    # with sparsity, FP32 60 TF — not the SXM part's 1,979 TF
+    ("H100 NVL", {"bf16": 835.5, "fp16": 835.5, "fp8": 1670.5, "tf32": 417.5, "fp32": 60.0}),
+    ("H200 NVL", {"bf16": 835.5, "fp16": 835.5, "fp8": 1670.5, "tf32": 417.5, "fp32": 60.0}),
+    # SXM column: BF16/FP16 1,979 TF, FP8 3,958 TF, TF32 989 TF with sparsity, FP32 67 TF (also GH200's GPU)
     ("H200", {"bf16": 989.4, "fp16": 989.4, "fp8": 1978.9, "tf32": 494.7, "fp32": 66.9}),
     ("H100 PCIe", {"bf16": 756.0, "fp16": 756.0, "fp8": 1513.0, "tf32": 378.0, "fp32": 51.2}),
     ("H100", {"bf16": 989.4, "fp16": 989.4, "fp8": 1978.9, "tf32": 494.7, "fp32": 66.9}),
@@ -32,10 +44,16 @@ PEAK_TFLOPS: tuple[tuple[str, Mapping[str, float]], ...] = (
     ("L40S", {"bf16": 362.0, "fp16": 362.0, "fp8": 733.0, "tf32": 183.0, "fp32": 91.6}),
     ("A10G", {"bf16": 70.0, "fp16": 70.0, "tf32": 35.0, "fp32": 31.2}),
     ("V100", {"fp16": 125.0, "fp32": 15.7}),
+    # AMD Instinct MI355X datasheet: FP16/BF16 2.5 PF (2,516.6 TF), FP8 5.0 PF dense, FP32 157.3 TF; CDNA 4 has
+    # no TF32 matrix unit (emulated in software), so no tf32 peak
     ("MI355X", {"bf16": 2516.6, "fp16": 2516.6, "fp8": 5033.2, "fp32": 157.3}),
+    # MI325X and MI300X datasheets (same compute): FP16/BF16 1,307.4 TF, FP8 2,614.9 TF, TF32 653.7 TF dense,
+    # FP32 matrix 163.4 TF
     ("MI325X", {"bf16": 1307.4, "fp16": 1307.4, "fp8": 2614.9, "tf32": 653.7, "fp32": 163.4}),
     ("MI300X", {"bf16": 1307.4, "fp16": 1307.4, "fp8": 2614.9, "tf32": 653.7, "fp32": 163.4}),
-    ("MI250X", {"bf16": 383.0, "fp16": 383.0, "fp32": 95.7}),
+    # MI250X datasheet: FP16/BF16 383 TF, FP32 matrix 95.7 TF for the module, which holds two GCDs that torch
+    # sees as two devices (each rank drives one): per device, half
+    ("MI250X", {"bf16": 191.5, "fp16": 191.5, "fp32": 47.9}),
 )
 
 _DTYPE_ALIASES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32", "float": "fp32",
@@ -55,11 +73,13 @@ def peak_tflops(device_name: str | None, dtype: str) -> float | None:
 
 
 def throughput_metrics(*, tokens: float, seconds: float, world_size: int, flops: float | None = None,
-                       device_name: str | None = None, dtype: str = "bf16") -> dict[str, float]:
+                       device_name: str | None = None, dtype: str = "bf16",
+                       given_peak: float | None = None) -> dict[str, float]:
     """tokens/s (total and per device), TFLOP/s per device and MFU for one interval.
 
-    ``tokens`` and ``flops`` cover the whole job (all devices) over ``seconds`` of wall time.
-    MFU is present only when the device's peak for ``dtype`` is known."""
+    ``tokens`` and ``flops`` cover the whole job (all devices) over ``seconds`` of wall time, so the per-device
+    figures are the job's, not one rank's. MFU is against ``given_peak`` (the run's peak_tflops option) when
+    given, else the table's peak for the device and ``dtype``, and absent when neither is known."""
     if seconds <= 0 or world_size <= 0:
         return {}
     out = {
@@ -69,7 +89,7 @@ def throughput_metrics(*, tokens: float, seconds: float, world_size: int, flops:
     if flops is not None:
         tflops = flops / seconds / world_size / 1e12
         out["perf/tflops_per_gpu"] = tflops
-        peak = peak_tflops(device_name, dtype)
+        peak = given_peak or peak_tflops(device_name, dtype)
         if peak:
             out["perf/mfu"] = tflops / peak
     return out
@@ -151,16 +171,25 @@ def memory_metrics(torch_module=None) -> dict[str, float]:
 
 
 class Utilisation:
-    """Device (NVML, or amdsmi on ROCm) and host (psutil) utilisation, read on log steps only."""
+    """Device (NVML, or amdsmi on ROCm) and host (psutil) utilisation, read on log steps only. The device is
+    this process's own: ``visible_ordinal`` (JAX's local device), else torch's current device or the local
+    rank's (devices.py), found at the first read, when the trainer has picked its device."""
 
-    def __init__(self, device_index: int = 0):
+    def __init__(self, visible_ordinal: int | None = None, environ: Mapping[str, str] = os.environ):
         import psutil
 
         self._psutil = psutil
         psutil.cpu_percent(interval=None)  # first call primes the counter; later calls cover the interval
-        self._device_index = device_index
-        self._nvml_handle = _nvml_handle(device_index)
-        self._amd_handle = None if self._nvml_handle is not None else _amdsmi_handle(device_index)
+        self._visible_ordinal = visible_ordinal
+        self._environ = environ
+        self._device: tuple[Any, Any] | None = None  # (NVML handle, amdsmi handle), found at the first read
+
+    def _handles(self) -> tuple[Any, Any]:
+        if self._device is None:
+            ordinal = local_ordinal(self._environ) if self._visible_ordinal is None else self._visible_ordinal
+            nvml = nvml_handle(ordinal, self._environ)
+            self._device = (nvml, None if nvml is not None else amdsmi_handle(ordinal, self._environ))
+        return self._device
 
     def read(self) -> dict[str, float]:
         out = {"sys/cpu_util_pct": self._psutil.cpu_percent(interval=None),
@@ -171,35 +200,16 @@ class Utilisation:
         return out
 
     def _gpu_util(self) -> float | None:
+        nvml, amd = self._handles()
         try:
-            if self._nvml_handle is not None:
+            if nvml is not None:
                 import pynvml
 
-                return float(pynvml.nvmlDeviceGetUtilizationRates(self._nvml_handle).gpu)
-            if self._amd_handle is not None:
+                return float(pynvml.nvmlDeviceGetUtilizationRates(nvml).gpu)
+            if amd is not None:
                 import amdsmi
 
-                return float(amdsmi.amdsmi_get_gpu_activity(self._amd_handle)["gfx_activity"])
+                return float(amdsmi.amdsmi_get_gpu_activity(amd)["gfx_activity"])
         except Exception:  # a driver hiccup must not break logging; the metric is just absent this step
             return None
-        return None
-
-
-def _nvml_handle(index: int):
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-        return pynvml.nvmlDeviceGetHandleByIndex(index)
-    except Exception:  # no NVML library or no NVIDIA device: not an error
-        return None
-
-
-def _amdsmi_handle(index: int):
-    try:
-        import amdsmi
-
-        amdsmi.amdsmi_init()
-        return amdsmi.amdsmi_get_processor_handles()[index]
-    except Exception:  # no ROCm SMI library or no AMD device
         return None

@@ -122,9 +122,9 @@ def test_torchtitan_and_maxtext_primus_keys():
         "metrics.enable_mlflow", "metrics.mlflow_run_name", "metrics.mlflow_experiment_name",
         "metrics.mlflow_upload_performance_metrics", "metrics.mlflow_upload_logs", "metrics.mlflow_upload_traces",
         "metrics.mlflow_upload_tracelens_report", "metrics.primus_exit_deadline", "metrics.primus_journal_retention",
-        "model.module", "model.config",
+        "model.module", "model.config", "metrics.peak_tflops", "metrics.mlflow_performance_metrics_across_ranks",
     }
     assert schema_for("maxtext").primus_keys == {
         "enable_mlflow", "mlflow_run_name", "mlflow_experiment_name", "mlflow_upload_performance_metrics",
-        "primus_journal_retention",
+        "primus_journal_retention", "peak_tflops",
     }

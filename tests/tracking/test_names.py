@@ -1,16 +1,28 @@
-import re
 import subprocess
 import sys
 
-from primus.tracking.names import SCHEMA, is_valid_mlflow_key, mlflow_key
+import pytest
+from mlflow.exceptions import MlflowException
+from mlflow.utils.validation import _validate_metric_name, _validate_param_name, _validate_tag_name
+
+from primus.tracking.names import SCHEMA, MlflowKeys, mlflow_key, mlflow_keys
 
 MEGATRON = ["lm loss", "learning-rate", "grad-norm", "loss-scale", "batch-size", "iteration-time",
             "lm loss validation", "lm loss validation ppl", "params-norm", "num-zeros", "mem-allocated-bytes"]
 TORCHTITAN = ["loss_metrics/global_avg_loss", "memory/max_reserved(%)", "memory/max_reserved(GiB)", "mfu(%)",
               "throughput(tps)", "time_metrics/end_to_end(s)", "time_metrics/data_loading(%)"]
 HOSTILE = ["a(b", "a)b", "a_b", "a%b", "a_pct_b", "/abs", "a//b", "a/../b", "..", ".", "x" * 300, "x" * 301, "ünï",
-           "a:b", "a b", "a\tb", "a\nb", "(", ")", "%", "", "tab\t"]
-MLFLOW_RULE = re.compile(r"^[/\w.\- :]*$")  # mlflow.utils.validation.validate_param_and_metric_name (POSIX)
+           "a:b", "a b", "a\tb", "a\nb", "(", ")", "%", "", "tab\t", "metric", "x" * 250]
+
+
+def mlflow_accepts(key: str) -> bool:
+    """MLflow's own checks (mlflow.utils.validation), not ours."""
+    try:
+        for validate in (_validate_metric_name, _validate_param_name, _validate_tag_name):
+            validate(key)
+    except MlflowException:
+        return False
+    return len(key) <= 250
 
 
 def test_valid_names_pass_through_unchanged():
@@ -18,14 +30,40 @@ def test_valid_names_pass_through_unchanged():
         assert mlflow_key(name) == name
 
 
-def test_every_key_is_accepted_by_mlflow_and_the_mapping_is_one_to_one():
+@pytest.mark.parametrize(("name", "key"), [
+    ("throughput(tps)", "throughput_tps"), ("memory/max_active(GiB)", "memory/max_active_GiB"),
+    ("memory/max_reserved(%)", "memory/max_reserved_pct"), ("mfu(%)", "mfu_pct"),
+    ("time_metrics/end_to_end(s)", "time_metrics/end_to_end_s"), ("a%b", "a_pct_b")])
+def test_refused_names_become_readable_keys_without_a_hash(name, key):
+    assert not mlflow_accepts(name)
+    assert mlflow_key(name) == key
+    assert MlflowKeys()(name) == key
+
+
+def test_every_key_of_a_run_is_accepted_by_mlflow_and_the_map_is_one_to_one():
     names = MEGATRON + TORCHTITAN + HOSTILE + list(SCHEMA)
-    keys = [mlflow_key(n) for n in names]
-    assert len(set(keys)) == len(set(names))
-    for name, key in zip(names, keys):
-        assert is_valid_mlflow_key(key) and MLFLOW_RULE.match(key), (name, key)
-        assert not any(c in key for c in "()%"), key
-    assert mlflow_key("mfu(%)").startswith("mfu_pct_")  # still readable
+    keys = MlflowKeys()
+    assigned = [keys(n) for n in names]
+    assert len(set(assigned)) == len(set(names))
+    for name, key in zip(names, assigned):
+        assert mlflow_accepts(key), (name, key)
+
+
+def test_a_suffix_only_for_the_later_of_two_names_that_meet_and_keys_never_change():
+    keys = MlflowKeys()
+    assert keys("throughput(tps)") == "throughput_tps"
+    later = keys("throughput_tps")
+    assert later.startswith("throughput_tps_") and len(later) == len("throughput_tps_") + 8
+    assert keys("throughput(tps)") == "throughput_tps" and keys("throughput_tps") == later
+    # a run resumed from the saved map gives every name the same key, whatever order they come in
+    resumed = MlflowKeys(keys.assigned())
+    assert resumed("throughput_tps") == later and resumed("throughput(tps)") == "throughput_tps"
+
+
+def test_param_keys_do_not_depend_on_order():
+    names = ["throughput_tps", "throughput(tps)", "a%b", "a_pct_b"]
+    assert mlflow_keys(names) == mlflow_keys(reversed(names))
+    assert mlflow_keys(names)["throughput_tps"] == "throughput_tps"  # a name MLflow accepts keeps itself
 
 
 def test_mapping_is_the_same_in_every_process():

@@ -12,7 +12,7 @@ from support.readers import mlflow_history, read_tb_scalars, read_wandb_history,
 
 from primus.tracking import (ConsoleConfig, MlflowConfig, TensorBoardConfig, TrackingConfig, WandbConfig,
                              start_run)
-from primus.tracking.names import mlflow_key
+from primus.tracking.names import MlflowKeys, mlflow_key
 
 pytestmark = pytest.mark.slow
 
@@ -97,3 +97,26 @@ def test_same_run_dir_resumes_the_same_runs_without_duplicates(tmp_path, mlflow_
     assert wandb_run_ids(wandb_offline) == {first.wandb_run_id}
     assert mlflow_client.get_run(second.mlflow_run_id).info.status == "FINISHED"
     assert len(mlflow_client.search_runs([mlflow_client.get_experiment_by_name("resume").experiment_id])) == 1
+
+
+def test_mlflow_keys_are_readable_and_a_resumed_run_keeps_them(tmp_path, mlflow_client):
+    """Two names that meet on one readable key: the later gets a suffix, and keeps it when the run resumes,
+    even when the names then come in the other order."""
+    def mlflow_only():
+        return TrackingConfig(run_dir=tmp_path / "run", experiment_name="keys", mlflow=MlflowConfig(),
+                              exit_deadline_s=180)
+
+    first = start_run(mlflow_only())
+    first.log(1, {"throughput(tps)": 1.0, "memory/max_active(GiB)": 2.0})
+    first.log(2, {"throughput_tps": 3.0})
+    first.finish()
+    second = start_run(mlflow_only())
+    second.log(3, {"throughput_tps": 4.0})
+    second.log(4, {"throughput(tps)": 5.0})
+    second.finish()
+
+    later = MlflowKeys({"throughput(tps)": "throughput_tps"})("throughput_tps")
+    assert set(mlflow_client.get_run(first.mlflow_run_id).data.metrics) == {
+        "throughput_tps", later, "memory/max_active_GiB"}
+    assert mlflow_history(mlflow_client, first.mlflow_run_id, "throughput_tps") == [(1, 1.0), (4, 5.0)]
+    assert mlflow_history(mlflow_client, first.mlflow_run_id, later) == [(2, 3.0), (3, 4.0)]

@@ -36,18 +36,22 @@ class StepPerf:
     structured values only: upstream's step time and its per-device token and FLOP counts for a step.
     Device memory is the JAX allocator's counters (a host-side read; absent on CPU)."""
 
-    def __init__(self, *, per_device_tokens: float, per_device_tflops: float, devices: list[Any], dtype: str):
+    def __init__(self, *, per_device_tokens: float, per_device_tflops: float, devices: list[Any], dtype: str,
+                 local_device: Any = None, peak_tflops: float | None = None):
         self._tokens = float(per_device_tokens) * len(devices)
         self._flops = float(per_device_tflops) * 1e12 * len(devices)
         self._devices = len(devices)
-        self._device = devices[0]
+        self._device = devices[0] if local_device is None else local_device  # this process's own
         self._dtype = dtype
-        self._utilisation = Utilisation()
+        self._peak = peak_tflops
+        # JAX's local_hardware_id: the device's ordinal among those this process sees (CUDA/HIP visible list)
+        self._utilisation = Utilisation(getattr(self._device, "local_hardware_id", None))
 
     def measure(self, scalars: Mapping[str, Any]) -> dict[str, float]:
         seconds = float(scalars.get("perf/step_time_seconds", 0.0))
         out = throughput_metrics(tokens=self._tokens, seconds=seconds, world_size=self._devices, flops=self._flops,
-                                 device_name=getattr(self._device, "device_kind", None), dtype=self._dtype)
+                                 device_name=getattr(self._device, "device_kind", None), dtype=self._dtype,
+                                 given_peak=self._peak)
         if seconds > 0:
             out["perf/iteration_time_ms"] = seconds * 1e3
         return out | memory_metrics() | self._device_memory() | self._utilisation.read()
@@ -64,6 +68,7 @@ class HubFeed:
         self.run = run
         self.tensorboard = plan.config.tensorboard is not None
         self.perf_wanted = plan.perf_metrics
+        self.peak_tflops = plan.peak_tflops
         self.perf: StepPerf | None = None  # set once upstream has computed its per-step token/FLOP counts
         self._log_period = plan.log_period
         self._announce = announce  # upstream's "To see full metrics" line, when TensorBoard is on

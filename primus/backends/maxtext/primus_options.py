@@ -20,6 +20,7 @@ class PrimusOptions:
     mlflow_experiment_name: str | None = None
     mlflow_upload_performance_metrics: bool = False
     primus_journal_retention: str = "keep"
+    peak_tflops: float | None = None  # one device's dense peak TFLOP/s, for MFU; None: the built-in table's
 
 
 KEYS = frozenset(f.name for f in fields(PrimusOptions))

@@ -39,6 +39,7 @@ class TrackingPlan:
     perf_metrics: bool  # mlflow_upload_performance_metrics with MLflow on
     warnings: tuple[str, ...] = ()
     infos: tuple[str, ...] = ()
+    peak_tflops: float | None = None  # the run's peak_tflops option, over the built-in table
 
     def for_run(self, params: Mapping[str, Any], tags: Mapping[str, str]) -> TrackingConfig:
         return dataclasses.replace(self.config, params=dict(params), tags=dict(tags))
@@ -102,4 +103,4 @@ def plan_tracking(config: Any, options: PrimusOptions, explicit_run_dir: Path | 
     except TrackingConfigError as e:
         raise TrackingPlanError(f"MaxText tracking settings: {e}") from e
     perf = options.enable_mlflow and options.mlflow_upload_performance_metrics
-    return TrackingPlan(tracking, log_period, perf, tuple(warnings), tuple(infos))
+    return TrackingPlan(tracking, log_period, perf, tuple(warnings), tuple(infos), options.peak_tflops)

@@ -16,7 +16,7 @@ from typing import Any
 
 PRIMUS_FIELDS = ("enable_mlflow", "mlflow_run_name", "mlflow_experiment_name", "mlflow_upload_performance_metrics",
                  "mlflow_upload_logs", "mlflow_upload_traces", "mlflow_upload_tracelens_report", "primus_exit_deadline",
-                 "primus_journal_retention")
+                 "primus_journal_retention", "peak_tflops", "mlflow_performance_metrics_across_ranks")
 
 
 @functools.cache
@@ -38,6 +38,10 @@ def primus_config_class(base: type) -> type:
         mlflow_upload_performance_metrics: bool = False
         """Also log tokens/s, TFLOP/s, MFU, memory and utilisation (perf/, mem/, sys/) every log step"""
 
+        mlflow_performance_metrics_across_ranks: bool = False
+        """With mlflow_upload_performance_metrics: memory and utilisation as min/mean/max over ranks (every rank
+        reads its own; one small gather of host values per log step)"""
+
         mlflow_upload_logs: bool = False
         """Write this run's log to <run_dir>/logs and upload it to MLflow after training"""
 
@@ -46,6 +50,10 @@ def primus_config_class(base: type) -> type:
 
         mlflow_upload_tracelens_report: bool = False
         """Write a report analysing this run's profiler traces to <run_dir>/reports and upload it to MLflow"""
+
+        peak_tflops: float | None = None
+        """Dense peak TFLOP/s of one device for the training dtype, for Primus's perf/mfu (default: the built-in
+        table's; no MFU for a device it does not know)"""
 
         primus_exit_deadline: float = 30.0
         """Seconds to wait at exit for the trackers to deliver (as Megatron's --primus-exit-deadline); what they

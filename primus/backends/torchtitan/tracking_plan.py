@@ -40,6 +40,7 @@ class TrackingPlan:
     traces_dir: Path | None  # mlflow_upload_traces/_tracelens_report: where the profiler writes, read after training
     warnings: tuple[str, ...] = ()
     infos: tuple[str, ...] = ()
+    across_ranks: bool = False  # perf_metrics' memory/utilisation gathered over ranks (every rank takes part)
 
     def for_run(self, params: dict[str, Any], tags: dict[str, str]) -> TrackingConfig:
         return dataclasses.replace(self.config, params=params, tags=tags)
@@ -82,6 +83,11 @@ def plan_tracking(metrics: Any, *, dump_folder: str, checkpoint_dir: Path | None
         raise TrackingPlanError(f"metrics.primus_journal_retention={retention!r} is invalid: use one of "
                                 f"{', '.join(JOURNAL_RETENTIONS)} (keep: the whole journal stays; delivered: closed "
                                 f"segments every tracker has are deleted)")
+    peak = getattr(metrics, "peak_tflops", None)
+    if peak is not None and (isinstance(peak, bool) or not isinstance(peak, (int, float))
+                             or not (math.isfinite(peak) and peak > 0)):
+        raise TrackingPlanError(f"metrics.peak_tflops={peak!r} is invalid: give one device's dense peak TFLOP/s for "
+                                f"the training dtype, a number > 0 (e.g. 989.4 for an H100 SXM in bf16), or null")
     mlflow_on = bool(getattr(metrics, "enable_mlflow", False))
     uploads = [name for name in ("mlflow_upload_performance_metrics", "mlflow_upload_logs", "mlflow_upload_traces",
                                  "mlflow_upload_tracelens_report") if getattr(metrics, name, False)]
@@ -94,6 +100,11 @@ def plan_tracking(metrics: Any, *, dump_folder: str, checkpoint_dir: Path | None
                         f"traces to report on. Set {profiler_section}.enable_profiling: true "
                         f"(--{profiler_section}.enable-profiling).")
     tracing = bool({"mlflow_upload_traces", "mlflow_upload_tracelens_report"} & set(uploads))
+    across_ranks = bool(getattr(metrics, "mlflow_performance_metrics_across_ranks", False))
+    if across_ranks and "mlflow_upload_performance_metrics" not in uploads:
+        infos.append("metrics.mlflow_performance_metrics_across_ranks ignored: the perf set is not uploaded "
+                     "(metrics.enable_mlflow and metrics.mlflow_upload_performance_metrics)")
+        across_ranks = False
     if not (metrics.enable_tensorboard or metrics.enable_wandb or mlflow_on or requested_sinks()):
         return TrackingPlan(None, False, False, None, None, tuple(warnings), tuple(infos))
 
@@ -126,4 +137,4 @@ def plan_tracking(metrics: Any, *, dump_folder: str, checkpoint_dir: Path | None
     return TrackingPlan(config, bool(metrics.save_for_all_ranks), "mlflow_upload_performance_metrics" in uploads,
                         run_dir / "logs" / f"rank_{rank}.log" if "mlflow_upload_logs" in uploads else None,
                         run_dir / "traces" if tracing else None,
-                        tuple(warnings), tuple(infos))
+                        tuple(warnings), tuple(infos), across_ranks)

@@ -59,7 +59,8 @@ def start_tracking(plan: TrackingPlan, *, params: dict[str, Any], model: dict[st
     perf = None
     if plan.perf_metrics:
         perf = StepPerf(str(params.get("training", {}).get("mixed_precision_param", "bfloat16")),
-                        log_freq=int(params.get("metrics", {}).get("log_freq", 1)))
+                        log_freq=int(params.get("metrics", {}).get("log_freq", 1)),
+                        peak_tflops=params.get("metrics", {}).get("peak_tflops"))
     return HubLogger(run, tag=tag, perf=perf)
 
 

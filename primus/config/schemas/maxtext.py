@@ -8,7 +8,7 @@ from pathlib import Path
 
 from primus.config.schema import Param, Schema
 from primus.config.schemas import upstream_tables
-from primus.config.schemas.tracking import journal_retention_param, mlflow_params
+from primus.config.schemas.tracking import journal_retention_param, mlflow_params, performance_params
 
 PARAMS = [
     Param("log_period", "int", ge=1,
@@ -24,6 +24,7 @@ PARAMS = [
     Param("enable_mlflow", "bool", primus=True, help="Enable MLflow logging."),
     *mlflow_params(),
     journal_retention_param(),
+    *performance_params(across_ranks=False),
 ]
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from primus.config import yaml12
 from primus.config.schema import Param, Schema
 from primus.config.schemas.megatron_table import installed_table_path
-from primus.config.schemas.tracking import journal_retention_param, mlflow_params
+from primus.config.schemas.tracking import journal_retention_param, mlflow_params, performance_params
 
 # Arguments upstream 0.19.2 dropped are still accepted and honoured by Primus, so older configs
 # keep working (log_learning_rate_to_tensorboard, log_batch_size_to_tensorboard, log_avg_*).
@@ -15,6 +15,7 @@ PRIMUS_PARAMS = [
     Param("disable_wandb", "bool", primus=True, help="Turn Weights & Biases off."),
     Param("disable_mlflow", "bool", primus=True, help="Turn MLflow off."),
     *mlflow_params(),
+    *performance_params(),
     Param("mlflow_upload_traces", "bool", primus=True, help="Upload profiler trace files."),
     Param("mlflow_upload_logs", "bool", primus=True, help="Upload training log files."),
     Param("mlflow_upload_tracelens_report", "bool", primus=True, help="Generate and upload a trace report."),

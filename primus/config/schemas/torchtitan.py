@@ -9,7 +9,7 @@ from pathlib import Path
 
 from primus.config.schema import Param, Schema
 from primus.config.schemas import upstream_tables
-from primus.config.schemas.tracking import journal_retention_param, mlflow_params
+from primus.config.schemas.tracking import journal_retention_param, mlflow_params, performance_params
 
 PARAMS = [
     Param("metrics.log_freq", "int", ge=1, help="Steps between metric logs."),
@@ -20,6 +20,7 @@ PARAMS = [
     Param("metrics.disable_color_printing", "bool", help="No ANSI colours on the console."),
     Param("metrics.enable_mlflow", "bool", primus=True, help="Enable MLflow logging."),
     *mlflow_params("metrics."),
+    *performance_params("metrics."),
     Param("metrics.mlflow_upload_logs", "bool", primus=True, help="Upload this run's log file to MLflow."),
     Param("metrics.mlflow_upload_traces", "bool", primus=True, help="Upload this run's profiler traces to MLflow."),
     Param("metrics.mlflow_upload_tracelens_report", "bool", primus=True,

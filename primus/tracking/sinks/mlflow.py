@@ -2,7 +2,10 @@
 create a stray run from this worker thread), MLflow's own HTTP retries off and a short per-attempt
 timeout (its defaults block 246 s on a dead server); the worker owns retries. Metrics go out with
 ``log_batch`` of at most 1000, with the timestamp the training thread took, so a resend after an
-outage is absorbed by MLflow's (run, key, timestamp, step, value) key instead of duplicating."""
+outage is absorbed by MLflow's (run, key, timestamp, step, value) key instead of duplicating.
+
+Names MLflow refuses get readable keys (``names.MlflowKeys``); the run's map is kept in ``run.json`` beside
+its run id, so a resumed job or ``primus tracking sync`` gives every name the key it had."""
 
 from __future__ import annotations
 
@@ -16,7 +19,7 @@ from primus.tracking.artifacts import upload_run_files
 from primus.tracking.config import MlflowConfig
 from primus.tracking.journal import METRICS, TEXT, Record
 from primus.tracking.meta import RunMeta
-from primus.tracking.names import mlflow_key
+from primus.tracking.names import MlflowKeys, mlflow_keys
 from primus.tracking.params import MLFLOW_MAX_PARAM_VALUE, MLFLOW_MAX_TAG_VALUE, clip
 from primus.tracking.sink import Sink, outside_except
 from primus.tracking.state import RunState
@@ -39,8 +42,11 @@ class MlflowSink(Sink):
         self.meta = meta
         self.state = state
         self.run_dir = run_dir
-        self.run_id: str | None = state.section("mlflow").get("run_id")
+        saved = state.section("mlflow")
+        self.run_id: str | None = saved.get("run_id")
         self._client = None
+        self._metric_keys = MlflowKeys(saved.get("metric_keys"))
+        self._tag_keys = MlflowKeys(saved.get("tag_keys") or mlflow_keys(meta.tags))
 
     def open(self) -> str:
         # read by MLflow at request time; process-wide, so the user's own MLflow calls fail fast too
@@ -87,11 +93,13 @@ class MlflowSink(Sink):
                 if e.error_code != "RESOURCE_ALREADY_EXISTS":
                     raise
                 experiment_id = self._client.get_experiment_by_name(name).experiment_id
-        tags = {mlflow_key(k): clip(v, MLFLOW_MAX_TAG_VALUE) for k, v in self.meta.tags.items()}
+        self._metric_keys, self._tag_keys = MlflowKeys(), MlflowKeys(mlflow_keys(self.meta.tags))  # a new run
+        tags = {self._tag_keys(k): clip(v, MLFLOW_MAX_TAG_VALUE) for k, v in self.meta.tags.items()}
         run = self._client.create_run(experiment_id, run_name=self.cfg.run_name, tags=tags)
         run_id = run.info.run_id
         self.state.update("mlflow", run_id=run_id, experiment_id=experiment_id,
-                          tracking_uri=redact_text(self.cfg.tracking_uri))
+                          tracking_uri=redact_text(self.cfg.tracking_uri), metric_keys={},
+                          tag_keys=self._tag_keys.assigned())
         log.info("primus tracking: MLflow run %s in experiment %r at %s", run_id, name,
                  redact_text(self.cfg.tracking_uri))
         self._log_params(run_id, {})
@@ -108,7 +116,8 @@ class MlflowSink(Sink):
         job with a different config), never fail the run over them."""
         from mlflow.entities import Param
 
-        wanted = {mlflow_key(k): clip(v, MLFLOW_MAX_PARAM_VALUE) for k, v in self.meta.params.items()}
+        keys = mlflow_keys(self.meta.params)
+        wanted = {keys[k]: clip(v, MLFLOW_MAX_PARAM_VALUE) for k, v in self.meta.params.items()}
         changed = sorted(k for k, v in wanted.items() if k in existing and existing[k] != v)
         if changed:
             log.warning("primus tracking: resumed MLflow run %s keeps its first values for changed params %s",
@@ -124,11 +133,15 @@ class MlflowSink(Sink):
     def write(self, records: Sequence[Record]) -> None:
         from mlflow.entities import Metric, RunTag
 
-        metrics = [Metric(mlflow_key(k), v, r.ts_ms, r.step) for r in records if r.kind == METRICS
+        known = len(self._metric_keys), len(self._tag_keys)
+        metrics = [Metric(self._metric_keys(k), v, r.ts_ms, r.step) for r in records if r.kind == METRICS
                    for k, v in r.data.items()]
         # MLflow has no text-per-step: the latest text of a tag is a run tag
-        tags = {mlflow_key(f"text/{r.data['tag']}"): clip(r.data["text"], MLFLOW_MAX_TAG_VALUE)
+        tags = {self._tag_keys(f"text/{r.data['tag']}"): clip(r.data["text"], MLFLOW_MAX_TAG_VALUE)
                 for r in records if r.kind == TEXT}
+        if known != (len(self._metric_keys), len(self._tag_keys)):
+            # before the send: a key MLflow has seen is the name's key for good
+            self.state.update("mlflow", metric_keys=self._metric_keys.assigned(), tag_keys=self._tag_keys.assigned())
         tag_list = [RunTag(k, v) for k, v in tags.items()]
         for i in range(0, len(tag_list), MAX_PARAMS_TAGS_PER_BATCH):
             self._client.log_batch(self.run_id, tags=tag_list[i:i + MAX_PARAMS_TAGS_PER_BATCH], synchronous=True)

@@ -31,6 +31,7 @@ PERF = ("perf/tokens_per_sec", "perf/tokens_per_sec_per_gpu", "perf/tflops_per_g
 PERF_AVG = ("perf/iteration_time_ms_avg", "perf/tokens_per_sec_per_gpu_avg", "perf/tflops_per_gpu_avg")
 # mlflow_upload_performance_metrics on a CPU host: no device memory or utilisation to read
 SYSTEM = ("mem/host_rss_gib", "mem/host_peak_rss_gib", "sys/cpu_util_pct", "sys/host_mem_used_pct")
+ACROSS_RANKS = tuple(f"{name}/{stat}" for name in SYSTEM for stat in ("min", "mean", "max"))
 # timers.write at --timing-log-level 1 on one CPU process: the timers upstream started (the others are absent)
 TIMERS_LEVEL_1 = ("forward-backward-time", "optimizer-time", "optimizer-inner-step-time",
                   "optimizer-copy-to-main-grad-time", "all-grads-sync-time", "embedding-grads-all-reduce-time")
@@ -121,9 +122,11 @@ RUNS: dict[str, RunSpec] = {
     "tb_wandb": spec("tb_wandb", (TB, WANDB), "--wandb-project", "h6-intervals", "--train-iters", "4",
                      "--tensorboard-log-interval", "2", "--log-interval", "3",
                      expected=at([2, 4], *UPSTREAM), iterations=4),
-    # torchrun, 2 processes.
+    # torchrun, 2 processes; memory and utilisation as min/mean/max over the two ranks, beside the writer's own.
     "dp2_all": spec("dp2_all", SINKS, "--wandb-project", "h6-dp2", "--log-throughput",
-                    expected=at(STEPS, *UPSTREAM) | at(PERF_STEPS, *PERF), nproc=2),
+                    "--mlflow-upload-performance-metrics", "--mlflow-performance-metrics-across-ranks",
+                    expected=at(STEPS, *UPSTREAM) | at(PERF_STEPS, *PERF), nproc=2,
+                    mlflow_only=at(PERF_STEPS, *SYSTEM, *ACROSS_RANKS)),
     "pp2_wandb": spec("pp2_wandb", (WANDB,), "--wandb-project", "h6-pp2", "--pipeline-model-parallel-size", "2",
                       "--log-throughput", expected=at(STEPS, *UPSTREAM) | at(PERF_STEPS, *PERF), nproc=2),
 }

@@ -8,6 +8,7 @@ losses as upstream alone). The profiler's traces become artifacts of the MLflow 
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -65,6 +66,9 @@ def assert_mlflow_has_every_step(client, run, keys) -> None:
     assert run.info.status == "FINISHED"
     assert all(is_valid_mlflow_key(k) for k in run.data.metrics), sorted(run.data.metrics)
     assert set(run.data.metrics) == {mlflow_key(k) for k in keys}
+    # readable keys, no hash suffix (no two of upstream's names meet on one key)
+    assert not [k for k in run.data.metrics if re.search(r"_[0-9a-f]{8}$", k)], sorted(run.data.metrics)
+    assert {"throughput_tps", "memory/max_active_GiB", "memory/max_reserved_pct"} <= set(run.data.metrics)
     for key in keys:
         assert [s for s, _ in mlflow_history(client, run.info.run_id, mlflow_key(key))] == STEP_LIST, key
 
@@ -240,18 +244,31 @@ def test_disabled_tracker_receives_nothing(fsdp_every_rank):
 
 @pytest.fixture(scope="module")
 def fsdp_metrics_rank(titan_run, mlflow_server):
-    """torchrun, 2 processes with FSDP through `primus train`'s entry: only the metrics rank tracks."""
+    """torchrun, 2 processes with FSDP through `primus train`'s entry: only the metrics rank tracks; the perf set
+    goes to MLflow with memory and utilisation over both ranks."""
     return titan_run("fsdp-metrics-rank", "--parallelism.data-parallel-shard-degree", "2",
                      "--metrics.enable-tensorboard", "--metrics.enable-mlflow",
+                     "--metrics.mlflow-upload-performance-metrics", "--metrics.mlflow-performance-metrics-across-ranks",
                      "--metrics.mlflow-experiment-name", "titan-fsdp-rank0", nproc=2,
                      env={"MLFLOW_TRACKING_URI": mlflow_server.uri})
+
+
+SYSTEM_KEYS = sorted(k for k in PERF_KEYS if k.startswith(("mem/", "sys/")))
+ACROSS_RANKS_KEYS = frozenset(f"{k}/{stat}" for k in SYSTEM_KEYS for stat in ("min", "mean", "max"))
 
 
 def test_only_the_metrics_rank_tracks_by_default(fsdp_metrics_rank, fsdp_every_rank, mlflow_client):
     fsdp_metrics_rank.assert_trained()
     run = only_run(mlflow_client, "titan-fsdp-rank0")
-    assert_mlflow_has_every_step(mlflow_client, run, TRACKED_ON_CPU)
+    assert_mlflow_has_every_step(mlflow_client, run, TRACKED_ON_CPU | PERF_KEYS | ACROSS_RANKS_KEYS)
+    # both ranks took part: rank 0's own reading is one end of the two, the mean their midpoint
+    history = {k: dict(mlflow_history(mlflow_client, run.info.run_id, k)) for k in (*SYSTEM_KEYS, *ACROSS_RANKS_KEYS)}
+    for key in SYSTEM_KEYS:
+        for step in STEP_LIST:
+            low, mean, high = (history[f"{key}/{stat}"][step] for stat in ("min", "mean", "max"))
+            assert history[key][step] in (low, high) and mean == pytest.approx((low + high) / 2, rel=1e-12), key
+    assert any(history["mem/host_rss_gib/min"][s] < history["mem/host_rss_gib/max"][s] for s in STEP_LIST)
     [logdir] = tb_dirs(fsdp_metrics_rank.dump)
-    scalars = assert_tb_has_every_step(logdir, TRACKED_ON_CPU)
+    scalars = assert_tb_has_every_step(logdir, TRACKED_ON_CPU | PERF_KEYS | ACROSS_RANKS_KEYS)
     every_rank = read_tb_scalars(tb_dirs(fsdp_every_rank.dump)[0])
     assert scalars["loss_metrics/global_avg_loss"] == every_rank["loss_metrics/global_avg_loss"]

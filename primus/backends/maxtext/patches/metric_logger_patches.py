@@ -66,7 +66,8 @@ def _install_metric_logger(module, handle):
         if feed.perf_wanted:
             feed.perf = StepPerf(per_device_tokens=instance.metadata[module.MetadataKey.PER_DEVICE_TOKENS],
                                  per_device_tflops=instance.metadata[module.MetadataKey.PER_DEVICE_TFLOPS],
-                                 devices=jax.devices(), dtype=str(config.dtype))
+                                 devices=jax.devices(), dtype=str(config.dtype),
+                                 local_device=jax.local_devices()[0], peak_tflops=feed.peak_tflops)
         return result
 
     def flush_and_cleanup(wrapped, instance, args, kwargs):

@@ -13,15 +13,18 @@ from primus.patches import REGISTRY
                 description="training.training_log / evaluate_and_print_results: perf figures and one log call "
                             "per step, from the writer rank")
 def _install_training_log(module, handle):
-    from primus.backends.megatron.training.global_vars import get_tracking_session
+    from primus.backends.megatron.training.global_vars import get_rank_figures, get_tracking_session
 
     iteration_of = _argument_reader(module.training_log, "iteration")
 
     def training_log(wrapped, instance, args, kwargs):
         result = wrapped(*args, **kwargs)
+        iteration = iteration_of(args, kwargs)
+        figures = get_rank_figures()
+        system = figures.at(iteration) if figures is not None else None  # every rank takes part in the gather
         session = get_tracking_session()
         if session is not None:
-            session.after_training_log(iteration_of(args, kwargs))
+            session.after_training_log(iteration, system)
         return result
 
     def evaluate_and_print_results(wrapped, instance, args, kwargs):

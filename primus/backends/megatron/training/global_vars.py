@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from primus.backends.megatron.training.hub_writer import HubWriter
+from primus.backends.megatron.training.rank_figures import LogStepFigures
 from primus.backends.megatron.training.tracking_plan import TrackingPlan, plan_tracking
 from primus.backends.megatron.training.tracking_session import TrackingSession
 from primus.log import set_level
@@ -17,6 +18,7 @@ from primus.log_capture import capture_console, stop_console_capture
 
 _PLAN: TrackingPlan | None = None
 _SESSION: TrackingSession | None = None
+_RANK_FIGURES: LogStepFigures | None = None  # every rank, with mlflow_performance_metrics_across_ranks
 
 
 def set_tracking_plan(args) -> TrackingPlan:
@@ -33,10 +35,15 @@ def get_tracking_session() -> TrackingSession | None:
     return _SESSION
 
 
+def get_rank_figures() -> LogStepFigures | None:
+    return _RANK_FIGURES
+
+
 def set_tracking_writer(args, upstream_global_vars) -> None:
     """Start tracking on the writer rank and hand upstream the HubWriter."""
-    global _SESSION
+    global _SESSION, _RANK_FIGURES
     plan = _PLAN if _PLAN is not None else set_tracking_plan(args)
+    _RANK_FIGURES = LogStepFigures(args.log_interval) if plan.across_ranks else None
     if args.rank == args.world_size - 1:
         plan.notices.emit()
     if not plan.any_tracker or args.rank != args.world_size - 1:
@@ -53,8 +60,8 @@ def set_tracking_writer(args, upstream_global_vars) -> None:
 
 def finish_tracking(status: str | None = None) -> None:
     """End the run (in-process re-runs, tests); process exit is covered by the run's exit handlers."""
-    global _SESSION, _PLAN
-    session, _SESSION, _PLAN = _SESSION, None, None
+    global _SESSION, _PLAN, _RANK_FIGURES
+    session, _SESSION, _PLAN, _RANK_FIGURES = _SESSION, None, None, None
     stop_console_capture()  # the log is complete on disk before the run's end uploads it
     if session is not None:
         session.writer.flush()

@@ -6,6 +6,7 @@ only the writer rank (the last, as upstream) turns it into a tracking run."""
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ class TrackingPlan:
     config: TrackingConfig  # params and tags are added on the writer rank
     notices: Notices
     log_file: Path | None = None  # mlflow_upload_logs: this rank's console, copied there (every rank)
+    across_ranks: bool = False  # memory/utilisation gathered over ranks (mlflow_performance_metrics_across_ranks)
 
     @property
     def any_tracker(self) -> bool:
@@ -74,7 +76,11 @@ def plan_tracking(args) -> TrackingPlan:
         args.tensorboard_dir = str(run_dir / "traces" / "profiler")
         _check_profiler(args, notices)
     log_file = run_dir / "logs" / f"rank_{args.rank}.log" if mlflow and args.mlflow_upload_logs else None
-    return TrackingPlan(config, notices, log_file)
+    across_ranks = bool(mlflow) and args.mlflow_performance_metrics_across_ranks
+    if across_ranks and not args.mlflow_upload_performance_metrics:
+        notices.info("mlflow_performance_metrics_across_ranks ignored: mlflow_upload_performance_metrics is off")
+        across_ranks = False
+    return TrackingPlan(config, notices, log_file, across_ranks)
 
 
 def _check_profiler(args, notices: Notices) -> None:
@@ -90,6 +96,9 @@ def _check_ranges(args, notices: Notices) -> None:
         value = getattr(args, key)
         if value < minimum:
             notices.error(f"{key}={value!r} is invalid: {_flag(key)} must be >= {minimum}")
+    if args.peak_tflops is not None and not (math.isfinite(args.peak_tflops) and args.peak_tflops > 0):
+        notices.error(f"peak_tflops={args.peak_tflops!r} is invalid: {_flag('peak_tflops')} is one device's dense "
+                      f"peak TFLOP/s for the training dtype, a number > 0 (e.g. 989.4 for an H100 SXM in bf16)")
     if not args.primus_exit_deadline > 0:
         notices.error(f"primus_exit_deadline={args.primus_exit_deadline!r} is invalid: "
                       f"{_flag('primus_exit_deadline')} must be > 0 seconds")

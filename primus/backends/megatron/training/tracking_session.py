@@ -29,8 +29,9 @@ class TrackingSession:
         self._device_name, self._dtype = _device_and_dtype(args)
         self._last: tuple[int, float] | None = None  # (iteration, perf_counter) at the previous log step
 
-    def after_training_log(self, iteration: int) -> None:
-        """Called after upstream's training_log: adds perf figures on log steps, then sends the step."""
+    def after_training_log(self, iteration: int, system: Mapping[str, float] | None = None) -> None:
+        """Called after upstream's training_log: adds perf figures on log steps, then sends the step.
+        ``system``: the memory/utilisation figures gathered over ranks this step (RankFigures), if on."""
         if iteration % self._args.log_interval != 0 or not (self._throughput_on or self._console_on):
             self.writer.emit()
             return
@@ -43,8 +44,9 @@ class TrackingSession:
         perf = self._interval_perf(iterations, seconds)
         self.writer.emit(perf if self._throughput_on else None, step=iteration)
         if self._system_on:
-            system = memory_metrics() | self._utilisation.read()
-            self.run.log(iteration, system, only=MLFLOW_ONLY)
+            if system is None:
+                system = memory_metrics() | self._utilisation.read()
+            self.run.log(iteration, dict(system), only=MLFLOW_ONLY)
         if self._console_on:
             print(render_console_line(iteration, self._args.train_iters, perf), flush=True)
 
@@ -58,7 +60,7 @@ class TrackingSession:
         flops = float(num_floating_point_operations(args, batch_size)) * iterations
         self._averager.add(iterations=iterations, seconds=seconds, tokens=tokens, flops=flops)
         perf = throughput_metrics(tokens=tokens, seconds=seconds, world_size=args.world_size, flops=flops,
-                                  device_name=self._device_name, dtype=self._dtype)
+                                  device_name=self._device_name, dtype=self._dtype, given_peak=args.peak_tflops)
         perf["perf/iteration_time_ms"] = seconds / iterations * 1e3
         perf.update(self._averager.averages(args.world_size))
         return perf

@@ -9,7 +9,9 @@ each: 0.3's ``MetricsProcessor._build_metric_logger`` (keyword arguments), 0.2.2
 
 The same in every release: ``MetricsProcessor.__init__`` leaves upstream's ``mfu(%)`` out of the trackers
 when the device's peak is unknown (upstream_mfu); ``MetricsProcessor.log`` adds the perf metric set when
-it is on."""
+it is on. Upstream calls ``log`` on every rank at every log step, so with
+``mlflow_performance_metrics_across_ranks`` every rank reads its own memory and utilisation there and takes
+part in one gather, and the logging rank(s) log min/mean/max over ranks."""
 
 from __future__ import annotations
 
@@ -19,6 +21,8 @@ from typing import Any
 
 from primus.backends.torchtitan.patches.versions import CONFIGURABLE, TOML_JOB_CONFIG, TORCHTITAN
 from primus.patches import REGISTRY, PatchHandle
+
+RANK_FIGURES = "_primus_rank_figures"  # the MetricsProcessor's RankFigures, with the across-rank figures on
 
 
 def _tracking_logger(module: ModuleType, metrics: Any, *, dump_folder: str, metrics_rank: int,
@@ -88,23 +92,30 @@ def _install_metric_logger_function(module: ModuleType, handle: PatchHandle) -> 
                             "MetricsProcessor.log -> perf/mem/sys metrics (mlflow_upload_performance_metrics)")
 def _install_metrics_processor(module: ModuleType, handle: PatchHandle) -> None:
     from primus.backends.torchtitan.hub_logger import HubLogger
+    from primus.backends.torchtitan.tracking_session import current_plan
     from primus.backends.torchtitan.upstream_mfu import UPSTREAM_MFU, unknown_peak_notice, upstream_peak_is_real
     from primus.log import get_logger
+    from primus.tracking.across_ranks import RankFigures
 
     notices = get_logger("primus.torchtitan")
 
     def init(wrapped, instance, args, kwargs):
         wrapped(*args, **kwargs)  # builds the logger, then reads the device's peak
+        plan = current_plan()
+        if plan is not None and plan.across_ranks:  # every rank: each takes part in the gather at log steps
+            setattr(instance, RANK_FIGURES, RankFigures())
         device = instance.device_memory_monitor.device_name
         if isinstance(instance.logger, HubLogger) and not upstream_peak_is_real(device, instance.gpu_peak_flops):
             instance.logger.dropped = frozenset({UPSTREAM_MFU})
             notices.info("%s", unknown_peak_notice(device))
 
     def log(wrapped, instance, args, kwargs):
+        figures = getattr(instance, RANK_FIGURES, None)
+        system = figures.read() if figures is not None else None  # on every rank, whether it logs or not
         logger = instance.logger
         if isinstance(logger, HubLogger) and logger.perf is not None:
             step = args[0] if args else kwargs["step"]
-            perf = logger.perf.measure(instance, step)  # before upstream resets its counters
+            perf = logger.perf.measure(instance, step, system)  # before upstream resets its counters
             if len(args) > 4:
                 args = (*args[:4], {**(args[4] or {}), **perf})
             else:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from primus.backends.megatron.patches.args.notices import Notices
 
 _UPLOAD_FLAGS = ("mlflow_upload_traces", "mlflow_upload_logs", "mlflow_upload_performance_metrics",
-                 "mlflow_upload_tracelens_report")
+                 "mlflow_upload_tracelens_report", "mlflow_performance_metrics_across_ranks")
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,12 @@ def add_primus_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
     _toggle(group, "--mlflow-upload-logs", False, "Upload this run's log files to MLflow.")
     _toggle(group, "--mlflow-upload-performance-metrics", False,
             "Log the perf/memory/utilisation metric set to MLflow each log step (implies throughput).")
+    _toggle(group, "--mlflow-performance-metrics-across-ranks", False,
+            "With --mlflow-upload-performance-metrics: memory and utilisation as min/mean/max over ranks "
+            "(one small gather of host values per log step).")
+    group.add_argument("--peak-tflops", type=float, default=None,
+                       help="Dense peak TFLOP/s of one device for the training dtype, for MFU (default: the "
+                            "built-in table's; no MFU for a device it does not know).")
     _toggle(group, "--mlflow-upload-tracelens-report", False,
             "Generate a trace-analysis report from this run's traces and upload it to MLflow.")
     _toggle(group, "--log-learning-rate-to-tensorboard", True, "Log the learning rate (dropped upstream; honoured).")
