@@ -87,9 +87,11 @@ def every_tracker_on(name: str, release: str | None = None) -> RunSpec:
 
 
 RUNS: dict[str, RunSpec] = {
-    # Every tracker off although their directories and names are given: nothing may be written.
+    # Every tracker off although their directories and names are given: nothing may be written; the console
+    # still shows tokens/s, averages (skip 1: from iteration 2; reset 1: each interval's own) and the ETA.
     "none": spec("none", (), "--tensorboard-dir", "tb", "--wandb-project", "h6-none", "--log-throughput",
-                 "--log-params-norm", expected={}),
+                 "--log-params-norm", "--log-progress", "--log-avg-skip-iterations", "1",
+                 "--log-avg-reset-interval", "1", expected={}),
     "all": every_tracker_on("all"),
     # TensorBoard only (directory derived), with every per-metric switch and the timers; MLflow's upload
     # switches are ignored with MLflow off. Validation at the last iteration is

@@ -100,8 +100,11 @@ def test_params_norm_and_zeros_in_grad(run_of):
 
 
 def test_running_averages_skip_and_reset(run_of, mlflow_client):
-    # default skip 2: in 3 iterations every interval is warm-up, no average yet
-    assert not set(PERF_AVG) & set(wandb_steps(root(run_of("all"))))
+    # default skip 2: the log entries at iterations 1 (clock start) and 2 are warm-up; the average starts at 3
+    all_root = root(run_of("all"))
+    for avg in PERF_AVG:
+        assert wandb_steps(all_root)[avg] == [3]
+        assert wandb_values(all_root, avg) == pytest.approx({3: wandb_values(all_root, avg.removesuffix("_avg"))[3]})
     # skip 0, reset every interval: each average is that interval's own figure
     wandb_root = root(run_of("wandb"))
     for avg in PERF_AVG:
@@ -113,6 +116,21 @@ def test_running_averages_skip_and_reset(run_of, mlflow_client):
     assert averages[2] == pytest.approx(times[2])
     assert averages[3] == pytest.approx((times[2] + times[3]) / 2)
     assert averages[3] != pytest.approx(times[3])
+
+
+_CONSOLE_PERF = re.compile(r"\[primus\] iteration (\d+)/3 \| tokens/s/GPU ([\d.]+)(?: \(avg ([\d.]+)\))? \| "
+                           r"TFLOP/s/GPU [\d.]+(?: \(avg [\d.]+\))? \| ETA \d+:\d\d:\d\d")
+
+
+def test_console_figures_with_every_tracker_off(run_of):
+    # no tracker at all: tokens/s, their averages and the ETA on the console, from the second log step
+    # (the first starts the clock); skip 1 puts the first average at iteration 2, reset 1 makes each
+    # average its own interval's figure
+    none = run_of("none")
+    lines = _CONSOLE_PERF.findall(none.output)
+    assert [int(i) for i, *_ in lines] == [2, 3], none.output
+    for _, rate, avg in lines:
+        assert avg == rate
 
 
 def test_timing_log_level_and_option(run_of):

@@ -34,12 +34,17 @@ def get_tracking_session() -> TrackingSession | None:
 
 
 def set_tracking_writer(args, upstream_global_vars) -> None:
-    """Start tracking on the writer rank and hand upstream the HubWriter."""
+    """Start tracking on the writer rank and hand upstream the HubWriter; with every tracker off, the
+    writer rank still gets a session for the console figures (tokens/s, averages, ETA)."""
     global _SESSION
     plan = _PLAN if _PLAN is not None else set_tracking_plan(args)
     if args.rank == args.world_size - 1:
         plan.notices.emit()
-    if not plan.any_tracker or args.rank != args.world_size - 1:
+    if args.rank != args.world_size - 1:
+        return
+    if not plan.any_tracker:
+        if args.log_throughput or args.log_progress:  # the console figures need no tracker
+            _SESSION = TrackingSession(None, None, args, mlflow_on=False)
         return
     from primus.tracking import start_run
 
@@ -56,7 +61,7 @@ def finish_tracking(status: str | None = None) -> None:
     global _SESSION, _PLAN
     session, _SESSION, _PLAN = _SESSION, None, None
     stop_console_capture()  # the log is complete on disk before the run's end uploads it
-    if session is not None:
+    if session is not None and session.run is not None:
         session.writer.flush()
         session.run.finish(status)
 
