@@ -25,7 +25,9 @@ TB, WANDB, MLFLOW = "tensorboard", "wandb", "mlflow"
 SINKS = (TB, WANDB, MLFLOW)
 VS_SAMPLES = " vs samples"
 
-UPSTREAM = ("lm loss", "learning-rate", "loss-scale", "grad-norm")
+# upstream's training_log sends this one to its W&B writer only; the hub routes it to every tracker
+SAMPLES_VS_STEPS = "samples vs steps"
+UPSTREAM = ("lm loss", "learning-rate", "loss-scale", "grad-norm", SAMPLES_VS_STEPS)
 PERF = ("perf/tokens_per_sec", "perf/tokens_per_sec_per_gpu", "perf/tflops_per_gpu", "perf/iteration_time_ms")
 PERF_AVG = ("perf/iteration_time_ms_avg", "perf/tokens_per_sec_per_gpu_avg", "perf/tflops_per_gpu_avg")
 # mlflow_upload_performance_metrics on a CPU host: no device memory or utilisation to read
@@ -34,7 +36,7 @@ SYSTEM = ("mem/host_rss_gib", "mem/host_peak_rss_gib", "sys/cpu_util_pct", "sys/
 TIMERS_LEVEL_1 = ("forward-backward-time", "optimizer-time", "optimizer-inner-step-time",
                   "optimizer-copy-to-main-grad-time", "all-grads-sync-time", "embedding-grads-all-reduce-time")
 # upstream's tags that also have a "<tag> vs samples" twin (TensorBoard only)
-WITH_SAMPLES_AXIS = (*UPSTREAM, "params-norm", "num-zeros", "world-size", "batch-size", "lm loss validation",
+WITH_SAMPLES_AXIS = (*(t for t in UPSTREAM if t != SAMPLES_VS_STEPS), "params-norm", "num-zeros", "world-size", "batch-size", "lm loss validation",
                      "lm loss validation ppl")
 MEMORY = ("mem-reserved-bytes", "mem-allocated-bytes", "mem-max-allocated-bytes", "mem-allocated-count")
 
@@ -109,7 +111,7 @@ RUNS: dict[str, RunSpec] = {
     "wandb": spec("wandb", (WANDB,), "--wandb-project", "h6-wandb", "--log-throughput",
                   "--log-learning-rate-to-tensorboard", "false", "--no-log-loss-scale-to-tensorboard",
                   "--log-avg-skip-iterations", "0", "--log-avg-reset-interval", "1",
-                  expected=at(STEPS, "lm loss", "grad-norm") | at(PERF_STEPS, *PERF, *PERF_AVG)),
+                  expected=at(STEPS, "lm loss", "grad-norm", SAMPLES_VS_STEPS) | at(PERF_STEPS, *PERF, *PERF_AVG)),
     # MLflow only: the perf set without --log-throughput (it implies it), logs and traces uploaded,
     # averages over every interval (no reset within 10), timers on the console only, as their maximum.
     "mlflow": spec("mlflow", (MLFLOW,), "--mlflow-upload-performance-metrics", "--mlflow-upload-logs",
@@ -171,6 +173,11 @@ def tb_event_files(root: Path) -> list[Path]:
 def tb_steps(root: Path) -> dict[str, list[int]]:
     [logdir] = {p.parent for p in tb_event_files(root)}
     return {tag: [step for step, _ in points] for tag, points in read_tb_scalars(logdir).items()}
+
+
+def tb_values(root: Path, tag: str) -> dict[int, float]:
+    [logdir] = {p.parent for p in tb_event_files(root)}
+    return dict(read_tb_scalars(logdir).get(tag, []))
 
 
 def wandb_steps(root: Path) -> dict[str, list[int]]:

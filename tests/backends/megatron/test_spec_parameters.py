@@ -36,6 +36,7 @@ from megatron_tracking_runs import (
     PERF,
     PERF_AVG,
     RUNS,
+    SAMPLES_VS_STEPS,
     SYSTEM,
     TIMERS_LEVEL_1,
     mlflow_runs,
@@ -43,14 +44,18 @@ from megatron_tracking_runs import (
     start,
     tb_event_files,
     tb_steps,
+    tb_values,
     wandb_steps,
     wandb_values,
 )
 from support.readers import mlflow_history, wandb_files, wandb_records
 
+from primus.tracking.names import mlflow_key
+
 pytestmark = pytest.mark.slow
 
 USED = ("all", "tb", "wandb", "mlflow", "tb_wandb", "none")
+_CONSUMED = re.compile(r"iteration\s+(\d+)/\s*\d+ \| consumed samples:\s+(\d+)")
 _UPSTREAM_ITERATION = re.compile(r"iteration\s+(\d+)/\s*\d+ \| consumed samples")
 ONE_LOGGER_LINE = "One-Logger is on (enable_one_logger) but the one_logger package is not installed"
 
@@ -131,6 +136,17 @@ def test_console_figures_with_every_tracker_off(run_of):
     assert [int(i) for i, *_ in lines] == [2, 3], none.output
     for _, rate, avg in lines:
         assert avg == rate
+
+
+def test_samples_vs_steps_reaches_every_tracker(run_of, mlflow_client):
+    # upstream sends it to its own W&B writer only (which the hub replaces): consumed samples per step
+    all_run = run_of("all")
+    consumed = {int(i): float(n) for i, n in _CONSUMED.findall(all_run.output)}
+    assert sorted(consumed) == [1, 2, 3], all_run.explain()
+    assert wandb_values(root(all_run), SAMPLES_VS_STEPS) == consumed
+    assert tb_values(root(all_run), SAMPLES_VS_STEPS) == consumed
+    run_id = only_mlflow_run(mlflow_client, "all").info.run_id
+    assert dict(mlflow_history(mlflow_client, run_id, mlflow_key(SAMPLES_VS_STEPS))) == consumed
 
 
 def test_timing_log_level_and_option(run_of):
