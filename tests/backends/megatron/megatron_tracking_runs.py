@@ -114,7 +114,9 @@ RUNS: dict[str, RunSpec] = {
                   expected=at(STEPS, "lm loss", "grad-norm", SAMPLES_VS_STEPS) | at(PERF_STEPS, *PERF, *PERF_AVG)),
     # MLflow only: the perf set without --log-throughput (it implies it), logs and traces uploaded,
     # averages over every interval (no reset within 10), timers on the console only, as their maximum.
-    "mlflow": spec("mlflow", (MLFLOW,), "--mlflow-upload-performance-metrics", "--mlflow-upload-logs",
+    # tensorboard_dir given with TensorBoard off: recorded as given, beside the traces folder.
+    "mlflow": spec("mlflow", (MLFLOW,), "--tensorboard-dir", "tb-mine", "--mlflow-upload-performance-metrics",
+                   "--mlflow-upload-logs",
                    "--mlflow-upload-traces", "--mlflow-upload-tracelens-report", "--profile", "--use-pytorch-profiler", "--profile-step-start", "1",
                    "--profile-step-end", "2", "--log-avg-skip-iterations", "0", "--timing-log-level", "1",
                    "--timing-log-option", "max",

@@ -10,10 +10,12 @@ a parameter's effect is shown against a run without it. Where each parameter is 
 | log_throughput (§2)                             | all vs tb_wandb   | tokens/s and TFLOP/s lines, perf/* tags           |
 | log_progress (§2)                               | resume            | test_tracking_resume.py: progress.txt, ETA line   |
 | log_params_norm, log_num_zeros_in_grad (§2)     | tb vs wandb       | params-norm, num-zeros tags and console fields    |
-| log_avg_skip_iterations, _reset_interval (§2)   | all, wandb, mlflow| perf/*_avg absent / per interval / over window    |
+| log_avg_skip_iterations, _reset_interval (§2)   | all, wandb, mlflow| perf/*_avg from iteration 3 / per interval / over window |
+| log_throughput, log_avg_* with trackers off (§2)| none              | console tokens/s, (avg ...) and ETA lines         |
 | timing_log_level, timing_log_option (§2)        | tb, mlflow vs all | per-iteration timer lines, (min, max) vs max      |
 | logging_level (§2)                              | tb vs none        | upstream's DEBUG records on the console           |
 | tensorboard_dir (§3)                            | tb, none          | derived under the run dir; given but disabled: none |
+|                                                 | mlflow, all       | recorded as given, beside the folders Primus chose |
 | tensorboard_log_interval (§3)                   | tb_wandb          | steps 2 and 4 of 4                                |
 | tensorboard_queue_size (§3)                     | tb                | the TensorBoard writer's queue (run meta.json)    |
 | log_*_to_tensorboard switches (§3)              | tb, wandb vs all  | their tags present / learning-rate, loss-scale gone |
@@ -196,6 +198,35 @@ def test_tensorboard_dir_derived_or_ignored(run_of):
     none = run_of("none")
     assert not (root(none) / "tb").exists()
     assert "disable_tensorboard is true: no event files are written to tb" in none.output
+
+
+def test_tensorboard_dir_is_recorded_as_given_beside_the_folders_primus_chose(run_of, mlflow_client):
+    # trace upload points upstream's args.tensorboard_dir at <run>/traces/profiler (its profiler writes beside
+    # it); the trackers record the user's setting, and the folders under their own names
+    mlflow_run = run_of("mlflow")
+    [run_dir] = {p.parent for p in root(mlflow_run).rglob("journal.jsonl")}
+    params = only_mlflow_run(mlflow_client, "mlflow").data.params
+    assert (params["tensorboard_dir"], params["primus_traces_dir"]) == ("tb-mine", str(run_dir / "traces"))
+    assert "primus_tensorboard_events_dir" not in params  # TensorBoard is off
+    # TensorBoard on, its folder derived: W&B's config and MLflow's params say so, and that none was given
+    all_run = run_of("all")
+    [events] = {p.parent for p in tb_event_files(root(all_run))}
+    config = wandb_config(root(all_run))
+    assert (config["tensorboard_dir"], config["primus_tensorboard_events_dir"]) == (None, str(events))
+    assert "primus_traces_dir" not in config
+    all_params = only_mlflow_run(mlflow_client, "all").data.params
+    assert all_params["primus_tensorboard_events_dir"] == str(events)
+
+
+def wandb_config(root_: Path) -> dict:
+    """The W&B run's config, as its offline run file holds it (every config record, in order)."""
+    [run_file] = wandb_files(root_)
+    out = {}
+    for record in wandb_records(run_file):
+        kind = record.WhichOneof("record_type")
+        items = record.run.config.update if kind == "run" else record.config.update if kind == "config" else ()
+        out.update({item.key: json.loads(item.value_json) for item in items})
+    return out
 
 
 def test_tensorboard_queue_size(run_of):

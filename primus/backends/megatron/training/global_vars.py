@@ -48,7 +48,8 @@ def set_tracking_writer(args, upstream_global_vars) -> None:
         return
     from primus.tracking import start_run
 
-    run = start_run(plan.tracking_config(params=_plain_params(args), tags={"primus.backend": "megatron"}))
+    params = _plain_params(args) | plan.recorded_params
+    run = start_run(plan.tracking_config(params=params, tags={"primus.backend": "megatron"}))
     run.install_exit_handlers()
     writer = HubWriter(run, log_learning_rate=args.log_learning_rate_to_tensorboard,
                        log_batch_size=args.log_batch_size_to_tensorboard)
