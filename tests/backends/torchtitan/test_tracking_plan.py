@@ -98,7 +98,7 @@ def test_wandb_settings_come_from_upstreams_environment_variables(tmp_path, monk
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_TEAM", "team-a")
     monkeypatch.setenv("WANDB_RUN_NAME", "trial")
-    upstreams = {"WANDB_RUN_ID": "abc", "WANDB_RUN_NOTES": "n", "WANDB_RUN_TAGS": "x, y,", "WANDB_RUN_JOB_TYPE": "jt",
+    upstreams = {"WANDB_RUN_ID": "abc", "WANDB_RUN_NOTES": "n", "WANDB_RUN_TAGS": "x, y", "WANDB_RUN_JOB_TYPE": "jt",
                  "WANDB_FORK_FROM": "src?_step=3"}
     for key, value in upstreams.items():
         monkeypatch.setenv(key, value)
