@@ -206,7 +206,7 @@ def test_tensorboard_dir_is_recorded_as_given_beside_the_folders_primus_chose(ru
     mlflow_run = run_of("mlflow")
     [run_dir] = {p.parent for p in root(mlflow_run).rglob("journal.jsonl")}
     params = only_mlflow_run(mlflow_client, "mlflow").data.params
-    assert (params["tensorboard_dir"], params["primus_traces_dir"]) == ("tb-mine", str(run_dir / "traces"))
+    assert (params["tensorboard_dir"], params["primus_traces_dir"]) == ("tb-mine", str((run_dir / "traces").absolute()))
     assert "primus_tensorboard_events_dir" not in params  # TensorBoard is off
     # TensorBoard on, its folder derived: W&B's config and MLflow's params say so, and that none was given
     all_run = run_of("all")

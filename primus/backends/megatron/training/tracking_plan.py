@@ -70,13 +70,14 @@ def plan_tracking(args) -> TrackingPlan:
     notices.raise_if_errors()
     recorded: dict[str, Any] = {"tensorboard_dir": args.tensorboard_dir}
     if tensorboard_dir is not None:
-        args.tensorboard_dir = recorded["primus_tensorboard_events_dir"] = str(tensorboard_dir)
+        args.tensorboard_dir = str(tensorboard_dir)
+        recorded["primus_tensorboard_events_dir"] = str(tensorboard_dir.absolute())
     if mlflow and (args.mlflow_upload_traces or args.mlflow_upload_tracelens_report):
         # upstream's torch profiler writes <tensorboard_dir>/../torch_profile (training.train, 0.19.2); only the
         # profiler reads args.tensorboard_dir now (the TensorBoard sink has its own log_dir), so anchor it in
         # <run_dir>/traces, which the MLflow sink uploads and reports on after training
         args.tensorboard_dir = str(run_dir / "traces" / "profiler")
-        recorded["primus_traces_dir"] = str(run_dir / "traces")
+        recorded["primus_traces_dir"] = str((run_dir / "traces").absolute())
         _check_profiler(args, notices)
     log_file = run_dir / "logs" / f"rank_{args.rank}.log" if mlflow and args.mlflow_upload_logs else None
     return TrackingPlan(config, notices, log_file, recorded)
