@@ -21,10 +21,16 @@ class SummaryRow:
     skip_iterations: int
 
 
-def mean_after_warmup(points: Sequence[Point], skip_iterations: int) -> float | None:
+# Backends whose first log step in a process is a log entry with no rate: it only starts the clock
+# (Megatron's session); elsewhere the first point is the first log entry.
+CLOCK_START_BACKENDS = frozenset({"megatron"})
+
+
+def mean_after_warmup(points: Sequence[Point], skip_iterations: int, clock_start_entry: bool = False) -> float | None:
     """The mean of a rate over the run's log intervals, leaving out warm-up by the rule of
     ``perf.IntervalAverager``: the first ``skip_iterations`` log entries of each process (journal segment)
-    are left out, counting the entry before its first point, which only started the trainer's clock.
+    are left out, counting, with ``clock_start_entry``, the entry before its first point that only started
+    the trainer's clock.
 
     An interval runs from the previous point of the same process; a process's first point counts as one
     iteration (where its interval began is not in the journal). Weighting each interval's rate by its
@@ -33,7 +39,7 @@ def mean_after_warmup(points: Sequence[Point], skip_iterations: int) -> float | 
     iterations = seconds = 0.0
     seen: dict[int, tuple[int, int]] = {}  # segment -> (log entries so far, step of the last point)
     for point in points:
-        entries, last = seen.get(point.segment, (1, point.step - 1))
+        entries, last = seen.get(point.segment, (int(clock_start_entry), point.step - 1))
         n = point.step - last
         if n <= 0:
             continue  # a replayed or repeated step is not a new log entry
@@ -50,7 +56,8 @@ def summarize(run: RunData) -> SummaryRow:
 
     def mean_rate(panel: Panel) -> float | None:
         metric = name[panel.title]
-        return mean_after_warmup(run.points[metric], run.skip_iterations) if metric else None
+        return mean_after_warmup(run.points[metric], run.skip_iterations,
+                                 run.backend in CLOCK_START_BACKENDS) if metric else None
 
     loss, memory = name[LOSS.title], name[MEMORY.title]
     steps = [p.step for metric in name.values() if metric for p in run.points[metric]]
