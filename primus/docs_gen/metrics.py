@@ -52,6 +52,17 @@ def render_metrics() -> str:
         table(["Device name contains", *PEAK_DTYPES],
               [[code(key), *(f"{peaks[d]:g}" if d in peaks else "—" for d in PEAK_DTYPES)]
                for key, peaks in PEAK_TFLOPS]),
+        "## Averages and the console",
+        "The `_avg` figures are ratios of sums (total work over total time) over a window of log entries. "
+        "Megatron: the first log step of each process only starts the clock; the first `log_avg_skip_iterations` "
+        "log entries (that one counted) are left out, so with `log_interval` 1 averages start at iteration N+1, "
+        "and the window starts over once it holds `log_avg_reset_interval` log entries (entries, not "
+        "iterations). With `log_throughput` or `log_progress`, the last rank prints these figures and the ETA on "
+        "one `[primus]` console line per log step, whether or not any tracker is on. TorchTitan and MaxText "
+        "print their own console figures (TorchTitan: tps, tflops, mfu; MaxText: TFLOP/s/device, "
+        "Tokens/s/device) and take no `log_avg_*` options.",
+        "Megatron's `samples vs steps` (consumed samples at each TensorBoard step), which upstream sends only "
+        "to its own W&B writer, reaches every tracker with the step's other scalars.",
         "## What `primus report` plots",
         "Each panel plots, per run, the first of these names the run's journal holds: Primus's name first, then "
         "the run's backend's (from the `primus.backend` tag in `meta.json`; every backend's when it is missing). "

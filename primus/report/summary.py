@@ -21,25 +21,31 @@ class SummaryRow:
     skip_iterations: int
 
 
-def mean_after_warmup(points: Sequence[Point], skip_iterations: int) -> float | None:
+# Backends whose first log step in a process is a log entry with no rate: it only starts the clock
+# (Megatron's session); elsewhere the first point is the first log entry.
+CLOCK_START_BACKENDS = frozenset({"megatron"})
+
+
+def mean_after_warmup(points: Sequence[Point], skip_iterations: int, clock_start_entry: bool = False) -> float | None:
     """The mean of a rate over the run's log intervals, leaving out warm-up by the rule of
-    ``perf.IntervalAverager``: an interval is left out while the iterations its process has run, up to
-    the interval's end, are at most ``skip_iterations``. Each process (journal segment) warms up anew.
+    ``perf.IntervalAverager``: the first ``skip_iterations`` log entries of each process (journal segment)
+    are left out, counting, with ``clock_start_entry``, the entry before its first point that only started
+    the trainer's clock.
 
     An interval runs from the previous point of the same process; a process's first point counts as one
     iteration (where its interval began is not in the journal). Weighting each interval's rate by its
     iterations over the rate (its time, up to the constant tokens per step) gives total work over total
     time: the ratio of sums ``IntervalAverager`` computes, not the arithmetic mean of the rates."""
     iterations = seconds = 0.0
-    seen: dict[int, tuple[int, int]] = {}  # segment -> (iterations run, step of the last point)
+    seen: dict[int, tuple[int, int]] = {}  # segment -> (log entries so far, step of the last point)
     for point in points:
-        run, last = seen.get(point.segment, (0, point.step - 1))
+        entries, last = seen.get(point.segment, (int(clock_start_entry), point.step - 1))
         n = point.step - last
         if n <= 0:
-            continue  # a replayed or repeated step does not add iterations
-        run += n
-        seen[point.segment] = (run, point.step)
-        if run > skip_iterations and point.value > 0:  # a zero rate has no time to weigh it by
+            continue  # a replayed or repeated step is not a new log entry
+        entries += 1
+        seen[point.segment] = (entries, point.step)
+        if entries > skip_iterations and point.value > 0:  # a zero rate has no time to weigh it by
             iterations += n
             seconds += n / point.value
     return iterations / seconds if seconds else None
@@ -50,7 +56,8 @@ def summarize(run: RunData) -> SummaryRow:
 
     def mean_rate(panel: Panel) -> float | None:
         metric = name[panel.title]
-        return mean_after_warmup(run.points[metric], run.skip_iterations) if metric else None
+        return mean_after_warmup(run.points[metric], run.skip_iterations,
+                                 run.backend in CLOCK_START_BACKENDS) if metric else None
 
     loss, memory = name[LOSS.title], name[MEMORY.title]
     steps = [p.step for metric in name.values() if metric for p in run.points[metric]]

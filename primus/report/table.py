@@ -25,7 +25,7 @@ def table_rows(summary: Sequence[SummaryRow]) -> list[list[str]]:
 def warmup_note(summary: Sequence[SummaryRow]) -> str:
     skips = sorted({row.skip_iterations for row in summary})
     shown = ", ".join(str(s) for s in skips) or "0"
-    return f"means leave out each process's first {shown} iterations (log_avg_skip_iterations)"
+    return f"means leave out each process's first {shown} log entries (log_avg_skip_iterations)"
 
 
 def text_table(summary: Sequence[SummaryRow]) -> str:

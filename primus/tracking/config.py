@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -30,6 +31,7 @@ RUN_STATUSES = ("FINISHED", "FAILED", "KILLED")
 DELIVERY_MODES = ("process", "thread")
 JOURNAL_RETENTIONS = ("keep", "delivered")
 DELIVERY_ENV = "PRIMUS_TRACKING_DELIVERY"
+_WANDB_BRANCH = re.compile(r"[^?/\s]+\?_step=\d+(\.\d+)?")  # wandb's "<run id>?_step=<step>"
 
 
 class TrackingConfigError(ValueError):
@@ -51,6 +53,13 @@ class WandbConfig:
     save_dir: Path | None = None
     mode: str | None = None
     init_timeout_s: float | None = None  # None: WANDB_INIT_TIMEOUT (W&B's own variable), else 30 s
+    # what wandb.init is given as it is (TorchTitan's WANDB_RUN_* variables); None: wandb's own default
+    run_id: str | None = None  # the W&B run's id; None: one chosen once and kept in the run directory
+    notes: str | None = None
+    tags: tuple[str, ...] | None = None
+    job_type: str | None = None
+    resume_from: str | None = None  # "<run id>?_step=<step>": rewind that run (its id becomes this run's)
+    fork_from: str | None = None  # "<run id>?_step=<step>": a new run branching from that one
 
 
 @dataclass(frozen=True)
@@ -157,6 +166,7 @@ def _resolve_wandb(cfg: WandbConfig, run_dir: Path, run_name: str, env: Mapping[
     _positive("wandb.init_timeout_s" if cfg.init_timeout_s is not None else "WANDB_INIT_TIMEOUT", init_timeout,
               "e.g. 30")
     save_dir = cfg.save_dir or env.get("WANDB_DIR") or run_dir
+    _check_wandb_branch(cfg)
     _refuse(wandb_environment_problems(env))
     return replace(
         cfg,
@@ -167,6 +177,22 @@ def _resolve_wandb(cfg: WandbConfig, run_dir: Path, run_name: str, env: Mapping[
         mode=mode,
         init_timeout_s=init_timeout,
     )
+
+
+def _check_wandb_branch(cfg: WandbConfig) -> None:
+    """resume_from / fork_from as wandb.init takes them, refused here rather than on the sink worker."""
+    for key, value in (("resume_from", cfg.resume_from), ("fork_from", cfg.fork_from)):
+        if value is not None:
+            _require(bool(_WANDB_BRANCH.fullmatch(value)), f"wandb.{key}", value,
+                     "use '<run id>?_step=<step>', e.g. 'abc123?_step=100'")
+    _require(not (cfg.resume_from and cfg.fork_from), "wandb.resume_from and wandb.fork_from",
+             (cfg.resume_from, cfg.fork_from), "set one of them: W&B takes one at a time")
+    if cfg.fork_from and cfg.run_id:
+        _require(cfg.fork_from.split("?")[0] != cfg.run_id, "wandb.fork_from", cfg.fork_from,
+                 f"fork into a new run id, not the forked run's own ({cfg.run_id!r})")
+    if cfg.resume_from and cfg.run_id:
+        _require(cfg.resume_from.split("?")[0] == cfg.run_id, "wandb.resume_from", cfg.resume_from,
+                 f"rewind the run of wandb.run_id ({cfg.run_id!r}), or leave the run id unset")
 
 
 def _resolve_mlflow(cfg: MlflowConfig, run_dir: Path, experiment: str, run_name: str,

@@ -96,8 +96,11 @@ def throughput_metrics(*, tokens: float, seconds: float, world_size: int, flops:
 
 
 class IntervalAverager:
-    """Windowed averages that skip warm-up and reset periodically (log_avg_skip_iterations,
-    log_avg_reset_interval). Rates are ratio-of-sums over the window."""
+    """Running averages over log entries, as the spec defines log_avg_skip_iterations and
+    log_avg_reset_interval: the first ``skip_iterations`` log entries of this process are left out
+    (with log_interval 1, averages start at iteration skip+1), and the window starts over once it holds
+    ``reset_interval`` log entries (entries, not iterations: they differ when log_interval > 1).
+    Rates are ratio-of-sums over the window."""
 
     def __init__(self, skip_iterations: int = 2, reset_interval: int = 10):
         if skip_iterations < 0 or reset_interval < 1:
@@ -105,15 +108,20 @@ class IntervalAverager:
                              f"{skip_iterations} and {reset_interval}")
         self.skip = skip_iterations
         self.reset_interval = reset_interval
-        self._seen = 0
+        self._entries = 0  # log entries seen by this process, measured or not
         self._window: deque[tuple[int, float, float, float]] = deque()  # (iterations, seconds, tokens, flops)
 
+    def start(self) -> None:
+        """A log entry with no measured interval (the first one only starts the clock): it counts
+        toward the skipped entries and adds nothing."""
+        self._entries += 1
+
     def add(self, *, iterations: int, seconds: float, tokens: float, flops: float = 0.0) -> None:
-        """One log interval covering ``iterations`` steps; intervals that end inside warm-up are skipped."""
-        self._seen += iterations
-        if self._seen <= self.skip:
+        """One log entry covering ``iterations`` steps; left out while warm-up entries remain."""
+        self._entries += 1
+        if self._entries <= self.skip:
             return
-        if sum(i for i, *_ in self._window) >= self.reset_interval:
+        if len(self._window) >= self.reset_interval:
             self._window.clear()
         self._window.append((iterations, seconds, tokens, flops))
 

@@ -73,12 +73,14 @@ class Run:
         self._keeper.start()
 
     def _wandb_id(self) -> str:
+        """The id the user gave (wandb.run_id), else the one kept in the run directory, else the run that
+        wandb.resume_from rewinds, else a new one."""
+        cfg = self.config.wandb
         saved = self._state.section("wandb").get("id")
-        if saved:
-            return saved
-        new = secrets.token_hex(4)
-        self._state.update("wandb", id=new)
-        return new
+        chosen = cfg.run_id or saved or (cfg.resume_from and cfg.resume_from.split("?")[0]) or secrets.token_hex(4)
+        if chosen != saved:
+            self._state.update("wandb", id=chosen)
+        return chosen
 
     def _make_workers(self, meta: RunMeta) -> list[SinkWorker | RemoteSinkWorker]:
         """Threads here for the console and One-Logger; the trackers' sinks in the delivery process unless

@@ -21,6 +21,7 @@ def test_mean_matches_interval_averager(skip):
     steps = [1, 2, 3, 5, 8, 9, 12]
     rates = [500.0, 2000.0, 2100.0, 1900.0, 2500.0, 800.0, 2200.0]
     averager = IntervalAverager(skip_iterations=skip, reset_interval=10**9)
+    averager.start()  # the log step before the first point only starts the clock
     previous = 0
     for step, rate in zip(steps, rates):
         n = step - previous
@@ -28,15 +29,20 @@ def test_mean_matches_interval_averager(skip):
         previous = step
     expected = averager.averages(world_size=1)["perf/tokens_per_sec_per_gpu_avg"]
     points = [Point(step, rate, segment=1) for step, rate in zip(steps, rates)]
-    assert mean_after_warmup(points, skip) == pytest.approx(expected)
+    assert mean_after_warmup(points, skip, clock_start_entry=True) == pytest.approx(expected)
 
 
 def test_each_process_warms_up_again_and_replayed_steps_count_once():
-    first = [Point(s, r, 1) for s, r in ((1, 10.0), (2, 10.0), (3, 100.0), (4, 100.0))]
-    # restarted from a checkpoint at step 3: step 4 is replayed, its first two iterations are warm-up
-    second = [Point(s, r, 2) for s, r in ((4, 1.0), (5, 1.0), (6, 100.0), (6, 5.0), (7, 100.0))]
+    # skip 2: each process's clock-start entry (no point) and its first point are warm-up
+    first = [Point(s, r, 1) for s, r in ((1, 10.0), (2, 100.0), (3, 100.0), (4, 100.0))]
+    # restarted from a checkpoint at step 3: step 4 is replayed and warm-up again; a repeated step counts once
+    second = [Point(s, r, 2) for s, r in ((4, 1.0), (5, 100.0), (6, 100.0), (6, 5.0), (7, 100.0))]
+    assert mean_after_warmup(first + second, skip_iterations=2, clock_start_entry=True) == pytest.approx(100.0)
+    assert mean_after_warmup(first[:1], skip_iterations=2, clock_start_entry=True) is None  # only warm-up: no mean
+    assert mean_after_warmup(first[:2], skip_iterations=2, clock_start_entry=True) == pytest.approx(100.0)
+    # where the first point is the first log entry (TorchTitan, MaxText), two points per process are warm-up
+    assert mean_after_warmup(first[:2], skip_iterations=2) is None
     assert mean_after_warmup(first + second, skip_iterations=2) == pytest.approx(100.0)
-    assert mean_after_warmup(first[:2], skip_iterations=2) is None  # only warm-up: no mean
 
 
 def _write_journal(run_dir, lines):

@@ -49,6 +49,42 @@ def test_averager_skips_warmup_and_uses_ratio_of_sums():
     assert "perf/tflops_per_gpu_avg" not in a
 
 
+def _averages_per_log_step(log_interval: int, skip: int, reset: int, log_steps: int) -> dict[int, float | None]:
+    """Feed the averager as the Megatron session does: the first log step starts the clock, each later
+    one adds its interval; the interval ending at iteration k takes k seconds. Returns the average
+    iteration time (ms) after each log step, None while there is none."""
+    avg = perf.IntervalAverager(skip_iterations=skip, reset_interval=reset)
+    out = {}
+    for entry in range(1, log_steps + 1):
+        iteration = entry * log_interval
+        if entry == 1:
+            avg.start()
+        else:
+            avg.add(iterations=log_interval, seconds=float(iteration), tokens=1.0)
+        out[iteration] = avg.averages(world_size=1).get("perf/iteration_time_ms_avg")
+    return out
+
+
+def test_averages_start_at_iteration_skip_plus_one_and_reset_every_n_entries_at_log_interval_1():
+    # skip 2: iterations 1 (clock start) and 2 left out, the average starts at iteration 3;
+    # reset 3: windows {3,4,5}, then {6,7,8}. Interval k lasts k s over 1 iteration.
+    assert _averages_per_log_step(log_interval=1, skip=2, reset=3, log_steps=8) == pytest.approx({
+        1: None, 2: None, 3: 3000.0, 4: 3500.0, 5: 4000.0, 6: 6000.0, 7: 6500.0, 8: 7000.0})
+
+
+def test_skip_and_reset_count_log_entries_not_iterations_at_log_interval_5():
+    # log steps at 5 (clock start), 10, 15, ...: skip 2 leaves out the entries at 5 and 10; reset 2 starts
+    # the window over every 2 entries ({15,20}, {25,30}), although 2 iterations pass long before.
+    # Interval ending at k lasts k s over 5 iterations.
+    assert _averages_per_log_step(log_interval=5, skip=2, reset=2, log_steps=6) == pytest.approx({
+        5: None, 10: None, 15: 3000.0, 20: 3500.0, 25: 5000.0, 30: 5500.0})
+
+
+def test_skip_0_averages_from_the_first_measured_interval():
+    assert _averages_per_log_step(log_interval=2, skip=0, reset=10, log_steps=3) == pytest.approx({
+        2: None, 4: 2000.0, 6: 2500.0})
+
+
 def test_averager_resets_after_the_interval():
     avg = perf.IntervalAverager(skip_iterations=0, reset_interval=2)
     for seconds in (1.0, 1.0, 5.0):

@@ -36,6 +36,13 @@ def test_mlflow_uri_from_env_else_a_local_store_next_to_the_run():
     (dict(console=ConsoleConfig(interval=0)), "console.interval=0", "positive integer"),
     (dict(wandb=WandbConfig(init_timeout_s=0)), "wandb.init_timeout_s=0", "positive number"),
     (dict(delivery="subprocess"), "delivery='subprocess'", "process, thread"),
+    (dict(wandb=WandbConfig(fork_from="abc")), "wandb.fork_from='abc'", "'<run id>?_step=<step>'"),
+    (dict(wandb=WandbConfig(resume_from="abc?_step=x")), "wandb.resume_from='abc?_step=x'", "?_step=<step>"),
+    (dict(wandb=WandbConfig(resume_from="a?_step=1", fork_from="b?_step=2")), "wandb.resume_from and wandb.fork_from",
+     "set one of them"),
+    (dict(wandb=WandbConfig(run_id="a", fork_from="a?_step=2")), "wandb.fork_from='a?_step=2'", "new run id"),
+    (dict(wandb=WandbConfig(run_id="a", resume_from="b?_step=2")), "wandb.resume_from='b?_step=2'",
+     "rewind the run of wandb.run_id"),
 ])
 def test_bad_values_name_the_key_the_value_and_the_fix(kw, key, fix):
     with pytest.raises(TrackingConfigError) as e:

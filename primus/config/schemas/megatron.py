@@ -19,9 +19,13 @@ PRIMUS_PARAMS = [
     Param("mlflow_upload_traces", "bool", primus=True, help="Upload profiler trace files."),
     Param("mlflow_upload_logs", "bool", primus=True, help="Upload training log files."),
     Param("mlflow_upload_tracelens_report", "bool", primus=True, help="Generate and upload a trace report."),
-    Param("log_avg_skip_iterations", "int", primus=True, ge=0, help="Warm-up iterations left out of averages."),
+    Param("log_avg_skip_iterations", "int", primus=True, ge=0,
+          help="Log entries left out of the running averages (`perf/*_avg`, the console's `(avg …)`): the first N "
+               "of each process, the first log step counted (it only starts the clock), so with log_interval 1 "
+               "averages start at iteration N+1. Applies with every tracker off too."),
     Param("log_avg_reset_interval", "int", primus=True, ge=1,
-          help="Iterations after which running averages reset."),
+          help="Log entries (not iterations: they differ when log_interval > 1) after which the running averages "
+               "start over."),
     Param("log_learning_rate_to_tensorboard", "bool", primus=True, help="Log the learning rate."),
     Param("log_batch_size_to_tensorboard", "bool", primus=True, help="Log the batch size."),
     Param("primus_run_dir", "str", nullable=True, primus=True, help="This run's directory (journal, run ids)."),
@@ -58,6 +62,19 @@ UPSTREAM_BOUNDS: dict[str, dict[str, float]] = {
 }
 
 
+# Upstream arguments whose effect Primus extends: said here, not only the spec's purpose
+UPSTREAM_HELP = {
+    "log_throughput": "Log tokens/s and TFLOP/s throughput. Primus adds a console line every log step from the "
+                      "second on (tokens/s/GPU, TFLOP/s/GPU, their running averages, MFU where the peak is known, "
+                      "the ETA), on the last rank, with or without a tracker.",
+    "log_progress": "Log progress/ETA. Primus adds its console line (ETA and throughput) as for log_throughput.",
+    "tensorboard_dir": "Output directory for event files (**required** when enabled; else `<run dir>/tensorboard`). "
+                       "Trackers record it as given; the folders Primus chose go in the run's params as "
+                       "`primus_tensorboard_events_dir` (TensorBoard on) and `primus_traces_dir` (trace upload on, "
+                       "which points upstream's profiler there).",
+}
+
+
 def upstream_params() -> list[Param]:
     table = yaml12.load_file(installed_table_path())["args"]
     return [
@@ -71,6 +88,7 @@ def upstream_params() -> list[Param]:
             option=entry.get("option"),
             true_flag=entry.get("true_flag"),
             false_flag=entry.get("false_flag"),
+            help=UPSTREAM_HELP.get(name, ""),
             **UPSTREAM_BOUNDS.get(name, {}),
         )
         for name, entry in table.items()

@@ -14,7 +14,11 @@ from primus.config.schemas.tracking import journal_retention_param, mlflow_param
 PARAMS = [
     Param("metrics.log_freq", "int", ge=1, help="Steps between metric logs."),
     Param("metrics.enable_tensorboard", "bool", help="Enable TensorBoard logging."),
-    Param("metrics.enable_wandb", "bool", help="Enable W&B logging."),
+    Param("metrics.enable_wandb", "bool",
+          help="Enable W&B logging. As upstream, from WANDB_PROJECT, WANDB_RUN_NAME, WANDB_TEAM, WANDB_RUN_ID, "
+               "WANDB_RUN_NOTES, WANDB_RUN_TAGS (comma-separated), WANDB_RUN_JOB_TYPE, WANDB_RUN_GROUP and "
+               "WANDB_RESUME_FROM or WANDB_FORK_FROM (`<run id>?_step=<step>`, on the run's first start; a restart "
+               "resumes the run it made)."),
     Param("metrics.save_tb_folder", "str", help="TensorBoard output subfolder."),
     Param("metrics.save_for_all_ranks", "bool", help="Write metrics from every rank."),
     Param("metrics.disable_color_printing", "bool", help="No ANSI colours on the console."),

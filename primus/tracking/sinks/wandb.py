@@ -1,11 +1,14 @@
 """W&B sink: one ``run.log`` per step, on this worker. ``wandb.init`` is bounded by
 ``init_timeout_s``; if an online start fails the run is logged offline instead (one warning says
 where, and ``wandb sync <dir>`` uploads it later). The run id is chosen once and kept in the run
-directory, so a restarted job resumes the same W&B run (``resume="allow"``)."""
+directory (or given: ``WandbConfig.run_id``), so a restarted job resumes the same W&B run
+(``resume="allow"``); ``resume_from`` / ``fork_from`` apply to the run's first start."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,6 +22,9 @@ from primus.tracking.state import RunState
 log = logging.getLogger("primus.tracking")
 
 EXIT_CODES = {"FINISHED": 0, "FAILED": 1, "KILLED": 143}
+# wandb.init also reads these from the environment, and refuses two of them together: the sink decides
+# the start point (a restart resumes, never forks or rewinds again), so wandb.init does not see them
+START_POINT_VARIABLES = ("WANDB_RESUME", "WANDB_RESUME_FROM", "WANDB_FORK_FROM")
 
 
 class WandbSink(Sink):
@@ -53,10 +59,23 @@ class WandbSink(Sink):
         return self.run_id
 
     def _init(self, wandb: Any, mode: str) -> Any:
-        return wandb.init(project=self.cfg.project, entity=self.cfg.entity, name=self.cfg.name,
-                          dir=str(self.cfg.save_dir), id=self.run_id, resume="allow", mode=mode,
-                          reinit="create_new",  # never finish a run the user's own code started
-                          settings=wandb.Settings(init_timeout=self.cfg.init_timeout_s, console="off"))
+        cfg = self.cfg
+        with _hidden(START_POINT_VARIABLES):
+            return wandb.init(project=cfg.project, entity=cfg.entity, name=cfg.name, dir=str(cfg.save_dir),
+                              id=self.run_id, mode=mode, notes=cfg.notes, tags=cfg.tags, job_type=cfg.job_type,
+                              **self._start_point(),
+                              reinit="create_new",  # never finish a run the user's own code started
+                              settings=wandb.Settings(init_timeout=cfg.init_timeout_s, console="off"))
+
+    def _start_point(self) -> dict[str, str]:
+        """resume_from / fork_from on this run's first start only (W&B takes neither with ``resume``); a
+        restarted job resumes the run that start made, under the id kept in the run directory."""
+        first_start = "mode" not in self.state.section("wandb")
+        if first_start and self.cfg.resume_from:
+            return {"resume_from": self.cfg.resume_from}
+        if first_start and self.cfg.fork_from:
+            return {"fork_from": self.cfg.fork_from}
+        return {"resume": "allow"}
 
     def _offline_instead(self, wandb: Any, error: Exception) -> Any:
         if wandb.run is not None:
@@ -90,3 +109,13 @@ class WandbSink(Sink):
 
     def close(self, status: str, complete: bool) -> None:
         self._run.finish(exit_code=EXIT_CODES.get(status, 1))
+
+
+@contextlib.contextmanager
+def _hidden(names: Sequence[str]):
+    """Leave ``names`` out of os.environ for the duration (wandb reads its settings from it at init)."""
+    saved = {name: os.environ.pop(name) for name in names if name in os.environ}
+    try:
+        yield
+    finally:
+        os.environ.update(saved)

@@ -26,7 +26,9 @@ TB, WANDB, MLFLOW = "tensorboard", "wandb", "mlflow"
 SINKS = (TB, WANDB, MLFLOW)
 VS_SAMPLES = " vs samples"
 
-UPSTREAM = ("lm loss", "learning-rate", "loss-scale", "grad-norm")
+# upstream's training_log sends this one to its W&B writer only; the hub routes it to every tracker
+SAMPLES_VS_STEPS = "samples vs steps"
+UPSTREAM = ("lm loss", "learning-rate", "loss-scale", "grad-norm", SAMPLES_VS_STEPS)
 PERF = ("perf/tokens_per_sec", "perf/tokens_per_sec_per_gpu", "perf/tflops_per_gpu", "perf/iteration_time_ms")
 PERF_AVG = ("perf/iteration_time_ms_avg", "perf/tokens_per_sec_per_gpu_avg", "perf/tflops_per_gpu_avg")
 # mlflow_upload_performance_metrics on a CPU host: no device memory or utilisation to read
@@ -36,7 +38,7 @@ ACROSS_RANKS = tuple(f"{name}/{stat}" for name in SYSTEM for stat in ("min", "me
 TIMERS_LEVEL_1 = ("forward-backward-time", "optimizer-time", "optimizer-inner-step-time",
                   "optimizer-copy-to-main-grad-time", "all-grads-sync-time", "embedding-grads-all-reduce-time")
 # upstream's tags that also have a "<tag> vs samples" twin (TensorBoard only)
-WITH_SAMPLES_AXIS = (*UPSTREAM, "params-norm", "num-zeros", "world-size", "batch-size", "lm loss validation",
+WITH_SAMPLES_AXIS = (*(t for t in UPSTREAM if t != SAMPLES_VS_STEPS), "params-norm", "num-zeros", "world-size", "batch-size", "lm loss validation",
                      "lm loss validation ppl")
 MEMORY = ("mem-reserved-bytes", "mem-allocated-bytes", "mem-max-allocated-bytes", "mem-allocated-count")
 
@@ -75,6 +77,7 @@ def spec(name: str, on: Iterable[str], *args: str, expected: Mapping[str, list[i
 
 STEPS = [1, 2, 3]
 PERF_STEPS = [2, 3]
+AVG_STEPS = [3]  # log_avg_skip_iterations 2 (the default): log entries 1 (clock start) and 2 left out
 
 
 def every_tracker_on(name: str, release: str | None = None) -> RunSpec:
@@ -84,14 +87,16 @@ def every_tracker_on(name: str, release: str | None = None) -> RunSpec:
                 "--wandb-save-dir", "my-wandb", "--mlflow-upload-performance-metrics",
                 "--one-logger-project", "h6", "--one-logger-run-name", "h6-one", "--one-logger-async",
                 "--app-tag-run-name", "h6-app", "--app-tag-run-version", "1.2.3",
-                expected=at(STEPS, *UPSTREAM, "params-norm") | at(PERF_STEPS, *PERF),
+                expected=at(STEPS, *UPSTREAM, "params-norm") | at(PERF_STEPS, *PERF) | at(AVG_STEPS, *PERF_AVG),
                 mlflow_only=at(PERF_STEPS, *SYSTEM), release=release)
 
 
 RUNS: dict[str, RunSpec] = {
-    # Every tracker off although their directories and names are given: nothing may be written.
+    # Every tracker off although their directories and names are given: nothing may be written; the console
+    # still shows tokens/s, averages (skip 1: from iteration 2; reset 1: each interval's own) and the ETA.
     "none": spec("none", (), "--tensorboard-dir", "tb", "--wandb-project", "h6-none", "--log-throughput",
-                 "--log-params-norm", expected={}),
+                 "--log-params-norm", "--log-progress", "--log-avg-skip-iterations", "1",
+                 "--log-avg-reset-interval", "1", expected={}),
     "all": every_tracker_on("all"),
     # TensorBoard only (directory derived), with every per-metric switch and the timers; MLflow's upload
     # switches are ignored with MLflow off. Validation at the last iteration is
@@ -104,15 +109,18 @@ RUNS: dict[str, RunSpec] = {
                "--no-one-logger", "--mlflow-upload-performance-metrics", "--mlflow-upload-logs",
                expected=at(STEPS, *UPSTREAM, "params-norm", "num-zeros", "world-size", "batch-size", *MEMORY,
                            "throughput", *TIMERS_LEVEL_1)
-               | at(PERF_STEPS, *PERF, "iteration-time") | at([3, 3, 3], "lm loss validation", "lm loss validation ppl")),
+               | at(PERF_STEPS, *PERF, "iteration-time") | at(AVG_STEPS, *PERF_AVG)
+               | at([3, 3, 3], "lm loss validation", "lm loss validation ppl")),
     # W&B only, learning rate and loss scale switched off; averages from the first interval, reset every step.
     "wandb": spec("wandb", (WANDB,), "--wandb-project", "h6-wandb", "--log-throughput",
                   "--log-learning-rate-to-tensorboard", "false", "--no-log-loss-scale-to-tensorboard",
                   "--log-avg-skip-iterations", "0", "--log-avg-reset-interval", "1",
-                  expected=at(STEPS, "lm loss", "grad-norm") | at(PERF_STEPS, *PERF, *PERF_AVG)),
+                  expected=at(STEPS, "lm loss", "grad-norm", SAMPLES_VS_STEPS) | at(PERF_STEPS, *PERF, *PERF_AVG)),
     # MLflow only: the perf set without --log-throughput (it implies it), logs and traces uploaded,
     # averages over every interval (no reset within 10), timers on the console only, as their maximum.
-    "mlflow": spec("mlflow", (MLFLOW,), "--mlflow-upload-performance-metrics", "--mlflow-upload-logs",
+    # tensorboard_dir given with TensorBoard off: recorded as given, beside the traces folder.
+    "mlflow": spec("mlflow", (MLFLOW,), "--tensorboard-dir", "tb-mine", "--mlflow-upload-performance-metrics",
+                   "--mlflow-upload-logs",
                    "--mlflow-upload-traces", "--mlflow-upload-tracelens-report", "--profile", "--use-pytorch-profiler", "--profile-step-start", "1",
                    "--profile-step-end", "2", "--log-avg-skip-iterations", "0", "--timing-log-level", "1",
                    "--timing-log-option", "max",
@@ -125,10 +133,11 @@ RUNS: dict[str, RunSpec] = {
     # torchrun, 2 processes; memory and utilisation as min/mean/max over the two ranks, beside the writer's own.
     "dp2_all": spec("dp2_all", SINKS, "--wandb-project", "h6-dp2", "--log-throughput",
                     "--mlflow-upload-performance-metrics", "--mlflow-performance-metrics-across-ranks",
-                    expected=at(STEPS, *UPSTREAM) | at(PERF_STEPS, *PERF), nproc=2,
+                    expected=at(STEPS, *UPSTREAM) | at(PERF_STEPS, *PERF) | at(AVG_STEPS, *PERF_AVG), nproc=2,
                     mlflow_only=at(PERF_STEPS, *SYSTEM, *ACROSS_RANKS)),
     "pp2_wandb": spec("pp2_wandb", (WANDB,), "--wandb-project", "h6-pp2", "--pipeline-model-parallel-size", "2",
-                      "--log-throughput", expected=at(STEPS, *UPSTREAM) | at(PERF_STEPS, *PERF), nproc=2),
+                      "--log-throughput", expected=at(STEPS, *UPSTREAM) | at(PERF_STEPS, *PERF)
+                      | at(AVG_STEPS, *PERF_AVG), nproc=2),
 }
 
 
@@ -173,6 +182,11 @@ def tb_event_files(root: Path) -> list[Path]:
 def tb_steps(root: Path) -> dict[str, list[int]]:
     [logdir] = {p.parent for p in tb_event_files(root)}
     return {tag: [step for step, _ in points] for tag, points in read_tb_scalars(logdir).items()}
+
+
+def tb_values(root: Path, tag: str) -> dict[int, float]:
+    [logdir] = {p.parent for p in tb_event_files(root)}
+    return dict(read_tb_scalars(logdir).get(tag, []))
 
 
 def wandb_steps(root: Path) -> dict[str, list[int]]:

@@ -85,6 +85,16 @@ def test_mlflow_upload_flags_without_mlflow_are_reported():
     assert any("mlflow_upload_logs ignored" in n for n in plan.notices.infos)
 
 
+def test_tensorboard_dir_is_recorded_as_given_with_the_folders_primus_chose(tmp_path):
+    args = parse("--disable-tensorboard", "false", "--disable-mlflow", "false", "--mlflow-upload-traces",
+                 "--primus-run-dir", str(tmp_path / "run"), tensorboard_dir="tb", profile=True,
+                 use_pytorch_profiler=True)
+    plan = plan_tracking(args)
+    assert plan.recorded_params == {"tensorboard_dir": "tb", "primus_tensorboard_events_dir": str(Path("tb").absolute()),
+                                    "primus_traces_dir": str(tmp_path / "run" / "traces")}
+    assert args.tensorboard_dir == str(tmp_path / "run" / "traces" / "profiler")  # what upstream's profiler reads
+
+
 def test_mlflow_uploads_of_logs_traces_and_trace_report(tmp_path):
     profiler = dict(rank=2, profile=True, use_pytorch_profiler=True)
     args = parse("--disable-mlflow", "false", "--mlflow-upload-logs", "--mlflow-upload-tracelens-report",
@@ -93,6 +103,7 @@ def test_mlflow_uploads_of_logs_traces_and_trace_report(tmp_path):
     assert plan.log_file == tmp_path / "run" / "logs" / "rank_2.log"  # every rank's own console copy
     assert plan.config.mlflow.upload_trace_report and not plan.config.mlflow.upload_traces
     assert args.tensorboard_dir == str(tmp_path / "run" / "traces" / "profiler")  # the profiler writes ../torch_profile
+    assert plan.recorded_params == {"tensorboard_dir": None, "primus_traces_dir": str(tmp_path / "run" / "traces")}
     assert not plan.notices.warnings
     unprofiled = plan_tracking(parse("--disable-mlflow", "false", "--mlflow-upload-traces",
                                      "--mlflow-upload-tracelens-report", **{**profiler, "profile": False}))

@@ -10,10 +10,12 @@ a parameter's effect is shown against a run without it. Where each parameter is 
 | log_throughput (§2)                             | all vs tb_wandb   | tokens/s and TFLOP/s lines, perf/* tags           |
 | log_progress (§2)                               | resume            | test_tracking_resume.py: progress.txt, ETA line   |
 | log_params_norm, log_num_zeros_in_grad (§2)     | tb vs wandb       | params-norm, num-zeros tags and console fields    |
-| log_avg_skip_iterations, _reset_interval (§2)   | all, wandb, mlflow| perf/*_avg absent / per interval / over window    |
+| log_avg_skip_iterations, _reset_interval (§2)   | all, wandb, mlflow| perf/*_avg from iteration 3 / per interval / over window |
+| log_throughput, log_avg_* with trackers off (§2)| none              | console tokens/s, (avg ...) and ETA lines         |
 | timing_log_level, timing_log_option (§2)        | tb, mlflow vs all | per-iteration timer lines, (min, max) vs max      |
 | logging_level (§2)                              | tb vs none        | upstream's DEBUG records on the console           |
 | tensorboard_dir (§3)                            | tb, none          | derived under the run dir; given but disabled: none |
+|                                                 | mlflow, all       | recorded as given, beside the folders Primus chose |
 | tensorboard_log_interval (§3)                   | tb_wandb          | steps 2 and 4 of 4                                |
 | tensorboard_queue_size (§3)                     | tb                | the TensorBoard writer's queue (run meta.json)    |
 | log_*_to_tensorboard switches (§3)              | tb, wandb vs all  | their tags present / learning-rate, loss-scale gone |
@@ -36,6 +38,7 @@ from megatron_tracking_runs import (
     PERF,
     PERF_AVG,
     RUNS,
+    SAMPLES_VS_STEPS,
     SYSTEM,
     TIMERS_LEVEL_1,
     mlflow_runs,
@@ -43,14 +46,18 @@ from megatron_tracking_runs import (
     start,
     tb_event_files,
     tb_steps,
+    tb_values,
     wandb_steps,
     wandb_values,
 )
 from support.readers import mlflow_history, wandb_files, wandb_records
 
+from primus.tracking.names import mlflow_key
+
 pytestmark = pytest.mark.slow
 
 USED = ("all", "tb", "wandb", "mlflow", "tb_wandb", "none")
+_CONSUMED = re.compile(r"iteration\s+(\d+)/\s*\d+ \| consumed samples:\s+(\d+)")
 _UPSTREAM_ITERATION = re.compile(r"iteration\s+(\d+)/\s*\d+ \| consumed samples")
 ONE_LOGGER_LINE = "One-Logger is on (enable_one_logger) but the one_logger package is not installed"
 
@@ -100,8 +107,11 @@ def test_params_norm_and_zeros_in_grad(run_of):
 
 
 def test_running_averages_skip_and_reset(run_of, mlflow_client):
-    # default skip 2: in 3 iterations every interval is warm-up, no average yet
-    assert not set(PERF_AVG) & set(wandb_steps(root(run_of("all"))))
+    # default skip 2: the log entries at iterations 1 (clock start) and 2 are warm-up; the average starts at 3
+    all_root = root(run_of("all"))
+    for avg in PERF_AVG:
+        assert wandb_steps(all_root)[avg] == [3]
+        assert wandb_values(all_root, avg) == pytest.approx({3: wandb_values(all_root, avg.removesuffix("_avg"))[3]})
     # skip 0, reset every interval: each average is that interval's own figure
     wandb_root = root(run_of("wandb"))
     for avg in PERF_AVG:
@@ -113,6 +123,32 @@ def test_running_averages_skip_and_reset(run_of, mlflow_client):
     assert averages[2] == pytest.approx(times[2])
     assert averages[3] == pytest.approx((times[2] + times[3]) / 2)
     assert averages[3] != pytest.approx(times[3])
+
+
+_CONSOLE_PERF = re.compile(r"\[primus\] iteration (\d+)/3 \| tokens/s/GPU ([\d.]+)(?: \(avg ([\d.]+)\))? \| "
+                           r"TFLOP/s/GPU [\d.]+(?: \(avg [\d.]+\))? \| ETA \d+:\d\d:\d\d")
+
+
+def test_console_figures_with_every_tracker_off(run_of):
+    # no tracker at all: tokens/s, their averages and the ETA on the console, from the second log step
+    # (the first starts the clock); skip 1 puts the first average at iteration 2, reset 1 makes each
+    # average its own interval's figure
+    none = run_of("none")
+    lines = _CONSOLE_PERF.findall(none.output)
+    assert [int(i) for i, *_ in lines] == [2, 3], none.output
+    for _, rate, avg in lines:
+        assert avg == rate
+
+
+def test_samples_vs_steps_reaches_every_tracker(run_of, mlflow_client):
+    # upstream sends it to its own W&B writer only (which the hub replaces): consumed samples per step
+    all_run = run_of("all")
+    consumed = {int(i): float(n) for i, n in _CONSUMED.findall(all_run.output)}
+    assert sorted(consumed) == [1, 2, 3], all_run.explain()
+    assert wandb_values(root(all_run), SAMPLES_VS_STEPS) == consumed
+    assert tb_values(root(all_run), SAMPLES_VS_STEPS) == consumed
+    run_id = only_mlflow_run(mlflow_client, "all").info.run_id
+    assert dict(mlflow_history(mlflow_client, run_id, mlflow_key(SAMPLES_VS_STEPS))) == consumed
 
 
 def test_timing_log_level_and_option(run_of):
@@ -162,6 +198,35 @@ def test_tensorboard_dir_derived_or_ignored(run_of):
     none = run_of("none")
     assert not (root(none) / "tb").exists()
     assert "disable_tensorboard is true: no event files are written to tb" in none.output
+
+
+def test_tensorboard_dir_is_recorded_as_given_beside_the_folders_primus_chose(run_of, mlflow_client):
+    # trace upload points upstream's args.tensorboard_dir at <run>/traces/profiler (its profiler writes beside
+    # it); the trackers record the user's setting, and the folders under their own names
+    mlflow_run = run_of("mlflow")
+    [run_dir] = {p.parent for p in root(mlflow_run).rglob("journal.jsonl")}
+    params = only_mlflow_run(mlflow_client, "mlflow").data.params
+    assert (params["tensorboard_dir"], params["primus_traces_dir"]) == ("tb-mine", str((run_dir / "traces").absolute()))
+    assert "primus_tensorboard_events_dir" not in params  # TensorBoard is off
+    # TensorBoard on, its folder derived: W&B's config and MLflow's params say so, and that none was given
+    all_run = run_of("all")
+    [events] = {p.parent for p in tb_event_files(root(all_run))}
+    config = wandb_config(root(all_run))
+    assert (config["tensorboard_dir"], config["primus_tensorboard_events_dir"]) == (None, str(events))
+    assert "primus_traces_dir" not in config
+    all_params = only_mlflow_run(mlflow_client, "all").data.params
+    assert all_params["primus_tensorboard_events_dir"] == str(events)
+
+
+def wandb_config(root_: Path) -> dict:
+    """The W&B run's config, as its offline run file holds it (every config record, in order)."""
+    [run_file] = wandb_files(root_)
+    out = {}
+    for record in wandb_records(run_file):
+        kind = record.WhichOneof("record_type")
+        items = record.run.config.update if kind == "run" else record.config.update if kind == "config" else ()
+        out.update({item.key: json.loads(item.value_json) for item in items})
+    return out
 
 
 def test_tensorboard_queue_size(run_of):

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from megatron_tracking_runs import MLFLOW, PERF, TB, UPSTREAM, RunSpec, assert_sinks, at
+from megatron_tracking_runs import AVG_STEPS, MLFLOW, PERF, PERF_AVG, TB, UPSTREAM, RunSpec, assert_sinks, at
 
 pytestmark = pytest.mark.slow
 
@@ -43,7 +43,8 @@ def primus_train(workdir: Path, experiment: str, mlflow_uri: str, *argv: str) ->
 
 
 def expectation(experiment: str) -> RunSpec:
-    return RunSpec(frozenset({TB, MLFLOW}), experiment, at([1, 2, 3], *UPSTREAM) | at([2, 3], *PERF))
+    return RunSpec(frozenset({TB, MLFLOW}), experiment, at([1, 2, 3], *UPSTREAM) | at([2, 3], *PERF)
+                   | at(AVG_STEPS, *PERF_AVG))
 
 
 @pytest.mark.parametrize("nproc", [1, 2])

@@ -27,6 +27,9 @@ PERF_KEYS = frozenset({"perf/tokens_per_sec", "perf/tokens_per_sec_per_gpu", "pe
 CPU_PATCHES_ONLY = "torchtitan.cpu.device,torchtitan.cpu.fsdp_sum_reduction"
 WANDB_ENV = {"WANDB_MODE": "offline", "WANDB_PROJECT": "titan-e2e", "WANDB_RUN_NAME": "titan-all-sinks",
              "WANDB_TEAM": "primus-team"}
+# the other variables upstream's WandBLogger passes to wandb.init (components/metrics.py)
+WANDB_RUN_ENV = {"WANDB_RUN_ID": "titan0run", "WANDB_RUN_NOTES": "tiny llama3", "WANDB_RUN_TAGS": "cpu,e2e",
+                 "WANDB_RUN_JOB_TYPE": "pretrain", "WANDB_FORK_FROM": "titanparent?_step=2"}
 
 ALL_SINKS_YAML = """
 modules:
@@ -102,7 +105,8 @@ def all_sinks(titan_run, mlflow_server, tmp_path_factory, release):
     exp.write_text(ALL_SINKS_YAML.format(model=release.model_overrides, experiment=all_sinks_experiment(release),
                                          profiler=release.profiler_section))
     return titan_run(f"all-sinks-{release.version}", release=release, model_from_experiment=True,
-                     env={"PRIMUS_CONFIG": str(exp), "MLFLOW_TRACKING_URI": mlflow_server.uri, **WANDB_ENV})
+                     env={"PRIMUS_CONFIG": str(exp), "MLFLOW_TRACKING_URI": mlflow_server.uri, **WANDB_ENV,
+                          **WANDB_RUN_ENV})
 
 
 @pytest.fixture(scope="module")
@@ -137,6 +141,10 @@ def test_wandb_run_takes_its_settings_from_the_environment(all_sinks):
     [run_file] = wandb_files(all_sinks.dump)
     [run] = [r.run for r in wandb_records(run_file) if r.WhichOneof("record_type") == "run"]
     assert (run.project, run.display_name, run.entity) == ("titan-e2e", "titan-all-sinks", "primus-team")
+    assert (run.run_id, run.notes, list(run.tags), run.job_type) == ("titan0run", "tiny llama3", ["cpu", "e2e"],
+                                                                     "pretrain")
+    assert (run.branch_point.run, run.branch_point.value) == ("titanparent", 2)
+    assert "is set but not passed to W&B" not in all_sinks.output
 
 
 def test_mlflow_run_has_the_config_and_this_runs_log(all_sinks, release, mlflow_client):

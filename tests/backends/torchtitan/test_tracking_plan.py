@@ -99,13 +99,20 @@ def test_wandb_settings_come_from_upstreams_environment_variables(tmp_path, monk
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_TEAM", "team-a")
     monkeypatch.setenv("WANDB_RUN_NAME", "trial")
-    monkeypatch.setenv("WANDB_RUN_ID", "abc")
+    upstreams = {"WANDB_RUN_ID": "abc", "WANDB_RUN_NOTES": "n", "WANDB_RUN_TAGS": "x, y", "WANDB_RUN_JOB_TYPE": "jt",
+                 "WANDB_FORK_FROM": "src?_step=3"}
+    for key, value in upstreams.items():
+        monkeypatch.setenv(key, value)
     p = plan(tmp_path, enable_wandb=True)
     wandb = p.config.wandb
     assert (wandb.project, wandb.entity, wandb.name, wandb.mode) == ("torchtitan", "team-a", "trial", "offline")
+    assert (wandb.run_id, wandb.notes, wandb.tags, wandb.job_type, wandb.fork_from, wandb.resume_from) == (
+        "abc", "n", ("x", "y"), "jt", "src?_step=3", None)
     assert wandb.save_dir == p.config.run_dir / "wandb"
-    assert p.warnings == ("WANDB_RUN_ID is set but not passed to W&B: the run id is chosen once and kept in the run "
-                          "directory, so a restart resumes the same run",)
+    assert p.warnings == ()
+    monkeypatch.setenv("WANDB_RESUME_FROM", "abc?_step=3")
+    with pytest.raises(TrackingPlanError, match="wandb.resume_from and wandb.fork_from"):
+        plan(tmp_path, enable_wandb=True)
 
 
 def test_wandb_without_credentials_warns(tmp_path, monkeypatch):

@@ -31,7 +31,7 @@ def _install_training_log(module, handle):
         result = wrapped(*args, **kwargs)
         session = get_tracking_session()
         if session is not None:
-            session.writer.emit()  # validation scalars of this step go out now, not with the next step
+            session.emit()  # validation scalars of this step go out now, not with the next step
         return result
 
     handle.wrap(module, "training_log", training_log)

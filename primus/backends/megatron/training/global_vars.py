@@ -40,17 +40,23 @@ def get_rank_figures() -> LogStepFigures | None:
 
 
 def set_tracking_writer(args, upstream_global_vars) -> None:
-    """Start tracking on the writer rank and hand upstream the HubWriter."""
+    """Start tracking on the writer rank and hand upstream the HubWriter; with every tracker off, the
+    writer rank still gets a session for the console figures (tokens/s, averages, ETA)."""
     global _SESSION, _RANK_FIGURES
     plan = _PLAN if _PLAN is not None else set_tracking_plan(args)
     _RANK_FIGURES = LogStepFigures(args.log_interval) if plan.across_ranks else None
     if args.rank == args.world_size - 1:
         plan.notices.emit()
-    if not plan.any_tracker or args.rank != args.world_size - 1:
+    if args.rank != args.world_size - 1:
+        return
+    if not plan.any_tracker:
+        if args.log_throughput or args.log_progress:  # the console figures need no tracker
+            _SESSION = TrackingSession(None, None, args, mlflow_on=False)
         return
     from primus.tracking import start_run
 
-    run = start_run(plan.tracking_config(params=_plain_params(args), tags={"primus.backend": "megatron"}))
+    params = _plain_params(args) | plan.recorded_params
+    run = start_run(plan.tracking_config(params=params, tags={"primus.backend": "megatron"}))
     run.install_exit_handlers()
     writer = HubWriter(run, log_learning_rate=args.log_learning_rate_to_tensorboard,
                        log_batch_size=args.log_batch_size_to_tensorboard)
@@ -63,7 +69,7 @@ def finish_tracking(status: str | None = None) -> None:
     global _SESSION, _PLAN, _RANK_FIGURES
     session, _SESSION, _PLAN, _RANK_FIGURES = _SESSION, None, None, None
     stop_console_capture()  # the log is complete on disk before the run's end uploads it
-    if session is not None:
+    if session is not None and session.run is not None:
         session.writer.flush()
         session.run.finish(status)
 

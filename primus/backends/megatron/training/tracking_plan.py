@@ -26,6 +26,9 @@ class TrackingPlan:
     notices: Notices
     log_file: Path | None = None  # mlflow_upload_logs: this rank's console, copied there (every rank)
     across_ranks: bool = False  # memory/utilisation gathered over ranks (mlflow_performance_metrics_across_ranks)
+    # params recorded instead of args' own: the user's tensorboard_dir (args' is rewritten for upstream's
+    # profiler), and the folders Primus chose, under their own names
+    recorded_params: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     @property
     def any_tracker(self) -> bool:
@@ -38,7 +41,8 @@ class TrackingPlan:
 def plan_tracking(args) -> TrackingPlan:
     """Validate the Primus arguments and decide the trackers; raises PrimusArgumentError listing
     every problem. Sets args.tensorboard_dir to the derived folder when TensorBoard is on, so upstream's
-    profiler traces (written beside it) land in the run directory too, under traces/ when MLflow uploads them."""
+    profiler traces (written beside it) land in the run directory too, under traces/ when MLflow uploads them;
+    the trackers record the user's tensorboard_dir and these folders under their own names."""
     notices = Notices()
     _check_ranges(args, notices)
     run_dir = derive_run_dir(args)
@@ -67,20 +71,23 @@ def plan_tracking(args) -> TrackingPlan:
         except TrackingConfigError as e:
             notices.error(str(e))
     notices.raise_if_errors()
+    recorded: dict[str, Any] = {"tensorboard_dir": args.tensorboard_dir}
     if tensorboard_dir is not None:
         args.tensorboard_dir = str(tensorboard_dir)
+        recorded["primus_tensorboard_events_dir"] = str(tensorboard_dir.absolute())
     if mlflow and (args.mlflow_upload_traces or args.mlflow_upload_tracelens_report):
         # upstream's torch profiler writes <tensorboard_dir>/../torch_profile (training.train, 0.19.2); only the
         # profiler reads args.tensorboard_dir now (the TensorBoard sink has its own log_dir), so anchor it in
         # <run_dir>/traces, which the MLflow sink uploads and reports on after training
         args.tensorboard_dir = str(run_dir / "traces" / "profiler")
+        recorded["primus_traces_dir"] = str((run_dir / "traces").absolute())
         _check_profiler(args, notices)
     log_file = run_dir / "logs" / f"rank_{args.rank}.log" if mlflow and args.mlflow_upload_logs else None
     across_ranks = bool(mlflow) and args.mlflow_performance_metrics_across_ranks
     if across_ranks and not args.mlflow_upload_performance_metrics:
         notices.info("mlflow_performance_metrics_across_ranks ignored: mlflow_upload_performance_metrics is off")
         across_ranks = False
-    return TrackingPlan(config, notices, log_file, across_ranks)
+    return TrackingPlan(config, notices, log_file, across_ranks, recorded)
 
 
 def _check_profiler(args, notices: Notices) -> None:

@@ -1,5 +1,6 @@
-"""Writer-rank state of one tracked Megatron run: the tracking run, the writer upstream writes to,
-and the throughput accumulators fed from the wrapped ``training_log``.
+"""Writer-rank state of one Megatron run: the tracking run and the writer upstream writes to (when a
+tracker is on), and the throughput accumulators fed from the wrapped ``training_log``, which feed the
+console line whether or not any tracker is on.
 
 Perf figures come from structured values at log steps only — consumed tokens, upstream's own FLOPs
 formula, wall time between log steps — so no device synchronisation or collective is added."""
@@ -13,16 +14,20 @@ from primus.backends.megatron.training.hub_writer import HubWriter
 from primus.tracking.perf import IntervalAverager, Utilisation, memory_metrics, throughput_metrics
 
 MLFLOW_ONLY = ("mlflow",)
+# upstream's training_log sends this only to its own W&B writer, which the hub replaces
+SAMPLES_VS_STEPS = "samples vs steps"
 
 
 class TrackingSession:
-    def __init__(self, run, writer: HubWriter, args, *, mlflow_on: bool):
+    """``run`` and ``writer`` are None when every tracker is off: the console figures still come."""
+
+    def __init__(self, run, writer: HubWriter | None, args, *, mlflow_on: bool):
         self.run = run
         self.writer = writer
         self._args = args
         self._averager = IntervalAverager(args.log_avg_skip_iterations, args.log_avg_reset_interval)
         perf_upload = mlflow_on and args.mlflow_upload_performance_metrics
-        self._throughput_on = args.log_throughput or perf_upload  # the perf upload implies throughput
+        self._throughput_on = writer is not None and (args.log_throughput or perf_upload)  # upload implies it
         self._system_on = perf_upload
         self._console_on = args.log_throughput or args.log_progress
         self._utilisation = Utilisation() if self._system_on else None
@@ -32,23 +37,36 @@ class TrackingSession:
     def after_training_log(self, iteration: int, system: Mapping[str, float] | None = None) -> None:
         """Called after upstream's training_log: adds perf figures on log steps, then sends the step.
         ``system``: the memory/utilisation figures gathered over ranks this step (RankFigures), if on."""
-        if iteration % self._args.log_interval != 0 or not (self._throughput_on or self._console_on):
-            self.writer.emit()
+        if self.writer is not None and iteration % self._args.tensorboard_log_interval == 0:
+            self.writer.add_scalar(SAMPLES_VS_STEPS, self._args.consumed_train_samples, iteration)
+        perf = self._log_step_perf(iteration)
+        if self.writer is not None:
+            self.writer.emit(perf if self._throughput_on else None, step=iteration)
+        if perf is None:
             return
-        now = time.perf_counter()
-        previous, self._last = self._last, (iteration, now)
-        if previous is None or iteration <= previous[0]:
-            self.writer.emit()  # the first log step only sets the baseline (it includes start-up)
-            return
-        iterations, seconds = iteration - previous[0], now - previous[1]
-        perf = self._interval_perf(iterations, seconds)
-        self.writer.emit(perf if self._throughput_on else None, step=iteration)
         if self._system_on:
             if system is None:
                 system = memory_metrics() | self._utilisation.read()
             self.run.log(iteration, dict(system), only=MLFLOW_ONLY)
         if self._console_on:
             print(render_console_line(iteration, self._args.train_iters, perf), flush=True)
+
+    def emit(self) -> None:
+        """Send what upstream wrote since the last call (evaluation scalars) now."""
+        if self.writer is not None:
+            self.writer.emit()
+
+    def _log_step_perf(self, iteration: int) -> dict[str, float] | None:
+        """The perf figures of the interval that ends at this log step; None off log steps and at the
+        first log step, which only starts the clock (its time includes start-up)."""
+        if iteration % self._args.log_interval != 0 or not (self._throughput_on or self._console_on):
+            return None
+        now = time.perf_counter()
+        previous, self._last = self._last, (iteration, now)
+        if previous is None or iteration <= previous[0]:
+            self._averager.start()
+            return None
+        return self._interval_perf(iteration - previous[0], now - previous[1])
 
     def _interval_perf(self, iterations: int, seconds: float) -> dict[str, float]:
         from megatron.core.num_microbatches_calculator import get_num_microbatches

@@ -1,6 +1,7 @@
 """W&B settings for TorchTitan (spec §7). Upstream's ``WandBLogger`` reads them from the environment;
 W&B is now a sink of the hub, which reads the same variables: WANDB_PROJECT (upstream's default
-"torchtitan"), WANDB_RUN_NAME, WANDB_TEAM (the entity). Missing credentials are a warning, as for
+"torchtitan"), WANDB_RUN_NAME, WANDB_TEAM (the entity), WANDB_RUN_ID, WANDB_RUN_NOTES, WANDB_RUN_TAGS,
+WANDB_RUN_JOB_TYPE, WANDB_RESUME_FROM and WANDB_FORK_FROM. Missing credentials are a warning, as for
 Megatron: offline mode and `wandb login` are valid and the journal keeps every metric either way."""
 
 from __future__ import annotations
@@ -13,26 +14,27 @@ from primus.tracking import WandbConfig
 from primus.tracking.credentials import has_wandb_credentials
 
 UPSTREAM_DEFAULT_PROJECT = "torchtitan"
-# Upstream passes these to wandb.init; the hub does not: it chooses and keeps the run id (resume).
-NOT_PASSED = {
-    "WANDB_RUN_ID": "the run id is chosen once and kept in the run directory, so a restart resumes the same run",
-    "WANDB_RESUME_FROM": "rewinding a run is not supported; a restarted job resumes its own run",
-    "WANDB_FORK_FROM": "forking a run is not supported",
-    "WANDB_RUN_NOTES": "use WANDB_NOTES, which wandb reads itself",
-    "WANDB_RUN_TAGS": "use WANDB_TAGS (comma-separated), which wandb reads itself",
-}
 
 
 def wandb_settings(save_dir: Path, warnings: list[str], environ: Mapping[str, str] = os.environ) -> WandbConfig:
-    """The W&B sink's settings; appends a warning for missing credentials and for each upstream
-    variable that is set but not honoured. WANDB_RUN_GROUP and WANDB_JOB_TYPE reach wandb directly."""
+    """The W&B sink's settings from the variables upstream's WandBLogger passes to wandb.init
+    (components/metrics.py, 0.2.2 and 0.3.0); appends a warning for missing credentials.
+    WANDB_RUN_GROUP reaches wandb directly (wandb reads it itself)."""
     if not has_wandb_credentials(environ):
         warnings.append("W&B is enabled (metrics.enable_wandb) but no credentials were found (WANDB_API_KEY unset, no "
                         "`wandb login` entry in ~/.netrc, WANDB_MODE is not offline): set WANDB_API_KEY or "
                         "WANDB_MODE=offline. Metrics are kept in the run's journal either way (`wandb sync` later).")
-    for key, why in NOT_PASSED.items():
-        if environ.get(key):
-            warnings.append(f"{key} is set but not passed to W&B: {why}")
     return WandbConfig(project=environ.get("WANDB_PROJECT") or UPSTREAM_DEFAULT_PROJECT,
                        entity=environ.get("WANDB_TEAM") or environ.get("WANDB_ENTITY") or None,
-                       name=environ.get("WANDB_RUN_NAME") or None, save_dir=save_dir)
+                       name=environ.get("WANDB_RUN_NAME") or None, save_dir=save_dir,
+                       run_id=environ.get("WANDB_RUN_ID") or None, notes=environ.get("WANDB_RUN_NOTES") or None,
+                       tags=_tags(environ.get("WANDB_RUN_TAGS")), job_type=environ.get("WANDB_RUN_JOB_TYPE") or None,
+                       resume_from=environ.get("WANDB_RESUME_FROM") or None,
+                       fork_from=environ.get("WANDB_FORK_FROM") or None)
+
+
+def _tags(text: str | None) -> tuple[str, ...] | None:
+    """Comma-separated, as wandb reads its own WANDB_TAGS (upstream hands wandb.init the raw string, which
+    wandb turns into one tag per character)."""
+    tags = tuple(t.strip() for t in (text or "").split(",") if t.strip())
+    return tags or None

@@ -58,9 +58,10 @@ def add_primus_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
     _toggle(group, "--log-learning-rate-to-tensorboard", True, "Log the learning rate (dropped upstream; honoured).")
     _toggle(group, "--log-batch-size-to-tensorboard", False, "Log the batch size (dropped upstream; honoured).")
     group.add_argument("--log-avg-skip-iterations", type=int, default=2,
-                       help="Warm-up iterations left out of running averages.")
+                       help="Log entries left out of running averages: the first N (the first log step "
+                            "counted), so with --log-interval 1 they start at iteration N+1.")
     group.add_argument("--log-avg-reset-interval", type=int, default=10,
-                       help="Iterations after which running averages restart.")
+                       help="Log entries (not iterations) after which running averages restart.")
     group.add_argument("--primus-run-dir", default=None,
                        help="This run's directory (journal, run ids, derived tracker dirs); default "
                             "<save>/primus when --save is given, else a new folder under $PRIMUS_OUTPUT_ROOT "
