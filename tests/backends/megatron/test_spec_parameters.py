@@ -50,6 +50,7 @@ from megatron_tracking_runs import (
     wandb_steps,
     wandb_values,
 )
+from support.journal_files import run_dirs_under
 from support.readers import mlflow_history, wandb_files, wandb_records
 
 from primus.tracking.names import mlflow_key
@@ -204,7 +205,7 @@ def test_tensorboard_dir_is_recorded_as_given_beside_the_folders_primus_chose(ru
     # trace upload points upstream's args.tensorboard_dir at <run>/traces/profiler (its profiler writes beside
     # it); the trackers record the user's setting, and the folders under their own names
     mlflow_run = run_of("mlflow")
-    [run_dir] = {p.parent for p in root(mlflow_run).rglob("journal.jsonl")}
+    [run_dir] = run_dirs_under(root(mlflow_run))
     params = only_mlflow_run(mlflow_client, "mlflow").data.params
     assert (params["tensorboard_dir"], params["primus_traces_dir"]) == ("tb-mine", str((run_dir / "traces").absolute()))
     assert "primus_tensorboard_events_dir" not in params  # TensorBoard is off
