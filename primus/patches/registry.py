@@ -193,7 +193,7 @@ class PatchHandle:
         parent, attribute, original = wrapt.resolve_path(owner, name)
         guarded = self._guard(wrapper)
         if ".tracking." in self.patch.id:  # the benchmarks' count of training-thread CPU spent on tracking
-            guarded = cpu_accounting.wrapper(guarded)
+            guarded = cpu_accounting.wrapper(guarded, f"{self.patch.id}:{name}")
         self._set(parent, attribute, wrapt.FunctionWrapper(original, guarded))
 
     def replace(self, owner: Any, name: str, value: Any) -> None:
