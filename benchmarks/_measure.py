@@ -43,10 +43,16 @@ class Measured:
     tree_cpu_s: float  # user + system CPU of the command and every process it started
     accounts: list[dict]  # primus.cpu_accounting's dumps, one per process that imported primus
 
-    @property
-    def training_thread_ns(self) -> int:
-        """CPU our code took from the trainer's threads (every process but the delivery process)."""
-        return sum(t["ns"] for a in self.accounts if "startup_cpu_s" not in a for t in a["threads"].values())
+    def entries(self) -> dict[str, list[int]]:
+        """Our entry points' [calls, ns of thread CPU], over the trainer's processes and threads."""
+        out: dict[str, list[int]] = {}
+        for account in self.accounts:
+            for thread in account["threads"].values():
+                for entry, (calls, ns) in thread["entries"].items():
+                    total = out.setdefault(entry, [0, 0])
+                    total[0] += calls
+                    total[1] += ns
+        return out
 
     @property
     def delivery(self) -> list[dict]:
@@ -106,5 +112,19 @@ def pair_ratios(label: str, pairs: Sequence[tuple[float, float]]) -> str:
             f"{len(ratios)} pairs: {each})")
 
 
-def per_logged_step_us(ns: float, logged_steps: int) -> float:
-    return ns / logged_steps / 1e3
+def training_thread_lines(backend: str, runs: Sequence[Measured], step_entry: str, logged_steps: int) -> str:
+    """The training thread's CPU in our code per logged step: in the hook upstream calls once per logged step
+    (``step_entry``, with everything of ours it calls), median over ``runs``; and the rest (the run's start and
+    end), which a long run spreads over many steps. The last line is the one `make bench` reports."""
+    def per_step_us(m: Measured) -> float:
+        return m.entries().get(step_entry, [0, 0])[1] / logged_steps / 1e3
+
+    def one_off_ms(m: Measured) -> float:
+        return sum(ns for entry, (_, ns) in m.entries().items() if entry != step_entry) / 1e6
+
+    per_step = statistics.median(per_step_us(m) for m in runs)
+    detail = ", ".join(f"{entry} {calls} calls {ns / 1e6:.1f} ms" for entry, (calls, ns) in runs[-1].entries().items())
+    return (f"{backend} training thread, our code: {per_step:.1f} µs per logged step in {step_entry}, median of "
+            f"{len(runs)} runs of {logged_steps} logged steps; start and end {statistics.median(map(one_off_ms, runs)):.1f} "
+            f"ms once per run (last run: {detail})\n"
+            f"{backend}: training-thread CPU per logged step {per_step:.0f} µs")
