@@ -11,11 +11,15 @@ from __future__ import annotations
 import os
 import resource
 import sys
+import threading
+import time
+import weakref
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 GIB = float(1 << 30)
+_PAGE_BYTES = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 # Dense (no sparsity) peak TFLOP/s per device, by dtype, from vendors' datasheets. A device or dtype
 # missing here has no MFU: "unknown" is omitted, never guessed (an A100 fallback gave users 500 % MFU).
@@ -131,9 +135,14 @@ def device_memory(torch_module=None) -> MemoryReading | None:
 
 
 def host_rss_bytes() -> float:
-    import psutil
+    # /proc/self/statm's second field, as psutil reads it, without building a Process (60 µs of a logged step)
+    try:
+        with open("/proc/self/statm", "rb") as statm:
+            return float(int(statm.read().split()[1]) * _PAGE_BYTES)
+    except OSError:
+        import psutil
 
-    return float(psutil.Process(os.getpid()).memory_info().rss)
+        return float(psutil.Process(os.getpid()).memory_info().rss)
 
 
 def host_peak_rss_bytes() -> float:
@@ -151,9 +160,11 @@ def memory_metrics(torch_module=None) -> dict[str, float]:
 
 
 class Utilisation:
-    """Device (NVML, or amdsmi on ROCm) and host (psutil) utilisation, read on log steps only."""
+    """Device (NVML, or amdsmi on ROCm) and host (psutil) utilisation. A daemon thread reads them every
+    ``interval_s``; a logged step gets the latest reading. Read on the training thread they cost ~110 µs per
+    logged step (psutil parses /proc/stat and /proc/meminfo), twice the training thread's whole budget."""
 
-    def __init__(self, device_index: int = 0):
+    def __init__(self, device_index: int = 0, interval_s: float = 1.0):
         import psutil
 
         self._psutil = psutil
@@ -161,8 +172,17 @@ class Utilisation:
         self._device_index = device_index
         self._nvml_handle = _nvml_handle(device_index)
         self._amd_handle = None if self._nvml_handle is not None else _amdsmi_handle(device_index)
+        self._latest: dict[str, float] | None = None
+        threading.Thread(target=_sample_while_alive, args=(weakref.ref(self), interval_s),
+                         name="primus-utilisation", daemon=True).start()
 
     def read(self) -> dict[str, float]:
+        latest = self._latest
+        if latest is None:  # the first logged step came before the first sample
+            latest = self._latest = self.sample()
+        return dict(latest)
+
+    def sample(self) -> dict[str, float]:
         out = {"sys/cpu_util_pct": self._psutil.cpu_percent(interval=None),
                "sys/host_mem_used_pct": self._psutil.virtual_memory().percent}
         gpu = self._gpu_util()
@@ -183,6 +203,20 @@ class Utilisation:
         except Exception:  # a driver hiccup must not break logging; the metric is just absent this step
             return None
         return None
+
+
+def _sample_while_alive(ref: weakref.ref[Utilisation], interval_s: float) -> None:
+    """The sampling thread: ends when its Utilisation is gone (it holds only a weak reference)."""
+    while True:
+        time.sleep(interval_s)
+        utilisation = ref()
+        if utilisation is None:
+            return
+        try:
+            utilisation._latest = utilisation.sample()
+        except Exception:  # noqa: BLE001 - a failed read keeps the previous one; logging is never broken
+            pass
+        del utilisation
 
 
 def _nvml_handle(index: int):
