@@ -21,7 +21,7 @@ import resource
 import statistics
 import subprocess
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -110,6 +110,14 @@ def pair_ratios(label: str, pairs: Sequence[tuple[float, float]]) -> str:
     verdict = "not distinguishable from 1" if low <= 1 <= high else f"{median:.3f}"
     return (f"ratio {label}: {verdict} (median {median:.3f}, bootstrap 90 % interval {low:.3f}-{high:.3f}, "
             f"{len(ratios)} pairs: {each})")
+
+
+def tree_cpu_line(backend: str, runs: Mapping[str, Sequence[Measured]], logged_steps: int) -> str:
+    """One line: each variant's whole-process-tree CPU per 1,000 logged steps (median over its runs)."""
+    per = {name: statistics.median(m.tree_cpu_s for m in measured) / logged_steps * 1000
+           for name, measured in runs.items()}
+    return (f"{backend}: process-tree CPU per 1,000 logged steps ({logged_steps}-step runs, start-up included): "
+            + ", ".join(f"{name} {cpu:.0f} s" for name, cpu in per.items()))
 
 
 def training_thread_lines(backend: str, runs: Sequence[Measured], step_entry: str, logged_steps: int) -> str:

@@ -30,7 +30,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from _measure import pair_ratios, run_measured, training_thread_lines
+from _measure import pair_ratios, run_measured, training_thread_lines, tree_cpu_line
 
 from primus.backends.maxtext.upstream_argv import with_experiment
 from primus.config import load_experiment
@@ -107,15 +107,13 @@ def main() -> None:
             print(f"  {name:<15} {statistics.median(values) * 1e3:8.2f} ms")
         for base, tracked in PAIRS:
             print(pair_ratios(f"{tracked} / {base}", list(zip(times[base], times[tracked]))))
-        print(f"\nprocess-tree CPU per 1,000 logged steps ({args.steps}-step runs, start-up included), one run each:")
         runs = {}
         for name in VARIANTS:
             command, env, out = variant_command(name, args.steps, Path(workdir))
             runs[name] = run_measured(command, env, cwd=out)
             if runs[name].returncode != 0:
                 sys.exit(f"{name} failed ({runs[name].returncode}):\n{runs[name].output[-4000:]}")
-            print(f"  {name:16s} {runs[name].tree_cpu_s / args.steps * 1000:8.1f} s", flush=True)
-    print()
+    print(tree_cpu_line("maxtext", {name: [m] for name, m in runs.items()}, args.steps))
     print(training_thread_lines("maxtext", [runs["primus-all"]], PER_STEP_HOOK, args.steps))
 
 

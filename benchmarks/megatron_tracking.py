@@ -30,7 +30,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from _measure import Measured, pair_ratios, run_measured, training_thread_lines
+from _measure import Measured, pair_ratios, run_measured, training_thread_lines, tree_cpu_line
 
 REPO = Path(__file__).resolve().parents[1]
 PRIMUS = str(Path(sys.executable).with_name("primus"))
@@ -97,10 +97,7 @@ def main() -> None:
     print()
     for base, variant in PAIRS:
         print(pair_ratios(f"{variant} / {base}", list(zip(step[base], step[variant]))))
-    print(f"\nprocess-tree CPU per 1,000 logged steps ({args.iters}-iteration runs, start-up included), median of "
-          f"{args.rounds}:")
-    for n in names:
-        print(f"  {n:18s} {statistics.median(m.tree_cpu_s for m in runs[n]) / args.iters * 1000:8.1f} s")
+    print(tree_cpu_line("megatron", runs, args.iters))
     print()
     print(training_thread_lines("megatron", runs["primus-all"], PER_STEP_HOOK, args.iters))
 

@@ -31,7 +31,7 @@ import tempfile
 from datetime import datetime
 from pathlib import Path
 
-from _measure import pair_ratios, run_measured, training_thread_lines
+from _measure import pair_ratios, run_measured, training_thread_lines, tree_cpu_line
 
 PYTHON = sys.executable
 PRIMUS_RUN = str(Path(PYTHON).parent / "primus-run")
@@ -117,14 +117,12 @@ def main() -> None:
                       f"ratio {step[b] / step[a]:.3f}", flush=True)
         for (a, b), measured in pairs.items():
             print(pair_ratios(f"{b} / {a}", measured))
-        print(f"\nprocess-tree CPU per 1,000 logged steps ({args.steps}-step runs, start-up included), one run each:")
         runs = {}
         for name in VARIANTS:
             runs[name] = run_measured(*variant_command(name, args.steps, workdir))
             if runs[name].returncode != 0:
                 sys.exit(f"{name} failed ({runs[name].returncode}):\n{runs[name].output[-4000:]}")
-            print(f"  {name:16s} {runs[name].tree_cpu_s / args.steps * 1000:8.1f} s", flush=True)
-    print()
+    print(tree_cpu_line("torchtitan", {name: [m] for name, m in runs.items()}, args.steps))
     print(training_thread_lines("torchtitan", [runs["primus-all"]], PER_STEP_HOOK, args.steps))
 
 
