@@ -1,9 +1,10 @@
-"""Step-time cost of tracking on upstream MaxText (the tiny CPU experiment, synthetic data), side by side.
+"""Cost of tracking on upstream MaxText (the tiny CPU experiment, synthetic data), side by side.
 
-    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/maxtext_tracking.py [--rounds 2] [--steps 60]
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/maxtext_tracking.py [--rounds 5] [--steps 400]
 
 MaxText runs on its own environment's interpreter (.venv-maxtext, as `primus train` picks it). Variants run
-in pairs at the same time, so load on the machine hits both alike; ratios are medians over rounds:
+in pairs at the same time, so load on the machine hits both alike; each round is one pair of each ratio,
+reported by _measure.pair_ratios:
   off             patches active, every tracker off (upstream's logger unchanged, no hub)
   primus-all      Primus: TensorBoard + W&B (offline) + MLflow (local sqlite) + the perf metric set
   primus-tb-wb    Primus: TensorBoard + W&B (offline)
@@ -12,7 +13,10 @@ Step time: upstream's own ``perf/step_time_seconds`` (the wall time of one loop 
 writing the previous step's metrics), from its metrics file, median over the second half of the steps: the
 trackers start on background threads during the first seconds (MLflow's local sqlite store creates its schema,
 wandb starts its service), which on a small CPU box competes with the first training steps. Prints the ratios
-primus-all/off and primus-tb-wb/upstream-tb-wb (goal <= 1.02).
+primus-all/off and primus-tb-wb/upstream-tb-wb (goal <= 1.02). Then CPU, which noise barely moves: each variant
+once more, alone (_measure.run_measured, Primus's CPU accounting on): the whole process tree's CPU (trainer,
+delivery process, wandb's service) per 1,000 logged steps, start-up included, and the training thread's CPU in our
+code per logged step (primus-all: upstream's MetricLogger.write_metrics hook, with the perf figures inside it).
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from _measure import pair_ratios, run_measured, training_thread_lines, tree_cpu_line
 
 from primus.backends.maxtext.upstream_argv import with_experiment
 from primus.config import load_experiment
@@ -42,6 +48,7 @@ VARIANTS: dict[str, tuple[bool, list[str]]] = {  # (through primus-run, MaxText 
     "upstream-tb-wb": (False, TB_WB),
 }
 PAIRS = (("off", "primus-all"), ("upstream-tb-wb", "primus-tb-wb"))
+PER_STEP_HOOK = "maxtext.tracking.metric_logger:write_metrics"
 
 
 def tiny_cpu_args() -> list[str]:
@@ -51,7 +58,8 @@ def tiny_cpu_args() -> list[str]:
     return with_experiment([], {k: v for k, v in module.params.items() if k not in module.primus_keys}, None)
 
 
-def start_variant(name: str, steps: int, workdir: Path) -> tuple[subprocess.Popen, Path]:
+def variant_command(name: str, steps: int, workdir: Path) -> tuple[list[str], dict[str, str], Path]:
+    """The command, its environment and its working directory (where its metrics file is written)."""
     patched, args = VARIANTS[name]
     out = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=workdir))  # run_name bench-<name>: "off" is YAML for false
     env = {**os.environ, "OMP_NUM_THREADS": "1", "WANDB_MODE": "offline", "WANDB_SILENT": "true",
@@ -60,6 +68,11 @@ def start_variant(name: str, steps: int, workdir: Path) -> tuple[subprocess.Pope
     command = [*([PRIMUS_RUN] if patched else []), interpreter("maxtext"), *UPSTREAM_TRAIN, *tiny_cpu_args(), *args,
                f"steps={steps}", f"base_output_directory={out}", f"run_name=bench-{name}",
                f"metrics_file={out / 'metrics.jsonl'}"]
+    return command, env, out
+
+
+def start_variant(name: str, steps: int, workdir: Path) -> tuple[subprocess.Popen, Path]:
+    command, env, out = variant_command(name, steps, workdir)
     process = subprocess.Popen(command, cwd=out, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     return process, out / "metrics.jsonl"
 
@@ -77,29 +90,31 @@ def step_time(name: str, process: subprocess.Popen, metrics: Path, steps: int) -
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--steps", type=int, default=400)
     args = parser.parse_args()
     times: dict[str, list[float]] = {name: [] for name in VARIANTS}
-    ratios: dict[tuple[str, str], list[float]] = {pair: [] for pair in PAIRS}
     with tempfile.TemporaryDirectory(prefix="maxtext-bench-") as workdir:
         for round_ in range(args.rounds):
             for base, tracked in PAIRS:
                 started = {name: start_variant(name, args.steps, Path(workdir)) for name in (base, tracked)}
                 for name, (process, metrics) in started.items():
                     times[name].append(step_time(name, process, metrics, args.steps))
-                ratios[base, tracked].append(times[tracked][-1] / times[base][-1])
             print(f"round {round_ + 1}: " + "  ".join(f"{n} {v[-1] * 1e3:.2f} ms" for n, v in times.items()),
                   flush=True)
-    print(f"\nmedian step time over {args.rounds} rounds, {args.steps} steps each (the second half):")
-    for name, values in times.items():
-        print(f"  {name:<15} {statistics.median(values) * 1e3:8.2f} ms")
-    for (base, tracked), values in ratios.items():
-        print(f"ratio {tracked} / {base}: {statistics.median(values):.3f} (per round: "
-              f"{', '.join(f'{r:.3f}' for r in values)})")
-    median = {name: statistics.median(values) for name, values in times.items()}
-    print(f"ratio upstream-tb-wb / off: {median['upstream-tb-wb'] / median['off']:.3f} (medians of different pairs: "
-          "what upstream's own writers cost on this machine)")
+        print(f"\nmedian step time over {args.rounds} rounds, {args.steps} steps each (the second half):")
+        for name, values in times.items():
+            print(f"  {name:<15} {statistics.median(values) * 1e3:8.2f} ms")
+        for base, tracked in PAIRS:
+            print(pair_ratios(f"{tracked} / {base}", list(zip(times[base], times[tracked]))))
+        runs = {}
+        for name in VARIANTS:
+            command, env, out = variant_command(name, args.steps, Path(workdir))
+            runs[name] = run_measured(command, env, cwd=out)
+            if runs[name].returncode != 0:
+                sys.exit(f"{name} failed ({runs[name].returncode}):\n{runs[name].output[-4000:]}")
+    print(tree_cpu_line("maxtext", {name: [m] for name, m in runs.items()}, args.steps))
+    print(training_thread_lines("maxtext", [runs["primus-all"]], PER_STEP_HOOK, args.steps))
 
 
 if __name__ == "__main__":

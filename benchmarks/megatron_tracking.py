@@ -1,6 +1,6 @@
-"""Step-time cost of tracking on upstream Megatron (tiny GPT of configs/megatron/tiny_cpu.yaml, CPU), side by side.
+"""Cost of tracking on upstream Megatron (tiny GPT of configs/megatron/tiny_cpu.yaml, CPU), side by side.
 
-    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/megatron_tracking.py [--rounds 3] [--iters 100]
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/megatron_tracking.py [--rounds 5] [--iters 100]
 
 Every variant runs `primus train --config configs/megatron/tiny_cpu.yaml` with log_interval 1; variants are
 interleaved round by round (A B C D, then B C D A, ...) so load on the machine hits each alike:
@@ -11,8 +11,13 @@ interleaved round by round (A B C D, then B C D A, ...) so load on the machine h
   primus-tb-wb   Primus: TensorBoard + W&B (offline)
   upstream-tb-wb upstream's own SummaryWriter and wandb writer (offline): PRIMUS_DISABLE_PATCHES=megatron.tracking.writers
 Step time: upstream's own "elapsed time per iteration (ms)" (its interval timer spans the whole loop, writer
-calls included), iterations 3..N, median per run. Prints each run, then the medians and the ratios
-primus-all/off, primus-all-threads/off and primus-tb-wb/upstream-tb-wb (goal <= 1.02).
+calls included), iterations 3..N, median per run. Each round is one pair of every ratio: primus-all/off,
+primus-all-threads/off, primus-tb-wb/upstream-tb-wb (goal <= 1.02), upstream-tb-wb/off (_measure.pair_ratios).
+CPU, which noise barely moves (_measure.run_measured; every run has Primus's CPU accounting on, two clock reads
+per hook call): the training thread's CPU inside our hooks and the hub per logged step (primus-all, the whole
+step hook (upstream's training_log, our writer calls inside it) / logged steps; and the whole run's, its start
+included), and the whole process tree's CPU
+(trainer, delivery process, wandb's service) per 1,000 logged steps, start-up included, for every variant.
 """
 
 from __future__ import annotations
@@ -21,10 +26,11 @@ import argparse
 import os
 import re
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from _measure import Measured, pair_ratios, run_measured, training_thread_lines, tree_cpu_line
 
 REPO = Path(__file__).resolve().parents[1]
 PRIMUS = str(Path(sys.executable).with_name("primus"))
@@ -49,7 +55,7 @@ def iteration_ms(output: str, skip: int = 2) -> list[float]:
     return [float(ms) for it, ms in ITERATION_MS.findall(output) if int(it) > skip]
 
 
-def run_variant(name: str, iters: int, workdir: Path) -> float:
+def run_variant(name: str, iters: int, workdir: Path) -> tuple[float, Measured]:
     overrides, extra_env = VARIANTS[name]
     workspace = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=workdir))
     env = {**os.environ, "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": "", "WANDB_MODE": "offline",
@@ -57,34 +63,43 @@ def run_variant(name: str, iters: int, workdir: Path) -> float:
     env.pop("MLFLOW_TRACKING_URI", None)  # the local sqlite store next to the run
     command = [PRIMUS, "train", "--config", CONFIG, f"train_iters={iters}", "log_interval=1",
                f"workspace={workspace}", f"wandb_save_dir={workspace}", *overrides]  # upstream's W&B needs a dir
-    done = subprocess.run(command, env=env, cwd=workspace, capture_output=True, text=True)
-    output = done.stdout + done.stderr
-    times = iteration_ms(output)
+    done = run_measured(command, env, cwd=workspace)
+    times = iteration_ms(done.output)
     if done.returncode != 0 or len(times) != iters - 2:
-        sys.exit(f"{name} failed (exit {done.returncode}, {len(times)} timed iterations):\n{output[-4000:]}")
-    return statistics.median(times)
+        sys.exit(f"{name} failed (exit {done.returncode}, {len(times)} timed iterations):\n{done.output[-4000:]}")
+    return statistics.median(times), done
+
+
+PAIRS = (("off", "primus-all"), ("off", "primus-all-threads"), ("upstream-tb-wb", "primus-tb-wb"),
+         ("off", "upstream-tb-wb"))
+PER_STEP_HOOK = "megatron.tracking.training_log:training_log"  # upstream's training_log, and our writer inside it
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--iters", type=int, default=100)
     args = parser.parse_args()
     names = list(VARIANTS)
-    results: dict[str, list[float]] = {n: [] for n in names}
+    step: dict[str, list[float]] = {n: [] for n in names}
+    runs: dict[str, list[Measured]] = {n: [] for n in names}
     with tempfile.TemporaryDirectory(prefix="megatron-bench-") as tmp:
         for r in range(args.rounds):
             for name in names[r % len(names):] + names[:r % len(names)]:
-                results[name].append(run_variant(name, args.iters, Path(tmp)))
-                print(f"round {r + 1} {name:18s} {results[name][-1]:8.1f} ms/iteration", flush=True)
-    step = {n: statistics.median(v) for n, v in results.items()}
+                ms, measured = run_variant(name, args.iters, Path(tmp))
+                step[name].append(ms)
+                runs[name].append(measured)
+                print(f"round {r + 1} {name:18s} {ms:8.1f} ms/iteration  process tree {measured.tree_cpu_s:6.1f} s CPU",
+                      flush=True)
     print(f"\n{'variant':18s} {'median ms/iter':>15s}   per round")
     for n in names:
-        print(f"{n:18s} {step[n]:15.1f}   " + " ".join(f"{v:.1f}" for v in results[n]))
-    print(f"\nprimus-all / off                  = {step['primus-all'] / step['off']:.3f}")
-    print(f"primus-all-threads / off          = {step['primus-all-threads'] / step['off']:.3f}")
-    print(f"primus-tb-wb / upstream-tb-wb     = {step['primus-tb-wb'] / step['upstream-tb-wb']:.3f}")
-    print(f"upstream-tb-wb / off              = {step['upstream-tb-wb'] / step['off']:.3f}")
+        print(f"{n:18s} {statistics.median(step[n]):15.1f}   " + " ".join(f"{v:.1f}" for v in step[n]))
+    print()
+    for base, variant in PAIRS:
+        print(pair_ratios(f"{variant} / {base}", list(zip(step[base], step[variant]))))
+    print(tree_cpu_line("megatron", runs, args.iters))
+    print()
+    print(training_thread_lines("megatron", runs["primus-all"], PER_STEP_HOOK, args.iters))
 
 
 if __name__ == "__main__":

@@ -4,7 +4,10 @@
 
 Each benchmark is a script here that prints its own figures, each a ratio against a baseline measured
 side by side in the same run (hub_overhead: the hub vs upstream's writer patterns; *_tracking: step
-time with tracking on vs off and vs upstream's own writers; startup_overhead: start-up added by the
+time with tracking on vs off and vs upstream's own writers as interleaved pairs, process-tree CPU per 1,000
+logged steps, and the training thread's CPU in our code per logged step; delivery_startup: the delivery
+process's start-up CPU and peak RSS; gpu_check: device synchronisations and step-time pairs on a GPU host, a
+line saying there is none elsewhere; startup_overhead: start-up added by the
 layer; exit_flush: exit and flush time with a healthy and a dead server; soak: cost, memory and losses
 over a long run; resume_cost: resuming against a long journal vs a fresh one). They run one after another
 (each interleaves its own variants), and RESULTS.md gets the machine, every ratio line, and each
@@ -28,16 +31,19 @@ HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "RESULTS.md"
 QUICK_ARGS = {  # fewer rounds and steps, same variants and baselines
     "console_redaction": ["--lines", "500"],
+    "delivery_startup": ["--runs", "1"],
     "exit_flush": ["--rounds", "2", "--cap", "60"],
+    "gpu_check": ["--pairs", "2", "--steps", "20"],
     "hub_overhead": [],
-    "maxtext_tracking": ["--rounds", "1", "--steps", "60"],
+    "maxtext_tracking": ["--rounds", "2", "--steps", "60"],
     "megatron_tracking": ["--rounds", "2", "--iters", "60"],  # past the trackers' start-up steps
     "resume_cost": ["--steps", "100000"],
     "soak": ["--steps", "20000", "--slice", "1000"],
     "startup_overhead": ["--runs", "7"],
-    "torchtitan_tracking": ["--rounds", "1", "--steps", "20"],
+    "torchtitan_tracking": ["--rounds", "2", "--steps", "20"],
 }
-RATIO_LINE = re.compile(r"ratio|\s/\s|\bx\s?\d|per logged step|^\|", re.IGNORECASE)
+RATIO_LINE = re.compile(r"ratio|\s/\s|\bx\s?\d|per logged step|per 1,000 logged steps|start-up:|gpu_check|^\|",
+                        re.IGNORECASE)
 
 
 @dataclass

@@ -1,9 +1,10 @@
-"""Step-time cost of tracking on upstream torchtitan (llama3 debug model, CPU), side by side in one run.
+"""Cost of tracking on upstream torchtitan (llama3 debug model, CPU), side by side in one run.
 
-    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/torchtitan_tracking.py [--rounds 2] [--steps 30]
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/torchtitan_tracking.py [--rounds 5] [--steps 30]
 
 Variants run in pairs at the same time, side by side, so load on the machine hits both alike (each
-pair's processes start together; a round runs every pair once; ratios are medians over rounds):
+pair's processes start together; a round runs every pair once; each round is one pair of each ratio,
+reported by _measure.pair_ratios):
   off            every tracker off (the hub is never started)
   primus-all     Primus: TensorBoard + W&B (offline) + MLflow (local sqlite) + the perf metric set
   primus-tb-wb   Primus: TensorBoard + W&B (offline)
@@ -11,8 +12,11 @@ pair's processes start together; a round runs every pair once; ratios are median
 Step time: the gaps between upstream's own console step lines (log_freq 1), steps 3..N, median of the
 gaps that ended while both processes of the pair were training (the one that starts training later
 would otherwise get the machine to itself at the end).
-Prints the ratios primus-all/off and primus-tb-wb/upstream-tb-wb (goal <= 1.02), and the training-thread
-cost of one logged step (``Run.log`` of upstream's 17-metric dict, all sinks on).
+Prints the ratios primus-all/off and primus-tb-wb/upstream-tb-wb (goal <= 1.02). Then CPU, which noise barely
+moves: each variant once more, alone (_measure.run_measured, Primus's CPU accounting on): the whole process
+tree's CPU (trainer, torchrun, delivery process, wandb's service) per 1,000 logged steps, start-up included, and
+the training thread's CPU in our code per logged step (primus-all: upstream's MetricsProcessor.log hook, with
+the perf figures and our logger inside it).
 """
 
 from __future__ import annotations
@@ -24,9 +28,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from datetime import datetime
 from pathlib import Path
+
+from _measure import pair_ratios, run_measured, training_thread_lines, tree_cpu_line
 
 PYTHON = sys.executable
 PRIMUS_RUN = str(Path(PYTHON).parent / "primus-run")
@@ -55,7 +60,10 @@ def step_gaps(output: str) -> list[tuple[float, float]]:
 PAIRS = (("off", "primus-all"), ("upstream-tb-wb", "primus-tb-wb"))
 
 
-def start_variant(name: str, steps: int, workdir: Path) -> subprocess.Popen:
+PER_STEP_HOOK = "torchtitan.tracking.metrics_processor:log"
+
+
+def variant_command(name: str, steps: int, workdir: Path) -> tuple[list[str], dict[str, str]]:
     args, extra_env = VARIANTS[name]
     dump = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=workdir))
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1",
@@ -64,6 +72,11 @@ def start_variant(name: str, steps: int, workdir: Path) -> subprocess.Popen:
     command = [PRIMUS_RUN, PYTHON, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=1",
                "-m", "torchtitan.train", "--module", "primus.backends.torchtitan", "--config", "llama3_debugmodel_cpu",
                "--training.steps", str(steps), "--metrics.log-freq", "1", "--dump-folder", str(dump), *args]
+    return command, env
+
+
+def start_variant(name: str, steps: int, workdir: Path) -> subprocess.Popen:
+    command, env = variant_command(name, steps, workdir)
     return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
@@ -88,46 +101,29 @@ def run_pair(pair: tuple[str, str], steps: int, workdir: Path) -> dict[str, floa
     return {name: statistics.median(v) for name, v in both.items()}
 
 
-def log_call_microseconds(workdir: Path, calls: int = 500) -> float:
-    """Training-thread cost of one logged step: Run.log with upstream's metric dict, every sink on."""
-    from primus.tracking import MlflowConfig, TensorBoardConfig, TrackingConfig, WandbConfig, start_run
-
-    os.environ.update(WANDB_MODE="offline", WANDB_SILENT="true")
-    hub = workdir / "hub"
-    run = start_run(TrackingConfig(run_dir=hub / "run", tensorboard=TensorBoardConfig(hub / "tb"),
-                                   wandb=WandbConfig(project="bench"), mlflow=MlflowConfig(), exit_deadline_s=300))
-    metrics = {k: 1.5 for k in ("loss_metrics/global_avg_loss", "loss_metrics/global_max_loss", "grad_norm",
-                                "throughput(tps)", "tflops", "mfu(%)", "time_metrics/end_to_end(s)",
-                                "time_metrics/data_loading(s)", "time_metrics/data_loading(%)",
-                                "memory/max_active(GiB)", "memory/max_active(%)", "memory/max_reserved(GiB)",
-                                "memory/max_reserved(%)", "memory/num_alloc_retries", "memory/num_ooms",
-                                "n_tokens_seen", "lr/AdamW")}
-    started = time.perf_counter()
-    for step in range(calls):
-        run.log(step, metrics)
-    elapsed = time.perf_counter() - started
-    run.finish()
-    return elapsed / calls * 1e6
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--steps", type=int, default=30)
     args = parser.parse_args()
-    ratios: dict[str, list[float]] = {f"{b} / {a}": [] for a, b in PAIRS}
+    pairs: dict[tuple[str, str], list[tuple[float, float]]] = {pair: [] for pair in PAIRS}
     with tempfile.TemporaryDirectory(prefix="titan-bench-") as tmp:
         workdir = Path(tmp)
         for r in range(args.rounds):
             for a, b in PAIRS:
                 step = run_pair((a, b), args.steps, workdir)
-                ratios[f"{b} / {a}"].append(step[b] / step[a])
+                pairs[a, b].append((step[a], step[b]))
                 print(f"round {r + 1}: {a} {step[a] * 1e3:.1f} ms/step, {b} {step[b] * 1e3:.1f} ms/step, "
                       f"ratio {step[b] / step[a]:.3f}", flush=True)
-        log_us = log_call_microseconds(workdir)
-    for name, values in ratios.items():
-        print(f"{name:32s} = {statistics.median(values):.3f} (median of {', '.join(f'{v:.3f}' for v in values)})")
-    print(f"Run.log per logged step (17 metrics, all sinks): {log_us:.1f} us on the training thread")
+        for (a, b), measured in pairs.items():
+            print(pair_ratios(f"{b} / {a}", measured))
+        runs = {}
+        for name in VARIANTS:
+            runs[name] = run_measured(*variant_command(name, args.steps, workdir))
+            if runs[name].returncode != 0:
+                sys.exit(f"{name} failed ({runs[name].returncode}):\n{runs[name].output[-4000:]}")
+    print(tree_cpu_line("torchtitan", {name: [m] for name, m in runs.items()}, args.steps))
+    print(training_thread_lines("torchtitan", [runs["primus-all"]], PER_STEP_HOOK, args.steps))
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import Iterable
 
+from primus import cpu_accounting
 from primus.redaction import redact_text
 from primus.tracking.delivery import DeliverySpec, message
 from primus.tracking.journal import decode, journal_end, last_end_status
@@ -156,6 +157,13 @@ def answer_flush(done: threading.Event | None, flush_id: int, workers: list[Sink
     replies.send({"t": "flushed", "id": flush_id, "sinks": stats(workers)})  # how far each got, as of now
 
 
+def note_startup(workers: list[SinkWorker]) -> None:
+    """For the benchmarks: this process's CPU and peak RSS once every sink has opened (or given up)."""
+    while not all(w.target or w.disabled or w.finished for w in workers):
+        time.sleep(0.01)
+    cpu_accounting.note(startup_cpu_s=cpu_accounting.process_cpu_s(), startup_rss_mib=cpu_accounting.peak_rss_mib())
+
+
 def main(argv: list[str]) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, signal.SIG_IGN)
@@ -179,6 +187,8 @@ def main(argv: list[str]) -> int:
     workers = [SinkWorker(s, cfg.run_dir, cursors) for s in sinks]
     for w in workers:
         w.start()
+    if cpu_accounting.enabled():
+        threading.Thread(target=note_startup, args=(workers,), daemon=True).start()
     threading.Thread(target=follow, args=(cfg.run_dir, workers, replies), name="primus-delivery-follow",
                      daemon=True).start()
     direct = threading.Thread(target=receive_direct, args=(os.fdopen(int(argv[2]), "rb"), workers),
@@ -203,6 +213,8 @@ def main(argv: list[str]) -> int:
     done = {w.name: w.join(deadline) for w in workers}
     replies.send({"t": "closed", "sinks": stats(workers, done)})
     logging.shutdown()
+    if cpu_accounting.enabled():
+        cpu_accounting.dump()
     os._exit(0)  # daemon threads still blocked in a tracker client must not hold the exit
 
 

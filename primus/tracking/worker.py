@@ -74,6 +74,11 @@ class SinkWorker:
     def start(self) -> None:
         self._thread.start()
 
+    @property
+    def finished(self) -> bool:
+        """The thread has ended (delivered and closed, gave up, or out of time)."""
+        return self._finished
+
     def notify(self, end: int) -> None:
         self._end = end
         self._wake.set()

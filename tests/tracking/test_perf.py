@@ -129,3 +129,22 @@ def test_every_name_perf_produces_is_in_the_documented_schema():
         "perf/iteration_time_ms": 1.0,  # added by the backends beside throughput_metrics
     }
     assert set(produced) - set(SCHEMA) == set()
+
+
+def test_utilisation_is_read_by_its_own_thread_which_ends_with_it():
+    import gc
+    import threading
+    import time
+
+    u = perf.Utilisation(interval_s=0.01)
+    assert "sys/cpu_util_pct" in u.read()
+    u._latest = {"stale": 1.0}  # what a logged step gets until the thread reads again
+    deadline = time.monotonic() + 10
+    while "stale" in u.read() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert "sys/cpu_util_pct" in u.read()
+    thread = next(t for t in threading.enumerate() if t.name == "primus-utilisation")
+    del u
+    gc.collect()
+    thread.join(10)
+    assert not thread.is_alive()

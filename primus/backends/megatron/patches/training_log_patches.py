@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import inspect
 
+from primus import cpu_accounting
 from primus.backends.megatron.patches.versions import MEGATRON
 from primus.patches import REGISTRY
 
@@ -64,7 +65,9 @@ def _install_timers_write(module, handle):
         if not isinstance(a["writer"], HubWriter) or a["normalizer"] <= 0.0:
             return wrapped(*args, **kwargs)
         # upstream's own gather across ranks (every rank takes part), then each timer's maximum to the hub
-        times = instance._get_global_min_max_time(a["names"], a["reset"], a["barrier"], a["normalizer"])
+        # upstream's write gathers the same way: its CPU is not tracking's (cpu_accounting, for the benchmarks)
+        gather = cpu_accounting.theirs(instance._get_global_min_max_time)
+        times = gather(a["names"], a["reset"], a["barrier"], a["normalizer"])
         for name, (_, max_time) in times.items():
             a["writer"].add_scalar(name + "-time", max_time, a["iteration"])
         return None

@@ -14,6 +14,7 @@ import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from primus import cpu_accounting
 from primus.log import get_logger
 
 log = get_logger("primus.megatron")
@@ -44,7 +45,7 @@ def never_raises(method: Callable) -> Callable:
                             method.__name__, e)
             return None
 
-    return guarded
+    return cpu_accounting.ours(guarded)  # upstream calls these in its loop: the benchmarks count their CPU
 
 
 class HubWriter:

@@ -1,0 +1,169 @@
+"""Opt-in CPU accounting for the benchmarks: how much thread CPU our code takes from the threads that call it.
+
+``PRIMUS_CPU_ACCOUNTING=<directory>`` (read once, at import) turns it on. Then every entry point upstream calls
+into (each patch's wrapper, the Megatron writer proxy, the TorchTitan logger, the run's log calls) counts the
+thread CPU time (``time.thread_time_ns``) it spends, less the time spent back in upstream's code it calls
+(``wrapped``). At exit each process writes ``cpu-<pid>.json`` there: per thread, the nanoseconds, and per outermost entry
+point its calls and nanoseconds. The delivery process adds its start-up (CPU until every sink opened, peak RSS).
+
+Off (the default), ``ours`` returns the function itself and ``enabled()`` is False: nothing is added anywhere.
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import json
+import os
+import resource
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+ENV = "PRIMUS_CPU_ACCOUNTING"
+_DIR = os.environ.get(ENV) or None
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def enabled() -> bool:
+    return _DIR is not None
+
+
+class _Thread(threading.local):
+    """This thread's account: a stack of "ours"/"theirs" frames; CPU is charged while the top one is ours."""
+
+    def __init__(self):
+        self.stack: list[bool] = []
+        self.since = 0
+        self.ns = 0
+        self.entry = ""  # the outermost entry point now running, and this thread's ns when it was entered
+        self.entry_ns = 0
+        self.entries: dict[str, list[int]] = {}  # entry point -> [calls, ns]
+        _THREADS.append((threading.current_thread().name, self))
+
+
+_THREADS: list[tuple[str, _Thread]] = []
+_LOCAL: _Thread | None = None
+_extra: dict[str, Any] = {}
+
+
+def _push(mine: bool, entry: str) -> None:
+    now = time.thread_time_ns()
+    account = _LOCAL
+    if account.stack:
+        if account.stack[-1]:
+            account.ns += now - account.since
+    else:
+        account.entry, account.entry_ns = entry, account.ns
+    account.stack.append(mine)
+    account.since = time.thread_time_ns()  # the bookkeeping is charged to no one
+
+
+def _pop() -> None:
+    now = time.thread_time_ns()
+    account = _LOCAL
+    if account.stack.pop():
+        account.ns += now - account.since
+    if not account.stack:
+        calls_ns = account.entries.setdefault(account.entry, [0, 0])
+        calls_ns[0] += 1
+        calls_ns[1] += account.ns - account.entry_ns
+    account.since = time.thread_time_ns()
+
+
+def ours(fn: F) -> F:
+    """Count ``fn``'s thread CPU as ours (nested calls of ours are counted once)."""
+    if _DIR is None:
+        return fn
+    entry = fn.__qualname__
+
+    @functools.wraps(fn)
+    def counted(*args, **kwargs):
+        _push(True, entry)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _pop()
+
+    return counted
+
+
+def theirs(fn: F) -> F:
+    """Upstream's ``fn`` called from our code: its thread CPU is not ours."""
+    if _DIR is None:
+        return fn
+
+    @functools.wraps(fn)
+    def uncounted(*args, **kwargs):
+        _push(False, "upstream")
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _pop()
+
+    return uncounted
+
+
+def wrapper(patch_wrapper: Callable, entry: str) -> Callable:
+    """A wrapt wrapper ``(wrapped, instance, args, kwargs)`` counted as ours (as ``entry``), its call of
+    ``wrapped`` as theirs."""
+    if _DIR is None:
+        return patch_wrapper
+
+    @functools.wraps(patch_wrapper)
+    def counted(wrapped, instance, args, kwargs):
+        _push(True, entry)
+        try:
+            return patch_wrapper(theirs(wrapped), instance, args, kwargs)
+        finally:
+            _pop()
+
+    return counted
+
+
+def note(**figures: Any) -> None:
+    """Figures this process adds to its dump (the delivery process's start-up)."""
+    _extra.update(figures)
+
+
+def process_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def peak_rss_mib() -> float:
+    """This program's peak RSS. Not ru_maxrss: a child keeps there the peak of the parent it was forked from."""
+    try:
+        status = Path("/proc/self/status").read_text()
+    except OSError:
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    return next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM:")) / 1024
+
+
+def dump() -> None:
+    """Write this process's figures (also called by a process that leaves with ``os._exit``)."""
+    threads: dict[str, dict[str, Any]] = {}
+    for name, account in list(_THREADS):
+        total = threads.setdefault(name, {"ns": 0, "entries": {}})
+        total["ns"] += account.ns
+        for entry, (calls, ns) in account.entries.items():
+            calls_ns = total["entries"].setdefault(entry, [0, 0])
+            calls_ns[0] += calls
+            calls_ns[1] += ns
+    body = {"pid": os.getpid(), "threads": threads, "process_cpu_s": process_cpu_s(),
+            "peak_rss_mib": peak_rss_mib(), **_extra}
+    path = Path(_DIR) / f"cpu-{os.getpid()}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(body))
+
+
+def read(directory: Path) -> list[dict[str, Any]]:
+    """Every process's dump in ``directory``."""
+    return [json.loads(p.read_text()) for p in sorted(Path(directory).glob("cpu-*.json"))]
+
+
+if _DIR is not None:
+    _LOCAL = _Thread()  # threading.local: __init__ runs again in each thread that uses it
+    atexit.register(dump)
