@@ -68,16 +68,36 @@ def looks_like_secret(value: str) -> bool:
     return any(p.search(value) for p, _ in _VALUE_PATTERNS)
 
 
-def _secret_env_values() -> list[str]:
-    vals = {v for k, v in os.environ.items() if v and len(v) >= _MIN_LITERAL and is_secret_key(k)}
-    return sorted(vals, key=len, reverse=True)  # longest first so a value containing another is fully hidden
+def _secret_env_values() -> set[str]:
+    return {v for k, v in os.environ.items() if v and len(v) >= _MIN_LITERAL and is_secret_key(k)}
+
+
+def _hide_literals(text: str, literals: set[str]) -> str:
+    """Every character of every occurrence of the literals masked, occurrences that overlap or nest merged
+    into one mask: replacing one value after another would leave the part of an overlapping value outside
+    the first one visible."""
+    spans = []
+    for literal in literals:
+        start = text.find(literal)
+        while start >= 0:
+            spans.append((start, start + len(literal)))
+            start = text.find(literal, start + 1)
+    merged: list[list[int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    out, shown_from = [], 0
+    for start, end in merged:
+        out += [text[shown_from:start], MASK]
+        shown_from = end
+    return "".join(out) + text[shown_from:]
 
 
 def redact_text(text: str) -> str:
     """Hide every credential in free text: env secret values, then known shapes."""
-    for literal in _secret_env_values():
-        if literal in text:
-            text = text.replace(literal, MASK)
+    text = _hide_literals(text, _secret_env_values())
     for pattern, repl in _VALUE_PATTERNS:
         text = pattern.sub(repl, text)
     return _ASSIGNMENT.sub(_hide_assigned_secret, text)

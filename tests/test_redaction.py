@@ -64,3 +64,22 @@ def test_assignments_to_secret_names_are_hidden_in_free_text(text, hidden):
 def test_assignments_to_ordinary_names_stay():
     text = "num_tokens: 4096 | tokenizer_type=NullTokenizer | lr: 0.001 | tokens/s/GPU: 1878.1"
     assert redact_text(text) == text
+
+
+def test_a_secret_containing_another_is_hidden_whole(monkeypatch):
+    monkeypatch.setenv("SHORT_TOKEN", "abc123")
+    monkeypatch.setenv("LONG_TOKEN", "prefix-abc123-tail")
+    assert redact_text("a prefix-abc123-tail and abc123") == f"a {MASK} and {MASK}"
+
+
+def test_overlapping_secrets_leave_no_part_of_either_visible(monkeypatch):
+    monkeypatch.setenv("FIRST_TOKEN", "abcdef")
+    monkeypatch.setenv("SECOND_TOKEN", "defghi")
+    assert redact_text("<abcdefghi>") == f"<{MASK}>"
+
+
+def test_env_values_from_the_minimum_length_up_are_hidden_shorter_ones_stay(monkeypatch):
+    monkeypatch.setenv("SIX_TOKEN", "q7w8e9")  # exactly the minimum: hidden
+    monkeypatch.setenv("FIVE_TOKEN", "z1x2c")  # one shorter: would mask ordinary words all over the console
+    monkeypatch.setenv("SIX_SETTING", "r5t6y7")  # not a secret name
+    assert redact_text("q7w8e9 z1x2c r5t6y7") == f"{MASK} z1x2c r5t6y7"
