@@ -1,6 +1,6 @@
 import pytest
 
-from primus.redaction import MASK, is_secret_key, looks_like_secret, redact_mapping, redact_text
+from primus.redaction import MASK, is_secret_key, looks_like_secret, redact_mapping, redact_text, redact_value
 
 
 @pytest.mark.parametrize("name", ["WANDB_API_KEY", "wandb_api_key", "DATABRICKS_TOKEN", "HF_TOKEN", "hfToken",
@@ -83,3 +83,8 @@ def test_env_values_from_the_minimum_length_up_are_hidden_shorter_ones_stay(monk
     monkeypatch.setenv("FIVE_TOKEN", "z1x2c")  # one shorter: would mask ordinary words all over the console
     monkeypatch.setenv("SIX_SETTING", "r5t6y7")  # not a secret name
     assert redact_text("q7w8e9 z1x2c r5t6y7") == f"{MASK} z1x2c r5t6y7"
+
+
+def test_bytes_values_are_decoded_with_replacement_then_redacted():
+    assert redact_value("note", b"\xff password=hunter22") == f"\ufffd password={MASK}"
+    assert redact_value("api_key", b"raw-key-bytes") == MASK
