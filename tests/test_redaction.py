@@ -78,6 +78,12 @@ def test_overlapping_secrets_leave_no_part_of_either_visible(monkeypatch):
     assert redact_text("<abcdefghi>") == f"<{MASK}>"
 
 
+def test_every_occurrence_of_a_secret_is_hidden_even_where_they_overlap(monkeypatch):
+    monkeypatch.setenv("REPEATED_TOKEN", "tok3n!")
+    monkeypatch.setenv("RUN_TOKEN", "zzzzzz")
+    assert redact_text("tok3n! a tok3n! b tok3n! zzzzzzz") == f"{MASK} a {MASK} b {MASK} {MASK}"
+
+
 def test_env_values_from_the_minimum_length_up_are_hidden_shorter_ones_stay(monkeypatch):
     monkeypatch.setenv("SIX_TOKEN", "q7w8e9")  # exactly the minimum: hidden
     monkeypatch.setenv("FIVE_TOKEN", "z1x2c")  # one shorter: would mask ordinary words all over the console
