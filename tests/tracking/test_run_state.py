@@ -32,7 +32,12 @@ def test_a_cursor_that_cannot_be_saved_warns_once_and_is_saved_with_the_next_del
     cursors.save("mlflow", "run-1", 10)
     cursors.save("mlflow", "run-1", 20)
     [warning] = [r.getMessage() for r in primus_caplog.records if "could not save" in r.getMessage()]
-    assert warning.startswith(f"primus tracking: could not save mlflow's journal cursor in {cursors.dir} (Is a directory)")
+    assert warning == (f"primus tracking: could not save mlflow's journal cursor in {cursors.dir} (Is a directory); "
+                       "it is kept in memory and saved again with the next delivery")
     (cursors.dir / "mlflow.json").rmdir()
     cursors.save("mlflow", "run-1", 30)
     assert (cursors.load("mlflow", "run-1"), cursors.load("mlflow", "run-2"), cursors.offset("mlflow")) == (30, 0, 30)
+    (cursors.dir / "mlflow.json").unlink()
+    (cursors.dir / "mlflow.json").mkdir()  # failing again after it recovered: said again
+    cursors.save("mlflow", "run-1", 40)
+    assert sum("could not save" in r.getMessage() for r in primus_caplog.records) == 2
