@@ -77,9 +77,9 @@ _SECRET_WORDS = tuple(word.lower() for word in (*_SUBSTRINGS, *_LAST_WORDS))
 
 
 class _SecretEnvValues:
-    """The literal values of this process's secret-named environment variables, longest first (a value
-    containing another is then hidden whole). Recomputed only when the environment changed: a console line
-    is redacted on the training thread, and judging every variable's name per line cost ~1 ms."""
+    """The literal values of this process's secret-named environment variables. Recomputed only when the
+    environment changed: a console line is redacted on the training thread, and judging every variable's
+    name per line cost ~1 ms."""
 
     def __init__(self):
         self._seen: dict | None = None
@@ -90,18 +90,39 @@ class _SecretEnvValues:
         if current != self._seen:
             self._seen = dict(current)
             values = {v for k, v in os.environ.items() if v and len(v) >= _MIN_LITERAL and is_secret_key(k)}
-            self._values = tuple(sorted(values, key=len, reverse=True))
+            self._values = tuple(values)
         return self._values
 
 
 _secret_env_values = _SecretEnvValues()
 
 
+def _hide_literals(text: str, literals: tuple[str, ...]) -> str:
+    """Every character of every occurrence of the literals masked, occurrences that overlap or nest merged
+    into one mask: replacing one value after another would leave the part of an overlapping value outside
+    the first one visible."""
+    spans = []
+    for literal in literals:
+        start = text.find(literal)
+        while start >= 0:
+            spans.append((start, start + len(literal)))
+            start = text.find(literal, start + 1)
+    merged: list[list[int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    out, shown_from = [], 0
+    for start, end in merged:
+        out += [text[shown_from:start], MASK]
+        shown_from = end
+    return "".join(out) + text[shown_from:]
+
+
 def redact_text(text: str) -> str:
     """Hide every credential in free text: env secret values, then known shapes."""
-    for literal in _secret_env_values():
-        if literal in text:
-            text = text.replace(literal, MASK)
+    text = _hide_literals(text, _secret_env_values())
     lowered = text.lower()
     if any(hint in lowered for hint in _SHAPE_HINTS):
         for pattern, repl in _VALUE_PATTERNS:

@@ -1,6 +1,6 @@
 import pytest
 
-from primus.redaction import MASK, is_secret_key, looks_like_secret, redact_mapping, redact_text
+from primus.redaction import MASK, is_secret_key, looks_like_secret, redact_mapping, redact_text, redact_value
 
 
 @pytest.mark.parametrize("name", ["WANDB_API_KEY", "wandb_api_key", "DATABRICKS_TOKEN", "HF_TOKEN", "hfToken",
@@ -82,3 +82,33 @@ def test_a_secret_put_in_the_environment_after_a_line_was_redacted_is_hidden_in_
 ])
 def test_the_quick_pre_checks_never_skip_a_line_that_holds_a_secret(text):
     assert redact_text(text) != text
+
+
+def test_a_secret_containing_another_is_hidden_whole(monkeypatch):
+    monkeypatch.setenv("SHORT_TOKEN", "abc123")
+    monkeypatch.setenv("LONG_TOKEN", "prefix-abc123-tail")
+    assert redact_text("a prefix-abc123-tail and abc123") == f"a {MASK} and {MASK}"
+
+
+def test_overlapping_secrets_leave_no_part_of_either_visible(monkeypatch):
+    monkeypatch.setenv("FIRST_TOKEN", "abcdef")
+    monkeypatch.setenv("SECOND_TOKEN", "defghi")
+    assert redact_text("<abcdefghi>") == f"<{MASK}>"
+
+
+def test_every_occurrence_of_a_secret_is_hidden_even_where_they_overlap(monkeypatch):
+    monkeypatch.setenv("REPEATED_TOKEN", "tok3n!")
+    monkeypatch.setenv("RUN_TOKEN", "zzzzzz")
+    assert redact_text("tok3n! a tok3n! b tok3n! zzzzzzz") == f"{MASK} a {MASK} b {MASK} {MASK}"
+
+
+def test_env_values_from_the_minimum_length_up_are_hidden_shorter_ones_stay(monkeypatch):
+    monkeypatch.setenv("SIX_TOKEN", "q7w8e9")  # exactly the minimum: hidden
+    monkeypatch.setenv("FIVE_TOKEN", "z1x2c")  # one shorter: would mask ordinary words all over the console
+    monkeypatch.setenv("SIX_SETTING", "r5t6y7")  # not a secret name
+    assert redact_text("q7w8e9 z1x2c r5t6y7") == f"{MASK} z1x2c r5t6y7"
+
+
+def test_bytes_values_are_decoded_with_replacement_then_redacted():
+    assert redact_value("note", b"\xff password=hunter22") == f"\ufffd password={MASK}"
+    assert redact_value("api_key", b"raw-key-bytes") == MASK

@@ -201,12 +201,10 @@ class JournalReader:
         return b""
 
     def _read_lines(self, nbytes: int) -> bytes:
-        chunk = self._file.read(nbytes)
-        while chunk and b"\n" not in chunk and len(chunk) == nbytes:  # one line longer than nbytes
+        chunk = more = self._file.read(nbytes)
+        while more and b"\n" not in more:  # a line longer than nbytes (however long): read on to its end
             more = self._file.read(nbytes)
             chunk += more
-            if not more:
-                break
         return chunk
 
 
@@ -214,10 +212,10 @@ def parse(chunk: bytes, start: int) -> tuple[list[Record], int]:
     """The complete lines of ``chunk`` (read from offset ``start``) as records, and the offset past the last."""
     records = []
     pos = start
-    for line in chunk.splitlines(keepends=True):
-        if not line.endswith(b"\n"):
-            break  # a line still being written, or cut by the read size: read it next time
-        pos += len(line)
+    # split on "\n" alone (a damaged line may hold a "\r"); the piece after the last one is a line still being
+    # written, or cut by the read size: read it next time
+    for line in chunk.split(b"\n")[:-1]:
+        pos += len(line) + 1
         try:
             records.append(decode(line, pos))
         except (ValueError, KeyError, TypeError):

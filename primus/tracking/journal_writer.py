@@ -33,7 +33,10 @@ class JournalWriter:
         self._fd = self._open(self._start)
         self._segment_size = os.fstat(self._fd).st_size
         if self._segment_size and _last_byte(self._fd, self._segment_size) != b"\n":
-            self.append([b"\n"])  # a line torn by a crash: end it, so the next record is not glued to it
+            # a line torn by a crash: end it, so the next record is not glued to it, in its own segment whatever
+            # the size (a reader never looks for a line's end in the next segment)
+            os.write(self._fd, b"\n")
+            self._segment_size += 1
 
     @property
     def size(self) -> int:

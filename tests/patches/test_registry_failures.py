@@ -13,7 +13,7 @@ import packaging
 import pytest
 
 from primus.patches import DuplicatePatchError, Patch, PatchError
-from primus.patches.upstream import Upstream
+from primus.patches.upstream import Upstream, in_range
 
 PACKAGING = importlib.metadata.version("packaging")  # a real installed distribution to gate on
 
@@ -266,3 +266,31 @@ def test_required_wrapper_failure_raises(registry, upstream):
     with pytest.raises(TypeError, match="required patch bug"):
         module.greet("o")
     assert registry.records()[0].status == "failed"
+
+
+def test_an_unsupported_release_skips_a_patch_whose_condition_holds(registry, upstream, caplog):
+    """The version check comes first: a true condition does not let a patch onto code it was not written for."""
+    module = importlib.import_module(upstream())
+    original = module.greet
+    registry.register(Patch("v.cond", module.__name__, packaging_upstream("<1"), "", wrapping("greet", passthrough),
+                            condition=lambda ctx: True))
+    with caplog.at_level(logging.WARNING, logger="primus.patches"):
+        registry.activate()
+    assert module.greet is original
+    [(_, state, reason)] = status(registry)
+    assert state == "skipped" and reason.endswith("is outside the supported range '<1'")
+
+
+def test_an_upstream_whose_version_cannot_be_parsed_is_not_patched(registry, upstream, tmp_path):
+    (tmp_path / "primus_unversioned").mkdir()
+    (tmp_path / "primus_unversioned" / "__init__.py").write_text('__version__ = "nightly-build"\n')
+    module = importlib.import_module(upstream())
+    original = module.greet
+    unversioned = Upstream("Unversioned", "primus-unversioned", "primus_unversioned", ">=0")
+    registry.register(Patch("v.bad", module.__name__, unversioned, "", wrapping("greet", passthrough),
+                            condition=lambda ctx: True))
+    registry.activate()
+    assert module.greet is original
+    assert status(registry) == [("v.bad", "skipped", "cannot tell which Unversioned release the source tree "
+                                 f"{tmp_path / 'primus_unversioned'} is: no version in __init__.py")]
+    assert not in_range("nightly-build", ">=0")

@@ -8,7 +8,9 @@ import pytest
 from support.journal_files import journal_lines
 
 from primus.tracking import TrackingConfig, start_run
+from primus.tracking.hub import MetricsHub
 from primus.tracking.journal import METRICS, JournalReader, journal_end
+from primus.tracking.journal_writer import JournalWriter
 from primus.tracking.sink import Sink
 from primus.tracking.state import CursorStore, RunDirBusyError
 from primus.tracking.worker import SinkWorker
@@ -173,3 +175,16 @@ def test_flush_waits_only_for_the_sinks_it_names(tmp_path):
     assert run.flush(60, sinks=("tensorboard",))
     assert run.flush(1) is False  # MLflow has nothing
     run.finish()
+
+
+def test_a_resumed_hub_tracks_from_the_step_after_the_last_tracked_one_per_destination(tmp_path):
+    hub = MetricsHub(JournalWriter(tmp_path), [], capacity=100, tracked_until={None: 5, ("tb",): 2})
+    hub.start()
+    for step in range(3, 9):
+        hub.log(step, {"loss": 1.0})
+    for step in range(1, 5):
+        hub.log(step, {"loss": 1.0}, only=["tb"])
+    hub.close("FINISHED", time.monotonic() + 30)
+    tracked = [(r["s"], r.get("o")) for r in journal_lines(tmp_path) if r["k"] == METRICS]
+    assert tracked == [(6, None), (7, None), (8, None), (3, ["tb"]), (4, ["tb"])]
+    assert hub.dropped == {"already_tracked": 5}

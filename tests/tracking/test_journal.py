@@ -14,8 +14,8 @@ from support.readers import mlflow_history
 from primus.cli.main import main as primus_cli
 
 from primus.tracking import ConsoleConfig, MlflowConfig, TrackingConfig, start_run
-from primus.tracking.journal import (EVENT, METRICS, JournalReader, encode, journal_end, last_end_status, last_steps,
-                                     read_all, segments)
+from primus.tracking.journal import (EVENT, METRICS, READ_BYTES, JournalReader, encode, journal_end, last_end_status,
+                                     last_steps, read_all, segments)
 from primus.tracking.journal_keeper import JournalKeeper
 from primus.tracking.journal_writer import JournalWriter
 from primus.tracking.state import CursorStore, RunState
@@ -35,6 +35,16 @@ def logged_run(run_dir, steps, **kw):
 
 def metric_steps(run_dir, skip_torn=False):
     return [r["s"] for r in journal_lines(run_dir, skip_torn) if r["k"] == METRICS]
+
+
+def cursor_read(run_dir, pos, max_bytes=READ_BYTES):
+    """(steps, offset) read as a sink does from ``pos``: one segment's worth at a time until nothing moves."""
+    reader, steps = JournalReader(run_dir), []
+    while True:
+        records, next_pos = reader.read(pos, max_bytes=max_bytes)
+        if next_pos == pos:
+            return steps, pos
+        steps, pos = steps + [r.step for r in records], next_pos
 
 
 def test_segments_rotate_at_their_size_and_read_as_one_journal_compressed_or_not(tmp_path):
@@ -72,6 +82,27 @@ def test_a_resumed_run_continues_the_segments_and_skips_steps_already_tracked(tm
     run = logged_run(run_dir, range(90, 120))  # restarted from a checkpoint at step 90
     assert metric_steps(run_dir) == list(range(120))
     assert run.stats()["dropped"] == {"already_tracked": 10}
+
+
+def test_damaged_lines_in_the_middle_are_skipped_and_a_cursor_reaches_the_end(tmp_path):
+    lines = [encode(METRICS, s, s, {"loss": s / 2}) for s in range(10)]
+    writer = JournalWriter(tmp_path, SEGMENT)
+    writer.append(lines[:4] + [lines[4][:9] + b"\n", b"\xff not json\n", b'{"k":"m"}\n'] + lines[4:])
+    writer.close()
+    assert [r.step for r in read_all(tmp_path)] == list(range(10))
+    assert cursor_read(tmp_path, 0, max_bytes=50) == (list(range(10)), journal_end(tmp_path))
+
+
+def test_a_line_torn_at_the_end_of_a_full_segment_is_ended_in_it_and_read_past(tmp_path):
+    line = encode(METRICS, 0, 1, {"loss": 0.5})
+    writer = JournalWriter(tmp_path, segment_bytes=2 * len(line) - 5)
+    writer.append([line, line[:-5]])  # killed in the middle of a write that filled the segment
+    writer.close()
+    writer = JournalWriter(tmp_path, segment_bytes=2 * len(line) - 5)  # the restarted process
+    writer.append([encode(METRICS, 1, 2, {"loss": 1.0})])
+    writer.close()
+    assert [r.step for r in read_all(tmp_path)] == [0, 1]
+    assert cursor_read(tmp_path, len(line)) == ([1], journal_end(tmp_path))  # a cursor just before the torn line
 
 
 def test_an_older_run_directorys_single_journal_is_read_then_adopted_as_the_first_segment(tmp_path):

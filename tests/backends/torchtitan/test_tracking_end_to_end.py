@@ -28,8 +28,9 @@ CPU_PATCHES_ONLY = "torchtitan.cpu.device,torchtitan.cpu.fsdp_sum_reduction"
 WANDB_ENV = {"WANDB_MODE": "offline", "WANDB_PROJECT": "titan-e2e", "WANDB_RUN_NAME": "titan-all-sinks",
              "WANDB_TEAM": "primus-team"}
 # the other variables upstream's WandBLogger passes to wandb.init (components/metrics.py)
+# forked at step 0: W&B drops a fork's steps up to its branch point, and every step must reach it here
 WANDB_RUN_ENV = {"WANDB_RUN_ID": "titan0run", "WANDB_RUN_NOTES": "tiny llama3", "WANDB_RUN_TAGS": "cpu,e2e",
-                 "WANDB_RUN_JOB_TYPE": "pretrain", "WANDB_FORK_FROM": "titanparent?_step=2"}
+                 "WANDB_RUN_JOB_TYPE": "pretrain", "WANDB_FORK_FROM": "titanparent?_step=0"}
 
 ALL_SINKS_YAML = """
 modules:
@@ -143,7 +144,7 @@ def test_wandb_run_takes_its_settings_from_the_environment(all_sinks):
     assert (run.project, run.display_name, run.entity) == ("titan-e2e", "titan-all-sinks", "primus-team")
     assert (run.run_id, run.notes, list(run.tags), run.job_type) == ("titan0run", "tiny llama3", ["cpu", "e2e"],
                                                                      "pretrain")
-    assert (run.branch_point.run, run.branch_point.value) == ("titanparent", 2)
+    assert (run.branch_point.run, run.branch_point.value) == ("titanparent", 0)
     assert "is set but not passed to W&B" not in all_sinks.output
 
 
