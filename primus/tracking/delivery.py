@@ -14,8 +14,9 @@ saved cursors. Parent and child talk in JSON lines over two pipes:
   without "close" means the training process died: the child delivers what the journal holds within the
   exit deadline and ends the tracker runs as the journal's end record says, else KILLED.
 * parent -> child, a second pipe (the second descriptor on its command line): records the journal could not
-  take (its disk is full), as ``{"t": "direct", "after", "n"}`` and then ``n`` journal lines. A thread of
-  this process writes them, blocking, from a bounded queue; what does not fit is counted as lost.
+  take (its disk is full), as ``{"t": "direct", "after", "n"}`` and then ``n`` journal lines, then
+  ``{"t": "end"}`` at close. A thread of this process writes them, blocking, from a bounded queue; what does
+  not fit is counted as lost.
 * child -> parent (the first descriptor named on its command line): ``{"t": "stats", "sinks"}``,
   ``{"t": "flushed", "id"}``, ``{"t": "log", "name", "level", "msg"}`` (re-logged here, so the console and
   log capture see one stream), ``{"t": "print", "stream", "text"}`` (what the tracker clients printed there,
@@ -241,6 +242,10 @@ class DeliveryProcess:
                     pipe.write(message({"t": "direct", "after": after, "n": len(lines)}) + b"".join(lines))
                 except OSError:  # the child is gone
                     self._lost_on_the_way(records)
+            try:  # said, not left to the pipe's end: a process forked by the trainer (data loader workers)
+                pipe.write(message({"t": "end"}))  # holds a copy of this end open, and the child would wait
+            except OSError:
+                pass
 
     def _lost_on_the_way(self, records: list[Record]) -> None:
         for w in self.workers:

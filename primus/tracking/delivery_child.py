@@ -142,9 +142,12 @@ def serve(commands, workers: list[SinkWorker], replies: Replies) -> tuple[str, f
 
 
 def receive_direct(pipe, workers: list[SinkWorker]) -> None:
-    """Records the journal could not take, from the training process, to every worker; ends with the pipe."""
+    """Records the journal could not take, from the training process, to every worker; ends with its "end"
+    message (or the pipe's end, when the training process died)."""
     for header in pipe:
         msg = json.loads(header)
+        if msg["t"] == "end":
+            return
         lines = [pipe.readline() for _ in range(msg["n"])]
         records = [decode(line, msg["after"]) for line in lines]
         for w in workers:
