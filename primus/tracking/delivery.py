@@ -207,7 +207,7 @@ class DeliveryProcess:
             if self._closing:
                 return
             self._closing = True
-        try:  # after the last batch of records not journaled: the sender closes the pipe, the child sees its end
+        try:  # after the last batch of records not journaled: the sender says "end" to the child
             self._direct.put(None, timeout=max(0.0, deadline - time.monotonic()))
         except queue.Full:
             pass
@@ -242,9 +242,9 @@ class DeliveryProcess:
                     pipe.write(message({"t": "direct", "after": after, "n": len(lines)}) + b"".join(lines))
                 except OSError:  # the child is gone
                     self._lost_on_the_way(records)
-            try:  # said, not left to the pipe's end: a process forked by the trainer (data loader workers)
-                pipe.write(message({"t": "end"}))  # holds a copy of this end open, and the child would wait
-            except OSError:
+            try:  # said, not left to EOF: a process the trainer forked (a data loader worker) keeps a copy of
+                pipe.write(message({"t": "end"}))  # this end open, and the child would wait its whole deadline
+            except OSError:  # the child is gone
                 pass
 
     def _lost_on_the_way(self, records: list[Record]) -> None:
