@@ -137,6 +137,24 @@ def test_every_sink_gets_every_metric_at_every_step(all_sinks, release, mlflow_c
     assert [v for _, v in losses] == pytest.approx([v for _, v in tb["loss_metrics/global_avg_loss"]], rel=1e-6)
 
 
+def test_perf_figures_agree_with_upstreams_own_counts(all_sinks):
+    """Primus's throughput and TFLOP/s against upstream's: tokens from its cumulative n_tokens_seen, FLOPs per
+    token from its own tflops / throughput(tps), time loosely (both clocks stop at this log step, a few lines
+    apart). One process: per GPU is the whole job (the per-GPU division is checked on Megatron's 2-process run)."""
+    all_sinks.assert_trained()
+    [logdir] = tb_dirs(all_sinks.dump)
+    tb = {tag: dict(points) for tag, points in read_tb_scalars(logdir).items()}
+    seen = {0: 0.0} | tb["n_tokens_seen"]
+    for step in STEP_LIST:
+        seconds = tb["perf/iteration_time_ms"][step] / 1e3  # log_freq 1: one step per interval
+        tokens = tb["perf/tokens_per_sec_per_gpu"][step] * seconds
+        assert tokens == pytest.approx(seen[step] - seen[step - 1], rel=1e-5), step
+        flops_per_token = tb["tflops"][step] / tb["throughput(tps)"][step]
+        assert tb["perf/tflops_per_gpu"][step] / tb["perf/tokens_per_sec_per_gpu"][step] == pytest.approx(
+            flops_per_token, rel=1e-5), step
+        assert tb["perf/tokens_per_sec_per_gpu"][step] == pytest.approx(tb["throughput(tps)"][step], rel=0.35), step
+
+
 def test_wandb_run_takes_its_settings_from_the_environment(all_sinks):
     all_sinks.assert_trained()
     [run_file] = wandb_files(all_sinks.dump)
