@@ -15,11 +15,13 @@ import math
 import sys
 
 import pytest
-from maxtext_runs import (EVAL_KEYS, SCHEDULE, STEPS, TINY_CPU, TRAIN_KEYS, UPSTREAM_TRAIN, WANDB_PROJECT,
-                          assert_every_step, assert_every_tracker_holds_every_step, every_tracker_args, only_run,
-                          tiny_cpu_args)
+from maxtext_runs import (EVAL_KEYS, SCHEDULE, STEPS, TINY_CPU, TRAIN_KEYS, TRAIN_STEPS, UPSTREAM_TRAIN,
+                          WANDB_PROJECT, assert_every_step, assert_every_tracker_holds_every_step,
+                          every_tracker_args, only_run, tiny_cpu_args)
 from support.journal_files import run_dirs_under
 from support.readers import mlflow_history, read_tb_scalars, wandb_files, wandb_records
+
+from primus.config import load_experiment
 
 pytestmark = pytest.mark.slow
 
@@ -69,6 +71,22 @@ def test_trackers_get_upstreams_names_values_and_settings(runs, mlflow_client):
     [run_file] = wandb_files(ours.wandb_dir)
     [wandb_run] = [r.run for r in wandb_records(run_file) if r.WhichOneof("record_type") == "run"]
     assert (wandb_run.project, wandb_run.display_name) == (WANDB_PROJECT, "maxtext-all-sinks")
+
+
+def test_perf_figures_agree_with_the_batches_the_run_consumed(runs):
+    """Primus's throughput against counts taken outside it: tokens per device from the experiment's own batch
+    shape (per_device_batch_size x max_target_length), time from upstream's step time, FLOP/s from upstream's
+    per-device figure. One CPU device: per GPU is the whole job."""
+    params = load_experiment(TINY_CPU).modules["pre_trainer"].params
+    tokens_per_device = params["per_device_batch_size"] * params["max_target_length"]
+    tb = {tag: dict(points) for tag, points in read_tb_scalars(runs["all"].tb_dirs()[0]).items()}
+    assert sorted(tb["perf/tokens_per_sec_per_gpu"]) == TRAIN_STEPS
+    for step in TRAIN_STEPS:
+        seconds = tb["perf/step_time_seconds"][step]
+        assert tb["perf/iteration_time_ms"][step] == pytest.approx(seconds * 1e3, rel=1e-5), step
+        assert tb["perf/tokens_per_sec_per_gpu"][step] * seconds == pytest.approx(tokens_per_device, rel=1e-5), step
+        assert tb["perf/tokens_per_sec"][step] == pytest.approx(tb["perf/tokens_per_sec_per_gpu"][step], rel=1e-5)
+        assert tb["perf/tflops_per_gpu"][step] == pytest.approx(tb["perf/per_device_tflops_per_sec"][step], rel=1e-5)
 
 
 def test_the_token_upstream_put_in_its_config_reaches_no_tracker(runs, mlflow_client):
