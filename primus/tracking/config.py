@@ -31,6 +31,7 @@ RUN_STATUSES = ("FINISHED", "FAILED", "KILLED")
 DELIVERY_MODES = ("process", "thread")
 JOURNAL_RETENTIONS = ("keep", "delivered")
 DELIVERY_ENV = "PRIMUS_TRACKING_DELIVERY"
+DEFAULT_EXPERIMENT = "primus"  # the MLflow experiment when neither the run nor MLFLOW_EXPERIMENT_NAME names one
 _WANDB_BRANCH = re.compile(r"[^?/\s]+\?_step=\d+(\.\d+)?")  # wandb's "<run id>?_step=<step>"
 
 
@@ -92,7 +93,7 @@ class OneLoggerConfig:
 @dataclass(frozen=True)
 class TrackingConfig:
     run_dir: Path
-    experiment_name: str = "primus"
+    experiment_name: str | None = None  # None: MLFLOW_EXPERIMENT_NAME, as MLflow's own client reads it, else "primus"
     run_name: str | None = None  # None: the run directory's name
     tensorboard: TensorBoardConfig | None = None
     wandb: WandbConfig | None = None
@@ -129,6 +130,7 @@ class TrackingConfig:
                 self.journal_max_bytes)
         _positive_int("pending_records", self.pending_records, "e.g. 100000")
         run_name = self.run_name or run_dir.name
+        experiment_name = self.experiment_name or env.get("MLFLOW_EXPERIMENT_NAME") or DEFAULT_EXPERIMENT
         delivery = self.delivery or env.get(DELIVERY_ENV) or "process"
         _require(delivery in DELIVERY_MODES, "delivery" if self.delivery else DELIVERY_ENV, delivery,
                  f"use one of {', '.join(DELIVERY_MODES)}")
@@ -141,11 +143,12 @@ class TrackingConfig:
             self,
             run_dir=run_dir,
             run_name=run_name,
+            experiment_name=experiment_name,
             delivery=delivery,
             plugin_sinks=plugin_sinks,
             tensorboard=self.tensorboard and _resolve_tensorboard(self.tensorboard),
             wandb=self.wandb and _resolve_wandb(self.wandb, run_dir, run_name, env),
-            mlflow=self.mlflow and _resolve_mlflow(self.mlflow, run_dir, self.experiment_name, run_name, env),
+            mlflow=self.mlflow and _resolve_mlflow(self.mlflow, run_dir, experiment_name, run_name, env),
             console=self.console and _resolve_console(self.console, env),
         )
 

@@ -26,6 +26,14 @@ def test_mlflow_uri_from_env_else_a_local_store_next_to_the_run():
     assert (cfg.mlflow.experiment_name, cfg.mlflow.run_name) == ("primus", "run-7")
 
 
+def test_mlflow_experiment_from_the_run_else_the_environment_else_primus():
+    env = {"MLFLOW_EXPERIMENT_NAME": "from-env"}
+    assert resolve(env, mlflow=MlflowConfig()).mlflow.experiment_name == "from-env"
+    assert resolve(env, experiment_name="job", mlflow=MlflowConfig()).mlflow.experiment_name == "job"
+    assert resolve(env, mlflow=MlflowConfig(experiment_name="mine")).mlflow.experiment_name == "mine"
+    assert resolve(env).experiment_name == "from-env"  # what plugin trackers are told, MLflow on or off
+
+
 @pytest.mark.parametrize("kw,key,fix", [
     (dict(wandb=WandbConfig(mode="onlne")), "wandb.mode (or WANDB_MODE)='onlne'", "online, offline"),
     (dict(exit_deadline_s=-1), "exit_deadline_s=-1", "positive number"),

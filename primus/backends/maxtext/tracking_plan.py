@@ -24,7 +24,6 @@ from primus.tracking import MlflowConfig, TensorBoardConfig, TrackingConfig, Tra
 from primus.tracking.credentials import has_wandb_credentials
 from primus.tracking.plugin_sinks import requested_sinks
 
-DEFAULT_EXPERIMENT = "primus"
 UPSTREAM_TB_QUEUE = 10  # upstream's tensorboardX SummaryWriter(logdir) keeps its default max_queue
 
 
@@ -91,7 +90,7 @@ def plan_tracking(config: Any, options: PrimusOptions, explicit_run_dir: Path | 
                             name=config.wandb_run_name or str(config.run_name))
     tracking = TrackingConfig(
         run_dir=run_dir,
-        experiment_name=options.mlflow_experiment_name or DEFAULT_EXPERIMENT,
+        experiment_name=options.mlflow_experiment_name,
         run_name=options.mlflow_run_name or str(config.run_name),
         tensorboard=tensorboard,
         wandb=wandb,

@@ -23,7 +23,6 @@ from primus.tracking import MlflowConfig, TensorBoardConfig, TrackingConfig, Tra
 from primus.tracking.config import JOURNAL_RETENTIONS
 from primus.tracking.plugin_sinks import requested_sinks
 
-DEFAULT_EXPERIMENT = "primus"
 UPSTREAM_TB_QUEUE = 1000  # upstream's SummaryWriter(max_queue=1000)
 
 
@@ -119,7 +118,7 @@ def plan_tracking(metrics: Any, *, dump_folder: str, checkpoint_dir: Path | None
         Path(dump_folder).absolute().name if job_dir.name == CHECKPOINTED_RUN_DIR else job_dir.name)
     config = TrackingConfig(
         run_dir=run_dir,
-        experiment_name=getattr(metrics, "mlflow_experiment_name", None) or DEFAULT_EXPERIMENT,
+        experiment_name=getattr(metrics, "mlflow_experiment_name", None),
         run_name=f"{run_name}-rank{rank}" if metrics.save_for_all_ranks else run_name,
         tensorboard=TensorBoardConfig(log_dir=tb_dir, queue_size=UPSTREAM_TB_QUEUE) if metrics.enable_tensorboard
         else None,

@@ -11,7 +11,8 @@ def mlflow_params(prefix: str = "") -> list[Param]:
     """MLflow run naming and the performance-metrics upload switch, named ``<prefix><name>``."""
     return [
         Param(f"{prefix}mlflow_run_name", "str", nullable=True, primus=True, help="MLflow run name."),
-        Param(f"{prefix}mlflow_experiment_name", "str", nullable=True, primus=True, help="MLflow experiment name."),
+        Param(f"{prefix}mlflow_experiment_name", "str", nullable=True, primus=True,
+              help="MLflow experiment name; unset: MLFLOW_EXPERIMENT_NAME, else 'primus'."),
         Param(
             f"{prefix}mlflow_upload_performance_metrics",
             "bool",

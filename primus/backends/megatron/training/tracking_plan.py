@@ -51,7 +51,7 @@ def plan_tracking(args) -> TrackingPlan:
     mlflow = resolve_mlflow(args, run_name, notices)
     config = TrackingConfig(
         run_dir=run_dir,
-        experiment_name=(mlflow and mlflow.experiment_name) or "primus",
+        experiment_name=mlflow.experiment_name if mlflow else None,
         run_name=run_name,
         tensorboard=TensorBoardConfig(log_dir=tensorboard_dir, queue_size=args.tensorboard_queue_size)
         if tensorboard_dir else None,
