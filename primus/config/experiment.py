@@ -20,7 +20,7 @@ from primus.config.paths import MODEL_PRESETS_DIR, MODULE_PRESETS_DIR
 from primus.config.schema import Param, Schema
 from primus.config.schemas import FRAMEWORKS, schema_for
 from primus.config.schemas.launch import LAUNCH_SCHEMA
-from primus.config.tree import deep_merge, set_dotted
+from primus.config.tree import deep_merge, leaf_paths, set_dotted, without_paths
 from primus.redaction import redact_mapping
 
 _EXPERIMENT = Schema(
@@ -59,6 +59,14 @@ class ModuleConfig:
     params: dict[str, Any]  # every resolved parameter, typed; TorchTitan sections are nested dicts
     primus_keys: frozenset[str]  # Primus's own parameters (dotted inside sections): not upstream's
     schema: Schema
+    # dotted keys whose value only the module preset gave (not the model preset, overrides or command line): the
+    # spec's defaults, which a job file of upstream's own (a TOML, a config function) may set otherwise
+    preset_defaults: frozenset[str] = frozenset()
+
+    def upstream_params_given(self) -> dict[str, Any]:
+        """``params`` without upstream's keys that only the module preset set, for laying over a config that
+        upstream built from the user's own job file: the job's values win over the preset's defaults."""
+        return without_paths(self.params, self.preset_defaults - self.primus_keys)
 
 
 @dataclass(frozen=True)
@@ -145,24 +153,28 @@ def _resolve_module(
     if framework not in FRAMEWORKS or not isinstance(config, str) or not isinstance(model, (str, type(None))):
         return None
 
-    params: dict[str, Any] = {}
+    trees: list[Mapping[str, Any]] = []  # module preset, model preset
     for preset_name, presets_dir in ((config, MODULE_PRESETS_DIR), (model, MODEL_PRESETS_DIR)):
-        if preset_name:
-            preset = _find_preset(presets_dir / framework, preset_name, here, where, problems)
-            if preset is not None:
-                tree, found = load_with_extends(preset, environ)
-                params = deep_merge(params, tree)
-                problems += found
+        preset = preset_name and _find_preset(presets_dir / framework, preset_name, here, where, problems)
+        tree: Mapping[str, Any] = {}
+        if preset:
+            tree, found = load_with_extends(preset, environ)
+            problems += found
+        trees.append(tree)
     overrides = block.get("overrides") or {}
     if not isinstance(overrides, Mapping):
         problems.append(f"{where}.overrides: must be a mapping of parameter: value")
         overrides = {}
-    params = deep_merge(deep_merge(params, overrides), cli_params)
+    module_preset, *given = [*trees, overrides, cli_params]
+    params: dict[str, Any] = dict(module_preset)
+    for tree in given:
+        params = deep_merge(params, tree)
+    preset_defaults = frozenset(leaf_paths(module_preset) - set().union(*(leaf_paths(t) for t in given)))
 
     schema = schema_for(framework)
     params, found = schema.validate(params, where)
     problems += found
-    return ModuleConfig(name, framework, config, model, params, schema.primus_keys, schema)
+    return ModuleConfig(name, framework, config, model, params, schema.primus_keys, schema, preset_defaults)
 
 
 def _find_preset(presets_dir: Path, name: str, here: Path, where: str, problems: list[str]) -> Path | None:

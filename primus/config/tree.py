@@ -33,6 +33,30 @@ def set_dotted(tree: dict[str, Any], dotted: str, value: Any) -> None:
     node[leaf] = value
 
 
+def leaf_paths(tree: Mapping[str, Any], prefix: str = "") -> set[str]:
+    """The dotted path of every value in ``tree`` that is not itself a mapping."""
+    paths: set[str] = set()
+    for key, value in tree.items():
+        path = join(prefix, key)
+        paths |= leaf_paths(value, path) if isinstance(value, Mapping) and value else {path}
+    return paths
+
+
+def without_paths(tree: Mapping[str, Any], paths: set[str] | frozenset[str], prefix: str = "") -> dict[str, Any]:
+    """A copy of ``tree`` without the values at these dotted paths (a mapping left empty is dropped too)."""
+    out: dict[str, Any] = {}
+    for key, value in tree.items():
+        path = join(prefix, key)
+        if path in paths:
+            continue
+        if isinstance(value, Mapping) and value:
+            value = without_paths(value, paths, path)
+            if not value:
+                continue
+        out[key] = value
+    return out
+
+
 def map_strings(tree: Any, fn: Callable[[str, str, str], Any], prefix: str = "") -> Any:
     """A copy of ``tree`` with every string value ``v`` at ``path`` under ``key`` replaced by
     ``fn(path, key, v)``."""

@@ -15,11 +15,15 @@ MODEL_SECTION = "model"  # 0.3: Primus's {module, config} -> upstream's --module
 
 
 def experiment_params(environ: Mapping[str, str] = os.environ) -> dict[str, Any] | None:
-    """The resolved parameters of the experiment's torchtitan module; None without PRIMUS_CONFIG.
-    Raises ConfigError (every problem in the file, or not exactly one torchtitan module)."""
-    from primus.config.environment import module_params_from_env
+    """The experiment's torchtitan parameters to lay over upstream's config; None without PRIMUS_CONFIG.
+    Upstream's keys only the module preset sets are left out: they restate upstream's defaults (a test keeps
+    them equal), and upstream's config comes from the user's job (a config function, a TOML job file) whose
+    own values must win, as they do without Primus. Raises ConfigError (every problem in the file, or not
+    exactly one torchtitan module)."""
+    from primus.config.environment import module_from_env
 
-    return module_params_from_env("torchtitan", environ)
+    module = module_from_env("torchtitan", environ)
+    return None if module is None else module.upstream_params_given()
 
 
 def run_dir_from_env(environ: Mapping[str, str] = os.environ) -> Path | None:

@@ -3,12 +3,16 @@ fields upstream's command-line parser (tyro) accepts."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from torchtitan.models.llama3 import config_registry as tt_registry
 
+from primus.backends.torchtitan.experiment import experiment_params
 from primus.backends.torchtitan.metrics_options import PRIMUS_FIELDS, primus_job_config_class, with_primus_options
 from primus.backends.torchtitan.upstream_config import apply_sections, config_function_sections, job_config_sections
 from primus.config import ConfigError
+from primus.config.environment import module_from_env
 
 
 @pytest.fixture
@@ -101,3 +105,38 @@ def test_a_jobconfig_class_gets_primus_options_in_its_metrics_section():
     parsed = tyro.cli(cls, args=["--metrics.enable-mlflow", "--metrics.log-freq", "2"])
     assert (parsed.metrics.enable_mlflow, parsed.metrics.log_freq, parsed.steps) == (True, 2, 1)
     assert isinstance(parsed.metrics, Metrics)
+
+
+def experiment(tmp_path, overrides: str = "{}", cli: tuple[str, ...] = ()) -> dict[str, str]:
+    path = tmp_path / "exp.yaml"
+    path.write_text("modules:\n  pre_trainer:\n    framework: torchtitan\n    config: pre_trainer.yaml\n"
+                    f"    model: null\n    overrides: {overrides}\n")
+    return {"PRIMUS_CONFIG": str(path), "PRIMUS_CONFIG_OVERRIDES": json.dumps(list(cli))}
+
+
+def test_the_users_job_keeps_its_values_where_only_the_preset_spoke(config, tmp_path):
+    """The debug model's config function logs every step (log_freq 1); the preset's spec default (10) must not
+    replace it, while the experiment's own overrides and the command line still do."""
+    config.metrics = with_primus_options(config.metrics)  # as the config patch does
+    apply_sections(config, config_function_sections(experiment_params(experiment(tmp_path))))
+    assert config.metrics.log_freq == 1
+    assert config.metrics.enable_mlflow is False  # Primus's own options still come from the preset
+    overridden = experiment(tmp_path, "{metrics: {log_freq: 5}}")
+    apply_sections(config, config_function_sections(experiment_params(overridden)))
+    assert config.metrics.log_freq == 5
+    on_command_line = experiment(tmp_path, cli=("metrics.log_freq=7",))
+    apply_sections(config, config_function_sections(experiment_params(on_command_line)))
+    assert config.metrics.log_freq == 7
+
+
+def test_the_presets_upstream_values_are_upstreams_defaults(tmp_path):
+    """Leaving them out when the job does not set them changes nothing."""
+    from torchtitan.components.metrics import MetricsProcessor
+
+    module = module_from_env("torchtitan", experiment(tmp_path))
+    upstream_keys = module.preset_defaults - module.primus_keys
+    assert upstream_keys and all(key.startswith("metrics.") for key in upstream_keys), upstream_keys
+    defaults = MetricsProcessor.Config()
+    for key in upstream_keys:
+        name = key.removeprefix("metrics.")
+        assert getattr(defaults, name) == module.params["metrics"][name], key
