@@ -18,7 +18,8 @@ PARAMS = [
           help="Enable W&B logging. As upstream, from WANDB_PROJECT, WANDB_RUN_NAME, WANDB_TEAM, WANDB_RUN_ID, "
                "WANDB_RUN_NOTES, WANDB_RUN_TAGS (comma-separated), WANDB_RUN_JOB_TYPE, WANDB_RUN_GROUP and "
                "WANDB_RESUME_FROM or WANDB_FORK_FROM (`<run id>?_step=<step>`, on the run's first start; a restart "
-               "resumes the run it made)."),
+               "resumes the run it made; W&B keeps a fork's steps after the branch point only, so fork at the "
+               "step before the first one the run logs)."),
     Param("metrics.save_tb_folder", "str", help="TensorBoard output subfolder."),
     Param("metrics.save_for_all_ranks", "bool", help="Write metrics from every rank."),
     Param("metrics.disable_color_printing", "bool", help="No ANSI colours on the console."),
