@@ -36,7 +36,9 @@ def test_unreachable_wandb_server_is_bounded_and_loses_nothing(tmp_path, monkeyp
         run.log(step, {"loss": float(step)})
         costs.append(time.perf_counter() - t)
         time.sleep(0.05)
-    assert max(costs) < INIT_TIMEOUT_S / 10  # no call waits for W&B's start
+    # no call waits for W&B's start: one that did would take the whole init_timeout_s; half of it leaves room for
+    # a descheduled thread on a loaded box (a tenth failed at load 10 on 2 cores)
+    assert max(costs) < INIT_TIMEOUT_S / 2
     _, finish_s = timed(run.finish)
     assert finish_s < INIT_TIMEOUT_S + EXIT_DEADLINE_S  # the start's timeout, then the offline run within the deadline
 
