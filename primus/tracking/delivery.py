@@ -52,6 +52,7 @@ import primus
 from primus.redaction import redact_text
 from primus.tracking.config import TrackingConfig
 from primus.tracking.journal import JOURNAL_DIR, Record, encode
+from primus.tracking.node_delivery import attach
 
 log = logging.getLogger("primus.tracking")
 
@@ -142,7 +143,8 @@ class DeliveryProcess:
         self.run_dir = run_dir
         self.workers = [RemoteSinkWorker(self, name) for name in spec.sinks]
         self._by_name = {w.name: w for w in self.workers}
-        self._proc: subprocess.Popen[bytes] | None = None
+        self._proc: subprocess.Popen[bytes] | None = None  # a private one; None when shared, or not started
+        self.shared = False  # delivered by the node's shared process (which this run never kills)
         self._commands = -1
         self._lock = threading.Lock()
         self._flushes: dict[int, threading.Event] = {}
@@ -157,17 +159,14 @@ class DeliveryProcess:
     # -- lifecycle -----------------------------------------------------------------------
     def start(self) -> None:
         with self._lock:
-            if self._proc is not None:
+            if self._direct_sender is not None:  # started: each of its sinks' workers calls this
                 return
             read_commands, self._commands = os.pipe()
             read_replies, write_replies = os.pipe()
             read_direct, write_direct = os.pipe()
             lock = take_delivery_lock(self.run_dir)
             try:
-                self._proc = subprocess.Popen(
-                    [sys.executable, "-m", CHILD_MODULE, str(write_replies), str(read_direct), str(lock)],
-                    stdin=read_commands, pass_fds=(write_replies, read_direct, lock), env=child_environment(),
-                    close_fds=True, start_new_session=True)  # a job's SIGINT/SIGTERM to the group must not cut delivery
+                self._launch(read_commands, write_replies, read_direct, lock)
             except BaseException:
                 os.close(write_direct)
                 raise
@@ -181,6 +180,22 @@ class DeliveryProcess:
             self._direct_sender.start()
         threading.Thread(target=self._read_replies, args=(read_replies,), name="primus-tracking-delivery",
                          daemon=True).start()
+
+    def _launch(self, read_commands: int, write_replies: int, read_direct: int, lock: int) -> None:
+        """The node's shared process when the run names a delivery group and it can be reached; else a private one."""
+        group = self.spec.config.delivery_group
+        if group is not None:
+            try:
+                attach(group, (read_commands, write_replies, read_direct, lock), child_environment())
+                self.shared = True
+                return
+            except OSError as e:
+                log.warning("primus tracking: the delivery process shared by this node's ranks could not be reached "
+                            "or started (%s); this run starts its own", e)
+        self._proc = subprocess.Popen(
+            [sys.executable, "-m", CHILD_MODULE, str(write_replies), str(read_direct), str(lock)],
+            stdin=read_commands, pass_fds=(write_replies, read_direct, lock), env=child_environment(),
+            close_fds=True, start_new_session=True)  # a job's SIGINT/SIGTERM to the group must not cut delivery
 
     def deliver_direct(self, after: int, records: list[Record]) -> None:
         """Records the journal could not take: to the child, through a bounded queue (the hub never waits)."""
@@ -292,14 +307,19 @@ class DeliveryProcess:
             stream.flush()
 
     def _died(self) -> None:
-        code = self._proc.wait() if self._proc is not None else None
+        if self.shared:
+            ended = "the node's shared delivery process stopped delivering this run"
+            said = f"the node's shared delivery process stopped delivering to {', '.join(self.spec.sinks)}"
+        else:
+            code = self._proc.wait() if self._proc is not None else None
+            ended = f"the delivery process exited with code {code}"
+            said = f"the delivery process for {', '.join(self.spec.sinks)} exited with code {code}"
         for w in self.workers:
             w.disabled = w.done = True
-            w.last_error = w.last_error or f"the delivery process exited with code {code}"
+            w.last_error = w.last_error or ended
         if not self._killed:  # past the exit deadline the run's own report names what was left undelivered
-            log.warning("primus tracking: the delivery process for %s exited with code %s; these trackers get "
-                        "nothing more from this run. Every record is in %s: deliver it with "
-                        "`primus tracking sync %s`.", ", ".join(self.spec.sinks), code, self.run_dir / JOURNAL_DIR,
+            log.warning("primus tracking: %s; these trackers get nothing more from this run. Every record is in %s: "
+                        "deliver it with `primus tracking sync %s`.", said, self.run_dir / JOURNAL_DIR,
                         redact_text(str(self.run_dir)))
 
 
