@@ -29,6 +29,31 @@ What it did not deliver stays in the journal for ``primus tracking sync``.
 The delivery lock (``DELIVERY_LOCK``) is taken here, without waiting, before the child starts, and handed
 to it with its descriptor: from the child's first instant, ``primus tracking sync`` waits for it. When an
 earlier launch's delivery process holds it, the child waits for it instead.
+
+One delivery process per node (``TrackingConfig.delivery_group``; TorchTitan's ``save_for_all_ranks`` on a node
+of several ranks names the job's directory): every rank would otherwise start its own child, each importing the
+tracker clients. Instead the ranks of a node that name the same group share one process, which serves each
+rank's run as a private child would, with that run's own pipes, journal, cursors, tracker runs, delivery lock,
+stats, flushes, close and exit deadline (``delivery_child.deliver``, on a thread per run):
+
+* Finding it: a unix socket in a node-local folder (``node_delivery.node_dir``), named by a hash of the group's
+  path; a job directory on a shared file system is the same on every node, each node gets its own process.
+* Handing a run over: a rank makes its pipes and takes its delivery lock exactly as for a child, then sends
+  the four descriptors through the socket (SCM_RIGHTS) and closes its copies; the process reads the run's spec
+  from the commands pipe. The rank never waits for that process: the handover is queued in the socket.
+* Who starts it: whichever rank first finds no process listening, under a file lock beside the socket (held
+  from connect to handover). It binds the socket itself, so ranks connect before the process has started. The
+  process has its own session and does not depend on the rank that started it: that rank may die first.
+* A rank that dies: its commands pipe ends, and its run ends as it would in a private child (delivered within
+  its exit deadline, ended as its journal's end record says, else KILLED); the other runs go on. A rank cannot
+  kill the shared process: past its deadline it stops waiting and reports what was left, as it does when it
+  kills a private child. A run whose sinks did not all end in time keeps its delivery lock until the process
+  exits, so ``primus tracking sync`` never feeds a tracker beside a sink still stuck in its client.
+* Its end: when it serves no run, it takes the start lock and leaves unless a rank connected meanwhile; a rank
+  attaching later starts a new one. If it cannot be reached or started, a rank starts its own child.
+
+What the tracker clients log or print there goes to the trainer of the run whose delivery started that thread
+(to every run's trainer when the thread is none of them).
 """
 
 from __future__ import annotations
