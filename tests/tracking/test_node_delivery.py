@@ -24,8 +24,8 @@ from primus.tracking.node_delivery_main import IDLE_CHECK_S, NodeDelivery
 from primus.tracking.state import RunState
 
 EXIT_DEADLINE_S = 60.0
-# A rank of one job: logs steps 1-10, then (rank "kill") dies of SIGKILL once steps 11-20 are journaled, or
-# (rank "finish") waits for the file GO, logs steps 11-20 and finishes.
+# A rank of one job: logs steps 1-10, waits for the file go_<rank>, logs steps 11-20, then (ending "kill") dies
+# of SIGKILL once they are journaled, or (ending "finish") finishes.
 RANK = textwrap.dedent("""
     import os, signal, sys, time
     from pathlib import Path
@@ -37,9 +37,8 @@ RANK = textwrap.dedent("""
     run.install_exit_handlers()
     for step in range(1, 11):
         run.log(step, {"loss": 1.0 / step})
-    if ending == "finish":
-        while not (job / "GO").exists():
-            time.sleep(0.05)
+    while not (job / f"go_{rank}").exists():
+        time.sleep(0.05)
     for step in range(11, 21):
         run.log(step, {"loss": 1.0 / step})
     if ending == "kill":
@@ -80,8 +79,9 @@ def test_a_nodes_ranks_share_one_delivery_process_and_a_dead_rank_ends_only_its_
     shared = delivery_pid(job / "rank_0", EXIT_DEADLINE_S)
     ranks.append(start_rank(job, 1, "finish"))
     assert delivery_pid(job / "rank_1", EXIT_DEADLINE_S) == shared
+    (job / "go_0").touch()
     assert ranks[0].wait(EXIT_DEADLINE_S) == -signal.SIGKILL
-    (job / "GO").touch()  # rank 1 logs its second half after rank 0 died
+    (job / "go_1").touch()  # rank 1 logs its second half after rank 0 died
     assert ranks[1].wait(2 * EXIT_DEADLINE_S) == 0, (tmp_path / "rank_1.log").read_text()
     assert shared not in {r.pid for r in ranks}
     assert_gone(shared, EXIT_DEADLINE_S)  # the killed run's delivery may take up to its deadline
