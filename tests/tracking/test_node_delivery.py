@@ -4,6 +4,7 @@ process leaves when it serves no run; where it cannot be reached a rank gets its
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import signal
@@ -11,6 +12,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 import psutil
@@ -19,6 +21,7 @@ from support.readers import mlflow_history, read_tb_scalars
 
 from primus.tracking import TensorBoardConfig, TrackingConfig, start_run
 from primus.tracking import node_delivery
+from primus.tracking.delivery_child import Replies, Routes
 from primus.tracking.node_delivery import node_address
 from primus.tracking.node_delivery_main import IDLE_CHECK_S, NodeDelivery
 from primus.tracking.state import RunState
@@ -157,3 +160,38 @@ def test_a_dead_shared_process_is_reported_by_every_run_it_served(tmp_path, prim
     for rank in (0, 1):
         assert any("the node's shared delivery process stopped delivering to tensorboard" in w
                    and f"primus tracking sync {tmp_path / f'rank_{rank}'}" in w for w in warnings), warnings
+
+
+def test_a_rank_never_waits_for_the_shared_process_to_start(tmp_path, monkeypatch, primus_caplog):
+    """The rank binds the socket and queues its run there: it goes on while the process starts, and here, where
+    the process cannot start at all, its run is reported undelivered when the queued handover is dropped."""
+    primus_caplog.set_level(logging.WARNING, logger="primus.tracking")
+    monkeypatch.setattr(node_delivery, "SERVER_MODULE", "primus.tracking.no_such_module")
+    run = tb_run(tmp_path, 0, tmp_path)
+    run.log(1, {"loss": 1.0})
+    t = time.monotonic()
+    run.finish()
+    assert time.monotonic() - t < EXIT_DEADLINE_S / 4
+    assert run.stats()["sinks"]["tensorboard"]["disabled"]
+    assert "the node's shared delivery process stopped delivering to tensorboard" in \
+        " ".join(r.getMessage() for r in primus_caplog.records)
+
+
+def test_what_a_runs_threads_log_reaches_only_its_trainer_and_the_rest_every_trainer():
+    pipes = [os.pipe() for _ in range(2)]
+    runs = [Replies(write) for _, write in pipes]
+    routes = Routes()
+    for replies in runs:
+        routes.add(replies, [])
+    ours = threading.Thread(target=routes.send, args=({"t": "log", "msg": "mine"},))
+    routes.add_threads(runs[0], [ours])
+    ours.start()
+    ours.join()
+    routes.send({"t": "log", "msg": "a tracker client's"})  # from a thread no run started
+    routes.remove(runs[1])
+    for replies in runs:
+        replies.close()
+    received = [os.fdopen(read, "rb").read().decode().splitlines() for read, _ in pipes]
+    assert [[json.loads(line)["msg"] for line in lines] for lines in received] == \
+        [["mine", "a tracker client's"], ["a tracker client's"]]
+    assert routes.send({"t": "log", "msg": "late"}) is False  # run 0's delivery ended: nobody takes it
