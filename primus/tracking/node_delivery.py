@@ -40,6 +40,9 @@ def attach(group: Path, fds: Sequence[int], env: Mapping[str, str]) -> None:
     (the caller then starts a private one: nothing was handed)."""
     folder = node_dir()
     folder.mkdir(mode=0o700, exist_ok=True)
+    owner = folder.stat()
+    if owner.st_uid != os.getuid() or owner.st_mode & 0o077:  # another user's process would get the run's pipes
+        raise PermissionError(f"{folder} is not this user's private folder")
     path, lock_path = node_address(group)
     with open(lock_path, "a") as lock, socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         # Held while connecting and while starting: one process per job and node, and one that is leaving (it

@@ -64,7 +64,8 @@ class NodeDelivery:
         connection, _ = self.listener.accept()
         with connection:
             try:
-                hello, fds, _, _ = socket.recv_fds(connection, len(HELLO), RUN_FDS, socket.MSG_CMSG_CLOEXEC)
+                hello, fds, _, _ = socket.recv_fds(connection, len(HELLO), RUN_FDS,
+                                                getattr(socket, "MSG_CMSG_CLOEXEC", 0))  # Linux's; close_fds elsewhere
             except OSError as e:
                 log.debug("primus tracking: a rank's hand-over failed: %r", e)
                 return

@@ -129,12 +129,17 @@ def tb_run(tmp_path, rank: int, group) -> object:
                                     delivery_group=group, exit_deadline_s=EXIT_DEADLINE_S))
 
 
-def test_a_rank_that_cannot_reach_the_node_folder_starts_its_own_delivery_process(tmp_path, monkeypatch,
-                                                                                  primus_caplog):
+@pytest.mark.parametrize("folder", ["under a file", "open to others"])
+def test_a_rank_that_cannot_use_the_node_folder_starts_its_own_delivery_process(tmp_path, monkeypatch,
+                                                                                primus_caplog, folder):
     primus_caplog.set_level(logging.WARNING, logger="primus.tracking")
-    blocker = tmp_path / "not-a-folder"
-    blocker.write_text("")
-    monkeypatch.setattr(node_delivery, "node_dir", lambda: blocker / "delivery")
+    if folder == "under a file":
+        (tmp_path / "a-file").write_text("")
+        monkeypatch.setattr(node_delivery, "node_dir", lambda: tmp_path / "a-file" / "delivery")
+    else:  # another user could have made it: the run's pipes must not reach their process
+        (tmp_path / "shared").mkdir(mode=0o777)
+        (tmp_path / "shared").chmod(0o777)
+        monkeypatch.setattr(node_delivery, "node_dir", lambda: tmp_path / "shared")
     run = tb_run(tmp_path, 0, tmp_path)
     run.log(1, {"loss": 1.0})
     assert run.flush(EXIT_DEADLINE_S)
