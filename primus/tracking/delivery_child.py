@@ -242,7 +242,7 @@ def deliver(spec: DeliverySpec, commands, replies: Replies, direct_pipe, lock_fd
     fcntl.flock(lock_fd, fcntl.LOCK_EX)  # held until the run is delivered; an earlier launch's finishes first
     state = RunState(cfg.run_dir)
     try:
-        state.update("delivery", pid=os.getpid())  # which process delivers it (several runs may share one)
+        state.update("run", delivery_pid=os.getpid())  # which process delivers it (several runs may share one)
     except OSError:  # a full disk: delivery matters more than this note
         pass
     sinks = build_sinks(cfg, RunMeta.load(cfg.run_dir), state, spec.wandb_run_id, spec.sinks)

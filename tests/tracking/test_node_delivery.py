@@ -60,7 +60,7 @@ def start_rank(job, rank: int, ending: str) -> subprocess.Popen:
 def delivery_pid(run_dir, within_s: float) -> int:
     """The pid of the process that delivers the run, once it recorded it."""
     give_up = time.monotonic() + within_s
-    while not (pid := RunState(run_dir).section("delivery").get("pid")):
+    while not (pid := RunState(run_dir).section("run").get("delivery_pid")):
         assert time.monotonic() < give_up, f"no delivery process took {run_dir}"
         time.sleep(0.05)
     return pid

@@ -247,7 +247,7 @@ def test_save_for_all_ranks_gives_one_run_per_rank(fsdp_every_rank, mlflow_clien
     assert losses[0] == losses[1]  # the global average, the same on every rank
     # the node's two ranks shared one delivery process, neither rank's own
     states = [RunState(d) for d in run_dirs_under(fsdp_every_rank.dump)]
-    delivery = {s.section("delivery")["pid"] for s in states}
+    delivery = {s.section("run")["delivery_pid"] for s in states}
     trainers = {s.section("run")["pid"] for s in states}
     assert len(states) == 2 and len(delivery) == 1 and len(trainers) == 2 and not delivery & trainers
 
