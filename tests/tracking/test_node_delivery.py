@@ -23,16 +23,17 @@ from primus.tracking import TensorBoardConfig, TrackingConfig, start_run
 from primus.tracking import node_delivery
 from primus.tracking.delivery_child import Replies, Routes
 from primus.tracking.node_delivery import node_address
-from primus.tracking.node_delivery_main import IDLE_CHECK_S, NodeDelivery
+from primus.tracking.node_delivery_main import NodeDelivery
 from primus.tracking.state import RunState
 
 EXIT_DEADLINE_S = 60.0
 # A rank of one job: logs steps 1-10, waits for the file go_<rank>, logs steps 11-20, then (ending "kill") dies
-# of SIGKILL once they are journaled, or (ending "finish") finishes.
+# of SIGKILL as soon as they are journaled, or (ending "finish") finishes.
 RANK = textwrap.dedent("""
     import os, signal, sys, time
     from pathlib import Path
     from primus.tracking import MlflowConfig, TensorBoardConfig, TrackingConfig, start_run
+    from primus.tracking.journal import last_steps
     job, rank, ending = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
     run = start_run(TrackingConfig(run_dir=job / f"rank_{rank}", run_name=f"node-rank{rank}",
                                    experiment_name="node-delivery", tensorboard=TensorBoardConfig(job / f"tb_{rank}"),
@@ -45,7 +46,8 @@ RANK = textwrap.dedent("""
     for step in range(11, 21):
         run.log(step, {"loss": 1.0 / step})
     if ending == "kill":
-        time.sleep(0.5)  # some hub ticks (every 0.1 s) journaled the steps
+        while last_steps(run.run_dir).get(None) != 20:  # journaled by the hub's ticks, not yet delivered
+            time.sleep(0.05)
         os.kill(os.getpid(), signal.SIGKILL)
 """)
 STEPS = [(s, 1.0 / s) for s in range(1, 21)]
