@@ -146,6 +146,7 @@ class MlflowSink(Sink):
             self.state.update("mlflow", artifacts_uploaded=True)
         self._client.set_terminated(self.run_id, status)
         self.state.update("mlflow", terminated=status)
+        self._client.close()
 
     def _write_trace_report(self) -> None:
         """Best effort: a report that cannot be built must not keep the run from ending."""
