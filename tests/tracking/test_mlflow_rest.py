@@ -231,7 +231,8 @@ def test_tls_settings_decide_the_handshake(serve, tmp_path):
 
     with pytest.raises(MlflowRestError, match="CERTIFICATE_VERIFY_FAILED"):  # certifi's CAs do not know it
         MlflowRestClient(uri, TIMEOUT_S, {}).get_run("r1")
-    assert MlflowRestClient(uri, TIMEOUT_S, {"MLFLOW_TRACKING_SERVER_CERT_PATH": str(cert)}).get_run("r1").run_id == "r1"
+    trusted = {"MLFLOW_TRACKING_SERVER_CERT_PATH": str(cert)}
+    assert MlflowRestClient(uri, TIMEOUT_S, trusted).get_run("r1").run_id == "r1"
     assert MlflowRestClient(uri, TIMEOUT_S, {"MLFLOW_TRACKING_INSECURE_TLS": "true"}).get_run("r1").run_id == "r1"
 
     both = {"MLFLOW_TRACKING_INSECURE_TLS": "true", "MLFLOW_TRACKING_SERVER_CERT_PATH": str(cert)}

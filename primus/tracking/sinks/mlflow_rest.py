@@ -178,7 +178,6 @@ class MlflowRestClient:
         self.tracking_uri = tracking_uri
         self.base_path = parts.path.rstrip("/")
         self.timeout_s = timeout_s
-        self._env = env
         creds = credentials(tracking_uri, env)
         self._secrets = creds.secrets
         self._headers = {"User-Agent": "primus-mlflow-rest", "Accept": "application/json"}
@@ -304,7 +303,8 @@ class MlflowRestClient:
                 self._drop()
         if self._conn is None:
             if self.scheme == "https":
-                self._conn = http.client.HTTPSConnection(self.host, self.port, timeout=self.timeout_s, context=self._ssl)
+                self._conn = http.client.HTTPSConnection(self.host, self.port, timeout=self.timeout_s,
+                                                         context=self._ssl)
             else:
                 self._conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout_s)
         return self._conn
