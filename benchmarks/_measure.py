@@ -21,7 +21,7 @@ import resource
 import statistics
 import subprocess
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -71,23 +71,25 @@ def children_cpu_s() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def reap_orphans() -> None:
-    """Wait for the processes re-parented here (wandb's service) so their CPU is counted."""
-    orphans = psutil.Process().children()
+def reap_orphans(keep: Collection[int] = ()) -> None:
+    """Wait for the processes re-parented here (wandb's service) so their CPU is counted; ``keep``: children
+    of the benchmark itself (an MLflow server), which are no orphans."""
+    orphans = [p for p in psutil.Process().children() if p.pid not in keep]
     _, alive = psutil.wait_procs(orphans, timeout=ORPHANS_WAIT_S)
     for p in alive:  # still running a minute after the run ended: stop it, its CPU counts all the same
         p.kill()
     psutil.wait_procs(alive, timeout=10)
 
 
-def run_measured(command: Sequence[str], env: dict[str, str], cwd: Path | str | None = None) -> Measured:
+def run_measured(command: Sequence[str], env: dict[str, str], cwd: Path | str | None = None,
+                 keep: Collection[int] = ()) -> Measured:
     become_subreaper()
-    reap_orphans()  # an earlier unmeasured run's, not this one's
+    reap_orphans(keep)  # an earlier unmeasured run's, not this one's
     with tempfile.TemporaryDirectory(prefix="primus-cpu-") as accounts:
         before = children_cpu_s()
         done = subprocess.run(list(command), env={**env, ACCOUNTING_ENV: accounts}, cwd=cwd,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        reap_orphans()
+        reap_orphans(keep)
         return Measured(done.stdout, done.returncode, children_cpu_s() - before, read_accounts(Path(accounts)))
 
 
