@@ -88,7 +88,7 @@ class NodeDelivery:
 
         def started(workers: list[SinkWorker]) -> None:
             # what a sink's thread logs or its tracker client prints there goes to this run's trainer
-            self.routes.add_threads(replies, [w._thread for w in workers])  # noqa: SLF001
+            self.routes.add_threads(replies, [w.thread for w in workers])
             if first:
                 account_startup(workers)
 
