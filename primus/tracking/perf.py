@@ -14,7 +14,6 @@ import sys
 import threading
 import time
 import weakref
-from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -113,7 +112,8 @@ class IntervalAverager:
         self.skip = skip_iterations
         self.reset_interval = reset_interval
         self._entries = 0  # log entries seen by this process, measured or not
-        self._window: deque[tuple[int, float, float, float]] = deque()  # (iterations, seconds, tokens, flops)
+        self._window = 0  # entries in the window, and their sums: iterations, seconds, tokens, flops
+        self._sums = [0, 0.0, 0.0, 0.0]
 
     def start(self) -> None:
         """A log entry with no measured interval (the first one only starts the clock): it counts
@@ -125,20 +125,23 @@ class IntervalAverager:
         self._entries += 1
         if self._entries <= self.skip:
             return
-        if len(self._window) >= self.reset_interval:
-            self._window.clear()
-        self._window.append((iterations, seconds, tokens, flops))
+        if self._window >= self.reset_interval:
+            self._window, self._sums = 0, [0, 0.0, 0.0, 0.0]
+        self._window += 1
+        sums = self._sums
+        sums[0] += iterations
+        sums[1] += seconds
+        sums[2] += tokens
+        sums[3] += flops
 
     def averages(self, world_size: int) -> dict[str, float]:
-        its = sum(w[0] for w in self._window)
-        secs = sum(w[1] for w in self._window)
+        its, secs, tokens, flops = self._sums
         if not its or secs <= 0:
             return {}
         out = {
             "perf/iteration_time_ms_avg": secs / its * 1e3,
-            "perf/tokens_per_sec_per_gpu_avg": sum(w[2] for w in self._window) / secs / world_size,
+            "perf/tokens_per_sec_per_gpu_avg": tokens / secs / world_size,
         }
-        flops = sum(w[3] for w in self._window)
         if flops:
             out["perf/tflops_per_gpu_avg"] = flops / secs / world_size / 1e12
         return out
