@@ -73,6 +73,8 @@ class HubFeed:
         self._log_period = plan.log_period
         self._announce = announce  # upstream's "To see full metrics" line, when TensorBoard is on
         self._flusher: threading.Thread | None = None
+        self._flush_asked = threading.Event()
+        self._finished = False
 
     def write(self, metrics: Mapping[str, Any], step: int, metric_type: str) -> None:
         if not metrics or metric_type not in TRACKED_TYPES:
@@ -92,14 +94,25 @@ class HubFeed:
             self.run.log_text(tag, str(text), 0, only=only)
 
     def _flush_in_background(self) -> None:
-        """Upstream flushes its TensorBoard writer every log_period steps; here the TensorBoard sink is, on a
-        helper thread (at most one at a time), so a slow disk never holds up the training loop. Only that
-        sink: a flush cuts a sink's pacing short, and MLflow would get a request every log_period steps."""
-        if self._flusher is not None and self._flusher.is_alive():
-            return
-        self._flusher = threading.Thread(target=self.run.flush, args=(FLUSH_TIMEOUT_S, ("tensorboard",)),
-                                         daemon=True, name="primus-maxtext-flush")
-        self._flusher.start()
+        """Upstream flushes its TensorBoard writer every log_period steps; here the TensorBoard sink is, on one
+        helper thread started at the first flush and woken for each later one (a thread started per flush cost
+        the training thread more than the rest of the step's tracking), so a slow disk never holds up the
+        training loop. A flush asked for while one runs is done once after it. Only that sink: a flush cuts a
+        sink's pacing short, and MLflow would get a request every log_period steps."""
+        if self._flusher is None:
+            self._flusher = threading.Thread(target=self._flush_when_asked, daemon=True, name="primus-maxtext-flush")
+            self._flusher.start()
+        self._flush_asked.set()
+
+    def _flush_when_asked(self) -> None:
+        while True:
+            self._flush_asked.wait()
+            self._flush_asked.clear()
+            if self._finished:
+                return
+            self.run.flush(FLUSH_TIMEOUT_S, ("tensorboard",))
 
     def finish(self, status: str) -> None:
+        self._finished = True
+        self._flush_asked.set()  # the helper thread, if any, ends
         self.run.finish(status)
