@@ -42,6 +42,7 @@ class _Thread(threading.local):
         self.entry = ""  # the outermost entry point now running, and this thread's ns when it was entered
         self.entry_ns = 0
         self.entries: dict[str, list[int]] = {}  # entry point -> [calls, ns]
+        self.each: dict[str, list[int]] = {}  # entry point -> ns of each call (a step hook's one-offs show apart)
         _THREADS.append((threading.current_thread().name, self))
 
 
@@ -85,6 +86,7 @@ def _pop() -> None:
         calls_ns = account.entries.setdefault(account.entry, [0, 0])
         calls_ns[0] += 1
         calls_ns[1] += account.ns - account.entry_ns
+        account.each.setdefault(account.entry, []).append(account.ns - account.entry_ns)
     account.since = time.thread_time_ns()
 
 
@@ -175,12 +177,14 @@ def dump() -> None:
     """Write this process's figures (also called by a process that leaves with ``os._exit``)."""
     threads: dict[str, dict[str, Any]] = {}
     for name, account in list(_THREADS):
-        total = threads.setdefault(name, {"ns": 0, "entries": {}})
+        total = threads.setdefault(name, {"ns": 0, "entries": {}, "each": {}})
         total["ns"] += account.ns
         for entry, (calls, ns) in account.entries.items():
             calls_ns = total["entries"].setdefault(entry, [0, 0])
             calls_ns[0] += calls
             calls_ns[1] += ns
+        for entry, each in account.each.items():
+            total["each"].setdefault(entry, []).extend(each)
     body = {"pid": os.getpid(), "threads": threads, "process_cpu_s": process_cpu_s(),
             "peak_rss_mib": peak_rss_mib(), "clock_cost_ns": _CLOCK_COST_NS, **_extra}
     path = Path(_DIR) / f"cpu-{os.getpid()}.json"
