@@ -46,6 +46,7 @@ class StepPerf:
         self._peak = peak_tflops
         # JAX's local_hardware_id: the device's ordinal among those this process sees (CUDA/HIP visible list)
         self._utilisation = Utilisation(getattr(self._device, "local_hardware_id", None))
+        self._utilisation.read()  # the device is known: looked up and sampled now, once, not in the first step
 
     def measure(self, scalars: Mapping[str, Any]) -> dict[str, float]:
         seconds = float(scalars.get("perf/step_time_seconds", 0.0))
