@@ -1,5 +1,6 @@
 """Patches that feed the hub from upstream's logging: after each training_log / evaluation
-(megatron.training.training), and the timer scalars training_log writes (megatron.core.timers)."""
+(megatron.training.training), and the timer scalars training_log writes (megatron.core.timers); before
+the training loop (train), the one-off set-up that would otherwise land in the first logged step."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from primus.patches import REGISTRY
 
 @REGISTRY.patch("megatron.tracking.training_log", target="megatron.training.training", upstream=MEGATRON, backend="megatron",
                 description="training.training_log / evaluate_and_print_results: perf figures and one log call "
-                            "per step, from the writer rank")
+                            "per step, from the writer rank; training.train: the utilisation device looked up before "
+                            "the first step")
 def _install_training_log(module, handle):
     from primus.backends.megatron.training.global_vars import get_rank_figures, get_tracking_session
 
@@ -35,6 +37,13 @@ def _install_training_log(module, handle):
             session.emit()  # validation scalars of this step go out now, not with the next step
         return result
 
+    def train(wrapped, instance, args, kwargs):
+        session = get_tracking_session()
+        if session is not None:
+            session.before_training()
+        return wrapped(*args, **kwargs)
+
+    handle.wrap(module, "train", train)
     handle.wrap(module, "training_log", training_log)
     handle.wrap(module, "evaluate_and_print_results", evaluate_and_print_results)
 

@@ -36,6 +36,12 @@ class TrackingSession:
         self._last: tuple[int, float] | None = None  # (iteration, perf_counter) at the previous log step
         self._flops_per_batch: dict[int, float] = {}  # upstream's formula depends on the batch size only
 
+    def before_training(self) -> None:
+        """Upstream has picked its device: the utilisation's device is looked up and first sampled now, once,
+        rather than in the first logged step (~4 ms there: NVML/amdsmi are looked up)."""
+        if self._utilisation is not None:
+            self._utilisation.read()
+
     def after_training_log(self, iteration: int, system: Mapping[str, float] | None = None) -> None:
         """Called after upstream's training_log: adds perf figures on log steps, then sends the step.
         ``system``: the memory/utilisation figures gathered over ranks this step (RankFigures), if on."""
