@@ -8,6 +8,7 @@ per-step rates weighted by time), never arithmetic means of rates.
 
 from __future__ import annotations
 
+import functools
 import os
 import resource
 import sys
@@ -63,6 +64,7 @@ _DTYPE_ALIASES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float3
                   "float8": "fp8", "e4m3": "fp8", "hybrid": "fp8"}
 
 
+@functools.lru_cache(maxsize=64)  # asked at every logged step with the same device and dtype
 def peak_tflops(device_name: str | None, dtype: str) -> float | None:
     """Peak dense TFLOP/s of one device for a dtype, or None when not known."""
     if not device_name:
@@ -239,13 +241,14 @@ class Utilisation:
             self._device = (nvml, None if nvml is not None else amdsmi_handle(ordinal, self._environ))
         return self._device
 
-    def read(self) -> dict[str, float]:
+    def read(self) -> Mapping[str, float]:
+        """The latest reading: not to be changed (the sampling thread replaces it whole, never edits it)."""
         latest = self._latest
         if latest is None:  # the first read: finds the device on this (the training) thread, then samples
             latest = self._latest = self.sample()
             threading.Thread(target=_sample_while_alive, args=(weakref.ref(self), self._interval_s),
                              name="primus-utilisation", daemon=True).start()
-        return dict(latest)
+        return latest
 
     def sample(self) -> dict[str, float]:
         out = {"sys/cpu_util_pct": self._psutil.cpu_percent(interval=None),

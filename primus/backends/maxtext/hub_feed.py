@@ -42,6 +42,7 @@ class StepPerf:
         self._flops = float(per_device_tflops) * 1e12 * len(devices)
         self._devices = len(devices)
         self._device = devices[0] if local_device is None else local_device  # this process's own
+        self._device_kind = getattr(self._device, "device_kind", None)
         self._dtype = dtype
         self._peak = peak_tflops
         # JAX's local_hardware_id: the device's ordinal among those this process sees (CUDA/HIP visible list)
@@ -51,11 +52,13 @@ class StepPerf:
     def measure(self, scalars: Mapping[str, Any]) -> dict[str, float]:
         seconds = float(scalars.get("perf/step_time_seconds", 0.0))
         out = throughput_metrics(tokens=self._tokens, seconds=seconds, world_size=self._devices, flops=self._flops,
-                                 device_name=getattr(self._device, "device_kind", None), dtype=self._dtype,
-                                 given_peak=self._peak)
+                                 device_name=self._device_kind, dtype=self._dtype, given_peak=self._peak)
         if seconds > 0:
             out["perf/iteration_time_ms"] = seconds * 1e3
-        return out | memory_metrics() | self._device_memory() | self._utilisation.read()
+        out.update(memory_metrics())
+        out.update(self._device_memory())
+        out.update(self._utilisation.read())
+        return out
 
     def _device_memory(self) -> dict[str, float]:
         stats = self._device.memory_stats() or {}

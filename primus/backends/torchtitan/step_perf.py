@@ -42,4 +42,9 @@ class StepPerf:
                                   given_peak=self._peak)
         if steps > 0 and seconds > 0:
             perf["perf/iteration_time_ms"] = seconds / steps * 1e3
-        return perf | (dict(system) if system is not None else memory_metrics() | self._utilisation.read())
+        if system is None:  # into this step's dict: no intermediate dicts
+            perf.update(memory_metrics())
+            perf.update(self._utilisation.read())
+        else:
+            perf.update(system)
+        return perf
