@@ -3,8 +3,10 @@
 ``PRIMUS_CPU_ACCOUNTING=<directory>`` (read once, at import) turns it on. Then every entry point upstream calls
 into (each patch's wrapper, the Megatron writer proxy, the TorchTitan logger, the run's log calls) counts the
 thread CPU time (``time.thread_time_ns``) it spends, less the time spent back in upstream's code it calls
-(``wrapped``). At exit each process writes ``cpu-<pid>.json`` there: per thread, the nanoseconds, and per outermost entry
-point its calls and nanoseconds. The delivery process adds its start-up (CPU until every sink opened, peak RSS).
+(``wrapped``). The clock reads themselves are charged to no one (each interval charged less one read's measured
+cost), and ours called from ours reads no clock. At exit each process writes ``cpu-<pid>.json`` there: per thread,
+the nanoseconds, and per outermost entry point its calls, nanoseconds and each call's nanoseconds. The delivery
+process adds its start-up (CPU until every sink opened, peak RSS).
 
 Off (the default), ``ours`` returns the function itself and ``enabled()`` is False: nothing is added anywhere.
 """
