@@ -21,7 +21,7 @@ import resource
 import statistics
 import subprocess
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,6 +54,11 @@ class Measured:
                     total[1] += ns
         return out
 
+    def each_call_ns(self, entry: str) -> list[int]:
+        """The thread CPU of each call of ``entry``, in call order per thread."""
+        return [ns for account in self.accounts for thread in account["threads"].values()
+                for ns in thread.get("each", {}).get(entry, [])]
+
     @property
     def delivery(self) -> list[dict]:
         """The delivery processes' dumps: startup_cpu_s, startup_rss_mib, process_cpu_s, peak_rss_mib."""
@@ -71,23 +76,25 @@ def children_cpu_s() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def reap_orphans() -> None:
-    """Wait for the processes re-parented here (wandb's service) so their CPU is counted."""
-    orphans = psutil.Process().children()
+def reap_orphans(keep: Collection[int] = ()) -> None:
+    """Wait for the processes re-parented here (wandb's service) so their CPU is counted; ``keep``: children
+    of the benchmark itself (an MLflow server), which are no orphans."""
+    orphans = [p for p in psutil.Process().children() if p.pid not in keep]
     _, alive = psutil.wait_procs(orphans, timeout=ORPHANS_WAIT_S)
     for p in alive:  # still running a minute after the run ended: stop it, its CPU counts all the same
         p.kill()
     psutil.wait_procs(alive, timeout=10)
 
 
-def run_measured(command: Sequence[str], env: dict[str, str], cwd: Path | str | None = None) -> Measured:
+def run_measured(command: Sequence[str], env: dict[str, str], cwd: Path | str | None = None,
+                 keep: Collection[int] = ()) -> Measured:
     become_subreaper()
-    reap_orphans()  # an earlier unmeasured run's, not this one's
+    reap_orphans(keep)  # an earlier unmeasured run's, not this one's
     with tempfile.TemporaryDirectory(prefix="primus-cpu-") as accounts:
         before = children_cpu_s()
         done = subprocess.run(list(command), env={**env, ACCOUNTING_ENV: accounts}, cwd=cwd,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        reap_orphans()
+        reap_orphans(keep)
         return Measured(done.stdout, done.returncode, children_cpu_s() - before, read_accounts(Path(accounts)))
 
 
@@ -123,7 +130,8 @@ def tree_cpu_line(backend: str, runs: Mapping[str, Sequence[Measured]], logged_s
 def training_thread_lines(backend: str, runs: Sequence[Measured], step_entry: str, logged_steps: int) -> str:
     """The training thread's CPU in our code per logged step: in the hook upstream calls once per logged step
     (``step_entry``, with everything of ours it calls), median over ``runs``; and the rest (the run's start and
-    end), which a long run spreads over many steps. The last line is the one `make bench` reports."""
+    end), which a long run spreads over many steps. A call's median shows the steady step without the one-offs
+    (first-step set-up) that a short run's mean carries. The last line is the one `make bench` reports."""
     def per_step_us(m: Measured) -> float:
         return m.entries().get(step_entry, [0, 0])[1] / logged_steps / 1e3
 
@@ -131,8 +139,10 @@ def training_thread_lines(backend: str, runs: Sequence[Measured], step_entry: st
         return sum(ns for entry, (_, ns) in m.entries().items() if entry != step_entry) / 1e6
 
     per_step = statistics.median(per_step_us(m) for m in runs)
+    each = [ns for m in runs for ns in m.each_call_ns(step_entry)] or [0]
     detail = ", ".join(f"{entry} {calls} calls {ns / 1e6:.1f} ms" for entry, (calls, ns) in runs[-1].entries().items())
     return (f"{backend} training thread, our code: {per_step:.1f} µs per logged step in {step_entry}, median of "
-            f"{len(runs)} runs of {logged_steps} logged steps; start and end {statistics.median(map(one_off_ms, runs)):.1f} "
+            f"{len(runs)} runs of {logged_steps} logged steps (one call: median {statistics.median(each) / 1e3:.1f} µs, "
+            f"first {each[0] / 1e3:.0f} µs, largest {max(each) / 1e3:.0f} µs); start and end {statistics.median(map(one_off_ms, runs)):.1f} "
             f"ms once per run (last run: {detail})\n"
             f"{backend}: training-thread CPU per logged step {per_step:.0f} µs")

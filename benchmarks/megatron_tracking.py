@@ -5,7 +5,8 @@
 Every variant runs `primus train --config configs/megatron/tiny_cpu.yaml` with log_interval 1; variants are
 interleaved round by round (A B C D, then B C D A, ...) so load on the machine hits each alike:
   off            every tracker off (Primus's patches active, no tracking run)
-  primus-all     Primus: TensorBoard + W&B (offline) + MLflow (local sqlite store), one hub behind upstream's writer,
+  primus-all     Primus: TensorBoard + W&B (offline) + MLflow (local sqlite store) + the perf metric set (as the
+                 TorchTitan and MaxText benchmarks), one hub behind upstream's writer,
                  the trackers fed by the delivery process (the default)
   primus-all-threads  the same with the trackers on threads of the training process (PRIMUS_TRACKING_DELIVERY=thread)
   primus-tb-wb   Primus: TensorBoard + W&B (offline)
@@ -39,7 +40,7 @@ ITERATION_MS = re.compile(r"iteration\s+(\d+)/\s*\d+ \| consumed samples:.*?elap
 
 ALL_OFF = ["disable_tensorboard=true", "disable_wandb=true", "disable_mlflow=true"]
 ALL_ON = ["disable_tensorboard=false", "disable_wandb=false", "disable_mlflow=false", "wandb_project=bench",
-          "wandb_exp_name=bench"]
+          "wandb_exp_name=bench", "mlflow_upload_performance_metrics=true"]
 TB_WB = ["disable_tensorboard=false", "disable_wandb=false", "disable_mlflow=true", "wandb_project=bench",
          "wandb_exp_name=bench"]
 VARIANTS: dict[str, tuple[list[str], dict[str, str]]] = {

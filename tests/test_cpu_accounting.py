@@ -52,9 +52,12 @@ def test_our_cpu_is_counted_per_entry_point_and_upstreams_is_not(tmp_path):
     calls, ns = entries["patch:method"]
     # 2 x (0.05 + 0.02 + 0.05) s of ours; the 2 x 0.3 s of upstream's are not counted
     assert calls == 2 and 0.24e9 <= ns < 0.5e9
+    each = dump["threads"]["MainThread"]["each"]["patch:method"]  # per call, in order
+    assert len(each) == 2 and sum(each) == ns and min(each) >= 0.11e9
     assert entries["hook"][0] == 1 and 0.1e9 <= entries["hook"][1] < 0.3e9
     assert dump["threads"]["MainThread"]["ns"] == ns + entries["hook"][1]
     assert dump["process_cpu_s"] >= 0.8 and dump["peak_rss_mib"] > 1
+    assert dump["clock_cost_ns"] > 0  # subtracted from every interval charged: the reading is not ours
 
 
 def test_off_it_adds_nothing_and_writes_nothing(tmp_path):

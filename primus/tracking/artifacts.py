@@ -1,13 +1,19 @@
 """Upload of this run's own files (``<run_dir>/logs``, ``<run_dir>/traces``) to its MLflow run, by
 the MLflow sink after the last metric was delivered. Only files that really live under the run
-directory go: a symlink pointing elsewhere is skipped, so another run's or the user's files never leak."""
+directory go: a symlink pointing elsewhere is skipped, so another run's or the user's files never leak.
+When the tracking server stores the run's artifacts itself (``mlflow-artifacts:``), the light REST client PUTs
+them there; any other artifact store (s3://, gs://, a path, ...) needs MLflow's own artifact repositories, so
+the full client is imported then, for the upload only."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from functools import partial
 from pathlib import Path
-from typing import Any
+
+from primus.tracking.sinks.mlflow_full import FullMlflowClient
+from primus.tracking.sinks.mlflow_rest import MlflowRestClient
 
 log = logging.getLogger("primus.tracking")
 
@@ -26,9 +32,22 @@ def run_files(run_dir: Path, subdirs: Iterable[str]) -> list[Path]:
     return files
 
 
-def upload_run_files(client: Any, run_id: str, run_dir: Path, subdirs: Iterable[str]) -> int:
-    """Upload with the MlflowClient ``client``; returns the number of files sent."""
+def upload_run_files(client: MlflowRestClient | FullMlflowClient, run_id: str, run_dir: Path,
+                     subdirs: Iterable[str]) -> int:
+    """Upload to the run ``run_id`` of the MLflow sink's ``client``; returns the number of files sent."""
     files = run_files(run_dir, subdirs)
-    for path in files:
-        client.log_artifact(run_id, str(path), artifact_path=path.parent.relative_to(run_dir).as_posix())
+    if files:
+        upload = uploader(client, run_id)
+        for path in files:
+            upload(path, path.parent.relative_to(run_dir).as_posix())
     return len(files)
+
+
+def uploader(client: MlflowRestClient | FullMlflowClient, run_id: str) -> Callable[[Path, str], None]:
+    """``upload(local_path, artifact_path)`` for the run's artifact store."""
+    if isinstance(client, MlflowRestClient):
+        artifact_uri = client.artifact_uri(run_id)
+        if client.proxies_artifacts(artifact_uri):
+            return partial(client.upload_artifact, artifact_uri)
+        client = FullMlflowClient(client.tracking_uri, None, client.timeout_s)
+    return partial(client.log_artifact, run_id)

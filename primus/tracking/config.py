@@ -111,6 +111,9 @@ class TrackingConfig:
     # "process": TensorBoard, W&B and MLflow are fed by a delivery process, off the training process's GIL;
     # "thread": by threads of the training process. None: PRIMUS_TRACKING_DELIVERY, else "process"
     delivery: str | None = None
+    # with delivery "process": the runs of one node that name the same directory here (their job's) share one
+    # delivery process, instead of one each (TorchTitan's save_for_all_ranks: every rank has its own run)
+    delivery_group: Path | None = None
     # trackers other distributions add (entry-point group primus.sinks), by name. None: PRIMUS_SINKS
     plugin_sinks: tuple[str, ...] | None = None
 
@@ -145,6 +148,7 @@ class TrackingConfig:
             run_name=run_name,
             experiment_name=experiment_name,
             delivery=delivery,
+            delivery_group=self.delivery_group and Path(self.delivery_group).expanduser().absolute(),
             plugin_sinks=plugin_sinks,
             tensorboard=self.tensorboard and _resolve_tensorboard(self.tensorboard),
             wandb=self.wandb and _resolve_wandb(self.wandb, run_dir, run_name, env),

@@ -29,6 +29,31 @@ What it did not deliver stays in the journal for ``primus tracking sync``.
 The delivery lock (``DELIVERY_LOCK``) is taken here, without waiting, before the child starts, and handed
 to it with its descriptor: from the child's first instant, ``primus tracking sync`` waits for it. When an
 earlier launch's delivery process holds it, the child waits for it instead.
+
+One delivery process per node (``TrackingConfig.delivery_group``; TorchTitan's ``save_for_all_ranks`` on a node
+of several ranks names the job's directory): every rank would otherwise start its own child, each importing the
+tracker clients. Instead the ranks of a node that name the same group share one process, which serves each
+rank's run as a private child would, with that run's own pipes, journal, cursors, tracker runs, delivery lock,
+stats, flushes, close and exit deadline (``delivery_child.deliver``, on a thread per run):
+
+* Finding it: a unix socket in a node-local folder (``node_delivery.node_dir``), named by a hash of the group's
+  path; a job directory on a shared file system is the same on every node, each node gets its own process.
+* Handing a run over: a rank makes its pipes and takes its delivery lock exactly as for a child, then sends
+  the four descriptors through the socket (SCM_RIGHTS) and closes its copies; the process reads the run's spec
+  from the commands pipe. The rank never waits for that process: the handover is queued in the socket.
+* Who starts it: whichever rank first finds no process listening, under a file lock beside the socket (held
+  from connect to handover). It binds the socket itself, so ranks connect before the process has started. The
+  process has its own session and does not depend on the rank that started it: that rank may die first.
+* A rank that dies: its commands pipe ends, and its run ends as it would in a private child (delivered within
+  its exit deadline, ended as its journal's end record says, else KILLED); the other runs go on. A rank cannot
+  kill the shared process: past its deadline it stops waiting and reports what was left, as it does when it
+  kills a private child. A run whose sinks did not all end in time keeps its delivery lock until the process
+  exits, so ``primus tracking sync`` never feeds a tracker beside a sink still stuck in its client.
+* Its end: when it serves no run, it takes the start lock and leaves unless a rank connected meanwhile; a rank
+  attaching later starts a new one. If it cannot be reached or started, a rank starts its own child.
+
+What the tracker clients log or print there goes to the trainer of the run whose delivery started that thread
+(to every run's trainer when the thread is none of them).
 """
 
 from __future__ import annotations
@@ -52,6 +77,7 @@ import primus
 from primus.redaction import redact_text
 from primus.tracking.config import TrackingConfig
 from primus.tracking.journal import JOURNAL_DIR, Record, encode
+from primus.tracking.node_delivery import attach
 
 log = logging.getLogger("primus.tracking")
 
@@ -142,7 +168,8 @@ class DeliveryProcess:
         self.run_dir = run_dir
         self.workers = [RemoteSinkWorker(self, name) for name in spec.sinks]
         self._by_name = {w.name: w for w in self.workers}
-        self._proc: subprocess.Popen[bytes] | None = None
+        self._proc: subprocess.Popen[bytes] | None = None  # a private one; None when shared, or not started
+        self.shared = False  # delivered by the node's shared process (which this run never kills)
         self._commands = -1
         self._lock = threading.Lock()
         self._flushes: dict[int, threading.Event] = {}
@@ -157,17 +184,14 @@ class DeliveryProcess:
     # -- lifecycle -----------------------------------------------------------------------
     def start(self) -> None:
         with self._lock:
-            if self._proc is not None:
+            if self._direct_sender is not None:  # started: each of its sinks' workers calls this
                 return
             read_commands, self._commands = os.pipe()
             read_replies, write_replies = os.pipe()
             read_direct, write_direct = os.pipe()
             lock = take_delivery_lock(self.run_dir)
             try:
-                self._proc = subprocess.Popen(
-                    [sys.executable, "-m", CHILD_MODULE, str(write_replies), str(read_direct), str(lock)],
-                    stdin=read_commands, pass_fds=(write_replies, read_direct, lock), env=child_environment(),
-                    close_fds=True, start_new_session=True)  # a job's SIGINT/SIGTERM to the group must not cut delivery
+                self._launch(read_commands, write_replies, read_direct, lock)
             except BaseException:
                 os.close(write_direct)
                 raise
@@ -181,6 +205,22 @@ class DeliveryProcess:
             self._direct_sender.start()
         threading.Thread(target=self._read_replies, args=(read_replies,), name="primus-tracking-delivery",
                          daemon=True).start()
+
+    def _launch(self, read_commands: int, write_replies: int, read_direct: int, lock: int) -> None:
+        """The node's shared process when the run names a delivery group and it can be reached; else a private one."""
+        group = self.spec.config.delivery_group
+        if group is not None:
+            try:
+                attach(group, (read_commands, write_replies, read_direct, lock), child_environment())
+                self.shared = True
+                return
+            except OSError as e:
+                log.warning("primus tracking: the delivery process shared by this node's ranks could not be reached "
+                            "or started (%s); this run starts its own", e)
+        self._proc = subprocess.Popen(
+            [sys.executable, "-m", CHILD_MODULE, str(write_replies), str(read_direct), str(lock)],
+            stdin=read_commands, pass_fds=(write_replies, read_direct, lock), env=child_environment(),
+            close_fds=True, start_new_session=True)  # a job's SIGINT/SIGTERM to the group must not cut delivery
 
     def deliver_direct(self, after: int, records: list[Record]) -> None:
         """Records the journal could not take: to the child, through a bounded queue (the hub never waits)."""
@@ -292,14 +332,19 @@ class DeliveryProcess:
             stream.flush()
 
     def _died(self) -> None:
-        code = self._proc.wait() if self._proc is not None else None
+        if self.shared:
+            ended = "the node's shared delivery process stopped delivering this run"
+            said = f"the node's shared delivery process stopped delivering to {', '.join(self.spec.sinks)}"
+        else:
+            code = self._proc.wait() if self._proc is not None else None
+            ended = f"the delivery process exited with code {code}"
+            said = f"the delivery process for {', '.join(self.spec.sinks)} exited with code {code}"
         for w in self.workers:
             w.disabled = w.done = True
-            w.last_error = w.last_error or f"the delivery process exited with code {code}"
+            w.last_error = w.last_error or ended
         if not self._killed:  # past the exit deadline the run's own report names what was left undelivered
-            log.warning("primus tracking: the delivery process for %s exited with code %s; these trackers get "
-                        "nothing more from this run. Every record is in %s: deliver it with "
-                        "`primus tracking sync %s`.", ", ".join(self.spec.sinks), code, self.run_dir / JOURNAL_DIR,
+            log.warning("primus tracking: %s; these trackers get nothing more from this run. Every record is in %s: "
+                        "deliver it with `primus tracking sync %s`.", said, self.run_dir / JOURNAL_DIR,
                         redact_text(str(self.run_dir)))
 
 

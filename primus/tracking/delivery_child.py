@@ -4,6 +4,8 @@
 It ignores SIGINT and SIGTERM (a job stopping sends them to every process; the training process then
 asks this one to close, within its exit deadline) and ends when told to close or when its input ends.
 What the tracker clients print here goes to the training process, which prints it (see ``ForwardedStream``).
+``deliver`` is one run's delivery; the node's shared delivery process (``node_delivery_main``) runs one per
+rank it serves, on a thread each.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from primus import cpu_accounting
 from primus.redaction import redact_text
@@ -42,9 +44,11 @@ class Replies:
         self._lock = threading.Lock()
 
     def send(self, obj: dict) -> bool:
-        """False when the training process is gone."""
+        """False when the training process is gone (or this run's delivery ended)."""
         data = message(obj)
         with self._lock:
+            if self._fd < 0:
+                return False
             try:
                 while data:
                     data = data[os.write(self._fd, data):]
@@ -52,18 +56,59 @@ class Replies:
                 return False
         return True
 
+    def close(self) -> None:
+        """Closed with a late sender in mind (a flush answered after the end): its descriptor number may be
+        reused for another run's pipe."""
+        with self._lock:
+            os.close(self._fd)
+            self._fd = -1
+
+
+class Routes:
+    """Which training process hears what a thread of this process logs or prints: the one run's, in a private
+    delivery process; in the node's shared one, the run whose delivery started that thread, and every run's
+    when a thread is no run's own (a tracker client's)."""
+
+    def __init__(self):
+        self._by_thread: dict[threading.Thread, Replies] = {}
+        self._runs: list[Replies] = []
+        self._lock = threading.Lock()
+
+    def add(self, replies: Replies, threads: Iterable[threading.Thread]) -> None:
+        with self._lock:
+            self._runs.append(replies)
+            self._by_thread.update((t, replies) for t in threads)
+
+    def add_threads(self, replies: Replies, threads: Iterable[threading.Thread]) -> None:
+        with self._lock:
+            self._by_thread.update((t, replies) for t in threads)
+
+    def remove(self, replies: Replies) -> None:
+        with self._lock:
+            self._runs.remove(replies)
+            self._by_thread = {t: r for t, r in self._by_thread.items() if r is not replies}
+
+    def here(self) -> list[Replies]:
+        with self._lock:
+            mine = self._by_thread.get(threading.current_thread())
+            return [mine] if mine is not None else list(self._runs)
+
+    def send(self, obj: dict) -> bool:
+        """False when no training process took it."""
+        return any([r.send(obj) for r in self.here()])  # a list: every one is sent to
+
 
 class ForwardLogs(logging.Handler):
-    def __init__(self, replies: Replies):
+    def __init__(self, routes: Routes):
         super().__init__()
-        self.replies = replies
+        self.routes = routes
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
             text = self.format(record)
         except Exception:  # noqa: BLE001 - a bad format string must not stop a sink
             text = str(record.msg)
-        self.replies.send({"t": "log", "name": record.name, "level": record.levelno, "msg": text})
+        self.routes.send({"t": "log", "name": record.name, "level": record.levelno, "msg": text})
 
 
 class ForwardedStream:
@@ -72,9 +117,9 @@ class ForwardedStream:
     so its console capture (``mlflow_upload_logs``) holds it as it did when the sinks were its threads.
     Once the training process is gone, lines go to the console directly, still redacted."""
 
-    def __init__(self, name: str, replies: Replies, stream):
+    def __init__(self, name: str, routes: Routes, stream):
         self.name = name
-        self.replies = replies
+        self.routes = routes
         self.stream = stream
         self._partial = ""
         self._lock = threading.Lock()
@@ -94,7 +139,7 @@ class ForwardedStream:
 
     def _emit(self, text: str) -> None:
         text = redact_text(text)
-        if not self.replies.send({"t": "print", "stream": self.name, "text": text}):
+        if not self.routes.send({"t": "print", "stream": self.name, "text": text}):
             self.stream.write(text)
             self.stream.flush()
 
@@ -108,10 +153,10 @@ def stats(workers: Iterable[SinkWorker], done: dict[str, bool] | None = None) ->
                      "direct_delivered": w.direct_delivered, "direct_lost": w.direct_lost} for w in workers}
 
 
-def follow(run_dir, workers: list[SinkWorker], replies: Replies) -> None:
-    """Tell the workers how far the journal goes, and the training process how far they got."""
+def follow(run_dir, workers: list[SinkWorker], replies: Replies, stop: threading.Event) -> None:
+    """Tell the workers how far the journal goes, and the training process how far they got, until ``stop``."""
     size, sent, last_sent = -1, None, 0.0
-    while True:
+    while not stop.is_set():
         now = journal_end(run_dir)
         if now != size:
             size = now
@@ -123,7 +168,7 @@ def follow(run_dir, workers: list[SinkWorker], replies: Replies) -> None:
                 replies.send({"t": "stats", "sinks": current})
                 sent = current
             last_sent = time.monotonic()
-        time.sleep(FOLLOW_S)
+        stop.wait(FOLLOW_S)
 
 
 def serve(commands, workers: list[SinkWorker], replies: Replies) -> tuple[str, float] | None:
@@ -143,15 +188,16 @@ def serve(commands, workers: list[SinkWorker], replies: Replies) -> tuple[str, f
 
 def receive_direct(pipe, workers: list[SinkWorker]) -> None:
     """Records the journal could not take, from the training process, to every worker; ends with its "end"
-    message (or the pipe's end, when the training process died)."""
-    for header in pipe:
-        msg = json.loads(header)
-        if msg["t"] == "end":
-            return
-        lines = [pipe.readline() for _ in range(msg["n"])]
-        records = [decode(line, msg["after"]) for line in lines]
-        for w in workers:
-            w.deliver_direct(msg["after"], records)
+    message (or the pipe's end, when the training process died), and closes the pipe."""
+    with pipe:
+        for header in pipe:
+            msg = json.loads(header)
+            if msg["t"] == "end":
+                return
+            lines = [pipe.readline() for _ in range(msg["n"])]
+            records = [decode(line, msg["after"]) for line in lines]
+            for w in workers:
+                w.deliver_direct(msg["after"], records)
 
 
 def answer_flush(done: threading.Event | None, flush_id: int, workers: list[SinkWorker], replies: Replies) -> None:
@@ -160,42 +206,56 @@ def answer_flush(done: threading.Event | None, flush_id: int, workers: list[Sink
     replies.send({"t": "flushed", "id": flush_id, "sinks": stats(workers)})  # how far each got, as of now
 
 
+def account_startup(workers: list[SinkWorker]) -> None:
+    """With CPU accounting on (the benchmarks), note this process's start-up once these workers opened their sinks."""
+    if cpu_accounting.enabled():
+        threading.Thread(target=note_startup, args=(workers,), daemon=True).start()
+
+
 def note_startup(workers: list[SinkWorker]) -> None:
-    """For the benchmarks: this process's CPU and peak RSS once every sink has opened (or given up)."""
+    """This process's CPU and peak RSS once every sink has opened (or given up)."""
     while not all(w.target or w.disabled or w.finished for w in workers):
         time.sleep(0.01)
     cpu_accounting.note(startup_cpu_s=cpu_accounting.process_cpu_s(), startup_rss_mib=cpu_accounting.peak_rss_mib())
 
 
-def main(argv: list[str]) -> int:
+def configure_process(routes: Routes, log_level: int) -> None:
+    """What every delivery process does first: no job signal stops it, training gets the cores first, and the
+    logs and prints of the tracker clients go to the training processes."""
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, signal.SIG_IGN)
     os.nice(NICENESS)
-    replies = Replies(int(argv[1]))
-    commands = sys.stdin.buffer
-    spec = DeliverySpec.decode(commands.readline())
     root = logging.getLogger("primus")
-    root.handlers[:] = [ForwardLogs(replies)]
-    root.setLevel(spec.log_level)
+    root.handlers[:] = [ForwardLogs(routes)]
+    root.setLevel(log_level)
     root.propagate = False
     root._primus_configured = True  # primus.log.get_logger must not add a console handler here
-    sys.stdout = ForwardedStream("stdout", replies, sys.stdout)
-    sys.stderr = ForwardedStream("stderr", replies, sys.stderr)
+    sys.stdout = ForwardedStream("stdout", routes, sys.stdout)
+    sys.stderr = ForwardedStream("stderr", routes, sys.stderr)
 
+
+def deliver(spec: DeliverySpec, commands, replies: Replies, direct_pipe, lock_fd: int,
+            started: Callable[[list[SinkWorker]], None]) -> bool:
+    """One run's delivery, from its training process's pipes, until told to close or its input ends; True when
+    every sink ended in time. ``started``: called with the workers once they run."""
     cfg = spec.config
-    fcntl.flock(int(argv[3]), fcntl.LOCK_EX)  # held until this process exits; an earlier launch's finishes first
+    fcntl.flock(lock_fd, fcntl.LOCK_EX)  # held until the run is delivered; an earlier launch's finishes first
     state = RunState(cfg.run_dir)
+    try:
+        state.update("run", delivery_pid=os.getpid())  # which process delivers it (several runs may share one)
+    except OSError:  # a full disk: delivery matters more than this note
+        pass
     sinks = build_sinks(cfg, RunMeta.load(cfg.run_dir), state, spec.wandb_run_id, spec.sinks)
     cursors = CursorStore(cfg.run_dir)
     workers = [SinkWorker(s, cfg.run_dir, cursors) for s in sinks]
     for w in workers:
         w.start()
-    if cpu_accounting.enabled():
-        threading.Thread(target=note_startup, args=(workers,), daemon=True).start()
-    threading.Thread(target=follow, args=(cfg.run_dir, workers, replies), name="primus-delivery-follow",
+    started(workers)
+    following = threading.Event()
+    threading.Thread(target=follow, args=(cfg.run_dir, workers, replies, following), name="primus-delivery-follow",
                      daemon=True).start()
-    direct = threading.Thread(target=receive_direct, args=(os.fdopen(int(argv[2]), "rb"), workers),
-                              name="primus-delivery-direct", daemon=True)
+    direct = threading.Thread(target=receive_direct, args=(direct_pipe, workers), name="primus-delivery-direct",
+                              daemon=True)
     direct.start()
 
     asked = serve(commands, workers, replies)
@@ -214,7 +274,19 @@ def main(argv: list[str]) -> int:
         w.notify(journal_end(cfg.run_dir))
         w.close(status, deadline)
     done = {w.name: w.join(deadline) for w in workers}
+    following.set()
     replies.send({"t": "closed", "sinks": stats(workers, done)})
+    return all(done.values())
+
+
+def main(argv: list[str]) -> int:
+    replies = Replies(int(argv[1]))
+    commands = sys.stdin.buffer
+    spec = DeliverySpec.decode(commands.readline())
+    routes = Routes()
+    routes.add(replies, ())
+    configure_process(routes, spec.log_level)
+    deliver(spec, commands, replies, os.fdopen(int(argv[2]), "rb"), int(argv[3]), account_startup)
     logging.shutdown()
     if cpu_accounting.enabled():
         cpu_accounting.dump()

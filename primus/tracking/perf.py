@@ -8,13 +8,13 @@ per-step rates weighted by time), never arithmetic means of rates.
 
 from __future__ import annotations
 
+import functools
 import os
 import resource
 import sys
 import threading
 import time
 import weakref
-from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -64,6 +64,7 @@ _DTYPE_ALIASES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float3
                   "float8": "fp8", "e4m3": "fp8", "hybrid": "fp8"}
 
 
+@functools.lru_cache(maxsize=64)  # asked at every logged step with the same device and dtype
 def peak_tflops(device_name: str | None, dtype: str) -> float | None:
     """Peak dense TFLOP/s of one device for a dtype, or None when not known."""
     if not device_name:
@@ -113,7 +114,8 @@ class IntervalAverager:
         self.skip = skip_iterations
         self.reset_interval = reset_interval
         self._entries = 0  # log entries seen by this process, measured or not
-        self._window: deque[tuple[int, float, float, float]] = deque()  # (iterations, seconds, tokens, flops)
+        self._window = 0  # entries in the window, and their sums: iterations, seconds, tokens, flops
+        self._sums = [0, 0.0, 0.0, 0.0]
 
     def start(self) -> None:
         """A log entry with no measured interval (the first one only starts the clock): it counts
@@ -125,20 +127,23 @@ class IntervalAverager:
         self._entries += 1
         if self._entries <= self.skip:
             return
-        if len(self._window) >= self.reset_interval:
-            self._window.clear()
-        self._window.append((iterations, seconds, tokens, flops))
+        if self._window >= self.reset_interval:
+            self._window, self._sums = 0, [0, 0.0, 0.0, 0.0]
+        self._window += 1
+        sums = self._sums
+        sums[0] += iterations
+        sums[1] += seconds
+        sums[2] += tokens
+        sums[3] += flops
 
     def averages(self, world_size: int) -> dict[str, float]:
-        its = sum(w[0] for w in self._window)
-        secs = sum(w[1] for w in self._window)
+        its, secs, tokens, flops = self._sums
         if not its or secs <= 0:
             return {}
         out = {
             "perf/iteration_time_ms_avg": secs / its * 1e3,
-            "perf/tokens_per_sec_per_gpu_avg": sum(w[2] for w in self._window) / secs / world_size,
+            "perf/tokens_per_sec_per_gpu_avg": tokens / secs / world_size,
         }
-        flops = sum(w[3] for w in self._window)
         if flops:
             out["perf/tflops_per_gpu_avg"] = flops / secs / world_size / 1e12
         return out
@@ -155,11 +160,21 @@ def device_memory(torch_module=None) -> MemoryReading | None:
     """Accelerator memory of the current device from the caching allocator's counters (a host-side
     read: no device synchronisation). None without an accelerator."""
     torch = torch_module or sys.modules.get("torch")
-    if torch is None or not torch.cuda.is_available():
+    if torch is None or not _has_cuda(torch):
         return None
     stats = torch.cuda.memory_stats()
     return MemoryReading(stats.get("allocated_bytes.all.current", 0), stats.get("reserved_bytes.all.current", 0),
                          stats.get("allocated_bytes.all.peak", 0))
+
+
+_CUDA: dict[int, bool] = {}  # per torch module: is_available() asks the driver (~30 us in a training process)
+
+
+def _has_cuda(torch) -> bool:
+    known = _CUDA.get(id(torch))
+    if known is None:
+        known = _CUDA[id(torch)] = bool(torch.cuda.is_available())
+    return known
 
 
 def host_rss_bytes() -> float:
@@ -184,7 +199,10 @@ def _statm() -> int:
 
 
 def host_peak_rss_bytes() -> float:
-    return float(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024  # Linux reports KiB
+    # the process's peak (Linux gives RUSAGE_THREAD the process's ru_maxrss too) without summing every thread's
+    # CPU times as RUSAGE_SELF does, which a trainer's dozens of threads make costly
+    who = getattr(resource, "RUSAGE_THREAD", resource.RUSAGE_SELF)
+    return float(resource.getrusage(who).ru_maxrss) * 1024  # Linux reports KiB
 
 
 def memory_metrics(torch_module=None) -> dict[str, float]:
@@ -223,13 +241,14 @@ class Utilisation:
             self._device = (nvml, None if nvml is not None else amdsmi_handle(ordinal, self._environ))
         return self._device
 
-    def read(self) -> dict[str, float]:
+    def read(self) -> Mapping[str, float]:
+        """The latest reading: not to be changed (the sampling thread replaces it whole, never edits it)."""
         latest = self._latest
         if latest is None:  # the first read: finds the device on this (the training) thread, then samples
             latest = self._latest = self.sample()
             threading.Thread(target=_sample_while_alive, args=(weakref.ref(self), self._interval_s),
                              name="primus-utilisation", daemon=True).start()
-        return dict(latest)
+        return latest
 
     def sample(self) -> dict[str, float]:
         out = {"sys/cpu_util_pct": self._psutil.cpu_percent(interval=None),

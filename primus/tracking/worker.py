@@ -71,6 +71,11 @@ class SinkWorker:
         """Where the hub hands records the journal could not take, for this sink."""
         return self
 
+    @property
+    def thread(self) -> threading.Thread:
+        """The thread that calls the sink (a shared delivery process routes what the tracker client logs by it)."""
+        return self._thread
+
     def start(self) -> None:
         self._thread.start()
 

@@ -42,19 +42,23 @@ class StepPerf:
         self._flops = float(per_device_tflops) * 1e12 * len(devices)
         self._devices = len(devices)
         self._device = devices[0] if local_device is None else local_device  # this process's own
+        self._device_kind = getattr(self._device, "device_kind", None)
         self._dtype = dtype
         self._peak = peak_tflops
         # JAX's local_hardware_id: the device's ordinal among those this process sees (CUDA/HIP visible list)
         self._utilisation = Utilisation(getattr(self._device, "local_hardware_id", None))
+        self._utilisation.read()  # the device is known: looked up and sampled now, once, not in the first step
 
     def measure(self, scalars: Mapping[str, Any]) -> dict[str, float]:
         seconds = float(scalars.get("perf/step_time_seconds", 0.0))
         out = throughput_metrics(tokens=self._tokens, seconds=seconds, world_size=self._devices, flops=self._flops,
-                                 device_name=getattr(self._device, "device_kind", None), dtype=self._dtype,
-                                 given_peak=self._peak)
+                                 device_name=self._device_kind, dtype=self._dtype, given_peak=self._peak)
         if seconds > 0:
             out["perf/iteration_time_ms"] = seconds * 1e3
-        return out | memory_metrics() | self._device_memory() | self._utilisation.read()
+        out.update(memory_metrics())
+        out.update(self._device_memory())
+        out.update(self._utilisation.read())
+        return out
 
     def _device_memory(self) -> dict[str, float]:
         stats = self._device.memory_stats() or {}
@@ -73,6 +77,8 @@ class HubFeed:
         self._log_period = plan.log_period
         self._announce = announce  # upstream's "To see full metrics" line, when TensorBoard is on
         self._flusher: threading.Thread | None = None
+        self._flush_asked = threading.Event()
+        self._finished = False
 
     def write(self, metrics: Mapping[str, Any], step: int, metric_type: str) -> None:
         if not metrics or metric_type not in TRACKED_TYPES:
@@ -92,14 +98,25 @@ class HubFeed:
             self.run.log_text(tag, str(text), 0, only=only)
 
     def _flush_in_background(self) -> None:
-        """Upstream flushes its TensorBoard writer every log_period steps; here the TensorBoard sink is, on a
-        helper thread (at most one at a time), so a slow disk never holds up the training loop. Only that
-        sink: a flush cuts a sink's pacing short, and MLflow would get a request every log_period steps."""
-        if self._flusher is not None and self._flusher.is_alive():
-            return
-        self._flusher = threading.Thread(target=self.run.flush, args=(FLUSH_TIMEOUT_S, ("tensorboard",)),
-                                         daemon=True, name="primus-maxtext-flush")
-        self._flusher.start()
+        """Upstream flushes its TensorBoard writer every log_period steps; here the TensorBoard sink is, on one
+        helper thread started at the first flush and woken for each later one (a thread started per flush cost
+        the training thread more than the rest of the step's tracking), so a slow disk never holds up the
+        training loop. A flush asked for while one runs is done once after it. Only that sink: a flush cuts a
+        sink's pacing short, and MLflow would get a request every log_period steps."""
+        if self._flusher is None:
+            self._flusher = threading.Thread(target=self._flush_when_asked, daemon=True, name="primus-maxtext-flush")
+            self._flusher.start()
+        self._flush_asked.set()
+
+    def _flush_when_asked(self) -> None:
+        while True:
+            self._flush_asked.wait()
+            self._flush_asked.clear()
+            if self._finished:
+                return
+            self.run.flush(FLUSH_TIMEOUT_S, ("tensorboard",))
 
     def finish(self, status: str) -> None:
+        self._finished = True
+        self._flush_asked.set()  # the helper thread, if any, ends
         self.run.finish(status)

@@ -22,6 +22,9 @@ class StepPerf:
         self._peak = peak_tflops  # the run's metrics.peak_tflops, over the table's
         self._log_freq = log_freq  # the steps upstream counts for the first log (as its end_to_end(s))
         self._utilisation = Utilisation()
+        # upstream's Trainer has set its device before it builds the metric logger: find the device and start
+        # sampling now, once, rather than in the first logged step (~4 ms there: NVML/amdsmi are looked up)
+        self._utilisation.read()
         self._last_step: int | None = None
 
     def measure(self, processor: Any, step: int, system: Mapping[str, float] | None = None) -> dict[str, float]:
@@ -39,4 +42,9 @@ class StepPerf:
                                   given_peak=self._peak)
         if steps > 0 and seconds > 0:
             perf["perf/iteration_time_ms"] = seconds / steps * 1e3
-        return perf | (dict(system) if system is not None else memory_metrics() | self._utilisation.read())
+        if system is None:  # into this step's dict: no intermediate dicts
+            perf.update(memory_metrics())
+            perf.update(self._utilisation.read())
+        else:
+            perf.update(system)
+        return perf

@@ -6,7 +6,8 @@ Run directory (journal, run ids, tracker folders), by the rule every launcher sh
 (primus.config.run_directory): PRIMUS_RUN_DIR when `primus train` set it; else
 ``<dump_folder>/<checkpoint.folder>/primus`` when checkpointing is on, so a job restarted from its
 checkpoint resumes the same MLflow and W&B runs; else upstream's ``<dump_folder>/<save_tb_folder>/<time>``.
-With ``save_for_all_ranks`` each rank has its own ``rank_<r>`` run below it."""
+With ``save_for_all_ranks`` each rank has its own ``rank_<r>`` run below it, and the ranks of a node share one
+delivery process (TrackingConfig.delivery_group: the job's directory)."""
 
 from __future__ import annotations
 
@@ -52,6 +53,14 @@ def launch_time() -> float:
 
     process = psutil.Process(os.getppid() if "TORCHELASTIC_RUN_ID" in os.environ else os.getpid())
     return process.create_time()
+
+
+def local_ranks() -> int:
+    """The ranks on this node (torchrun's LOCAL_WORLD_SIZE); one rank keeps its own delivery process."""
+    try:
+        return int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+    except ValueError:
+        return 1
 
 
 def run_directory(metrics: Any, *, dump_folder: str, checkpoint_dir: Path | None, rank: int,
@@ -128,6 +137,7 @@ def plan_tracking(metrics: Any, *, dump_folder: str, checkpoint_dir: Path | None
                             upload_trace_report="mlflow_upload_tracelens_report" in uploads) if mlflow_on else None,
         exit_deadline_s=float(exit_deadline),
         journal_retention=retention,
+        delivery_group=job_dir if metrics.save_for_all_ranks and local_ranks() > 1 else None,
     )
     try:
         config = config.resolve()

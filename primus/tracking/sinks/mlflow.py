@@ -1,8 +1,9 @@
-"""MLflow sink: ``MlflowClient`` with an explicit run id (fluent calls are thread-local and would
-create a stray run from this worker thread), MLflow's own HTTP retries off and a short per-attempt
-timeout (its defaults block 246 s on a dead server); the worker owns retries. Metrics go out with
-``log_batch`` of at most 1000, with the timestamp the training thread took, so a resend after an
-outage is absorbed by MLflow's (run, key, timestamp, step, value) key instead of duplicating.
+"""MLflow sink. For an http(s) tracking server it talks to MLflow's REST API with a small client
+(``mlflow_rest.py``: no ``import mlflow``, which costs the delivery process seconds of CPU and 170 MiB);
+Databricks, local stores and settings only the full client serves use ``MlflowClient`` (``mlflow_full.py``).
+One attempt per call with a short timeout; the worker owns retries. Metrics go out with ``log_batch`` of at
+most 1000, with the timestamp the training thread took, so a resend after an outage is absorbed by MLflow's
+(run, key, timestamp, step, value) key instead of duplicating.
 
 Names MLflow refuses get readable keys (``names.MlflowKeys``); the run's map is kept in ``run.json`` beside
 its run id, so a resumed job or ``primus tracking sync`` gives every name the key it had."""
@@ -10,7 +11,6 @@ its run id, so a resumed job or ``primus tracking sync`` gives every name the ke
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -22,6 +22,8 @@ from primus.tracking.meta import RunMeta
 from primus.tracking.names import MlflowKeys, mlflow_keys
 from primus.tracking.params import MLFLOW_MAX_PARAM_VALUE, MLFLOW_MAX_TAG_VALUE, clip
 from primus.tracking.sink import Sink, outside_except
+from primus.tracking.sinks.mlflow_full import FullMlflowClient
+from primus.tracking.sinks.mlflow_rest import MetricPoint, MlflowRestClient, needs_full_client
 from primus.tracking.state import RunState
 
 log = logging.getLogger("primus.tracking")
@@ -49,54 +51,41 @@ class MlflowSink(Sink):
         self._tag_keys = MlflowKeys(saved.get("tag_keys") or mlflow_keys(meta.tags))
 
     def open(self) -> str:
-        # read by MLflow at request time; process-wide, so the user's own MLflow calls fail fast too
-        os.environ["MLFLOW_HTTP_REQUEST_MAX_RETRIES"] = "0"
-        os.environ["MLFLOW_HTTP_REQUEST_TIMEOUT"] = str(int(max(1, self.cfg.request_timeout_s)))
-        # set_terminated prints the run's URL to stdout, with any user:password the tracking URI holds
-        os.environ["MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"] = "true"
-        from mlflow import MlflowClient
-
-        self._client = MlflowClient(self.cfg.tracking_uri, self.cfg.registry_uri)
+        if self._client is None:
+            self._client = connect(self.cfg)
         self.run_id = self._resume() or self._create()
         return self.run_id
 
     def _resume(self) -> str | None:
-        from mlflow.exceptions import MlflowException
-
         saved = self.state.section("mlflow")
         if not saved.get("run_id") or saved.get("tracking_uri") != redact_text(self.cfg.tracking_uri):
             return None
         try:
             run = self._client.get_run(saved["run_id"])
-        except MlflowException as e:
-            if e.error_code != "RESOURCE_DOES_NOT_EXIST":
+        except Exception as e:  # MlflowRestError or MlflowException: both carry MLflow's error_code
+            if getattr(e, "error_code", None) != "RESOURCE_DOES_NOT_EXIST":
                 raise
             log.warning("primus tracking: MLflow run %s saved in %s no longer exists; starting a new run",
                         saved["run_id"], self.state.path)
             return None
-        if run.info.status != "RUNNING":
-            self._client.update_run(run.info.run_id, status="RUNNING")
-        self._log_params(run.info.run_id, run.data.params)
-        return run.info.run_id
+        if run.status != "RUNNING":
+            self._client.set_status(run.run_id, "RUNNING")
+        self._log_params(run.run_id, run.params)
+        return run.run_id
 
     def _create(self) -> str:
-        from mlflow.exceptions import MlflowException
-
         name = self.cfg.experiment_name
-        experiment = self._client.get_experiment_by_name(name)
-        if experiment is not None:
-            experiment_id = experiment.experiment_id
-        else:
+        experiment_id = self._client.get_experiment_id(name)
+        if experiment_id is None:
             try:
                 experiment_id = self._client.create_experiment(name, artifact_location=self._local_artifacts())
-            except MlflowException as e:  # another process created it first
-                if e.error_code != "RESOURCE_ALREADY_EXISTS":
+            except Exception as e:  # another process created it first
+                if getattr(e, "error_code", None) != "RESOURCE_ALREADY_EXISTS":
                     raise
-                experiment_id = self._client.get_experiment_by_name(name).experiment_id
+                experiment_id = self._client.get_experiment_id(name)
         self._metric_keys, self._tag_keys = MlflowKeys(), MlflowKeys(mlflow_keys(self.meta.tags))  # a new run
         tags = {self._tag_keys(k): clip(v, MLFLOW_MAX_TAG_VALUE) for k, v in self.meta.tags.items()}
-        run = self._client.create_run(experiment_id, run_name=self.cfg.run_name, tags=tags)
-        run_id = run.info.run_id
+        run_id = self._client.create_run(experiment_id, self.cfg.run_name, tags)
         self.state.update("mlflow", run_id=run_id, experiment_id=experiment_id,
                           tracking_uri=redact_text(self.cfg.tracking_uri), metric_keys={},
                           tag_keys=self._tag_keys.assigned())
@@ -114,27 +103,23 @@ class MlflowSink(Sink):
     def _log_params(self, run_id: str, existing: dict[str, str]) -> None:
         """Params are immutable in MLflow: log the missing ones, warn about changed ones (a resumed
         job with a different config), never fail the run over them."""
-        from mlflow.entities import Param
-
         keys = mlflow_keys(self.meta.params)
         wanted = {keys[k]: clip(v, MLFLOW_MAX_PARAM_VALUE) for k, v in self.meta.params.items()}
         changed = sorted(k for k, v in wanted.items() if k in existing and existing[k] != v)
         if changed:
             log.warning("primus tracking: resumed MLflow run %s keeps its first values for changed params %s",
                         run_id, ", ".join(changed[:20]))
-        new = [Param(k, v) for k, v in wanted.items() if k not in existing]
+        new = [(k, v) for k, v in wanted.items() if k not in existing]
         for i in range(0, len(new), MAX_PARAMS_TAGS_PER_BATCH):
-            self._client.log_batch(run_id, params=new[i:i + MAX_PARAMS_TAGS_PER_BATCH], synchronous=True)
+            self._client.log_batch(run_id, params=new[i:i + MAX_PARAMS_TAGS_PER_BATCH])
 
     def chunks(self, records: Sequence[Record]) -> Iterable[Sequence[Record]]:
         for i in range(0, len(records), RECORDS_PER_WRITE):
             yield records[i:i + RECORDS_PER_WRITE]
 
     def write(self, records: Sequence[Record]) -> None:
-        from mlflow.entities import Metric, RunTag
-
         known = len(self._metric_keys), len(self._tag_keys)
-        metrics = [Metric(self._metric_keys(k), v, r.ts_ms, r.step) for r in records if r.kind == METRICS
+        metrics = [MetricPoint(self._metric_keys(k), v, r.ts_ms, r.step) for r in records if r.kind == METRICS
                    for k, v in r.data.items()]
         # MLflow has no text-per-step: the latest text of a tag is a run tag
         tags = {self._tag_keys(f"text/{r.data['tag']}"): clip(r.data["text"], MLFLOW_MAX_TAG_VALUE)
@@ -142,11 +127,11 @@ class MlflowSink(Sink):
         if known != (len(self._metric_keys), len(self._tag_keys)):
             # before the send: a key MLflow has seen is the name's key for good
             self.state.update("mlflow", metric_keys=self._metric_keys.assigned(), tag_keys=self._tag_keys.assigned())
-        tag_list = [RunTag(k, v) for k, v in tags.items()]
+        tag_list = list(tags.items())
         for i in range(0, len(tag_list), MAX_PARAMS_TAGS_PER_BATCH):
-            self._client.log_batch(self.run_id, tags=tag_list[i:i + MAX_PARAMS_TAGS_PER_BATCH], synchronous=True)
+            self._client.log_batch(self.run_id, tags=tag_list[i:i + MAX_PARAMS_TAGS_PER_BATCH])
         for i in range(0, len(metrics), MAX_METRICS_PER_BATCH):
-            self._client.log_batch(self.run_id, metrics=metrics[i:i + MAX_METRICS_PER_BATCH], synchronous=True)
+            self._client.log_batch(self.run_id, metrics=metrics[i:i + MAX_METRICS_PER_BATCH])
 
     def close(self, status: str, complete: bool) -> None:
         if not complete:
@@ -161,6 +146,7 @@ class MlflowSink(Sink):
             self.state.update("mlflow", artifacts_uploaded=True)
         self._client.set_terminated(self.run_id, status)
         self.state.update("mlflow", terminated=status)
+        self._client.close()
 
     def _write_trace_report(self) -> None:
         """Best effort: a report that cannot be built must not keep the run from ending."""
@@ -170,3 +156,10 @@ class MlflowSink(Sink):
         if error is not None:
             log.warning("primus tracking: no trace report for MLflow run %s: %s", self.run_id,
                         redact_text(str(error))[:300])
+
+
+def connect(cfg: MlflowConfig) -> MlflowRestClient | FullMlflowClient:
+    """The client for ``cfg.tracking_uri``: the light REST client for an http(s) server, else ``MlflowClient``."""
+    if needs_full_client(cfg.tracking_uri):
+        return FullMlflowClient(cfg.tracking_uri, cfg.registry_uri, cfg.request_timeout_s)
+    return MlflowRestClient(cfg.tracking_uri, cfg.request_timeout_s)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -25,6 +26,7 @@ EXIT_CODES = {"FINISHED": 0, "FAILED": 1, "KILLED": 143}
 # wandb.init also reads these from the environment, and refuses two of them together: the sink decides
 # the start point (a restart resumes, never forks or rewinds again), so wandb.init does not see them
 START_POINT_VARIABLES = ("WANDB_RESUME", "WANDB_RESUME_FROM", "WANDB_FORK_FROM")
+_INIT_LOCK = threading.Lock()
 
 
 class WandbSink(Sink):
@@ -60,7 +62,9 @@ class WandbSink(Sink):
 
     def _init(self, wandb: Any, mode: str) -> Any:
         cfg = self.cfg
-        with _hidden(START_POINT_VARIABLES):
+        # one at a time: a node's shared delivery process opens several runs' W&B on their own threads, and the
+        # variables hidden here are the whole process's
+        with _INIT_LOCK, _hidden(START_POINT_VARIABLES):
             return wandb.init(project=cfg.project, entity=cfg.entity, name=cfg.name, dir=str(cfg.save_dir),
                               id=self.run_id, mode=mode, notes=cfg.notes, tags=cfg.tags, job_type=cfg.job_type,
                               **self._start_point(),

@@ -5,11 +5,12 @@ A real tracking run (journal and TensorBoard sink) is read back."""
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 from support.readers import read_tb_scalars
 
-from primus.backends.maxtext.hub_feed import HubFeed
+from primus.backends.maxtext.hub_feed import FLUSH_TIMEOUT_S, HubFeed
 from primus.backends.maxtext.tracking_plan import TrackingPlan
 from primus.tracking import TensorBoardConfig, TrackingConfig, start_run
 from primus.tracking.journal import METRICS, TEXT, read_all
@@ -47,14 +48,20 @@ def test_tensorboard_is_flushed_every_log_period_train_steps(tmp_path):
     feed = feed_for(tmp_path, 2, announced)
     for step in range(3):
         feed.write({"scalar": {"learning/loss": 1.0 + step}}, step, "train")
-        flusher = feed._flusher
-        if flusher is not None:
-            flusher.join(30)
     assert announced == [0, 2]
     # on disk before the run ends: the queue (1000 events) alone would hold them until the end
-    assert read_tb_scalars(tmp_path / "tb")["learning/loss"] == [(0, 1.0), (1, 2.0), (2, 3.0)]
-    assert not any(t.name == "primus-maxtext-flush" and t.is_alive() for t in threading.enumerate())
+    expected = [(0, 1.0), (1, 2.0), (2, 3.0)]
+    deadline = time.monotonic() + FLUSH_TIMEOUT_S
+    while time.monotonic() < deadline:  # the sink opens its directory on its own thread
+        if (tmp_path / "tb").is_dir() and read_tb_scalars(tmp_path / "tb").get("learning/loss") == expected:
+            break
+        time.sleep(0.05)
+    assert read_tb_scalars(tmp_path / "tb")["learning/loss"] == expected
+    # one helper thread for every flush, ended with the run
+    assert [t for t in threading.enumerate() if t.name == "primus-maxtext-flush"] == [feed._flusher]
     feed.finish("FINISHED")
+    feed._flusher.join(FLUSH_TIMEOUT_S)
+    assert not feed._flusher.is_alive()
 
 
 def test_nothing_is_flushed_without_tensorboard(tmp_path):

@@ -41,6 +41,18 @@ def test_vs_samples_tags_go_to_tensorboard_only_with_their_own_step(run):
     assert ("log", 3, {"lm loss": 6.9}, None) in run.calls
 
 
+def test_vs_samples_tags_of_one_step_become_one_log_call(run):
+    w = HubWriter(run, log_learning_rate=True, log_batch_size=True)
+    for samples in (4, 8):
+        w.add_scalar("lm loss", 6.9, samples // 4)
+        w.add_scalar("lm loss vs samples", 6.9, samples)
+        w.add_scalar("learning-rate vs samples", 0.1, samples)
+        w.emit()
+    assert [call for call in run.calls if call[3]] == [
+        ("log", 4, {"lm loss vs samples": 6.9, "learning-rate vs samples": 0.1}, ("tensorboard",)),
+        ("log", 8, {"lm loss vs samples": 6.9, "learning-rate vs samples": 0.1}, ("tensorboard",))]
+
+
 def test_tensors_become_floats(run):
     import torch
     w = HubWriter(run, log_learning_rate=True, log_batch_size=True)

@@ -17,6 +17,7 @@ from support.readers import mlflow_history, read_tb_scalars, read_wandb_history,
 from titan_runs import RELEASES, STEPS, TRACKED_ON_CPU, UPSTREAM_KEYS, V0_2
 
 from primus.tracking.names import is_valid_mlflow_key, mlflow_key
+from primus.tracking.state import RunState
 
 pytestmark = pytest.mark.slow
 
@@ -262,6 +263,11 @@ def test_save_for_all_ranks_gives_one_run_per_rank(fsdp_every_rank, mlflow_clien
     assert [d.name for d in logdirs] == ["rank_0", "rank_1"] and logdirs[0].parent == logdirs[1].parent
     losses = [assert_tb_has_every_step(d, TRACKED_ON_CPU)["loss_metrics/global_avg_loss"] for d in logdirs]
     assert losses[0] == losses[1]  # the global average, the same on every rank
+    # the node's two ranks shared one delivery process, neither rank's own
+    states = [RunState(d) for d in run_dirs_under(fsdp_every_rank.dump)]
+    delivery = {s.section("run")["delivery_pid"] for s in states}
+    trainers = {s.section("run")["pid"] for s in states}
+    assert len(states) == 2 and len(delivery) == 1 and len(trainers) == 2 and not delivery & trainers
 
 
 def test_disabled_tracker_receives_nothing(fsdp_every_rank):

@@ -70,6 +70,18 @@ def test_primus_train_run_directory_and_one_run_per_rank(tmp_path):
     assert p.config.mlflow.upload_logs and p.config.mlflow.upload_traces
 
 
+@pytest.mark.parametrize(("local_ranks", "all_ranks", "shared"), [("2", True, True), ("1", True, False),
+                                                                  (None, True, False), ("2", False, False)])
+def test_a_nodes_ranks_share_a_delivery_process_only_when_each_tracks(tmp_path, monkeypatch, local_ranks,
+                                                                      all_ranks, shared):
+    if local_ranks is None:
+        monkeypatch.delenv("LOCAL_WORLD_SIZE", raising=False)
+    else:
+        monkeypatch.setenv("LOCAL_WORLD_SIZE", local_ranks)
+    p = plan(tmp_path, rank=1, explicit=tmp_path / "exp", enable_tensorboard=True, save_for_all_ranks=all_ranks)
+    assert p.config.delivery_group == (tmp_path / "exp" if shared else None)
+
+
 def test_trace_report_reads_this_runs_traces_and_needs_the_profiler(tmp_path):
     p = plan(tmp_path, enable_mlflow=True, mlflow_upload_tracelens_report=True, profiling=True)
     assert p.traces_dir == p.config.run_dir / "traces" and not p.warnings

@@ -12,6 +12,7 @@ With every tracker off, upstream's methods run unchanged."""
 
 from __future__ import annotations
 
+from primus import cpu_accounting
 from primus.backends.maxtext.patches.versions import MAXTEXT
 from primus.patches import REGISTRY
 
@@ -42,7 +43,9 @@ def _install_metric_logger(module, handle):
             args = (view, *args[1:])
         wrapped(*args, **kwargs)
         line = f"To see full metrics 'tensorboard --logdir={config.tensorboard_dir}'"  # upstream's, at its flushes
-        on_flush = (lambda step: module.max_logging.log(line)) if config.enable_tensorboard else None
+        # upstream's own line where its own flush would print it: upstream's CPU, as in a run without Primus
+        announce = cpu_accounting.theirs(module.max_logging.log)
+        on_flush = (lambda step: announce(line)) if config.enable_tensorboard else None
         setattr(instance, FEED, start_tracking(plan, config, on_flush))
 
     def write_metrics(wrapped, instance, args, kwargs):

@@ -3,7 +3,7 @@
 Every upstream ``writer.add_scalar`` (training_log, timers.write, evaluate, MoE/MTP helpers) lands
 here and goes to the tracking run, so every enabled sink — TensorBoard, W&B, MLflow — receives every
 scalar whether or not TensorBoard itself is on. Scalars of one step are merged into one ``run.log``
-call (one W&B log and one MLflow batch per step, not one per metric).
+call (one W&B log and one MLflow batch per step, not one per metric), and so are its "vs samples" scalars.
 
 "<name> vs samples" tags use consumed samples as their step; that x-axis exists only in TensorBoard
 (as upstream, which never sends them to W&B: W&B steps must not go backwards)."""
@@ -21,10 +21,13 @@ log = get_logger("primus.megatron")
 
 TENSORBOARD_ONLY = ("tensorboard",)
 _VS_SAMPLES = " vs samples"
+_DROPPED, _VS_SAMPLES_TAG, _STEP_TAG = range(3)  # what a tag is, judged once per tag name
 
 
 def to_float(value: Any) -> float:
     """Upstream passes Python numbers, 0-d or 1-element tensors; float() handles all three."""
+    if type(value) is float:  # the common case, without the attribute lookup that fails
+        return value
     if hasattr(value, "item"):
         value = value.item()
     return float(value)
@@ -55,17 +58,26 @@ class HubWriter:
                                                                     ("batch-size", log_batch_size)) if not keep)
         self._step: int | None = None
         self._pending: dict[str, float] = {}
+        self._samples: int | None = None  # the "vs samples" tags of one step, one log call as the others
+        self._pending_vs_samples: dict[str, float] = {}
+        self._kinds: dict[str, int] = {}
         self._failed = False
 
     # -- the SummaryWriter surface upstream uses ------------------------------------------
     @never_raises
     def add_scalar(self, tag: str, scalar_value: Any, global_step: int | None = None, *_, **__) -> None:
-        if tag.startswith(self._dropped_prefixes):
-            return  # log_learning_rate_to_tensorboard / log_batch_size_to_tensorboard false
+        kind = self._kinds.get(tag)
+        if kind is None:
+            kind = self._kinds[tag] = self._kind(tag)
+        if kind == _DROPPED:
+            return
         step = int(global_step or 0)
         value = to_float(scalar_value)
-        if tag.endswith(_VS_SAMPLES):
-            self._run.log(step, {tag: value}, only=TENSORBOARD_ONLY)
+        if kind == _VS_SAMPLES_TAG:
+            if step != self._samples:
+                self._emit_vs_samples()
+                self._samples = step
+            self._pending_vs_samples[tag] = value
             return
         if step != self._step:
             self.emit()
@@ -97,3 +109,14 @@ class HubWriter:
         if self._pending and self._step is not None:
             self._run.log(self._step, self._pending)
         self._pending = {}
+        self._emit_vs_samples()
+
+    def _emit_vs_samples(self) -> None:
+        if self._pending_vs_samples:
+            self._run.log(self._samples, self._pending_vs_samples, only=TENSORBOARD_ONLY)
+            self._pending_vs_samples = {}
+
+    def _kind(self, tag: str) -> int:
+        if tag.startswith(self._dropped_prefixes):
+            return _DROPPED  # log_learning_rate_to_tensorboard / log_batch_size_to_tensorboard false
+        return _VS_SAMPLES_TAG if tag.endswith(_VS_SAMPLES) else _STEP_TAG

@@ -7,6 +7,7 @@ formula, wall time between log steps — so no device synchronisation or collect
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Mapping
 
@@ -33,6 +34,13 @@ class TrackingSession:
         self._utilisation = Utilisation() if self._system_on else None
         self._device_name, self._dtype = _device_and_dtype(args)
         self._last: tuple[int, float] | None = None  # (iteration, perf_counter) at the previous log step
+        self._flops_per_batch: dict[int, float] = {}  # upstream's formula depends on the batch size only
+
+    def before_training(self) -> None:
+        """Upstream has picked its device: the utilisation's device is looked up and first sampled now, once,
+        rather than in the first logged step (~4 ms there: NVML/amdsmi are looked up)."""
+        if self._utilisation is not None:
+            self._utilisation.read()
 
     def after_training_log(self, iteration: int, system: Mapping[str, float] | None = None) -> None:
         """Called after upstream's training_log: adds perf figures on log steps, then sends the step.
@@ -47,9 +55,12 @@ class TrackingSession:
         if self._system_on:
             if system is None:
                 system = memory_metrics() | self._utilisation.read()
-            self.run.log(iteration, dict(system), only=MLFLOW_ONLY)
+            self.run.log(iteration, system, only=MLFLOW_ONLY)
         if self._console_on:
-            print(render_console_line(iteration, self._args.train_iters, perf), flush=True)
+            # one write, not print's two: each write of stdout runs W&B's console hooks (megatron.core.timers
+            # imports wandb, which patches sys.stdout.write)
+            sys.stdout.write(render_console_line(iteration, self._args.train_iters, perf) + "\n")
+            sys.stdout.flush()
 
     def emit(self) -> None:
         """Send what upstream wrote since the last call (evaluation scalars) now."""
@@ -70,18 +81,25 @@ class TrackingSession:
 
     def _interval_perf(self, iterations: int, seconds: float) -> dict[str, float]:
         from megatron.core.num_microbatches_calculator import get_num_microbatches
-        from megatron.training.training import num_floating_point_operations
 
         args = self._args
         batch_size = args.micro_batch_size * args.data_parallel_size * get_num_microbatches()
         tokens = float(batch_size * args.seq_length * iterations)
-        flops = float(num_floating_point_operations(args, batch_size)) * iterations
+        flops = self._flops(batch_size) * iterations
         self._averager.add(iterations=iterations, seconds=seconds, tokens=tokens, flops=flops)
         perf = throughput_metrics(tokens=tokens, seconds=seconds, world_size=args.world_size, flops=flops,
                                   device_name=self._device_name, dtype=self._dtype, given_peak=args.peak_tflops)
         perf["perf/iteration_time_ms"] = seconds / iterations * 1e3
         perf.update(self._averager.averages(args.world_size))
         return perf
+
+    def _flops(self, batch_size: int) -> float:
+        flops = self._flops_per_batch.get(batch_size)
+        if flops is None:
+            from megatron.training.training import num_floating_point_operations
+
+            flops = self._flops_per_batch[batch_size] = float(num_floating_point_operations(self._args, batch_size))
+        return flops
 
 
 def render_console_line(iteration: int, train_iters: int | None, perf: Mapping[str, float]) -> str:
