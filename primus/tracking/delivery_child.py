@@ -19,6 +19,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
+from typing import NoReturn
 
 from primus import cpu_accounting
 from primus.redaction import redact_text
@@ -287,6 +288,10 @@ def main(argv: list[str]) -> int:
     routes.add(replies, ())
     configure_process(routes, spec.log_level)
     deliver(spec, commands, replies, os.fdopen(int(argv[2]), "rb"), int(argv[3]), account_startup)
+    exit_process()
+
+
+def exit_process() -> NoReturn:
     logging.shutdown()
     if cpu_accounting.enabled():
         cpu_accounting.dump()

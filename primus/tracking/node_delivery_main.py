@@ -17,9 +17,9 @@ import sys
 import threading
 from pathlib import Path
 
-from primus import cpu_accounting
 from primus.tracking.delivery import DeliverySpec
-from primus.tracking.delivery_child import Replies, Routes, account_startup, configure_process, deliver
+from primus.tracking.delivery_child import (Replies, Routes, account_startup, configure_process, deliver,
+                                           exit_process)
 from primus.tracking.node_delivery import HELLO, RUN_FDS
 from primus.tracking.worker import SinkWorker
 
@@ -114,10 +114,7 @@ def main(argv: list[str]) -> None:
     node = NodeDelivery(listener, Path(argv[2]), Path(argv[3]))
     configure_process(node.routes, logging.WARNING)  # each run lowers it to its trainer's level
     node.serve()
-    logging.shutdown()
-    if cpu_accounting.enabled():
-        cpu_accounting.dump()
-    os._exit(0)  # daemon threads still blocked in a tracker client must not hold the exit
+    exit_process()
 
 
 if __name__ == "__main__":
