@@ -68,10 +68,15 @@ def mlflow_key(name: str) -> str:
     readable = name
     for bad, good in READABLE:
         readable = readable.replace(bad, good)
-    readable = _NOT_MLFLOW.sub("_", readable)
-    parts = (re.sub(r"_{2,}", "_", p.replace("..", "_")).strip("_ ") for p in readable.split("/"))
-    readable = "/".join(p for p in parts if p not in ("", "."))  # no //, ./, .. or leading /
-    return readable[:MLFLOW_MAX_KEY].rstrip("/") or "metric"
+    readable = _path_parts_cleaned(_NOT_MLFLOW.sub("_", readable))
+    # cleaned again after the cut, which can leave a last part of "." or "_" (e.g. "x"*248 + "/.a" -> ".../.")
+    return _path_parts_cleaned(readable[:MLFLOW_MAX_KEY]) or "metric"
+
+
+def _path_parts_cleaned(text: str) -> str:
+    """No //, ./, .. or leading /: MLflow refuses a key that a path normalisation would change."""
+    parts = (re.sub(r"_{2,}", "_", p.replace("..", "_")).strip("_ ") for p in text.split("/"))
+    return "/".join(p for p in parts if p not in ("", "."))
 
 
 class MlflowKeys:
