@@ -101,3 +101,15 @@ def test_journal_bytes_are_the_records_bytes_and_the_files_on_disk(tmp_path):
     disk = sum(f.stat().st_size for f in files)
     assert has_journal(run_dir) and disk < raw
     assert journal_bytes(run_dir) == (raw, disk) and journal_end(run_dir) == raw
+
+
+def test_a_last_segment_that_cannot_be_read_is_passed_over_for_the_one_before(tmp_path):
+    run_dir = tmp_path / "run"
+    write_journal(run_dir, mixed_lines(), compress=False)
+    *_, before, last = segment_files(run_dir)
+    cut = last.with_name(last.name + ".gz")  # a gzipped copy cut short (one is never renamed in, but be safe)
+    cut.write_bytes(gzip.compress(last.read_bytes())[:-12] + (1000).to_bytes(4, "little"))
+    last.unlink()
+    steps = [r.step for r in tail_records(run_dir, 10_000) if r.kind == METRICS]
+    assert steps and steps == [json.loads(line)["s"] for line in before.read_bytes().splitlines()
+                               if line.startswith(b'{"k":"m"')]
