@@ -59,8 +59,7 @@ def is_valid_mlflow_key(name: str) -> bool:
             and posixpath.normpath(name) == name and not name.startswith(("/", "..")) and name != ".")
 
 
-@functools.lru_cache(maxsize=65536)
-def mlflow_key(name: str) -> str:
+def _mlflow_key(name: str) -> str:
     """The readable MLflow key of a metric, param or tag name (identity when MLflow accepts the name).
     Not one-to-one on its own: a run's keys come from ``MlflowKeys``."""
     if is_valid_mlflow_key(name):
@@ -77,6 +76,9 @@ def _path_parts_cleaned(text: str) -> str:
     """No //, ./, .. or leading /: MLflow refuses a key that a path normalisation would change."""
     parts = (re.sub(r"_{2,}", "_", p.replace("..", "_")).strip("_ ") for p in text.split("/"))
     return "/".join(p for p in parts if p not in ("", "."))
+
+
+mlflow_key = functools.lru_cache(maxsize=65536)(_mlflow_key)  # wrapped here, not decorated: mutmut skips decorated code
 
 
 class MlflowKeys:
