@@ -88,14 +88,14 @@ class MlflowKeys:
 
     def __init__(self, assigned: Mapping[str, str] | None = None):
         self._keys: dict[str, str] = dict(assigned or {})
-        self._owners = {key: name for name, key in self._keys.items()}
+        self._taken = set(self._keys.values())
 
     def __call__(self, name: str) -> str:
         key = self._keys.get(name)
         if key is None:
             key = self._free_key(name)
             self._keys[name] = key
-            self._owners[key] = name
+            self._taken.add(key)
         return key
 
     def assigned(self) -> dict[str, str]:
@@ -106,15 +106,15 @@ class MlflowKeys:
 
     def _free_key(self, name: str) -> str:
         key = mlflow_key(name)
-        if key not in self._owners:
+        if key not in self._taken:
             return key
         digest = hashlib.sha1(name.encode("utf-8", "surrogatepass")).hexdigest()
         for n in range(_HASH_LEN, len(digest) + 1):
             candidate = f"{key[:MLFLOW_MAX_KEY - n - 1].rstrip('/')}_{digest[:n]}"
-            if candidate not in self._owners:
+            if candidate not in self._taken:
                 return candidate
         n = 2
-        while f"{key[:MLFLOW_MAX_KEY - 12]}_{digest[:_HASH_LEN]}_{n}" in self._owners:
+        while f"{key[:MLFLOW_MAX_KEY - 12]}_{digest[:_HASH_LEN]}_{n}" in self._taken:
             n += 1
         return f"{key[:MLFLOW_MAX_KEY - 12]}_{digest[:_HASH_LEN]}_{n}"
 

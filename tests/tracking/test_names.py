@@ -1,3 +1,4 @@
+import hashlib
 import subprocess
 import sys
 
@@ -21,6 +22,12 @@ TORCHTITAN = ["loss_metrics/global_avg_loss", "memory/max_reserved(%)", "memory/
               "throughput(tps)", "time_metrics/end_to_end(s)", "time_metrics/data_loading(%)"]
 HOSTILE = ["a(b", "a)b", "a_b", "a%b", "a_pct_b", "/abs", "a//b", "a/../b", "..", ".", "x" * 300, "x" * 301, "ünï",
            "a:b", "a b", "a\tb", "a\nb", "(", ")", "%", "", "tab\t", "metric", "x" * 250]
+
+
+@pytest.fixture(autouse=True)
+def _uncached():
+    """Each test sees what the code gives now, not a key an earlier test (or process forked from) cached."""
+    mlflow_key.cache_clear()
 
 
 def mlflow_accepts(key: str) -> bool:
@@ -114,3 +121,26 @@ def test_a_runs_keys_are_accepted_by_mlflow_one_to_one_and_kept_on_resume(names)
     assert {name: resumed(name) for name in reversed(names)} == assigned
     by_set = mlflow_keys(names)
     assert len(set(by_set.values())) == len(names) and all(mlflow_accepts(key) for key in by_set.values())
+
+
+@pytest.mark.parametrize(("name", "key"), [
+    ("a((b", "a_b"), ("(a)", "a"), ("Xa(b)X", "Xa_b_X"), ("../x(y)", "x_y"), ("a..b(c)", "a_b_c"), ("/a(b)/", "a_b"),
+    ("a/./b(c)", "a/b_c"), ("ü", "metric")])
+def test_rewritten_names_lose_runs_of_underscores_and_path_tricks(name, key):
+    assert mlflow_key(name) == key and mlflow_accepts(key)
+
+
+def test_a_later_name_at_the_length_limit_makes_room_for_its_digits_without_a_dangling_slash():
+    base = "x" * 239 + "X" + "/" + "y" * 9  # 250 characters: its key is itself
+    later = base + "("  # rewritten to the same key
+    keys = MlflowKeys()
+    assert keys(base) == base
+    digest = hashlib.sha1(later.encode()).hexdigest()
+    assert keys(later) == "x" * 239 + "X_" + digest[:8] and mlflow_accepts(keys(later))
+
+
+def test_a_name_that_is_not_valid_unicode_still_gets_a_key_of_its_own():
+    keys = MlflowKeys()
+    assert keys("loss") == "loss"
+    odd = "loss\ud800"  # a lone surrogate, as a JSON "\\ud800" escape decodes
+    assert keys(odd) != "loss" and keys(odd).startswith("loss_") and mlflow_accepts(keys(odd))
