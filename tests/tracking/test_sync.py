@@ -160,3 +160,20 @@ def test_sync_gives_up_on_a_delivery_process_that_outlasts_its_timeout(run_dir):
         held.close()
     assert read_sink_record(run_dir) == []
     assert sync_run(run_dir, timeout_s=30).ok  # its lock and the run directory's were let go
+
+
+@pytest.mark.parametrize(("given", "saved", "env", "used"), [
+    ("given", "saved", "env", "given"), (None, "saved", "env", "saved"), (None, "masked", "env", "env")])
+def test_the_mlflow_store_is_the_one_given_else_the_saved_one_else_the_environments(run_dir, monkeypatch, given,
+                                                                                  saved, env, used):
+    stores = {name: (run_dir.parent / name).as_uri() for name in ("given", "saved", "env")}  # local MLflow stores
+    stores["masked"] = "https://user:******@mlflow.example"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", stores[env])
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")  # MLflow 3 keeps its file store for those who ask
+    meta = RunMeta.load(run_dir)
+    meta.mlflow = {"tracking_uri": stores[saved], "experiment_name": "e"}
+    meta.save(run_dir)
+    report = sync_run(run_dir, timeout_s=60, tracking_uri=given and stores[given])
+    assert report.delivered == {"mlflow": True, "demo": True}, report.errors
+    assert RunState(run_dir).section("mlflow")["tracking_uri"] == stores[used]
+    assert [p.name for p in run_dir.parent.iterdir() if p.name in stores] == [used]
