@@ -1,0 +1,91 @@
+"""What a user of the registry reads and gets in the cases the other registry tests leave out: the decorator
+form, the platform detected when none is forced, the warning when patch code fails, the record and message of
+a required patch that cannot apply, keyword arguments through a guarded wrapper."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+
+import pytest
+import torch
+
+from primus.patches import Patch, PatchError
+from primus.patches.registry import PLATFORM_ENV, detect_platform
+from primus.patches.upstream import locate
+
+from test_registry_failures import PACKAGING, packaging_upstream, passthrough, wrapping
+
+
+def test_the_decorator_registers_the_patch_as_declared_and_keeps_the_function(registry, upstream):
+    name = upstream()
+    gate = packaging_upstream(">=1")
+
+    def install(module, handle):
+        handle.replace(module, "greet", lambda who: f"patched {who}")
+
+    assert registry.patch("d.dec", target=name, upstream=gate, versions=f"=={PACKAGING}", required=True,
+                          description="says patched")(install) is install
+    assert registry.patches() == [Patch("d.dec", name, gate, f"=={PACKAGING}", install, required=True,
+                                        description="says patched")]
+    registry.activate()
+    assert importlib.import_module(name).greet("x") == "patched x"
+
+
+@pytest.mark.parametrize("forced", [None, " CPU ", "cuda"])
+def test_the_platform_is_the_forced_one_else_what_torch_sees(monkeypatch, forced):
+    if forced is None:
+        monkeypatch.delenv(PLATFORM_ENV, raising=False)
+    else:
+        monkeypatch.setenv(PLATFORM_ENV, forced)
+    seen = "cuda" if torch.cuda.is_available() else "cpu"
+    assert detect_platform() == (forced.strip().lower() if forced else seen)
+
+
+def test_a_wrapper_that_fails_is_named_with_its_error_in_the_warning(registry, upstream, caplog):
+    module = importlib.import_module(upstream())
+
+    def broken(wrapped, instance, args, kwargs):
+        raise TypeError("bug in patch code")
+
+    registry.register(Patch("w.warn", module.__name__, None, "", wrapping("greet", broken)))
+    registry.activate()
+    with caplog.at_level(logging.WARNING, logger="primus.patches"):
+        module.greet("k")
+    assert [r.getMessage() for r in caplog.records] == [
+        "primus patch w.warn failed and is now disabled: TypeError('bug in patch code')"]
+
+
+def test_a_required_patch_on_an_unsupported_release_is_recorded_with_the_version_where_and_why(registry, upstream):
+    name = upstream()
+    gate = packaging_upstream("<1")
+    registry.register(Patch("v.req", name, gate, "", wrapping("greet", passthrough), required=True))
+    registry.activate()
+    with pytest.raises(PatchError):
+        importlib.import_module(name)
+    [record] = registry.records()
+    found = locate(gate)
+    assert (record.status, record.version, record.where, record.reason) == ("failed", PACKAGING, found.where,
+                                                                            found.problem())
+
+
+def test_a_required_patch_whose_condition_breaks_says_so_without_a_release_to_use(registry, upstream):
+    name = upstream()
+
+    def broken(ctx):
+        raise KeyError("no such option")
+
+    registry.register(Patch("c.req", name, None, "", wrapping("greet", passthrough), condition=broken, required=True))
+    registry.activate()
+    with pytest.raises(PatchError) as raised:
+        importlib.import_module(name)
+    assert str(raised.value) == "required patch c.req cannot be applied: condition raised KeyError('no such option')."
+
+
+def test_keyword_arguments_reach_upstream_through_a_guarded_wrapper(registry, upstream):
+    module = importlib.import_module(upstream())
+    registry.register(Patch("w.kw", module.__name__, None, "", wrapping("greet", passthrough)))
+    registry.activate()
+    assert module.greet(name="k") == "hello k" and module.calls == ["k"]
+    assert [r.status for r in registry.records()] == ["applied"]
+
