@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from primus.patches import Patch, PatchError
-from primus.patches.registry import PLATFORM_ENV, detect_platform
+from primus.patches.registry import PLATFORM_ENV, PatchContext, detect_platform
 from primus.patches.upstream import locate
 
 from test_registry_failures import PACKAGING, packaging_upstream, passthrough, wrapping
@@ -89,3 +89,98 @@ def test_keyword_arguments_reach_upstream_through_a_guarded_wrapper(registry, up
     assert module.greet(name="k") == "hello k" and module.calls == ["k"]
     assert [r.status for r in registry.records()] == ["applied"]
 
+
+
+def test_an_attribute_of_an_object_without_a_dict_is_replaced_and_restored(registry, upstream):
+    module = importlib.import_module(upstream())
+
+    class Slotted:
+        __slots__ = ("greeting",)
+
+    target = Slotted()
+    target.greeting = "hello"
+    registry.register(Patch("s.slots", module.__name__, None, "",
+                            lambda mod, handle: handle.replace(target, "greeting", "hi")))
+    registry.activate()
+    assert target.greeting == "hi"
+    registry.deactivate()
+    assert target.greeting == "hello"
+
+
+def test_undo_leaves_an_attribute_someone_replaced_since_and_says_so(registry, upstream, caplog):
+    module = importlib.import_module(upstream())
+    registry.register(Patch("u.again", module.__name__, None, "", wrapping("greet", passthrough)))
+    registry.activate()
+    theirs = module.greet = lambda name: f"theirs {name}"
+    with caplog.at_level(logging.WARNING, logger="primus.patches"):
+        registry.deactivate()
+    assert module.greet is theirs
+    assert [r.getMessage() for r in caplog.records] == [
+        f"primus patch u.again: {module.__name__}.greet was replaced again by someone else; left as it is"]
+
+
+def test_keyword_arguments_reach_upstream_once_the_wrapper_failed(registry, upstream):
+    module = importlib.import_module(upstream())
+
+    def broken(wrapped, instance, args, kwargs):
+        raise TypeError("bug in patch code")
+
+    registry.register(Patch("w.kwfail", module.__name__, None, "", wrapping("greet", broken)))
+    registry.activate()
+    assert module.greet(name="a") == "hello a"  # the failing call falls back to upstream
+    assert module.greet(name="b") == "hello b"  # and so do the calls after it (the patch is disabled)
+    assert module.calls == ["a", "b"]
+
+
+def test_a_required_wrapper_that_fails_is_recorded_with_its_error(registry, upstream):
+    module = importlib.import_module(upstream())
+
+    def broken(wrapped, instance, args, kwargs):
+        raise TypeError("bug in patch code")
+
+    registry.register(Patch("w.reqfail", module.__name__, None, "", wrapping("greet", broken), required=True))
+    registry.activate()
+    with pytest.raises(TypeError):
+        module.greet("k")
+    assert [(r.status, r.reason) for r in registry.records()] == [
+        ("failed", "disabled at run time: TypeError('bug in patch code')")]
+
+
+def test_a_tracking_patch_wraps_as_any_other(registry, upstream):
+    module = importlib.import_module(upstream())
+    registry.register(Patch("core.tracking.greet", module.__name__, None, "", wrapping("greet", passthrough)))
+    registry.activate()
+    assert module.greet("t") == "hello t"
+
+
+@pytest.mark.parametrize(("versions", "condition", "status"), [
+    ("<1", None, "skipped"), ("", lambda ctx: False, "skipped"), ("", lambda ctx: 1 / 0, "skipped"),
+    ("", None, "applied")])
+def test_every_record_of_a_gated_patch_names_the_release_judged_and_where(registry, upstream, versions, condition,
+                                                                         status):
+    name = upstream()
+    gate = packaging_upstream(">=1")
+    registry.register(Patch("g.rec", name, gate, versions, wrapping("greet", passthrough), condition=condition))
+    registry.activate()
+    importlib.import_module(name)
+    [record] = registry.records()
+    assert (record.status, record.version, record.where) == (status, PACKAGING, locate(gate).where)
+
+
+def test_a_patch_that_cannot_apply_is_recorded_with_the_release_found(registry, upstream):
+    name = upstream()
+    gate = packaging_upstream("<1")
+    registry.register(Patch("g.bad", name, gate, "", wrapping("greet", passthrough)))
+    registry.activate()
+    importlib.import_module(name)
+    [record] = registry.records()
+    assert (record.status, record.version, record.where) == ("skipped", PACKAGING, locate(gate).where)
+
+
+def test_install_sees_the_context_the_registry_was_activated_with(registry, upstream):
+    name = upstream()
+    seen = []
+    registry.register(Patch("c.ctx", name, None, "", lambda mod, handle: seen.append(handle.context.config)))
+    registry.activate(PatchContext(config={"lr": 0.1}))
+    importlib.import_module(name)
+    assert seen == [{"lr": 0.1}]
