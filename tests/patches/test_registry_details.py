@@ -184,3 +184,38 @@ def test_install_sees_the_context_the_registry_was_activated_with(registry, upst
     registry.activate(PatchContext(config={"lr": 0.1}))
     importlib.import_module(name)
     assert seen == [{"lr": 0.1}]
+
+
+@pytest.mark.parametrize("gated", [True, False])
+def test_a_failed_install_is_recorded_logged_and_for_a_required_patch_raised_naming_the_release(registry, upstream,
+                                                                                               caplog, gated):
+    gate = packaging_upstream(">=1") if gated else None
+
+    def install(mod, handle):
+        raise AttributeError("gone")
+
+    optional, required = upstream(), upstream()
+    registry.register(Patch("i.opt", optional, gate, "", install))
+    registry.register(Patch("i.req", required, gate, "", install, required=True))
+    registry.activate()
+    with caplog.at_level(logging.WARNING, logger="primus.patches"):
+        importlib.import_module(optional)
+    assert [r.getMessage() for r in caplog.records] == [
+        "primus patch i.opt failed to install and is skipped: AttributeError('gone')"]
+    release = f" of {locate(gate).describe()}" if gated else ""
+    with pytest.raises(PatchError) as raised:
+        importlib.import_module(required)
+    assert str(raised.value) == f"required patch i.req failed to install on {required}{release}: AttributeError('gone')"
+    assert [(r.status, r.version) for r in registry.records()] == [("failed", PACKAGING if gated else None)] * 2
+
+
+@pytest.mark.parametrize("gated", [True, False])
+def test_an_applied_patch_is_logged_at_debug_with_the_release_it_was_judged_on(registry, upstream, caplog, gated):
+    gate = packaging_upstream(">=1") if gated else None
+    name = upstream()
+    registry.register(Patch("d.log", name, gate, "", wrapping("greet", passthrough)))
+    registry.activate()
+    with caplog.at_level(logging.DEBUG, logger="primus.patches"):
+        importlib.import_module(name)
+    judged = locate(gate).describe() if gated else "no version check"
+    assert [r.getMessage() for r in caplog.records] == [f"primus patch d.log applied to {name} ({judged})"]
