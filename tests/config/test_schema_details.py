@@ -9,13 +9,15 @@ from primus.config.schema import Param, Schema
 from primus.config.yaml12 import Unparsed
 
 # "steps" under three sections: the suggestion is the one at the level of the typo, else the closest anywhere
-NESTED = Schema("test parameter", [Param("a.y.steps", "int"), Param("a.x.steps", "int"), Param("lr", "float"),
-                                   Param("training.warmup", "int"), Param("job.warmup", "int")])
+NESTED = Schema("test parameter", [Param("warmup", "int"), Param("a.y.steps", "int"), Param("a.x.steps", "int"), Param("lr", "float"),
+                                   Param("training.warmup", "int"), Param("job.warmup", "int"),
+                                   Param("model.attention.head.lr", "float")])
 
 
 @pytest.mark.parametrize(("typo", "meant"), [
     ("a.y.step", "a.y.steps"), ("a.x.step", "a.x.steps"), ("training.warmpu", "training.warmup"),
-    ("job.warmpu", "job.warmup"), ("lrr", "lr"), ("b.y.lr_", "lr"), ("a.y.stepz", "a.y.steps")])
+    ("job.warmpu", "job.warmup"), ("lrr", "lr"), ("a.y.stepz", "a.y.steps"),
+    ("warmpu", "warmup"), ("model.attention.head.lrr", "model.attention.head.lr")])
 def test_the_suggestion_is_at_the_typos_level_first(typo, meant):
     assert NESTED.closest(typo) == meant
 

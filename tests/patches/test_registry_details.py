@@ -148,14 +148,23 @@ def test_a_required_wrapper_that_fails_is_recorded_with_its_error(registry, upst
 
 def test_a_tracking_patch_wraps_as_any_other(registry, upstream):
     module = importlib.import_module(upstream())
-    registry.register(Patch("core.tracking.greet", module.__name__, None, "", wrapping("greet", passthrough)))
+    seen = []
+
+    def shout(wrapped, instance, args, kwargs):
+        seen.append(args)
+        return wrapped(*args, **kwargs).upper()
+
+    registry.register(Patch("core.tracking.greet", module.__name__, None, "", wrapping("greet", shout)))
     registry.activate()
-    assert module.greet("t") == "hello t"
+    assert module.greet("t") == "HELLO T" and seen == [("t",)]
+    assert [r.status for r in registry.records()] == ["applied"]
+    registry.deactivate()
+    assert [(r.status, r.reason) for r in registry.records()] == [("undone", "")]
 
 
 @pytest.mark.parametrize(("versions", "condition", "status"), [
     ("<1", None, "skipped"), ("", lambda ctx: False, "skipped"), ("", lambda ctx: 1 / 0, "skipped"),
-    ("", None, "applied")])
+    ("", None, "applied"), ("", lambda ctx: True, "applied")])
 def test_every_record_of_a_gated_patch_names_the_release_judged_and_where(registry, upstream, versions, condition,
                                                                          status):
     name = upstream()
@@ -167,14 +176,16 @@ def test_every_record_of_a_gated_patch_names_the_release_judged_and_where(regist
     assert (record.status, record.version, record.where) == (status, PACKAGING, locate(gate).where)
 
 
-def test_a_patch_that_cannot_apply_is_recorded_with_the_release_found(registry, upstream):
+def test_a_patch_that_cannot_apply_is_recorded_with_the_release_found(registry, upstream, caplog):
     name = upstream()
     gate = packaging_upstream("<1")
     registry.register(Patch("g.bad", name, gate, "", wrapping("greet", passthrough)))
     registry.activate()
-    importlib.import_module(name)
+    with caplog.at_level(logging.WARNING, logger="primus.patches"):
+        importlib.import_module(name)
     [record] = registry.records()
     assert (record.status, record.version, record.where) == ("skipped", PACKAGING, locate(gate).where)
+    assert [r.getMessage() for r in caplog.records] == [f"primus patch g.bad skipped: {locate(gate).problem()}"]
 
 
 def test_install_sees_the_context_the_registry_was_activated_with(registry, upstream):
@@ -219,3 +230,31 @@ def test_an_applied_patch_is_logged_at_debug_with_the_release_it_was_judged_on(r
         importlib.import_module(name)
     judged = locate(gate).describe() if gated else "no version check"
     assert [r.getMessage() for r in caplog.records] == [f"primus patch d.log applied to {name} ({judged})"]
+
+
+def test_an_attribute_an_object_without_a_dict_lacked_is_removed_again_on_undo(registry, upstream):
+    module = importlib.import_module(upstream())
+
+    class Slotted:
+        __slots__ = ("greeting",)
+
+    target = Slotted()
+    registry.register(Patch("s.unset", module.__name__, None, "",
+                            lambda mod, handle: handle.replace(target, "greeting", "hi")))
+    registry.activate()
+    assert target.greeting == "hi"
+    registry.deactivate()
+    assert not hasattr(target, "greeting")
+
+
+def test_undo_names_an_instance_someone_replaced_an_attribute_of(registry, upstream, caplog):
+    module = importlib.import_module(upstream())
+    target = module.Greeter()
+    registry.register(Patch("u.inst", module.__name__, None, "",
+                            lambda mod, handle: handle.replace(target, "greet", lambda name: "ours")))
+    registry.activate()
+    target.greet = lambda name: "theirs"
+    with caplog.at_level(logging.WARNING, logger="primus.patches"):
+        registry.deactivate()
+    assert [r.getMessage() for r in caplog.records] == [
+        f"primus patch u.inst: {target!r}.greet was replaced again by someone else; left as it is"]
