@@ -246,14 +246,18 @@ def tail_records(run_dir: Path, tail_bytes: int) -> list[Record]:
     for segment in reversed(found[-2:]):
         size = segment.size()
         start = max(0, size - tail_bytes)
+        before = min(start, 1)  # read from the byte before the window: is it a line's end?
         try:
             with segment.open() as f:
-                f.seek(start)
-                chunk = f.read(size - start)
+                f.seek(start - before)
+                chunk = f.read(size - start + before)
         except (FileNotFoundError, EOFError, gzip.BadGzipFile):
             continue
-        got, _ = parse(chunk, segment.start + start)
-        records = (got[1:] if start else got) + records  # the first line read may be the end of a longer one
+        # the window may start inside a line: leave out the bytes up to the first line's end (none when the byte
+        # before the window ends a line)
+        skip = chunk.find(b"\n") + 1 if before else 0
+        got, _ = parse(chunk[skip:], segment.start + start - before + skip)
+        records = got + records
         tail_bytes -= size
         if tail_bytes <= 0:
             break

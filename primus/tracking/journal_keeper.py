@@ -38,7 +38,7 @@ class Stopped(Exception):
     """Compression given up because the run is ending (the next launch's keeper compresses the segment)."""
 
 
-def compress(segment: Segment, stopping: Callable[[], bool] = lambda: False) -> Segment:
+def compress(segment: Segment, stopping: Callable[[], bool] = lambda: False) -> None:
     """Write ``<start>.jsonl.gz`` beside a raw segment (through a temporary file, so a crash leaves no half
     copy under the final name), then remove the raw one. OSError, or Stopped when ``stopping()`` turns true
     (checked every MiB, so a run's exit does not wait for a whole segment): nothing changed."""
@@ -58,7 +58,6 @@ def compress(segment: Segment, stopping: Callable[[], bool] = lambda: False) -> 
         tmp.unlink(missing_ok=True)
         raise
     segment.path.unlink(missing_ok=True)  # a reader that has it open reads on; a new one finds the copy
-    return Segment(segment.start, packed)
 
 
 class JournalKeeper:

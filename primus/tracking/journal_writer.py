@@ -72,10 +72,6 @@ class JournalWriter:
     def close(self) -> None:
         os.close(self._fd)
 
-    def closed_segments(self) -> list[Segment]:
-        """Segments before the one being written (to compress, or to delete once delivered)."""
-        return [s for s in segments(self.run_dir) if s.start < self._start]
-
     def _rotate(self) -> None:
         closed = self.segment
         start = self.size

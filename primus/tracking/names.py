@@ -59,8 +59,7 @@ def is_valid_mlflow_key(name: str) -> bool:
             and posixpath.normpath(name) == name and not name.startswith(("/", "..")) and name != ".")
 
 
-@functools.lru_cache(maxsize=65536)
-def mlflow_key(name: str) -> str:
+def _mlflow_key(name: str) -> str:
     """The readable MLflow key of a metric, param or tag name (identity when MLflow accepts the name).
     Not one-to-one on its own: a run's keys come from ``MlflowKeys``."""
     if is_valid_mlflow_key(name):
@@ -68,10 +67,18 @@ def mlflow_key(name: str) -> str:
     readable = name
     for bad, good in READABLE:
         readable = readable.replace(bad, good)
-    readable = _NOT_MLFLOW.sub("_", readable)
-    parts = (re.sub(r"_{2,}", "_", p.replace("..", "_")).strip("_ ") for p in readable.split("/"))
-    readable = "/".join(p for p in parts if p not in ("", "."))  # no //, ./, .. or leading /
-    return readable[:MLFLOW_MAX_KEY].rstrip("/") or "metric"
+    readable = _path_parts_cleaned(_NOT_MLFLOW.sub("_", readable))
+    # cleaned again after the cut, which can leave a last part of "." or "_" (e.g. "x"*248 + "/.a" -> ".../.")
+    return _path_parts_cleaned(readable[:MLFLOW_MAX_KEY]) or "metric"
+
+
+def _path_parts_cleaned(text: str) -> str:
+    """No //, ./, .. or leading /: MLflow refuses a key that a path normalisation would change."""
+    parts = (re.sub(r"_{2,}", "_", p.replace("..", "_")).strip("_ ") for p in text.split("/"))
+    return "/".join(p for p in parts if p not in ("", "."))
+
+
+mlflow_key = functools.lru_cache(maxsize=65536)(_mlflow_key)  # wrapped here, not decorated: mutmut skips decorated code
 
 
 class MlflowKeys:
@@ -81,14 +88,14 @@ class MlflowKeys:
 
     def __init__(self, assigned: Mapping[str, str] | None = None):
         self._keys: dict[str, str] = dict(assigned or {})
-        self._owners = {key: name for name, key in self._keys.items()}
+        self._taken = set(self._keys.values())
 
     def __call__(self, name: str) -> str:
         key = self._keys.get(name)
         if key is None:
             key = self._free_key(name)
             self._keys[name] = key
-            self._owners[key] = name
+            self._taken.add(key)
         return key
 
     def assigned(self) -> dict[str, str]:
@@ -99,15 +106,15 @@ class MlflowKeys:
 
     def _free_key(self, name: str) -> str:
         key = mlflow_key(name)
-        if key not in self._owners:
+        if key not in self._taken:
             return key
         digest = hashlib.sha1(name.encode("utf-8", "surrogatepass")).hexdigest()
         for n in range(_HASH_LEN, len(digest) + 1):
             candidate = f"{key[:MLFLOW_MAX_KEY - n - 1].rstrip('/')}_{digest[:n]}"
-            if candidate not in self._owners:
+            if candidate not in self._taken:
                 return candidate
         n = 2
-        while f"{key[:MLFLOW_MAX_KEY - 12]}_{digest[:_HASH_LEN]}_{n}" in self._owners:
+        while f"{key[:MLFLOW_MAX_KEY - 12]}_{digest[:_HASH_LEN]}_{n}" in self._taken:
             n += 1
         return f"{key[:MLFLOW_MAX_KEY - 12]}_{digest[:_HASH_LEN]}_{n}"
 

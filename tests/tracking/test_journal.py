@@ -16,7 +16,7 @@ from primus.cli.main import main as primus_cli
 from primus.tracking import ConsoleConfig, MlflowConfig, TrackingConfig, start_run
 from primus.tracking.journal import (EVENT, METRICS, READ_BYTES, JournalReader, encode, journal_end, last_end_status,
                                      last_steps, read_all, segments)
-from primus.tracking.journal_keeper import JournalKeeper
+from primus.tracking.journal_keeper import JournalKeeper, Stopped, compress
 from primus.tracking.journal_writer import JournalWriter
 from primus.tracking.state import CursorStore, RunState
 
@@ -160,3 +160,26 @@ def test_a_closed_segment_is_compressed_while_the_run_goes_on(tmp_path):
     assert any(f.name.endswith(".gz") for f in segment_files(run.run_dir))
     assert not [n for n in os.listdir(run.run_dir / "journal") if n.endswith(".tmp")]
     assert metric_steps(run.run_dir) == list(range(step))
+
+
+def test_a_crash_while_compressing_leaves_nothing_the_next_process_does_not_clean(tmp_path):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    writer = JournalWriter(run_dir, segment_bytes=200)
+    for step in range(12):
+        writer.append([encode(METRICS, step, step, {"loss": step / 2})])
+    writer.close()
+    crashed = tmp_path / "crashed"
+
+    def crash_now():  # the journal folder as a SIGKILL at this moment of the copy leaves it
+        shutil.copytree(run_dir, crashed)
+        return True
+
+    try:
+        compress(segments(run_dir)[0], stopping=crash_now)
+    except Stopped:
+        pass
+    assert sorted(os.listdir(crashed / "journal")) != sorted(f.name for f in segment_files(crashed))  # a partial copy
+    JournalWriter(crashed).close()  # the next process of the run
+    assert sorted(os.listdir(crashed / "journal")) == sorted(f.name for f in segment_files(crashed))
+    assert metric_steps(crashed) == list(range(12))

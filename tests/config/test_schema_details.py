@@ -1,0 +1,40 @@
+"""The schema's did-you-mean at every depth, and text interpolated into a list or mapping typed by upstream's
+annotation: what a user reads in the error, and the typed value the trainer gets."""
+
+from __future__ import annotations
+
+import pytest
+
+from primus.config.schema import Param, Schema
+from primus.config.yaml12 import Unparsed
+
+# "steps" under three sections: the suggestion is the one at the level of the typo, else the closest anywhere
+NESTED = Schema("test parameter", [Param("warmup", "int"), Param("a.y.steps", "int"), Param("a.x.steps", "int"), Param("lr", "float"),
+                                   Param("training.warmup", "int"), Param("job.warmup", "int"),
+                                   Param("model.attention.head.lr", "float")])
+
+
+@pytest.mark.parametrize(("typo", "meant"), [
+    ("a.y.step", "a.y.steps"), ("a.x.step", "a.x.steps"), ("training.warmpu", "training.warmup"),
+    ("job.warmpu", "job.warmup"), ("lrr", "lr"), ("a.y.stepz", "a.y.steps"),
+    ("warmpu", "warmup"), ("model.attention.head.lrr", "model.attention.head.lr")])
+def test_the_suggestion_is_at_the_typos_level_first(typo, meant):
+    assert NESTED.closest(typo) == meant
+
+
+def test_no_suggestion_when_nothing_is_close():
+    assert NESTED.closest("a.y.tokenizer") is None
+
+
+ANNOTATED = Schema("test parameter", [Param("ids", "any", annotation="list[int]"),
+                                      Param("sizes", "any", annotation="dict[str, int]")])
+
+
+def test_interpolated_text_inside_a_list_or_mapping_is_typed_by_the_annotation():
+    typed, problems = ANNOTATED.validate({"ids": [Unparsed("3"), 4], "sizes": {"a": Unparsed("5")}}, "exp.yaml")
+    assert problems == [] and typed == {"ids": [3, 4], "sizes": {"a": 5}}
+
+
+def test_interpolated_text_that_is_not_of_the_annotated_type_is_refused():
+    typed, problems = ANNOTATED.validate({"ids": [Unparsed("three")]}, "exp.yaml")
+    assert len(problems) == 1 and "ids" in problems[0]

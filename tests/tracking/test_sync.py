@@ -1,0 +1,179 @@
+"""`primus tracking sync` over a real journal, fast: a run directory as a run leaves it (meta.json, run.json,
+the journal's segments) and a real plugin tracker (the demo distribution, which writes what it receives to a
+file), no MLflow server. What each tracker is sent, the final status it is given, the cursor left behind, the
+report and progress the command prints from, and the refusals that name the fix. The MLflow path end to end is
+in test_sync_after_crash.py and test_plugin_sinks.py (slow: real servers, real delivery processes)."""
+
+from __future__ import annotations
+
+import fcntl
+import threading
+import time
+
+import pytest
+from support.plugin_dists import SINK_DOWN, read_sink_record
+
+from primus.tracking.delivery import DELIVERY_LOCK
+from primus.tracking.journal import METRICS, encode, journal_end
+from primus.tracking.journal_writer import JournalWriter
+from primus.tracking.meta import RunMeta
+from primus.tracking.state import CursorStore, RunState, read_json
+from primus.tracking.sync import SyncError, SyncProgress, sync_run
+
+STEPS = 12
+
+
+@pytest.fixture
+def run_dir(sink_plugin, tmp_path):
+    """A run that logged STEPS steps to the demo tracker and delivered none of them (its delivery died)."""
+    sink_plugin()
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    RunMeta(params={"lr": 0.1}, tags={"team": "x"}, run_name="r", experiment_name="e", plugin_sinks=["demo"]).save(run_dir)
+    writer = JournalWriter(run_dir, segment_bytes=400)  # several segments
+    for step in range(STEPS):
+        writer.append([encode(METRICS, step, 1000 + step, {"loss": step / 4})])
+    writer.close()
+    return run_dir
+
+
+def _steps(run_dir):
+    return [line["step"] for line in read_sink_record(run_dir) if "step" in line]
+
+
+def _closes(run_dir):
+    return [line for line in read_sink_record(run_dir) if "status" in line]
+
+
+def test_a_run_that_died_running_is_delivered_whole_and_closed_killed(run_dir):
+    RunState(run_dir).update("run", status="RUNNING")
+    report = sync_run(run_dir, timeout_s=30)
+    assert report.status == "KILLED" and report.ok and report.delivered == {"demo": True} and report.errors == {}
+    assert _steps(run_dir) == list(range(STEPS))
+    assert _closes(run_dir) == [{"status": "KILLED", "complete": True}]
+    assert read_json(run_dir / "cursors" / "demo.json")["offset"] == journal_end(run_dir)
+    assert report.wandb_offline_dir is None
+
+
+@pytest.mark.parametrize("saved", [None, "FINISHED", "FAILED"])
+def test_the_status_the_run_asked_for_is_kept(run_dir, saved):
+    if saved:
+        RunState(run_dir).update("run", status=saved)
+    report = sync_run(run_dir, timeout_s=30)
+    assert report.status == (saved or "KILLED")  # no status saved: the run never got to finish
+    assert _closes(run_dir) == [{"status": report.status, "complete": True}]
+
+
+def test_a_second_sync_sends_nothing_again_and_steps_logged_since_only_once(run_dir):
+    sync_run(run_dir, timeout_s=30)
+    sync_run(run_dir, timeout_s=30)
+    assert _steps(run_dir) == list(range(STEPS))
+    writer = JournalWriter(run_dir, segment_bytes=400)  # the job relaunched and logged more
+    writer.append([encode(METRICS, STEPS, 2000, {"loss": 0.0})])
+    writer.close()
+    assert sync_run(run_dir, timeout_s=30).ok
+    assert _steps(run_dir) == list(range(STEPS + 1))
+    assert len({line["open"] for line in read_sink_record(run_dir) if "open" in line}) == 1  # one tracker run
+
+
+def test_progress_ends_with_everything_sent(run_dir):
+    seen: list[SyncProgress] = []
+    sync_run(run_dir, timeout_s=30, progress=seen.append, progress_every_s=0.01)
+    end = journal_end(run_dir)
+    assert seen and seen[-1] == SyncProgress("demo", records=STEPS, bytes_sent=end, bytes_total=end)
+    assert all(p.sink == "demo" and 0 <= p.bytes_sent <= p.bytes_total == end for p in seen)
+    assert [p.bytes_sent for p in seen] == sorted(p.bytes_sent for p in seen)
+
+
+def test_progress_counts_from_the_saved_cursor(run_dir):
+    sync_run(run_dir, timeout_s=30)
+    seen: list[SyncProgress] = []
+    sync_run(run_dir, timeout_s=30, progress=seen.append)
+    assert seen[-1] == SyncProgress("demo", records=0, bytes_sent=0, bytes_total=0)
+
+
+def test_a_tracker_still_down_is_reported_not_delivered_with_its_error(run_dir):
+    (run_dir / SINK_DOWN).touch()
+    seen: list[SyncProgress] = []
+    started = time.monotonic()
+    report = sync_run(run_dir, timeout_s=1.0, progress=seen.append, progress_every_s=0.2)
+    assert time.monotonic() - started < 1.0 + 10  # gives up at its timeout (plus the box's load)
+    assert not report.ok and report.delivered == {"demo": False}
+    assert "the demo tracker is down" in report.errors["demo"]
+    assert _steps(run_dir) == [] and CursorStore(run_dir).offset("demo") == 0
+    assert seen[-1].bytes_sent == 0 and seen[-1].bytes_total == journal_end(run_dir)
+
+
+def test_an_offline_wandb_run_already_delivered_names_its_folder_for_wandb_sync(run_dir):
+    meta = RunMeta.load(run_dir)
+    meta.wandb = {"project": "p", "mode": "offline"}
+    meta.save(run_dir)
+    RunState(run_dir).update("wandb", id="abc123", mode="offline", sync_dir="/runs/wandb/offline-run-abc123")
+    CursorStore(run_dir).save("wandb", "abc123", journal_end(run_dir))  # its delivery had sent everything
+    report = sync_run(run_dir, timeout_s=30)
+    assert report.wandb_offline_dir == "/runs/wandb/offline-run-abc123"
+    assert report.delivered == {"demo": True}  # nothing left for W&B: no W&B sink opened
+
+
+def test_a_directory_without_a_journal_is_refused_naming_it(tmp_path):
+    with pytest.raises(SyncError, match=f"{tmp_path} has no journal .*give the run directory of a tracked run"):
+        sync_run(tmp_path)
+
+
+def test_a_plugin_sink_no_longer_installed_is_refused_naming_it(run_dir, monkeypatch):
+    monkeypatch.setenv("PRIMUS_SINKS", "")
+    meta = RunMeta.load(run_dir)
+    meta.plugin_sinks = ["nosuch"]
+    meta.save(run_dir)
+    with pytest.raises(SyncError, match=r"the run had plugin sinks \['nosuch'\]: .*nosuch"):
+        sync_run(run_dir, timeout_s=30)
+
+
+def test_a_masked_mlflow_uri_is_refused_before_anything_is_sent(run_dir, monkeypatch):
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    meta = RunMeta.load(run_dir)
+    meta.mlflow = {"tracking_uri": "https://user:******@mlflow.example"}
+    meta.save(run_dir)
+    with pytest.raises(SyncError, match=r"was saved as 'https://user:\*\*\*\*\*\*@mlflow.example': pass "
+                                        r"--tracking-uri or set MLFLOW_TRACKING_URI"):
+        sync_run(run_dir, timeout_s=30)
+    assert read_sink_record(run_dir) == []
+
+
+def test_sync_waits_for_a_delivery_process_still_sending_then_delivers(run_dir, capsys):
+    held = open(run_dir / DELIVERY_LOCK, "a")  # another open file: flock excludes it as it would another process
+    fcntl.flock(held, fcntl.LOCK_EX)
+    threading.Timer(0.5, held.close).start()  # that process finishes
+    assert sync_run(run_dir, timeout_s=30).ok
+    assert _steps(run_dir) == list(range(STEPS))
+    err = capsys.readouterr().err
+    assert err.count(f"waiting for the delivery process still sending {run_dir}'s journal to finish") == 1
+
+
+def test_sync_gives_up_on_a_delivery_process_that_outlasts_its_timeout(run_dir):
+    held = open(run_dir / DELIVERY_LOCK, "a")
+    fcntl.flock(held, fcntl.LOCK_EX)
+    try:
+        with pytest.raises(SyncError, match="a delivery process is still sending .*give a longer --timeout"):
+            sync_run(run_dir, timeout_s=0.5)
+    finally:
+        held.close()
+    assert read_sink_record(run_dir) == []
+    assert sync_run(run_dir, timeout_s=30).ok  # its lock and the run directory's were let go
+
+
+@pytest.mark.parametrize(("given", "saved", "env", "used"), [
+    ("given", "saved", "env", "given"), (None, "saved", "env", "saved"), (None, "masked", "env", "env")])
+def test_the_mlflow_store_is_the_one_given_else_the_saved_one_else_the_environments(run_dir, monkeypatch, given,
+                                                                                  saved, env, used):
+    stores = {name: (run_dir.parent / name).as_uri() for name in ("given", "saved", "env")}  # local MLflow stores
+    stores["masked"] = "https://user:******@mlflow.example"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", stores[env])
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")  # MLflow 3 keeps its file store for those who ask
+    meta = RunMeta.load(run_dir)
+    meta.mlflow = {"tracking_uri": stores[saved], "experiment_name": "e"}
+    meta.save(run_dir)
+    report = sync_run(run_dir, timeout_s=60, tracking_uri=given and stores[given])
+    assert report.delivered == {"mlflow": True, "demo": True}, report.errors
+    assert RunState(run_dir).section("mlflow")["tracking_uri"] == stores[used]
+    assert [p.name for p in run_dir.parent.iterdir() if p.name in stores] == [used]
