@@ -10,11 +10,16 @@ from primus.launch.passthrough import load_passthrough
 ISSUE_NAMES = ("WANDB_API_KEY", "WANDB_PROJECT", "WANDB_RUN_NAME", "WANDB_TEAM", "WANDB_ENTITY", "WANDB_MODE",
                "MLFLOW_TRACKING_URI", "MLFLOW_REGISTRY_URI", "MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD",
                "DATABRICKS_HOST", "DATABRICKS_TOKEN", "HF_TOKEN")
+# what the tracker clients read besides: MLflow's log-in and TLS settings, TorchTitan's W&B run settings
+CLIENT_NAMES = ("MLFLOW_EXPERIMENT_NAME", "MLFLOW_TRACKING_TOKEN", "MLFLOW_TRACKING_INSECURE_TLS",
+                "MLFLOW_TRACKING_SERVER_CERT_PATH", "MLFLOW_TRACKING_CLIENT_CERT_PATH", "MLFLOW_WORKSPACE",
+                "WANDB_RUN_ID", "WANDB_RUN_NOTES", "WANDB_RUN_TAGS", "WANDB_RUN_JOB_TYPE", "WANDB_RUN_GROUP",
+                "WANDB_RESUME_FROM", "WANDB_FORK_FROM")
 
 
 def test_defaults_allow_the_tracker_variables_and_prefixes_only(tmp_path):
     allow = load_passthrough({}, {"HOME": str(tmp_path)})
-    assert all(allow.allows(name) for name in (*ISSUE_NAMES, "NCCL_DEBUG", "PRIMUS_TEAM"))
+    assert all(allow.allows(name) for name in (*ISSUE_NAMES, *CLIENT_NAMES, "NCCL_DEBUG", "PRIMUS_TEAM"))
     assert not any(allow.allows(name) for name in ("AWS_SECRET_ACCESS_KEY", "GITHUB_TOKEN", "PATH", "SSH_AUTH_SOCK"))
     environ = {"PATH": "/bin", "HOME": "/h", "NCCL_DEBUG": "INFO", "GITHUB_TOKEN": "x", "WANDB_MODE": "offline"}
     assert allow.select(environ) == ["NCCL_DEBUG", "WANDB_MODE"]
