@@ -38,3 +38,26 @@ def test_interpolated_text_inside_a_list_or_mapping_is_typed_by_the_annotation()
 def test_interpolated_text_that_is_not_of_the_annotated_type_is_refused():
     typed, problems = ANNOTATED.validate({"ids": [Unparsed("three")]}, "exp.yaml")
     assert len(problems) == 1 and "ids" in problems[0]
+
+
+# Built inside the tests, not at import: mutmut switches a mutant on only after the test modules are imported.
+def test_bounds_belong_to_numbers_only():
+    for bound in ("ge", "gt", "le"):
+        with pytest.raises(TypeError, match=r"^train\.name: bounds need an int or float parameter, not str$"):
+            Param("train.name", "str", **{bound: 1})
+        assert Param("train.iters", "int", **{bound: 1}).expected().startswith("int ")
+    assert Param("train.rate", "float", ge=0, le=1).expected() == "float >= 0 and <= 1"
+    assert Param("train.name", "str").expected() == "str"
+
+
+def test_a_schema_knows_every_section_above_a_key_and_its_own_keys():
+    schema = Schema("toy parameter", [Param("a.b.c", "int"), Param("a.b.c", "str", primus=True),
+                                      Param("top", "bool"), Param("a.x", "float")])
+    assert schema.params["a.b.c"].type == "str"  # a later Param of a name replaces the one before
+    assert schema.sections == {"a", "a.b"}
+    assert schema.primus_keys == frozenset({"a.b.c"})
+    assert all(schema.knows(k) for k in ("a", "a.b", "a.b.c", "top", "a.x")) and not schema.knows("b")
+    typed, problems = schema.validate({"a": {"b": {"c": "s"}, "x": Unparsed("1.5")}, "top": True, "tpo": 1}, "here")
+    assert typed == {"a": {"b": {"c": "s"}, "x": 1.5}, "top": True}
+    assert problems == ["here: tpo is not a toy parameter; did you mean top?"]
+    assert schema.validate({"a": 3}, "here")[1] == ["here: a is a section; write its keys under it as a mapping"]
