@@ -34,7 +34,9 @@ REPORT = re.compile(r"primus tracking: (\d+) records \(([^)]*), steps (\d+)-\d+\
 def fill_mid_run(run_dir, stop: threading.Event) -> None:
     """Fill the disk once FILL_AFTER steps are journaled."""
     while not stop.wait(0.05):
-        if len({r["s"] for r in journal_lines(run_dir, skip_torn=True) if r["k"] == "m"}) >= FILL_AFTER:
+        # the steps whose "lm loss" is journaled, as the test counts them (other metrics of a step may come first)
+        if len({r["s"] for r in journal_lines(run_dir, skip_torn=True) if r["k"] == "m" and "lm loss" in r["d"]}) \
+                >= FILL_AFTER:
             fill(run_dir.parent)
             return
 

