@@ -132,20 +132,6 @@ def test_keyword_arguments_reach_upstream_once_the_wrapper_failed(registry, upst
     assert module.calls == ["a", "b"]
 
 
-def test_a_required_wrapper_that_fails_is_recorded_with_its_error(registry, upstream):
-    module = importlib.import_module(upstream())
-
-    def broken(wrapped, instance, args, kwargs):
-        raise TypeError("bug in patch code")
-
-    registry.register(Patch("w.reqfail", module.__name__, None, "", wrapping("greet", broken), required=True))
-    registry.activate()
-    with pytest.raises(TypeError):
-        module.greet("k")
-    assert [(r.status, r.reason) for r in registry.records()] == [
-        ("failed", "disabled at run time: TypeError('bug in patch code')")]
-
-
 def test_a_tracking_patch_wraps_as_any_other(registry, upstream):
     module = importlib.import_module(upstream())
     seen = []

@@ -265,7 +265,8 @@ def test_required_wrapper_failure_raises(registry, upstream):
     registry.activate()
     with pytest.raises(TypeError, match="required patch bug"):
         module.greet("o")
-    assert registry.records()[0].status == "failed"
+    assert [(r.status, r.reason) for r in registry.records()] == [
+        ("failed", "disabled at run time: TypeError('required patch bug')")]
 
 
 def test_an_unsupported_release_skips_a_patch_whose_condition_holds(registry, upstream, caplog):
