@@ -167,14 +167,9 @@ def device_memory(torch_module=None) -> MemoryReading | None:
                          stats.get("allocated_bytes.all.peak", 0))
 
 
-_CUDA: dict[int, bool] = {}  # per torch module: is_available() asks the driver (~30 us in a training process)
-
-
+@functools.lru_cache(maxsize=8)  # per torch module: is_available() asks the driver (~30 us in a training process)
 def _has_cuda(torch) -> bool:
-    known = _CUDA.get(id(torch))
-    if known is None:
-        known = _CUDA[id(torch)] = bool(torch.cuda.is_available())
-    return known
+    return bool(torch.cuda.is_available())
 
 
 def host_rss_bytes() -> float:
