@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.primus-installed
 export OMP_NUM_THREADS ?= 1
 
-.PHONY: setup setup-maxtext setup-upstream-matrix run test bench mutation clean
+.PHONY: setup setup-maxtext setup-upstream-matrix run test lint bench mutation clean
 setup: $(STAMP) setup-maxtext setup-upstream-matrix
 
 # The other supported upstream releases (third_party/upstream-matrix.txt), each in a folder that tests put on
@@ -32,6 +32,12 @@ run: setup
 
 test: setup
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# ruff (lint and format check) and mypy over primus/ (settings: pyproject.toml)
+lint: $(STAMP)
+	$(VENV)/bin/ruff check primus
+	$(VENV)/bin/ruff format --check primus
+	$(VENV)/bin/mypy
 
 # Mutation testing of the core modules (setup.cfg [mutmut]) on their fast unit tests; minutes to an hour,
 # not part of `make test`. Results stay in mutants/ (a rerun only tries what changed); MUTANTS='primus.redaction*'
