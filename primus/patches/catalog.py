@@ -8,9 +8,9 @@ import importlib
 import os
 from importlib.metadata import EntryPoint
 
-from primus.plugins import PluginError, describe, load_plugin, plugin_entry_points
 from primus.patches.registry import REGISTRY
 from primus.patches.upstream import Upstream
+from primus.plugins import PluginError, describe, load_plugin, plugin_entry_points
 
 DECLARING_MODULES: tuple[str, ...] = (
     "primus.backends.megatron.patches.cpu_patches",

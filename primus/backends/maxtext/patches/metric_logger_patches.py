@@ -15,11 +15,13 @@ from __future__ import annotations
 from primus import cpu_accounting
 from primus.backends.maxtext.patches.versions import MAXTEXT
 from primus.patches import REGISTRY
+from primus.patches.arguments import Arguments
 
 FEED = "_primus_feed"  # the HubFeed on a tracked MetricLogger instance
 
 
-@REGISTRY.patch("maxtext.tracking.metric_logger", target="maxtext.common.metric_logger", upstream=MAXTEXT, backend="maxtext",
+@REGISTRY.patch("maxtext.tracking.metric_logger", target="maxtext.common.metric_logger",
+                upstream=MAXTEXT, backend="maxtext",
                 description="MetricLogger.__init__/write_metrics/write_setup_info_to_tensorboard/"
                             "flush_metrics_and_cleanup -> the hub behind TensorBoard, W&B and MLflow")
 def _install_metric_logger(module, handle):
@@ -31,16 +33,17 @@ def _install_metric_logger(module, handle):
     from primus.backends.maxtext.logger_config import UpstreamWritersOff
     from primus.backends.maxtext.tracking_session import plan_for, start_tracking, status_for
 
+    cls = module.MetricLogger
+    init_arguments = Arguments(cls.__init__, "config", method=True)
+    write_arguments = Arguments(cls.write_metrics, "metrics", "step", "metric_type", method=True)
+    setup_arguments = Arguments(cls.write_setup_info_to_tensorboard, "params", method=True)
+
     def init(wrapped, instance, args, kwargs):
-        config = kwargs["config"] if "config" in kwargs else args[0]
+        config = init_arguments("config", args, kwargs)
         plan = plan_for(config)
         if plan.config is None or jax.process_index() != 0:
             return wrapped(*args, **kwargs)
-        view = UpstreamWritersOff(config)
-        if "config" in kwargs:
-            kwargs = {**kwargs, "config": view}
-        else:
-            args = (view, *args[1:])
+        args, kwargs = init_arguments.replace("config", UpstreamWritersOff(config), args, kwargs)
         wrapped(*args, **kwargs)
         line = f"To see full metrics 'tensorboard --logdir={config.tensorboard_dir}'"  # upstream's, at its flushes
         # upstream's own line where its own flush would print it: upstream's CPU, as in a run without Primus
@@ -51,8 +54,8 @@ def _install_metric_logger(module, handle):
     def write_metrics(wrapped, instance, args, kwargs):
         feed = getattr(instance, FEED, None)
         if feed is not None:
-            metrics, step = args[0], args[1]
-            feed.write(metrics, step, args[2] if len(args) > 2 else kwargs.get("metric_type", "train"))
+            feed.write(write_arguments("metrics", args, kwargs), write_arguments("step", args, kwargs),
+                       write_arguments("metric_type", args, kwargs))
         return wrapped(*args, **kwargs)
 
     def write_setup_info(wrapped, instance, args, kwargs):
@@ -61,7 +64,7 @@ def _install_metric_logger(module, handle):
         if feed is None:
             return result
         config = instance.config  # upstream's, seen through UpstreamWritersOff
-        params = args[0] if args else kwargs["params"]
+        params = setup_arguments("params", args, kwargs)
         feed.write_texts({"num_model_parameters": module.max_utils.calculate_num_params_from_pytree(params)},
                          tensorboard_only=False)
         if feed.tensorboard:  # upstream's config dump; every tracker has the config as run params
@@ -86,7 +89,6 @@ def _install_metric_logger(module, handle):
         feed.finish(status_for(in_flight))
         return result
 
-    cls = module.MetricLogger
     handle.wrap(cls, "__init__", init)
     handle.wrap(cls, "write_metrics", write_metrics)
     handle.wrap(cls, "write_setup_info_to_tensorboard", write_setup_info)

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from primus.backends.maxtext.patches.versions import MAXTEXT
 from primus.patches import REGISTRY
+from primus.patches.arguments import Arguments
 
 
-@REGISTRY.patch("maxtext.config.primus_options", target="maxtext.configs.pyconfig", upstream=MAXTEXT, backend="maxtext", required=True,
+@REGISTRY.patch("maxtext.config.primus_options", target="maxtext.configs.pyconfig",
+                upstream=MAXTEXT, backend="maxtext", required=True,
                 description="pyconfig.initialize: Primus's keys (enable_mlflow, mlflow_*) taken off the argv and "
                             "kwargs before upstream parses them; the tracking plan checked on the built config")
 def _install_pyconfig(module, handle):
@@ -20,13 +22,16 @@ def _install_pyconfig(module, handle):
     from primus.backends.maxtext.upstream_argv import with_experiment
     from primus.config.environment import module_params_from_env
 
+    arguments = Arguments(module.initialize, "argv")
+
     def initialize(wrapped, instance, args, kwargs):
-        argv = args[0] if args else kwargs.pop("argv", None)
+        argv = arguments("argv", args, kwargs)
         params = module_params_from_env("maxtext")
         if params is not None:
             argv = with_experiment(argv or [""], params, explicit_run_dir())
         upstream_argv, kwargs, options = split_options(argv or [], kwargs)
-        config = wrapped(upstream_argv if argv is not None else None, *args[1:], **kwargs)
+        args, kwargs = arguments.replace("argv", upstream_argv if argv is not None else None, args, kwargs)
+        config = wrapped(*args, **kwargs)
         prepare_tracking(config, options)
         return config
 

@@ -13,18 +13,13 @@ from types import ModuleType
 
 from primus.backends.megatron.patches.cpu_platform import cpu_patch
 from primus.patches import PatchHandle
+from primus.patches.arguments import Arguments
 
 
 def _get_cpu_rng_state(wrapped, instance, args, kwargs):
     import torch
 
     return torch.get_rng_state()  # already a copy, which also covers clone=True
-
-
-def _set_cpu_rng_state(wrapped, instance, args, kwargs) -> None:
-    import torch
-
-    torch.set_rng_state(args[0] if args else kwargs["new_state"])
 
 
 class DropForkWarning(logging.Filter):
@@ -36,7 +31,14 @@ class DropForkWarning(logging.Filter):
 
 def install_rng_tracker_on_cpu_generator(random: ModuleType, handle: PatchHandle) -> None:
     handle.wrap(random, "_get_cuda_rng_state", _get_cpu_rng_state)
-    handle.wrap(random, "_set_cuda_rng_state", _set_cpu_rng_state)
+    arguments = Arguments(random._set_cuda_rng_state, "new_state")
+
+    def set_cpu_rng_state(wrapped, instance, args, kwargs) -> None:
+        import torch
+
+        torch.set_rng_state(arguments("new_state", args, kwargs))
+
+    handle.wrap(random, "_set_cuda_rng_state", set_cpu_rng_state)
     logger = logging.getLogger(random.__name__)
     warning_filter = DropForkWarning()
     logger.addFilter(warning_filter)

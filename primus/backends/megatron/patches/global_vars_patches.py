@@ -7,17 +7,21 @@ import importlib.util
 from primus.backends.megatron.patches.versions import MEGATRON
 from primus.log import get_logger
 from primus.patches import REGISTRY
+from primus.patches.arguments import Arguments
 
 log = get_logger("primus.megatron")
 
 
-@REGISTRY.patch("megatron.tracking.writers", target="megatron.training.global_vars", upstream=MEGATRON, backend="megatron",
+@REGISTRY.patch("megatron.tracking.writers", target="megatron.training.global_vars",
+                upstream=MEGATRON, backend="megatron",
                 description="global_vars._set_tensorboard_writer/_set_wandb_writer -> one hub behind all trackers")
 def _install_writers(module, handle):
     from primus.backends.megatron.training import global_vars as primus_vars
 
+    arguments = Arguments(module._set_tensorboard_writer, "args")
+
     def set_tensorboard_writer(wrapped, instance, args, kwargs):
-        primus_vars.set_tracking_writer(args[0] if args else kwargs["args"], module)
+        primus_vars.set_tracking_writer(arguments("args", args, kwargs), module)
 
     def set_wandb_writer(wrapped, instance, args, kwargs):
         return None  # W&B is a sink of the hub set up above; upstream's wandb.init must not run
@@ -36,8 +40,10 @@ def _install_writers(module, handle):
                 description="global_vars._set_one_logger: one clear line instead of upstream's warning when "
                             "the one_logger package is missing")
 def _install_one_logger(module, handle):
+    arguments = Arguments(module._set_one_logger, "args")
+
     def set_one_logger(wrapped, instance, args, kwargs):
-        megatron_args = args[0] if args else kwargs["args"]
+        megatron_args = arguments("args", args, kwargs)
         if megatron_args.enable_one_logger and importlib.util.find_spec("one_logger") is None:
             if megatron_args.rank == megatron_args.world_size - 1:
                 log.info("One-Logger is on (enable_one_logger) but the one_logger package is not installed: "

@@ -14,6 +14,7 @@ from types import SimpleNamespace
 
 from primus.backends.megatron.patches.versions import MEGATRON
 from primus.patches import REGISTRY
+from primus.patches.arguments import Arguments
 
 # the arguments that name a run, its experiment or its project in MLflow and W&B
 TRACKER_NAME_ARGUMENTS = ("mlflow_run_name", "mlflow_experiment_name", "wandb_exp_name", "wandb_project",
@@ -48,7 +49,8 @@ def _print_redacted(wrapped, instance, args, kwargs):
     return call(*args, **kwargs)
 
 
-@REGISTRY.patch("megatron.args.print_redacted", target="megatron.training.arguments", upstream=MEGATRON, backend="megatron",
+@REGISTRY.patch("megatron.args.print_redacted", target="megatron.training.arguments",
+                upstream=MEGATRON, backend="megatron",
                 description="arguments._print_args: the arguments printed at start-up with credentials masked")
 def _install_print_args(module, handle):
     handle.wrap(module, "_print_args", _print_redacted)
@@ -61,14 +63,17 @@ def _install_yaml_print_args(module, handle):
     handle.wrap(module, "_print_args", _print_redacted)
 
 
-@REGISTRY.patch("megatron.args.secret_names", target="megatron.training.arguments", upstream=MEGATRON, backend="megatron", required=True,
+@REGISTRY.patch("megatron.args.secret_names", target="megatron.training.arguments",
+                upstream=MEGATRON, backend="megatron", required=True,
                 description="arguments.validate_args: a tracker run, experiment or project name holding a "
                             "credential is refused before training")
 def _install_name_check(module, handle):
     from primus.backends.megatron.patches.args.notices import PrimusArgumentError
 
+    arguments = Arguments(module.validate_args, "args")
+
     def validate_args(wrapped, instance, args, kwargs):
-        namespace = args[0] if args else kwargs["args"]
+        namespace = arguments("args", args, kwargs)
         problems = secret_tracker_names(namespace)
         if problems:
             raise PrimusArgumentError(problems)

@@ -5,25 +5,25 @@ logged step."""
 
 from __future__ import annotations
 
-import inspect
-
 from primus import cpu_accounting
 from primus.backends.megatron.patches.versions import MEGATRON
 from primus.patches import REGISTRY
+from primus.patches.arguments import Arguments
 
 
-@REGISTRY.patch("megatron.tracking.training_log", target="megatron.training.training", upstream=MEGATRON, backend="megatron",
+@REGISTRY.patch("megatron.tracking.training_log", target="megatron.training.training",
+                upstream=MEGATRON, backend="megatron",
                 description="training.training_log / evaluate_and_print_results: perf figures and one log call "
-                            "per step, from the writer rank; after setup_model_and_optimizer: the utilisation device looked "
-                            "up before the first step")
+                            "per step, from the writer rank; after setup_model_and_optimizer: the utilisation "
+                            "device looked up before the first step")
 def _install_training_log(module, handle):
     from primus.backends.megatron.training.global_vars import get_rank_figures, get_tracking_session
 
-    iteration_of = _argument_reader(module.training_log, "iteration")
+    training_log_arguments = Arguments(module.training_log, "iteration")
 
     def training_log(wrapped, instance, args, kwargs):
         result = wrapped(*args, **kwargs)
-        iteration = iteration_of(args, kwargs)
+        iteration = training_log_arguments("iteration", args, kwargs)
         figures = get_rank_figures()
         system = figures.at(iteration) if figures is not None else None  # every rank takes part in the gather
         session = get_tracking_session()
@@ -52,37 +52,27 @@ def _install_training_log(module, handle):
     handle.wrap(module, "evaluate_and_print_results", evaluate_and_print_results)
 
 
-def _argument_reader(function, name: str):
-    """A fast reader of one argument of ``function`` from (args, kwargs); fails at install time when
-    upstream renames it, not in the training loop."""
-    index = list(inspect.signature(function).parameters).index(name)
-
-    def read(args, kwargs):
-        return args[index] if len(args) > index else kwargs[name]
-
-    return read
-
-
 @REGISTRY.patch("megatron.tracking.timers", target="megatron.core.timers", upstream=MEGATRON, backend="megatron",
                 description="Timers.write: --log-timers-to-tensorboard scalars reach the hub writer (upstream writes "
                             "only to a SummaryWriter instance or the wandb module, and drops anything else)")
 def _install_timers_write(module, handle):
     from primus.backends.megatron.training.hub_writer import HubWriter
 
-    signature = inspect.signature(module.Timers.write)
+    arguments = Arguments(module.Timers.write, "names", "writer", "iteration", "normalizer", "reset", "barrier",
+                          method=True)
 
     def write(wrapped, instance, args, kwargs):
-        call = signature.bind(instance, *args, **kwargs)
-        call.apply_defaults()
-        a = call.arguments
-        if not isinstance(a["writer"], HubWriter) or a["normalizer"] <= 0.0:
+        writer, normalizer = arguments("writer", args, kwargs), arguments("normalizer", args, kwargs)
+        if not isinstance(writer, HubWriter) or normalizer <= 0.0:
             return wrapped(*args, **kwargs)
         # upstream's own gather across ranks (every rank takes part), then each timer's maximum to the hub
         # upstream's write gathers the same way: its CPU is not tracking's (cpu_accounting, for the benchmarks)
         gather = cpu_accounting.theirs(instance._get_global_min_max_time)
-        times = gather(a["names"], a["reset"], a["barrier"], a["normalizer"])
+        times = gather(arguments("names", args, kwargs), arguments("reset", args, kwargs),
+                       arguments("barrier", args, kwargs), normalizer)
+        iteration = arguments("iteration", args, kwargs)
         for name, (_, max_time) in times.items():
-            a["writer"].add_scalar(name + "-time", max_time, a["iteration"])
+            writer.add_scalar(name + "-time", max_time, iteration)
         return None
 
     handle.wrap(module, "Timers.write", write)

@@ -1,6 +1,6 @@
 """The device torchtitan trains on: ``tools/utils.py:55`` (0.2.2: ``:37``) falls back to ``"cuda"`` when
-torch sees no accelerator, and the trainer then dies in ``set_device`` (trainer.py:301; 0.2.2 train.py:90). Here it is ``"cpu"``, with
-``CpuDeviceModule`` as ``device_module``; everything else follows from that (gloo from
+torch sees no accelerator, and the trainer then dies in ``set_device`` (trainer.py:301; 0.2.2 train.py:90).
+Here it is ``"cpu"``, with ``CpuDeviceModule`` as ``device_module``; everything else follows from that (gloo from
 ``default_device_backend_map``, CPU meshes, ``init_device="cpu"``)."""
 
 from __future__ import annotations

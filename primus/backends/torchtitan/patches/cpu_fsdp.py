@@ -11,21 +11,22 @@ from types import ModuleType
 from primus.backends.torchtitan.patches.cpu_platform import cpu_patch
 from primus.backends.torchtitan.patches.versions import CONFIGURABLE, TOML_JOB_CONFIG
 from primus.patches import PatchHandle
-
-
-def _sum_reductions_after(wrapped, instance, args, kwargs):
-    result = wrapped(*args, **kwargs)
-    from torch.distributed.fsdp import FSDPModule
-
-    model = args[0] if args else kwargs["model"]
-    for module in model.modules():
-        if isinstance(module, FSDPModule):
-            module.set_force_sum_reduction_for_comms(True)
-    return result
+from primus.patches.arguments import Arguments
 
 
 def install_sum_reductions(fsdp: ModuleType, handle: PatchHandle) -> None:
-    handle.wrap(fsdp, "disable_fsdp_gradient_division", _sum_reductions_after)
+    arguments = Arguments(fsdp.disable_fsdp_gradient_division, "model")
+
+    def sum_reductions_after(wrapped, instance, args, kwargs):
+        result = wrapped(*args, **kwargs)
+        from torch.distributed.fsdp import FSDPModule
+
+        for module in arguments("model", args, kwargs).modules():
+            if isinstance(module, FSDPModule):
+                module.set_force_sum_reduction_for_comms(True)
+        return result
+
+    handle.wrap(fsdp, "disable_fsdp_gradient_division", sum_reductions_after)
 
 
 PATCHES = (

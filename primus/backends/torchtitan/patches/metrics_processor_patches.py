@@ -15,12 +15,12 @@ part in one gather, and the logging rank(s) log min/mean/max over ranks."""
 
 from __future__ import annotations
 
-import inspect
 from types import ModuleType
 from typing import Any
 
 from primus.backends.torchtitan.patches.versions import CONFIGURABLE, TOML_JOB_CONFIG, TORCHTITAN
 from primus.patches import REGISTRY, PatchHandle
+from primus.patches.arguments import Arguments
 
 RANK_FIGURES = "_primus_rank_figures"  # the MetricsProcessor's RankFigures, with the across-rank figures on
 
@@ -50,14 +50,18 @@ def _tracking_logger(module: ModuleType, metrics: Any, *, dump_folder: str, metr
                 versions=CONFIGURABLE, backend="torchtitan",
                 description="MetricsProcessor._build_metric_logger -> the hub behind every tracker")
 def _install_metric_logger(module: ModuleType, handle: PatchHandle) -> None:
+    arguments = Arguments(module.MetricsProcessor._build_metric_logger, "config", "dump_folder", "parallel_dims",
+                          "pp_schedule", "config_dict", "tag", method=True)
+
     def build_metric_logger(wrapped, instance, args, kwargs):
-        params = dict(kwargs.get("config_dict") or {})
+        params = dict(arguments("config_dict", args, kwargs) or {})
         model = params.pop("model_spec", None)  # the model's layer-by-layer configs: not run parameters
         logger = _tracking_logger(
-            module, kwargs["config"], dump_folder=kwargs["dump_folder"], params=params, model=model,
-            metrics_rank=module._get_metrics_rank(parallel_dims=kwargs["parallel_dims"],
-                                                  pp_schedule=kwargs["pp_schedule"]),
-            tag=kwargs.get("tag"))
+            module, arguments("config", args, kwargs), dump_folder=arguments("dump_folder", args, kwargs),
+            params=params, model=model,
+            metrics_rank=module._get_metrics_rank(parallel_dims=arguments("parallel_dims", args, kwargs),
+                                                  pp_schedule=arguments("pp_schedule", args, kwargs)),
+            tag=arguments("tag", args, kwargs))
         return wrapped(*args, **kwargs) if logger is None else logger
 
     handle.wrap(module.MetricsProcessor, "_build_metric_logger", build_metric_logger)
@@ -67,20 +71,15 @@ def _install_metric_logger(module: ModuleType, handle: PatchHandle) -> None:
                 upstream=TORCHTITAN, versions=TOML_JOB_CONFIG, backend="torchtitan",
                 description="_build_metric_logger(job_config, parallel_dims, tag) -> the hub behind every tracker")
 def _install_metric_logger_function(module: ModuleType, handle: PatchHandle) -> None:
-    signature = inspect.signature(module._build_metric_logger)
-    missing = {"job_config", "parallel_dims", "tag"} - set(signature.parameters)
-    if missing:  # fails the install, not the training loop
-        raise TypeError(f"_build_metric_logger{signature} has no argument {', '.join(sorted(missing))}")
+    arguments = Arguments(module._build_metric_logger, "job_config", "parallel_dims", "tag")
 
     def build_metric_logger(wrapped, instance, args, kwargs):
-        bound = signature.bind(*args, **kwargs)
-        bound.apply_defaults()
-        job_config, parallel_dims = bound.arguments["job_config"], bound.arguments["parallel_dims"]
+        job_config, parallel_dims = arguments("job_config", args, kwargs), arguments("parallel_dims", args, kwargs)
         params = job_config.to_dict()
         logger = _tracking_logger(
             module, job_config.metrics, dump_folder=job_config.job.dump_folder, params=params,
             model=params.get("model"), metrics_rank=module._get_metrics_rank(parallel_dims, job_config),
-            tag=bound.arguments["tag"])
+            tag=arguments("tag", args, kwargs))
         return wrapped(*args, **kwargs) if logger is None else logger
 
     handle.wrap(module, "_build_metric_logger", build_metric_logger)
@@ -98,6 +97,7 @@ def _install_metrics_processor(module: ModuleType, handle: PatchHandle) -> None:
     from primus.tracking.across_ranks import RankFigures
 
     notices = get_logger("primus.torchtitan")
+    log_arguments = Arguments(module.MetricsProcessor.log, "step", "extra_metrics", method=True)
 
     def init(wrapped, instance, args, kwargs):
         wrapped(*args, **kwargs)  # builds the logger, then reads the device's peak
@@ -114,12 +114,10 @@ def _install_metrics_processor(module: ModuleType, handle: PatchHandle) -> None:
         system = figures.read() if figures is not None else None  # on every rank, whether it logs or not
         logger = instance.logger
         if isinstance(logger, HubLogger) and logger.perf is not None:
-            step = args[0] if args else kwargs["step"]
-            perf = logger.perf.measure(instance, step, system)  # before upstream resets its counters
-            if len(args) > 4:
-                args = (*args[:4], {**(args[4] or {}), **perf})
-            else:
-                kwargs = {**kwargs, "extra_metrics": {**(kwargs.get("extra_metrics") or {}), **perf}}
+            # before upstream resets its counters
+            perf = logger.perf.measure(instance, log_arguments("step", args, kwargs), system)
+            extra = {**(log_arguments("extra_metrics", args, kwargs) or {}), **perf}
+            args, kwargs = log_arguments.replace("extra_metrics", extra, args, kwargs)
         return wrapped(*args, **kwargs)
 
     handle.wrap(module.MetricsProcessor, "__init__", init)

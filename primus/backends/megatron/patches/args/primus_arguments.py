@@ -42,7 +42,8 @@ def add_primus_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
             "Turn Weights & Biases off (true) or on (false). Default: on when --wandb-project is given.")
     _toggle(group, "--disable-mlflow", True, "Turn MLflow off (true, default) or on (false).")
     group.add_argument("--mlflow-run-name", default=None, help="MLflow run name (default: the experiment's run name).")
-    group.add_argument("--mlflow-experiment-name", default=None, help="MLflow experiment name; unset: MLFLOW_EXPERIMENT_NAME, else 'primus'.")
+    group.add_argument("--mlflow-experiment-name", default=None,
+                       help="MLflow experiment name; unset: MLFLOW_EXPERIMENT_NAME, else 'primus'.")
     _toggle(group, "--mlflow-upload-traces", False, "Upload this run's profiler trace files to MLflow.")
     _toggle(group, "--mlflow-upload-logs", False, "Upload this run's log files to MLflow.")
     _toggle(group, "--mlflow-upload-performance-metrics", False,
