@@ -1,13 +1,14 @@
-"""Patch registry (layer 2). See ``registry.py``; backends declare their patches in
+"""Patch registry (layer 2). See ``registry.py`` (declare, select, install, undo) and ``handle.py`` (what
+an install changes upstream through); backends declare their patches in
 ``primus/backends/<name>/patches/`` and list the declaring modules in ``catalog.py``."""
 
+from primus.patches.handle import PatchHandle
 from primus.patches.registry import (
     REGISTRY,
     DuplicatePatchError,
     Patch,
     PatchContext,
     PatchError,
-    PatchHandle,
     PatchRecord,
     PatchRegistry,
 )

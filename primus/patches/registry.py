@@ -28,12 +28,10 @@ from typing import Any
 import wrapt
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-from primus import cpu_accounting
+from primus.patches.handle import PatchHandle
 from primus.patches.upstream import Found, Upstream, in_range, locate
 
 log = logging.getLogger("primus.patches")
-
-Undo = Callable[[], None]
 
 SELECT_ENV = "PRIMUS_PATCHES"  # all | none | comma-separated patch ids
 DISABLE_ENV = "PRIMUS_DISABLE_PATCHES"  # comma-separated patch ids removed from the selection
@@ -140,124 +138,6 @@ class Selection:
         return (self.only is None or patch_id in self.only) and patch_id not in self.disabled
 
 
-_MISSING = object()
-
-
-class _UpstreamCall:
-    """The ``wrapped`` a guarded wrapper receives: calls upstream and remembers what happened, so the
-    guard can tell upstream's exceptions (propagate) from the patch's own (disable the patch).
-    Attributes (``__name__``, ``__module__``, ``__self__``...) are upstream's. Not a wrapt proxy:
-    its ``_self_`` attributes made each guarded call ~2 us slower than this slotted object."""
-
-    __slots__ = ("__wrapped__", "called", "result", "error")
-
-    def __init__(self, wrapped: Callable):
-        self.__wrapped__ = wrapped
-        self.called = False
-        self.result: Any = None
-        self.error: BaseException | None = None
-
-    def __call__(self, *args, **kwargs):
-        self.called = True
-        try:
-            self.result = self.__wrapped__(*args, **kwargs)
-        except BaseException as e:
-            self.error = e
-            raise
-        return self.result
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.__wrapped__, name)
-
-    # These two come from the class before __getattr__ is asked.
-    __module__ = property(lambda self: self.__wrapped__.__module__)  # type: ignore[assignment]
-    __doc__ = property(lambda self: self.__wrapped__.__doc__)  # type: ignore[assignment]
-
-
-class PatchHandle:
-    """Given to ``Patch.install``: makes changes that the registry can undo and guard."""
-
-    def __init__(self, patch: Patch, context: PatchContext,
-                 on_failure: Callable[[PatchHandle, BaseException], None] = lambda h, e: None):
-        self.patch = patch
-        self.context = context
-        self.disabled = False
-        self._on_failure = on_failure
-        self._undo: list[Undo] = []
-
-    # -- changes -------------------------------------------------------------------------
-    def wrap(self, owner: Any, name: str, wrapper: Callable) -> None:
-        """Wrap ``owner.<name>`` (``"Class.method"`` allowed) with a wrapt wrapper
-        ``wrapper(wrapped, instance, args, kwargs)``, guarded so that patch-code errors fall back
-        to the original call."""
-        parent, attribute, original = wrapt.resolve_path(owner, name)
-        guarded = self._guard(wrapper)
-        if ".tracking." in self.patch.id:  # the benchmarks' count of training-thread CPU spent on tracking
-            guarded = cpu_accounting.wrapper(guarded, f"{self.patch.id}:{name}")
-        self._set(parent, attribute, wrapt.FunctionWrapper(original, guarded))
-
-    def replace(self, owner: Any, name: str, value: Any) -> None:
-        """Set ``owner.<name> = value``, remembering the original for undo."""
-        self._set(owner, name, value)
-
-    def on_undo(self, fn: Undo) -> None:
-        self._undo.append(fn)
-
-    def _set(self, owner: Any, name: str, value: Any) -> None:
-        # Only the owner's own attribute is restored on undo: an inherited one is deleted again,
-        # so the subclass does not keep a copy of its base's attribute.
-        own = _own_attribute(owner, name)
-        setattr(owner, name, value)
-
-        def restore():
-            if _own_attribute(owner, name) is not value:
-                log.warning("primus patch %s: %s.%s was replaced again by someone else; left as it is",
-                            self.patch.id, getattr(owner, "__name__", owner), name)
-            elif own is _MISSING:
-                delattr(owner, name)
-            else:
-                setattr(owner, name, own)
-
-        self._undo.append(restore)
-
-    # -- guard ---------------------------------------------------------------------------
-    def _guard(self, wrapper: Callable) -> Callable:
-        handle = self
-
-        def guarded(wrapped, instance, args, kwargs):
-            if handle.disabled:
-                return wrapped(*args, **kwargs)
-            call = _UpstreamCall(wrapped)
-            try:
-                return wrapper(call, instance, args, kwargs)
-            except BaseException as error:
-                if error is call.error or isinstance(error, (KeyboardInterrupt, SystemExit)):
-                    raise
-                if handle.patch.required:
-                    handle.fail(error)
-                    raise
-                failure = error
-            # Outside the except block, so that re-raising upstream's error chains nothing onto it.
-            handle.fail(failure)
-            if call.error is not None:
-                raise call.error
-            return call.result if call.called else wrapped(*args, **kwargs)
-
-        return guarded
-
-    def fail(self, error: BaseException) -> None:
-        if not self.disabled:
-            self.disabled = True
-            log.warning("primus patch %s failed and is now disabled: %r", self.patch.id, error)
-            self._on_failure(self, error)
-
-    def undo(self) -> None:
-        # Disabled first: a wrapper someone bound early (``from m import f``) becomes a pass-through.
-        self.disabled = True
-        while self._undo:
-            self._undo.pop()()
-
-
 class PatchRegistry:
     def __init__(self):
         self._patches: dict[str, Patch] = {}
@@ -344,8 +224,8 @@ class PatchRegistry:
         problem = found.problem() if found is not None else None
         if problem is not None:
             return Eligibility(found, problem)
-        if found is not None and patch.versions and not in_range(found.version, patch.versions):
-            return Eligibility(found, skip=f"written for {patch.upstream.distribution}{patch.versions}, "
+        if found is not None and found.version and patch.versions and not in_range(found.version, patch.versions):
+            return Eligibility(found, skip=f"written for {found.upstream.distribution}{patch.versions}, "
                                            f"not {found.version}")
         if patch.condition is None:
             return Eligibility(found)
@@ -386,12 +266,12 @@ class PatchRegistry:
 
     def _skip_or_raise(self, patch: Patch, verdict: Eligibility) -> None:
         if patch.required:
-            self._record(patch, verdict, "failed", verdict.problem)
+            self._record(patch, verdict, "failed", verdict.problem or "")
             fix = (f" Use a supported release ({patch.upstream.distribution}{patch.upstream.supported}) "
                    f"or update the patch." if patch.upstream else "")
             raise PatchError(f"required patch {patch.id} cannot be applied: {verdict.problem}.{fix}")
         log.warning("primus patch %s skipped: %s", patch.id, verdict.problem)
-        self._record(patch, verdict, "skipped", verdict.problem)
+        self._record(patch, verdict, "skipped", verdict.problem or "")
 
     def _on_failure(self, handle: PatchHandle, error: BaseException) -> None:
         with self._lock:
@@ -432,13 +312,6 @@ class PatchRegistry:
         """Forget records (tests); patches stay registered."""
         self.deactivate()
         self._records.clear()
-
-
-def _own_attribute(owner: Any, name: str) -> Any:
-    """``owner``'s own attribute (not an inherited one), unbound; ``_MISSING`` if it has none."""
-    if hasattr(owner, "__dict__"):
-        return vars(owner).get(name, _MISSING)
-    return getattr(owner, name, _MISSING)
 
 
 REGISTRY = PatchRegistry()

@@ -14,8 +14,8 @@ from __future__ import annotations
 import ast
 import importlib.metadata
 import sys
-from dataclasses import dataclass
 from importlib.machinery import PathFinder
+from dataclasses import dataclass
 from pathlib import Path
 
 from packaging.specifiers import SpecifierSet

@@ -1,6 +1,6 @@
 """What a user of the registry reads and gets in the cases the other registry tests leave out: the decorator
 form, the platform detected when none is forced, the warning when patch code fails, the record and message of
-a required patch that cannot apply, keyword arguments through a guarded wrapper."""
+a required patch that cannot apply, keyword arguments through a guarded wrapper, undo under a later wrapper."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ import logging
 
 import pytest
 import torch
+import wrapt
+from test_registry_failures import PACKAGING, packaging_upstream, passthrough, wrapping
 
 from primus.patches import Patch, PatchError
 from primus.patches.registry import PLATFORM_ENV, PatchContext, detect_platform
 from primus.patches.upstream import locate
-
-from test_registry_failures import PACKAGING, packaging_upstream, passthrough, wrapping
 
 
 def test_the_decorator_registers_the_patch_as_declared_and_keeps_the_function(registry, upstream):
@@ -244,3 +244,22 @@ def test_undo_names_an_instance_someone_replaced_an_attribute_of(registry, upstr
         registry.deactivate()
     assert [r.getMessage() for r in caplog.records] == [
         f"primus patch u.inst: {target!r}.greet was replaced again by someone else; left as it is"]
+
+
+def test_undo_splices_our_wrapper_out_from_under_a_later_one(registry, upstream):
+    module = importlib.import_module(upstream())
+    original = module.greet
+
+    def ours(wrapped, instance, args, kwargs):
+        return "ours " + wrapped(*args, **kwargs)
+
+    def theirs(wrapped, instance, args, kwargs):
+        return "theirs " + wrapped(*args, **kwargs)
+
+    registry.register(Patch("u.covered", module.__name__, None, "", wrapping("greet", ours)))
+    registry.activate()
+    covering = wrapt.wrap_function_wrapper(module, "greet", theirs)
+    assert module.greet("a") == "theirs ours hello a"
+    registry.deactivate()
+    assert module.greet is covering and covering.__wrapped__ is original  # theirs stays, ours is gone
+    assert module.greet("b") == "theirs hello b"
