@@ -19,10 +19,10 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from support.launch import start, wait_or_kill
 
-from primus.backends.maxtext.patches.versions import MAXTEXT
-from primus.backends.megatron.patches.versions import MEGATRON
+from primus.backends.maxtext.upstream_versions import MAXTEXT
+from primus.backends.megatron.upstream_versions import MEGATRON
 from primus.backends.torchtitan.assets import ASSETS_ENV
-from primus.backends.torchtitan.patches.versions import TORCHTITAN
+from primus.backends.torchtitan.upstream_versions import TORCHTITAN
 
 pytestmark = pytest.mark.slow
 

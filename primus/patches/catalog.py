@@ -14,7 +14,7 @@ from primus.plugins import PluginError, describe, load_plugin, plugin_entry_poin
 
 DECLARING_MODULES: tuple[str, ...] = (
     "primus.backends.megatron.patches.cpu_patches",
-    "primus.backends.megatron.patches.args",
+    "primus.backends.megatron.patches.arguments_patches",
     "primus.backends.megatron.patches.global_vars_patches",
     "primus.backends.megatron.patches.training_log_patches",
     "primus.backends.megatron.patches.secret_arguments_patches",

@@ -23,6 +23,29 @@ def test_every_declared_patch_module_loads_and_declares_unique_ids():
     assert len(ids) == len(set(ids))
 
 
+# In a fresh process, so that each module's own registrations are the ones counted.
+_COUNT_REGISTRATIONS = """
+import importlib, sys
+from primus.patches import REGISTRY
+for name in sys.argv[1:]:
+    before = len(REGISTRY.patches())
+    importlib.import_module(name)
+    print(name, len(REGISTRY.patches()) - before)
+"""
+
+
+def test_a_backends_patches_folder_holds_only_modules_that_register_patches():
+    root = Path(__file__).resolve().parents[2]
+    files = sorted(root.glob("primus/backends/*/patches/**/*.py"))
+    names = [".".join(f.relative_to(root).with_suffix("").parts) for f in files if f.name != "__init__.py"]
+    counted = subprocess.run([sys.executable, "-c", _COUNT_REGISTRATIONS, *names], capture_output=True, text=True,
+                             check=True).stdout.split("\n")
+    registered = dict(line.split() for line in counted if line)
+    assert len(names) > 10 and set(registered) == set(names)
+    assert [name for name in names if registered[name] == "0"] == [], "move helpers beside patches/, not in it"
+    assert set(names) <= set(declaring_modules()), "every module that registers patches is in the catalog"
+
+
 def test_extra_modules_are_appended(monkeypatch):
     monkeypatch.setenv(EXTRA_MODULES_ENV, " json , csv")
     assert declaring_modules()[-2:] == ("json", "csv")
@@ -47,7 +70,8 @@ PROBE = (f"import demo_plugin_target as t; from primus.patches import REGISTRY; 
 
 
 def _primus_run(site: Path, *command: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(site), "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    env = {**os.environ, "PYTHONPATH": str(site),
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     for name in ("PRIMUS_ACTIVATE", "PRIMUS_PATCHES", "PRIMUS_DISABLE_PATCHES", EXTRA_MODULES_ENV):
         env.pop(name, None)
     return subprocess.run(["primus-run", *command], env=env, capture_output=True, text=True, timeout=120)

@@ -30,7 +30,7 @@ PARAMS = [
 
 def table() -> Path:
     """The generated table of the maxtext release installed here (else the newest)."""
-    from primus.backends.maxtext.patches.versions import MAXTEXT  # the backend declares its upstream
+    from primus.backends.maxtext.upstream_versions import MAXTEXT  # the backend declares its upstream
 
     return upstream_tables.select("maxtext", upstream_tables.installed(MAXTEXT))
 

@@ -19,8 +19,8 @@ import sys
 import typing
 from typing import Any
 
+from primus.backends.maxtext.upstream_versions import MAXTEXT  # a declaration; imports no upstream
 from primus.config import type_expressions
-from primus.backends.maxtext.patches.versions import MAXTEXT  # a declaration; imports no upstream
 from primus.config.schemas import upstream_tables
 
 BACKEND = "maxtext"

@@ -26,8 +26,8 @@ import sys
 import typing
 from typing import Any
 
+from primus.backends.torchtitan.upstream_versions import TORCHTITAN  # a declaration; imports no upstream
 from primus.config import type_expressions
-from primus.backends.torchtitan.patches.versions import TORCHTITAN  # a declaration; imports no upstream
 from primus.config.schemas import upstream_tables
 
 BACKEND = "torchtitan"

@@ -5,8 +5,8 @@ import argparse
 
 import pytest
 
+from primus.backends.megatron.arguments import add_primus_arguments
 from primus.backends.megatron.patches.args.notices import PrimusArgumentError
-from primus.backends.megatron.patches.args.primus_arguments import add_primus_arguments
 from primus.backends.megatron.training.tracking_plan import plan_tracking
 
 UPSTREAM_DEFAULTS = dict(tensorboard_dir=None, wandb_project=None, wandb_exp_name=None, wandb_save_dir=None,

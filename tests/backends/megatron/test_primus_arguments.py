@@ -4,7 +4,7 @@ become parser defaults that the command line still overrides."""
 import argparse
 import json
 
-from primus.backends.megatron.patches.args.primus_arguments import add_primus_arguments, compose_extra_args_provider
+from primus.backends.megatron.arguments import add_primus_arguments, compose_extra_args_provider
 from primus.config.schemas.megatron import PRIMUS_PARAMS
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from primus.backends.torchtitan.patches.cpu_device_module import CpuDeviceModule
+from primus.backends.torchtitan.cpu.device_module import CpuDeviceModule
 
 
 def test_host_memory_is_this_processs_resident_peak():

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from primus.backends.torchtitan.patches.module_overlay import Overlay
+from primus.backends.torchtitan.module_overlay import Overlay
 
 
 def test_replaced_attributes_are_ours_and_the_rest_the_modules():

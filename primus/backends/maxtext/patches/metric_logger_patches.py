@@ -13,7 +13,7 @@ With every tracker off, upstream's methods run unchanged."""
 from __future__ import annotations
 
 from primus import cpu_accounting
-from primus.backends.maxtext.patches.versions import MAXTEXT
+from primus.backends.maxtext.upstream_versions import MAXTEXT
 from primus.patches import REGISTRY
 from primus.patches.arguments import Arguments
 

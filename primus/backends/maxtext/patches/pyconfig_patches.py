@@ -7,7 +7,7 @@ surface only after compilation."""
 
 from __future__ import annotations
 
-from primus.backends.maxtext.patches.versions import MAXTEXT
+from primus.backends.maxtext.upstream_versions import MAXTEXT
 from primus.patches import REGISTRY
 from primus.patches.arguments import Arguments
 

@@ -1,3 +1,3 @@
-"""Patches on upstream Megatron (megatron-core), one module per hook point; ``versions`` holds the upstream
-range they support. ``cpu_patches`` declares the CPU platform; its parts are named after what they patch
-(``cpu_torch_shims``, ``cpu_device_placement``, ``cpu_jit``, ``cpu_rng``, ``cpu_initialize``)."""
+"""Patches on upstream Megatron (megatron-core), one module per hook point; every module here registers
+patches (a test checks it). ``cpu_patches`` registers the CPU platform, whose parts live in ``../cpu/``;
+the supported upstream range is ``../upstream_versions.py``."""

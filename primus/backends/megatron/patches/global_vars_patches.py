@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 
-from primus.backends.megatron.patches.versions import MEGATRON
+from primus.backends.megatron.upstream_versions import MEGATRON
 from primus.log import get_logger
 from primus.patches import REGISTRY
 from primus.patches.arguments import Arguments

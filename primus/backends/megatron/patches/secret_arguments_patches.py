@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from primus.backends.megatron.patches.versions import MEGATRON
+from primus.backends.megatron.upstream_versions import MEGATRON
 from primus.patches import REGISTRY
 from primus.patches.arguments import Arguments
 

@@ -2,7 +2,7 @@
 upstream's config, and the tracking decided (and checked) as soon as the config is parsed.
 
 Required: without them a `--metrics.enable-mlflow` flag is an unknown argument, and a bad setting would
-surface only after the model was built. One patch per upstream generation (versions.py), the same steps:
+surface only after the model was built. One patch per upstream generation (upstream_versions.py), the same steps:
 Primus's fields in the metrics config, the experiment's sections on the config upstream built before it
 parses the command line, the tracking planned from the parsed config.
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from types import ModuleType
 
-from primus.backends.torchtitan.patches.versions import CONFIGURABLE, TOML_JOB_CONFIG, TORCHTITAN
+from primus.backends.torchtitan.upstream_versions import CONFIGURABLE, TOML_JOB_CONFIG, TORCHTITAN
 from primus.patches import REGISTRY, PatchHandle
 
 
@@ -71,7 +71,7 @@ def _cli_with_experiment(tyro_cli):
                             "still wins); parse_args: tracking plan checked")
 def _install_job_config(module: ModuleType, handle: PatchHandle) -> None:
     from primus.backends.torchtitan.metrics_options import primus_job_config_class
-    from primus.backends.torchtitan.patches.module_overlay import Overlay
+    from primus.backends.torchtitan.module_overlay import Overlay
     from primus.backends.torchtitan.tracking_session import prepare_tracking
 
     def config_class(wrapped, instance, args, kwargs):

@@ -13,8 +13,9 @@ the YAML presets set all three explicitly, to the spec's default ``true``.
 from __future__ import annotations
 
 import argparse
+import os
+from typing import Any
 
-from primus.backends.megatron.patches.args.experiment_defaults import experiment_defaults
 from primus.tracking.config import JOURNAL_RETENTIONS
 
 _TRUE = {"1", "true", "yes", "on", "y", "t"}
@@ -87,3 +88,12 @@ def compose_extra_args_provider(user_provider):
         return parser
 
     return provider
+
+
+def experiment_defaults(environ=os.environ) -> dict[str, Any]:
+    """An experiment YAML as upstream's argument defaults: with PRIMUS_CONFIG (set by `primus train` and
+    `primus-run --config`), the resolved parameters of its Megatron module, for ``parser.set_defaults``
+    (no translation to command-line flags; flags given on the command line still win)."""
+    from primus.config.environment import module_params_from_env  # only when parsing: keeps this module light
+
+    return module_params_from_env("megatron", environ) or {}

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from primus.backends.torchtitan.patches.cpu_platform import cpu_patch
-from primus.backends.torchtitan.patches.module_overlay import Overlay
-from primus.backends.torchtitan.patches.versions import TOML_JOB_CONFIG
+from primus.backends.torchtitan.cpu.platform import cpu_patch
+from primus.backends.torchtitan.module_overlay import Overlay
+from primus.backends.torchtitan.upstream_versions import TOML_JOB_CONFIG
 from primus.patches import PatchHandle
 
 

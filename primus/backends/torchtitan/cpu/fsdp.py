@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from primus.backends.torchtitan.patches.cpu_platform import cpu_patch
-from primus.backends.torchtitan.patches.versions import CONFIGURABLE, TOML_JOB_CONFIG
+from primus.backends.torchtitan.cpu.platform import cpu_patch
+from primus.backends.torchtitan.upstream_versions import CONFIGURABLE, TOML_JOB_CONFIG
 from primus.patches import PatchHandle
 from primus.patches.arguments import Arguments
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from primus.backends.torchtitan.patches.versions import TORCHTITAN
+from primus.backends.torchtitan.upstream_versions import TORCHTITAN
 from primus.patches import Patch, PatchContext, PatchHandle
 
 

@@ -8,12 +8,12 @@ from __future__ import annotations
 import sys
 from types import ModuleType
 
-from primus.backends.torchtitan.patches.cpu_platform import cpu_patch
+from primus.backends.torchtitan.cpu.platform import cpu_patch
 from primus.patches import PatchHandle
 
 
 def install_cpu_device(tools_utils: ModuleType, handle: PatchHandle) -> None:
-    from primus.backends.torchtitan.patches.cpu_device_module import CpuDeviceModule
+    from primus.backends.torchtitan.cpu.device_module import CpuDeviceModule
 
     old_module, new_module = tools_utils.device_module, CpuDeviceModule()
     handle.replace(tools_utils, "device_type", "cpu")

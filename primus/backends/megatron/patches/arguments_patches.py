@@ -5,7 +5,7 @@ Both are required: a Primus argument that upstream's parser does not know would 
 
 from __future__ import annotations
 
-from primus.backends.megatron.patches.versions import MEGATRON
+from primus.backends.megatron.upstream_versions import MEGATRON
 from primus.patches import REGISTRY
 from primus.patches.arguments import Arguments
 
@@ -14,7 +14,7 @@ from primus.patches.arguments import Arguments
                 upstream=MEGATRON, backend="megatron", required=True,
                 description="arguments.parse_args: the Primus arguments through upstream's extra_args_provider")
 def _install_arguments(module, handle):
-    from primus.backends.megatron.patches.args.primus_arguments import compose_extra_args_provider
+    from primus.backends.megatron.arguments import compose_extra_args_provider
 
     arguments = Arguments(module.parse_args, "extra_args_provider")
 
