@@ -1,8 +1,7 @@
-"""What a patch's ``install(module, handle)`` changes upstream through: wrapt wraps and unwraps (a wrapper
-that a later one covers is spliced out of the chain on undo), the handle adds what wrapt lacks: the guard
-that tells upstream's errors (propagate unchanged: same object, same traceback, nothing chained) from the
-patch's own (logged, the patch turned off, upstream called as if unpatched), and the undo of plain
-attribute replacements."""
+"""What a patch's ``install(module, handle)`` changes upstream through. wrapt wraps and unwraps (a wrapper
+a later one covers is spliced out on undo); the handle adds the guard (upstream's errors propagate unchanged:
+same object, same traceback, nothing chained; a failure of patch code is logged and turns the patch off,
+unless ``required``) and the undo of plain attribute replacements."""
 
 from __future__ import annotations
 
@@ -78,10 +77,9 @@ class PatchHandle:
 
         def unwrap():
             try:
-                removed = wrapt.unwrap_object(owner, name, installed, missing_ok=True)
-            except wrapt.WrapperNotOutermostError:  # under a wrapper wrapt cannot splice; ours stays, off
-                removed = None
-            if removed is None:
+                if wrapt.unwrap_object(owner, name, installed, missing_ok=True) is None:
+                    self._replaced_since(owner, name)
+            except wrapt.WrapperNotOutermostError:  # under a wrapper wrapt cannot splice: ours stays, off
                 self._replaced_since(owner, name)
 
         self._undo.append(unwrap)

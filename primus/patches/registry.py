@@ -9,11 +9,7 @@ problem (an error for a required patch), named with the version found and where 
 ``activate()`` registers a wrapt post-import hook per patch, so nothing upstream is imported
 before the user's code imports it (the hook fires at once if the module is already loaded).
 When the hook fires the registry checks the version, evaluates the condition, and calls
-the patch's ``install(module, handle)``; the handle records every change so it can be undone.
-
-Errors: a failure inside patch code is logged and disables that patch (unless ``required``);
-errors raised by upstream code inside a wrapped call propagate unchanged (same object, same
-traceback, no exception chained onto them).
+the patch's ``install(module, handle)`` (``handle.py``: its changes, guarded and undoable).
 """
 
 from __future__ import annotations
