@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("primus.patches")
 
-Undo = Callable[[], None]
+Undo = Callable[[], object]  # what it returns is ignored
 
 
 class _UpstreamCall:
