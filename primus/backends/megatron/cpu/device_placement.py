@@ -34,6 +34,8 @@ def is_cuda_device(device: Any) -> bool:
     return getattr(device, "type", None) == "cuda"
 
 
+# These two wrap torch builtins, which have no signature to bind Arguments to: ``device`` is keyword-only in
+# every factory, ``Tensor.type``'s dtype comes first.
 def _device_to_cpu(wrapped, instance, args, kwargs):
     if is_cuda_device(kwargs.get("device")):
         kwargs = {**kwargs, "device": "cpu"}
