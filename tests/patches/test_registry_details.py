@@ -4,6 +4,7 @@ a required patch that cannot apply, keyword arguments through a guarded wrapper,
 
 from __future__ import annotations
 
+import functools
 import importlib
 import logging
 
@@ -263,3 +264,20 @@ def test_undo_splices_our_wrapper_out_from_under_a_later_one(registry, upstream)
     registry.deactivate()
     assert module.greet is covering and covering.__wrapped__ is original  # theirs stays, ours is gone
     assert module.greet("b") == "theirs hello b"
+
+
+def test_undo_under_a_plain_decorator_leaves_ours_in_place_but_off_and_says_so(registry, upstream, caplog):
+    module = importlib.import_module(upstream())
+
+    def ours(wrapped, instance, args, kwargs):
+        return "ours " + wrapped(*args, **kwargs)
+
+    registry.register(Patch("u.decorated", module.__name__, None, "", wrapping("greet", ours)))
+    registry.activate()
+    covered = module.greet
+    module.greet = functools.wraps(covered)(lambda name: "theirs " + covered(name))
+    with caplog.at_level(logging.WARNING, logger="primus.patches"):
+        registry.deactivate()
+    assert [r.getMessage() for r in caplog.records] == [
+        f"primus patch u.decorated: {module.__name__}.greet was replaced again by someone else; left as it is"]
+    assert module.greet("a") == "theirs hello a"  # ours cannot be spliced out from under a closure: it passes through
