@@ -26,7 +26,7 @@ The training process never waits on the child: its writes are non-blocking (a me
 PIPE_BUF, so it is written whole or not at all) and the child is killed when the exit deadline has passed.
 What it did not deliver stays in the journal for ``primus tracking sync``.
 
-The delivery lock (``DELIVERY_LOCK``) is taken here, without waiting, before the child starts, and handed
+The delivery lock (``state.delivery_lock``) is taken here, without waiting, before the child starts, and handed
 to it with its descriptor: from the child's first instant, ``primus tracking sync`` waits for it. When an
 earlier launch's delivery process holds it, the child waits for it instead.
 
@@ -76,16 +76,14 @@ from typing import Any
 import primus
 from primus.redaction import redact_text
 from primus.tracking.config import TrackingConfig
-from primus.tracking.journal import JOURNAL_DIR, Record, encode
+from primus.tracking.journal import Record, encode
 from primus.tracking.node_delivery import attach
+from primus.tracking.run_layout import JOURNAL_DIR
+from primus.tracking.state import delivery_lock
 
 log = logging.getLogger("primus.tracking")
 
 CHILD_MODULE = "primus.tracking.delivery_child"
-# Held by a delivery process while it feeds the trackers. A trainer relaunched after a SIGKILL (torchrun's
-# restarts) gets a new delivery process while the old one may still deliver the killed launch's steps: the new
-# one waits for this lock, so the two never feed the same MLflow and W&B runs at once.
-DELIVERY_LOCK = ".delivery.lock"
 KILL_GRACE_S = 1.0  # past the exit deadline, the child gets this long to report before it is killed
 DIRECT_BATCHES = 1000  # hub ticks of records not journaled, queued for the pipe to the child
 
@@ -349,9 +347,9 @@ class DeliveryProcess:
 
 
 def take_delivery_lock(run_dir: Path) -> int:
-    """A descriptor of ``DELIVERY_LOCK``, locked when no earlier launch's delivery process holds it (the child
+    """A descriptor of the delivery lock, locked when no earlier launch's delivery process holds it (the child
     waits for it then). Locked here, it passes to the child with no moment unheld."""
-    fd = os.open(run_dir / DELIVERY_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = delivery_lock(run_dir)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

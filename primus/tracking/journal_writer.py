@@ -12,7 +12,8 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from primus.tracking.journal import JOURNAL_DIR, LEGACY_FILE, PACKED, RAW, Segment, segment_name, segments
+from primus.tracking.journal import PACKED, RAW, Segment, segment_name, segments
+from primus.tracking.run_layout import JOURNAL_DIR, LEGACY_JOURNAL
 
 SEGMENT_BYTES = 64 << 20
 
@@ -97,7 +98,7 @@ def _tidy(folder: Path) -> None:
 
 def _adopt_legacy(run_dir: Path, folder: Path) -> None:
     """A run directory written before segments: its journal.jsonl becomes the first segment."""
-    legacy = run_dir / LEGACY_FILE
+    legacy = run_dir / LEGACY_JOURNAL
     if legacy.is_file() and not (folder / segment_name(0)).exists():
         os.replace(legacy, folder / segment_name(0))
 

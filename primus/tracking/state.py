@@ -1,12 +1,11 @@
-"""What a run directory remembers between processes.
+"""What a run directory remembers between processes (the files are named in ``run_layout``).
 
 * ``run.json``: the tracker run ids (so a restarted job resumes the same MLflow and W&B runs), the
   final status asked for, and what each sink finished; written atomically (temp file + rename).
 * ``cursors/<sink>.json``: how far into the journal each sink has delivered, and to which target
   (an MLflow run id, a W&B id, a log dir): a cursor for another target starts from 0.
-* ``meta.json``: the redacted params and tags, so ``primus tracking sync`` can create a run that a
-  dead server never saw.
 * ``.lock``: one live process per run directory (two writers would interleave the journal).
+* ``.delivery.lock``: held by the process that feeds the trackers (``delivery_lock``).
 """
 
 from __future__ import annotations
@@ -19,11 +18,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
-log = logging.getLogger("primus.tracking")
+from primus.tracking.run_layout import CURSORS_DIR, DELIVERY_LOCK, LOCK_FILE, STATE_FILE
 
-STATE_FILE = "run.json"
-META_FILE = "meta.json"
-LOCK_FILE = ".lock"
+log = logging.getLogger("primus.tracking")
 
 
 class RunDirBusyError(RuntimeError):
@@ -72,6 +69,14 @@ class RunDirLock:
             self._fd = None
 
 
+def delivery_lock(run_dir: Path) -> int:
+    """A descriptor of the run's delivery lock file, unlocked. Held by a delivery process while it feeds the
+    trackers: a trainer relaunched after a SIGKILL (torchrun's restarts) gets a new delivery process while the old
+    one may still deliver the killed launch's steps; the new one, and ``primus tracking sync``, wait for it, so two
+    never feed the same MLflow and W&B runs at once."""
+    return os.open(run_dir / DELIVERY_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+
+
 class RunState:
     """``run.json`` as sections (``mlflow``, ``wandb``, ``run``), shared by the training process and its
     delivery process: every read is fresh from the file and every update a read-modify-write under a
@@ -95,7 +100,7 @@ class RunState:
 
 class CursorStore:
     def __init__(self, run_dir: Path):
-        self.dir = run_dir / "cursors"
+        self.dir = run_dir / CURSORS_DIR
         self.dir.mkdir(exist_ok=True)
         self._unsaved: set[str] = set()
 

@@ -18,7 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from primus.redaction import redact_text
-from primus.tracking.journal import JOURNAL_DIR, JournalReader, Record
+from primus.tracking.journal import JournalReader, Record
+from primus.tracking.run_layout import JOURNAL_DIR
 from primus.tracking.sink import Sink, SinkUnavailable, outside_except
 from primus.tracking.state import CursorStore
 
