@@ -27,7 +27,6 @@ from primus.tracking.plugin_sinks import requested_sinks, sink_classes
 WANDB_MODES = ("online", "offline", "disabled", "shared")
 WANDB_INIT_TIMEOUT_S = 30.0  # wandb's default of 90 s stalls the writer rank's start-up on a bad network
 MLFLOW_DB_SCHEMES = ("sqlite", "postgresql", "mysql", "mssql")  # "+driver" suffixes allowed, as in SQLAlchemy
-RUN_STATUSES = ("FINISHED", "FAILED", "KILLED")
 DELIVERY_MODES = ("process", "thread")
 JOURNAL_RETENTIONS = ("keep", "delivered")
 DELIVERY_ENV = "PRIMUS_TRACKING_DELIVERY"

@@ -69,6 +69,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -108,7 +109,7 @@ def message(obj: dict[str, Any]) -> bytes:
 
 
 class RemoteSinkWorker:
-    """Stands for one sink of the delivery process where the hub and the run expect a ``SinkWorker``."""
+    """One sink of the delivery process, as the hub and the run see a worker (``worker.Worker``)."""
 
     def __init__(self, process: DeliveryProcess, name: str):
         self.process = process
@@ -176,7 +177,7 @@ class DeliveryProcess:
         self._killed = False
         self._reported_close = threading.Event()  # "closed" received: the child ended every sink
         self._gone = threading.Event()  # its output ended: it exited
-        self._direct: queue.Queue[tuple[int, list[Record]] | None] = queue.Queue(DIRECT_BATCHES)
+        self._direct: queue.Queue[tuple[int, Sequence[Record]] | None] = queue.Queue(DIRECT_BATCHES)
         self._direct_sender: threading.Thread | None = None
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -220,7 +221,7 @@ class DeliveryProcess:
             stdin=read_commands, pass_fds=(write_replies, read_direct, lock), env=child_environment(),
             close_fds=True, start_new_session=True)  # a job's SIGINT/SIGTERM to the group must not cut delivery
 
-    def deliver_direct(self, after: int, records: list[Record]) -> None:
+    def deliver_direct(self, after: int, records: Sequence[Record]) -> None:
         """Records the journal could not take: to the child, through a bounded queue (the hub never waits)."""
         if not self._gone.is_set():
             try:
@@ -285,7 +286,7 @@ class DeliveryProcess:
             except OSError:  # the child is gone
                 pass
 
-    def _lost_on_the_way(self, records: list[Record]) -> None:
+    def _lost_on_the_way(self, records: Sequence[Record]) -> None:
         for w in self.workers:
             w.lost_on_the_way += sum(r.is_for(w.name) for r in records)
 

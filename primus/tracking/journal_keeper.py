@@ -7,7 +7,7 @@ resume reads to find the steps already tracked, and the end status) is then alwa
 is what a sink that lags a little reads. zlib releases the GIL while it compresses, so the training thread
 does not wait for it; the thread's own niceness keeps it below training where cores are short.
 
-A W&B cursor is saved only when its run is closed (``WandbSink.durable_on_flush``): with W&B on, segments
+A W&B cursor is saved only when its run is closed (``WandbSink.durability``): with W&B on, segments
 are deleted at the end of the run, not during it. A sink that is off for the run (its package missing) saves no
 cursor, so nothing is deleted: ``primus tracking sync`` may still need the whole journal.
 """

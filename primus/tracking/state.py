@@ -104,7 +104,7 @@ class CursorStore:
         self.dir.mkdir(exist_ok=True)
         self._unsaved: set[str] = set()
 
-    def load(self, sink: str, target: str) -> int:
+    def load(self, sink: str, target: str | None) -> int:
         saved = read_json(self.dir / f"{sink}.json")
         return int(saved.get("offset", 0)) if saved.get("target") == target else 0
 
@@ -112,7 +112,7 @@ class CursorStore:
         """How far ``sink`` delivered, whatever its target (0: nothing saved)."""
         return int(read_json(self.dir / f"{sink}.json").get("offset", 0))
 
-    def save(self, sink: str, target: str, offset: int) -> None:
+    def save(self, sink: str, target: str | None, offset: int) -> None:
         """Best effort: on a full disk the saved cursor lags (a crash then resends a little, which the trackers
         take as the same points) rather than stop the sink."""
         try:

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from primus.plugins import PluginError
 from primus.redaction import MASK
+from primus.tracking.enums import RunStatus, SinkName
 from primus.tracking.journal import has_journal, journal_end
 from primus.tracking.meta import RunMeta
 from primus.tracking.plugin_sinks import build_plugin_sinks
@@ -74,9 +75,9 @@ def sync_run(run_dir: Path, timeout_s: float = 300.0, tracking_uri: str | None =
         _wait_for_delivery_lock(delivering, run_dir, deadline)
         state = RunState(run_dir)
         meta = RunMeta.load(run_dir)
-        status = state.section("run").get("status", "RUNNING")
-        if status == "RUNNING":  # nobody holds the lock, so the process ended without finishing
-            status = "KILLED"
+        status = state.section("run").get("status", RunStatus.RUNNING)
+        if status == RunStatus.RUNNING:  # nobody holds the lock, so the process ended without finishing
+            status = RunStatus.KILLED
         report = SyncReport(status=status)
         sinks: list[Sink] = []
         if meta.mlflow:
@@ -85,7 +86,7 @@ def sync_run(run_dir: Path, timeout_s: float = 300.0, tracking_uri: str | None =
         if meta.wandb and wandb_state.get("id"):
             if wandb_state.get("mode") == "offline":
                 report.wandb_offline_dir = wandb_state.get("sync_dir")
-            if CursorStore(run_dir).load("wandb", wandb_state["id"]) < journal_end(run_dir):
+            if CursorStore(run_dir).load(SinkName.WANDB, wandb_state["id"]) < journal_end(run_dir):
                 sinks.append(WandbSink(meta.wandb_config(), meta, state, wandb_state["id"]))
         try:
             sinks += build_plugin_sinks(meta.plugin_sinks, meta, run_dir, state)
