@@ -1,12 +1,6 @@
-"""What a run directory remembers between processes (the files are named in ``run_layout``).
-
-* ``run.json``: the tracker run ids (so a restarted job resumes the same MLflow and W&B runs), the
-  final status asked for, and what each sink finished; written atomically (temp file + rename).
-* ``cursors/<sink>.json``: how far into the journal each sink has delivered, and to which target
-  (an MLflow run id, a W&B id, a log dir): a cursor for another target starts from 0.
-* ``.lock``: one live process per run directory (two writers would interleave the journal).
-* ``.delivery.lock``: held by the process that feeds the trackers (``delivery_lock``).
-"""
+"""What a run directory remembers between processes (``run_layout`` names the files): ``run.json``, the cursors and
+the locks. JSON files are written atomically (temp file + rename); a cursor for another target (an MLflow run id, a
+W&B id, a log dir) than the sink's now reads as 0."""
 
 from __future__ import annotations
 
