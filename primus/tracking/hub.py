@@ -23,6 +23,7 @@ from typing import Any
 
 from primus.redaction import redact_text, redact_value
 from primus.tracking.journal import EVENT, METRICS, TEXT, decode, encode
+from primus.tracking.journal_keeper import JournalKeeper
 from primus.tracking.journal_writer import JournalWriter
 from primus.tracking.sink import outside_except
 from primus.tracking.worker import Worker
@@ -60,12 +61,14 @@ class NotJournaled:
 
 class MetricsHub:
     def __init__(self, journal: JournalWriter, workers: Sequence[Worker], capacity: int, tick_s: float = 0.1,
-                 tracked_until: Mapping[tuple[str, ...] | None, int] | None = None):
+                 tracked_until: Mapping[tuple[str, ...] | None, int] | None = None,
+                 followers: Sequence[JournalKeeper] = ()):
         self.journal = journal
         # resumed run: the last step an earlier process tracked, per destination; steps re-trained since the
         # checkpoint are not tracked twice (W&B would refuse them, MLflow and TensorBoard would show two points)
         self._tracked_until = dict(tracked_until or {})
         self.workers = list(workers)
+        self._followers: list[Worker | JournalKeeper] = [*workers, *followers]  # told the journal's end after appends
         # where records the journal could not take go: each worker, or the delivery process of several
         self._direct_routes = list(dict.fromkeys(w.direct_route for w in self.workers))
         self.not_journaled = NotJournaled()
@@ -192,8 +195,8 @@ class MetricsHub:
             self._journal_failing = False
             self._warn_once("journal_back", "primus tracking: the journal %s is written again; %d records went "
                             "directly to the trackers meanwhile", self.journal.dir, self.not_journaled.total)
-        for w in self.workers:
-            w.notify(end)
+        for f in self._followers:
+            f.notify(end)
 
     def _direct(self, lines: list[bytes], error: OSError) -> None:
         after = self.journal.size

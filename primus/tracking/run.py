@@ -58,10 +58,10 @@ class Run:
             meta = RunMeta.build(cfg)
             meta.save(self.run_dir)
             self._keeper = JournalKeeper(self.run_dir, cfg.journal_retention, sink_names(cfg),
-                                         CursorStore(self.run_dir))
-            self._journal = JournalWriter(self.run_dir, cfg.journal_segment_bytes, self._keeper.segment_closed)
+                                         CursorStore(self.run_dir), cfg.journal_segment_bytes)
+            self._journal = JournalWriter(self.run_dir, cfg.journal_segment_bytes)
             self._workers = self._make_workers(meta)
-            self._hub = MetricsHub(self._journal, self._workers, cfg.pending_records,
+            self._hub = MetricsHub(self._journal, self._workers, cfg.pending_records, followers=[self._keeper],
                                    tracked_until=last_steps(self.run_dir) if self.resumed else None)
             self._state.update("run", status=RunStatus.RUNNING, pid=os.getpid())
         except BaseException:
