@@ -34,6 +34,7 @@ DIRECT_MAX = 10_000  # records not journaled, held for a sink that is down
 
 
 class DirectRoute(Protocol):
+    """Where records the journal could not take go: a ``SinkWorker``, or the delivery process for all its sinks."""
     def deliver_direct(self, after: int, records: Sequence[Record]) -> None: ...
 
 
