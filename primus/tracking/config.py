@@ -72,7 +72,7 @@ class MlflowConfig:
     request_timeout_s: float = 5.0  # per HTTP attempt; MLflow's own retries are turned off, we retry
     upload_logs: bool = False  # files under <run_dir>/logs, after training
     upload_traces: bool = False  # files under <run_dir>/traces, after training
-    upload_trace_report: bool = False  # a report analysing <run_dir>/traces, written to <run_dir>/reports, after training
+    upload_trace_report: bool = False  # a report on <run_dir>/traces, written to <run_dir>/reports, after training
 
 
 @dataclass(frozen=True)
