@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from primus.report.panels import SCALE, Panel, pick_name
-from primus.tracking.journal import EVENT, JOURNAL_DIR, METRICS, has_journal, read_all
+from primus.tracking.journal import EVENT, METRICS, has_journal, read_all
 from primus.tracking.meta import RunMeta
+from primus.tracking.run_layout import JOURNAL_DIR
 
 # IntervalAverager's default and trainer_base.yaml's: used when the run's params do not say
 DEFAULT_SKIP_ITERATIONS = 2

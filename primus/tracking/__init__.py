@@ -1,6 +1,7 @@
 """Tracking core (layer 3): the metrics hub, its sinks (console, journal, TensorBoard, W&B, MLflow,
-One-Logger, and trackers other distributions add: ``plugin_sinks``), lossless delivery and the run lifecycle. Backend-agnostic: nothing here imports a
-backend or a trainer, and trackers are imported lazily by their sink, so importing this is cheap.
+One-Logger, and trackers other distributions add: ``plugin_sinks``), lossless delivery and the run lifecycle.
+Backend-agnostic: nothing here imports a backend or a trainer, and trackers are imported lazily by their sink, so
+importing this is cheap.
 
     run = start_run(TrackingConfig(run_dir=..., tensorboard=TensorBoardConfig(log_dir=...), ...))
     run.install_exit_handlers()
@@ -17,7 +18,8 @@ from primus.tracking.config import (
     TrackingConfigError,
     WandbConfig,
 )
+from primus.tracking.enums import RunStatus, SinkName
 from primus.tracking.run import Run, start_run
 
-__all__ = ["ConsoleConfig", "MlflowConfig", "OneLoggerConfig", "Run", "TensorBoardConfig", "TrackingConfig",
-           "TrackingConfigError", "WandbConfig", "start_run"]
+__all__ = ["ConsoleConfig", "MlflowConfig", "OneLoggerConfig", "Run", "RunStatus", "SinkName", "TensorBoardConfig",
+           "TrackingConfig", "TrackingConfigError", "WandbConfig", "start_run"]

@@ -27,7 +27,6 @@ from primus.tracking.plugin_sinks import requested_sinks, sink_classes
 WANDB_MODES = ("online", "offline", "disabled", "shared")
 WANDB_INIT_TIMEOUT_S = 30.0  # wandb's default of 90 s stalls the writer rank's start-up on a bad network
 MLFLOW_DB_SCHEMES = ("sqlite", "postgresql", "mysql", "mssql")  # "+driver" suffixes allowed, as in SQLAlchemy
-RUN_STATUSES = ("FINISHED", "FAILED", "KILLED")
 DELIVERY_MODES = ("process", "thread")
 JOURNAL_RETENTIONS = ("keep", "delivered")
 DELIVERY_ENV = "PRIMUS_TRACKING_DELIVERY"
@@ -73,7 +72,7 @@ class MlflowConfig:
     request_timeout_s: float = 5.0  # per HTTP attempt; MLflow's own retries are turned off, we retry
     upload_logs: bool = False  # files under <run_dir>/logs, after training
     upload_traces: bool = False  # files under <run_dir>/traces, after training
-    upload_trace_report: bool = False  # a report analysing <run_dir>/traces, written to <run_dir>/reports, after training
+    upload_trace_report: bool = False  # a report on <run_dir>/traces, written to <run_dir>/reports, after training
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ The training process never waits on the child: its writes are non-blocking (a me
 PIPE_BUF, so it is written whole or not at all) and the child is killed when the exit deadline has passed.
 What it did not deliver stays in the journal for ``primus tracking sync``.
 
-The delivery lock (``DELIVERY_LOCK``) is taken here, without waiting, before the child starts, and handed
+The delivery lock (``state.delivery_lock``) is taken here, without waiting, before the child starts, and handed
 to it with its descriptor: from the child's first instant, ``primus tracking sync`` waits for it. When an
 earlier launch's delivery process holds it, the child waits for it instead.
 
@@ -69,6 +69,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -76,16 +77,14 @@ from typing import Any
 import primus
 from primus.redaction import redact_text
 from primus.tracking.config import TrackingConfig
-from primus.tracking.journal import JOURNAL_DIR, Record, encode
+from primus.tracking.journal import Record, encode
 from primus.tracking.node_delivery import attach
+from primus.tracking.run_layout import JOURNAL_DIR
+from primus.tracking.state import delivery_lock
 
 log = logging.getLogger("primus.tracking")
 
 CHILD_MODULE = "primus.tracking.delivery_child"
-# Held by a delivery process while it feeds the trackers. A trainer relaunched after a SIGKILL (torchrun's
-# restarts) gets a new delivery process while the old one may still deliver the killed launch's steps: the new
-# one waits for this lock, so the two never feed the same MLflow and W&B runs at once.
-DELIVERY_LOCK = ".delivery.lock"
 KILL_GRACE_S = 1.0  # past the exit deadline, the child gets this long to report before it is killed
 DIRECT_BATCHES = 1000  # hub ticks of records not journaled, queued for the pipe to the child
 
@@ -110,7 +109,7 @@ def message(obj: dict[str, Any]) -> bytes:
 
 
 class RemoteSinkWorker:
-    """Stands for one sink of the delivery process where the hub and the run expect a ``SinkWorker``."""
+    """One sink of the delivery process, as the hub and the run see a worker (``worker.Worker``)."""
 
     def __init__(self, process: DeliveryProcess, name: str):
         self.process = process
@@ -178,7 +177,7 @@ class DeliveryProcess:
         self._killed = False
         self._reported_close = threading.Event()  # "closed" received: the child ended every sink
         self._gone = threading.Event()  # its output ended: it exited
-        self._direct: queue.Queue[tuple[int, list[Record]] | None] = queue.Queue(DIRECT_BATCHES)
+        self._direct: queue.Queue[tuple[int, Sequence[Record]] | None] = queue.Queue(DIRECT_BATCHES)
         self._direct_sender: threading.Thread | None = None
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -222,7 +221,7 @@ class DeliveryProcess:
             stdin=read_commands, pass_fds=(write_replies, read_direct, lock), env=child_environment(),
             close_fds=True, start_new_session=True)  # a job's SIGINT/SIGTERM to the group must not cut delivery
 
-    def deliver_direct(self, after: int, records: list[Record]) -> None:
+    def deliver_direct(self, after: int, records: Sequence[Record]) -> None:
         """Records the journal could not take: to the child, through a bounded queue (the hub never waits)."""
         if not self._gone.is_set():
             try:
@@ -287,7 +286,7 @@ class DeliveryProcess:
             except OSError:  # the child is gone
                 pass
 
-    def _lost_on_the_way(self, records: list[Record]) -> None:
+    def _lost_on_the_way(self, records: Sequence[Record]) -> None:
         for w in self.workers:
             w.lost_on_the_way += sum(r.is_for(w.name) for r in records)
 
@@ -349,9 +348,9 @@ class DeliveryProcess:
 
 
 def take_delivery_lock(run_dir: Path) -> int:
-    """A descriptor of ``DELIVERY_LOCK``, locked when no earlier launch's delivery process holds it (the child
+    """A descriptor of the delivery lock, locked when no earlier launch's delivery process holds it (the child
     waits for it then). Locked here, it passes to the child with no moment unheld."""
-    fd = os.open(run_dir / DELIVERY_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = delivery_lock(run_dir)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

@@ -24,6 +24,7 @@ from typing import NoReturn
 from primus import cpu_accounting
 from primus.redaction import redact_text
 from primus.tracking.delivery import DeliverySpec, message
+from primus.tracking.enums import RunStatus
 from primus.tracking.journal import decode, journal_end, last_end_status
 from primus.tracking.meta import RunMeta
 from primus.tracking.sink_factory import build_sinks
@@ -261,8 +262,8 @@ def deliver(spec: DeliverySpec, commands, replies: Replies, direct_pipe, lock_fd
 
     asked = serve(commands, workers, replies)
     if asked is None:  # the training process died without closing: end as its journal says, else KILLED
-        status, within_s = last_end_status(cfg.run_dir) or "KILLED", cfg.exit_deadline_s
-        if state.section("run").get("status") == "RUNNING":
+        status, within_s = last_end_status(cfg.run_dir) or RunStatus.KILLED, cfg.exit_deadline_s
+        if state.section("run").get("status") == RunStatus.RUNNING:
             try:
                 state.update("run", status=status)
             except OSError:  # a full disk: the trackers still get the status; sync reads RUNNING as KILLED

@@ -23,9 +23,10 @@ from typing import Any
 
 from primus.redaction import redact_text, redact_value
 from primus.tracking.journal import EVENT, METRICS, TEXT, decode, encode
+from primus.tracking.journal_keeper import JournalKeeper
 from primus.tracking.journal_writer import JournalWriter
 from primus.tracking.sink import outside_except
-from primus.tracking.worker import SinkWorker
+from primus.tracking.worker import Worker
 
 log = logging.getLogger("primus.tracking")
 
@@ -59,13 +60,15 @@ class NotJournaled:
 
 
 class MetricsHub:
-    def __init__(self, journal: JournalWriter, workers: Sequence[SinkWorker], capacity: int, tick_s: float = 0.1,
-                 tracked_until: Mapping[tuple[str, ...] | None, int] | None = None):
+    def __init__(self, journal: JournalWriter, workers: Sequence[Worker], capacity: int, tick_s: float = 0.1,
+                 tracked_until: Mapping[tuple[str, ...] | None, int] | None = None,
+                 followers: Sequence[JournalKeeper] = ()):
         self.journal = journal
         # resumed run: the last step an earlier process tracked, per destination; steps re-trained since the
         # checkpoint are not tracked twice (W&B would refuse them, MLflow and TensorBoard would show two points)
         self._tracked_until = dict(tracked_until or {})
         self.workers = list(workers)
+        self._followers: list[Worker | JournalKeeper] = [*workers, *followers]  # told the journal's end after appends
         # where records the journal could not take go: each worker, or the delivery process of several
         self._direct_routes = list(dict.fromkeys(w.direct_route for w in self.workers))
         self.not_journaled = NotJournaled()
@@ -118,7 +121,7 @@ class MetricsHub:
         waits = [w.request_flush(self.journal.size) for w in self.workers if sinks is None or w.name in sinks]
         return all(ev.wait(max(0.0, deadline - time.monotonic())) for ev in waits)
 
-    def close(self, status: str, deadline: float) -> list[SinkWorker]:
+    def close(self, status: str, deadline: float) -> list[Worker]:
         """Stop intake, journal what is queued, let the sinks deliver until ``deadline``; return the
         workers that did not finish in time."""
         self._accepting = False
@@ -190,10 +193,10 @@ class MetricsHub:
             return
         if self._journal_failing:
             self._journal_failing = False
-            self._warn_once("journal_back", "primus tracking: the journal %s is written again; %d records went directly "
-                            "to the trackers meanwhile", self.journal.dir, self.not_journaled.total)
-        for w in self.workers:
-            w.notify(end)
+            self._warn_once("journal_back", "primus tracking: the journal %s is written again; %d records went "
+                            "directly to the trackers meanwhile", self.journal.dir, self.not_journaled.total)
+        for f in self._followers:
+            f.notify(end)
 
     def _direct(self, lines: list[bytes], error: OSError) -> None:
         after = self.journal.size
@@ -219,7 +222,7 @@ class MetricsHub:
             if step <= self._tracked_until.get(only, -1):
                 self._retrained(step, only)
                 return None
-            data = self._floats(payload)
+            data: Mapping[str, Any] = self._floats(payload)
             if not data:
                 return None
         elif kind == TEXT:

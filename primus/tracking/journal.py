@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-JOURNAL_DIR = "journal"
-LEGACY_FILE = "journal.jsonl"  # the single-file journal of run directories written before segments
+from primus.tracking.run_layout import JOURNAL_DIR, LEGACY_JOURNAL
+
 RAW, PACKED = ".jsonl", ".jsonl.gz"
 METRICS, TEXT, EVENT = "m", "x", "e"
 READ_BYTES = 4 << 20
@@ -105,7 +105,7 @@ def segments(run_dir: Path) -> list[Segment]:
             if name.endswith(suffix) and len(digits) == 20 and digits.isdigit():
                 found.setdefault(int(digits), run_dir / JOURNAL_DIR / name)
                 break
-    legacy = run_dir / LEGACY_FILE
+    legacy = run_dir / LEGACY_JOURNAL
     if 0 not in found and legacy.is_file():
         found[0] = legacy
     return [Segment(start, found[start]) for start in sorted(found)]

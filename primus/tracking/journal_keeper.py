@@ -1,13 +1,13 @@
 """Housekeeping of the run's journal on a low-priority thread of the training process: gzip the segments the
-writer closed, and with ``journal_retention: delivered`` delete a closed segment once every sink of the run
-has saved a cursor past it.
+writer closed (told how far the journal goes as the sink workers are: ``notify``), and with ``journal_retention:
+delivered`` delete a closed segment once every sink of the run has saved a cursor past it.
 
 The segment just before the one being written stays raw until the next one closes: the journal's tail (what
 resume reads to find the steps already tracked, and the end status) is then always read uncompressed, and so
 is what a sink that lags a little reads. zlib releases the GIL while it compresses, so the training thread
 does not wait for it; the thread's own niceness keeps it below training where cores are short.
 
-A W&B cursor is saved only when its run is closed (``WandbSink.durable_on_flush``): with W&B on, segments
+A W&B cursor is saved only when its run is closed (``WandbSink.durability``): with W&B on, segments
 are deleted at the end of the run, not during it. A sink that is off for the run (its package missing) saves no
 cursor, so nothing is deleted: ``primus tracking sync`` may still need the whole journal.
 """
@@ -24,6 +24,7 @@ from pathlib import Path
 
 from primus.redaction import redact_text
 from primus.tracking.journal import PACKED, Segment, segment_name, segments
+from primus.tracking.journal_writer import SEGMENT_BYTES
 from primus.tracking.state import CursorStore
 
 log = logging.getLogger("primus.tracking")
@@ -61,12 +62,15 @@ def compress(segment: Segment, stopping: Callable[[], bool] = lambda: False) -> 
 
 
 class JournalKeeper:
-    def __init__(self, run_dir: Path, retention: str, sinks: Sequence[str], cursors: CursorStore):
+    def __init__(self, run_dir: Path, retention: str, sinks: Sequence[str], cursors: CursorStore,
+                 segment_bytes: int = SEGMENT_BYTES):
         self.run_dir = run_dir
+        self.segment_bytes = segment_bytes
         self.retention = retention
         self.sinks = tuple(sinks)
         self.cursors = cursors
         self.deleted = 0  # segments deleted once delivered
+        self._closes_after = 0  # the journal's end past which the writer has closed the last segment seen
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._warned = False
@@ -75,8 +79,11 @@ class JournalKeeper:
     def start(self) -> None:
         self._thread.start()
 
-    def segment_closed(self, segment: Segment) -> None:
-        self._wake.set()
+    def notify(self, end: int) -> None:
+        """The journal now ends at ``end`` (told as the sink workers are). The writer starts a segment when a batch
+        would take the current one past ``segment_bytes``: an end past that closed a segment, to compress."""
+        if end > self._closes_after:
+            self._wake.set()
 
     def stop(self, deadline: float) -> None:
         """Finish the pass under way (within ``deadline``), then delete what the sinks have by now: at the end
@@ -109,7 +116,10 @@ class JournalKeeper:
                             self.run_dir, redact_text(str(e)))
 
     def compress_closed(self) -> None:
-        for segment in segments(self.run_dir)[:-2]:
+        found = segments(self.run_dir)
+        if found:
+            self._closes_after = found[-1].start + self.segment_bytes
+        for segment in found[:-2]:
             if not segment.packed:
                 try:
                     compress(segment, self._stop.is_set)
@@ -121,7 +131,7 @@ class JournalKeeper:
             return
         delivered = min(self.cursors.offset(sink) for sink in self.sinks)
         found = segments(self.run_dir)
-        for segment, following in zip(found, found[1:]):  # never the last: it is being written
+        for segment, following in zip(found, found[1:], strict=False):  # never the last: it is being written
             if following.start > delivered:
                 return
             segment.path.unlink(missing_ok=True)

@@ -9,21 +9,19 @@ and the error goes to the caller, which sends the batch on by another way; the n
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from pathlib import Path
 
-from primus.tracking.journal import JOURNAL_DIR, LEGACY_FILE, PACKED, RAW, Segment, segment_name, segments
+from primus.tracking.journal import PACKED, RAW, segment_name, segments
+from primus.tracking.run_layout import JOURNAL_DIR, LEGACY_JOURNAL
 
 SEGMENT_BYTES = 64 << 20
 
 
 class JournalWriter:
-    def __init__(self, run_dir: Path, segment_bytes: int = SEGMENT_BYTES,
-                 on_closed: Callable[[Segment], None] | None = None):
+    def __init__(self, run_dir: Path, segment_bytes: int = SEGMENT_BYTES):
         self.run_dir = run_dir
         self.dir = run_dir / JOURNAL_DIR
         self.segment_bytes = segment_bytes
-        self._on_closed = on_closed or (lambda segment: None)
         self.dir.mkdir(exist_ok=True)
         _tidy(self.dir)
         _adopt_legacy(run_dir, self.dir)
@@ -42,10 +40,6 @@ class JournalWriter:
     def size(self) -> int:
         """The journal's end offset: where the next record starts."""
         return self._start + self._segment_size
-
-    @property
-    def segment(self) -> Segment:
-        return Segment(self._start, self.dir / segment_name(self._start))
 
     def append(self, lines: list[bytes]) -> int:
         """Write the lines; return the offset just past the last one. OSError when they could not be written
@@ -73,16 +67,15 @@ class JournalWriter:
         os.close(self._fd)
 
     def _rotate(self) -> None:
-        closed = self.segment
         start = self.size
         fd = self._open(start)  # first: a full disk leaves us writing (or failing) where we were
         os.fsync(self._fd)
         os.close(self._fd)
         self._fd, self._start, self._segment_size = fd, start, 0
-        self._on_closed(closed)
 
     def _open(self, start: int) -> int:
-        return os.open(self.dir / segment_name(start), os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)  # read: the last byte
+        # read too: the last byte
+        return os.open(self.dir / segment_name(start), os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
 
 
 def _tidy(folder: Path) -> None:
@@ -97,7 +90,7 @@ def _tidy(folder: Path) -> None:
 
 def _adopt_legacy(run_dir: Path, folder: Path) -> None:
     """A run directory written before segments: its journal.jsonl becomes the first segment."""
-    legacy = run_dir / LEGACY_FILE
+    legacy = run_dir / LEGACY_JOURNAL
     if legacy.is_file() and not (folder / segment_name(0)).exists():
         os.replace(legacy, folder / segment_name(0))
 

@@ -23,6 +23,8 @@ from collections.abc import Callable
 from types import FrameType, TracebackType
 from typing import Any
 
+from primus.tracking.enums import RunStatus
+
 log = logging.getLogger("primus.tracking")
 
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
@@ -34,8 +36,8 @@ class ExitHandlers:
         self._active = False
         self._exit_code: Any = None
         self._killed = False
-        self._original_exit: Callable[..., Any] | None = None
-        self._previous_excepthook: Callable[..., Any] | None = None
+        self._original_exit: Callable[..., Any] = sys.exit
+        self._previous_excepthook: Callable[..., Any] = sys.excepthook
         self._previous_signals: dict[int, Any] = {}
         self._pid = os.getpid()
 
@@ -83,22 +85,22 @@ class ExitHandlers:
         self._previous_signals.clear()
 
     # -- hooks ---------------------------------------------------------------------------
-    def _exit(self, code: Any = None) -> None:
+    def _exit(self, code: Any = None) -> Any:  # sys.exit's type: it returns only if the original does
         self._exit_code = code
         self._original_exit(code)
 
     def _excepthook(self, etype: type[BaseException], value: BaseException, tb: TracebackType | None) -> None:
         self._previous_excepthook(etype, value, tb)  # the traceback first: finishing may take the deadline
         if self._ours():
-            self._finish("KILLED" if issubclass(etype, KeyboardInterrupt) else "FAILED")
+            self._finish(RunStatus.KILLED if issubclass(etype, KeyboardInterrupt) else RunStatus.FAILED)
 
     def _at_exit(self) -> None:
         if not self._ours():
             return
         if self._killed:
-            self._finish("KILLED")
+            self._finish(RunStatus.KILLED)
         else:
-            self._finish("FINISHED" if self._exit_code in (None, 0) else "FAILED")
+            self._finish(RunStatus.FINISHED if self._exit_code in (None, 0) else RunStatus.FAILED)
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         previous = self._previous_signals.get(signum)
@@ -111,7 +113,7 @@ class ExitHandlers:
             previous(signum, frame)
             return
         self.uninstall()
-        self._finish_shielded("KILLED")
+        self._finish_shielded(RunStatus.KILLED)
         self._pass_on(signum, frame, previous)
 
     def _finish_shielded(self, status: str) -> None:

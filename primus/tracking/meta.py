@@ -12,7 +12,8 @@ from typing import Any
 from primus.redaction import redact_text
 from primus.tracking.config import MlflowConfig, TensorBoardConfig, TrackingConfig, WandbConfig
 from primus.tracking.params import flat_params, redacted_tags
-from primus.tracking.state import META_FILE, read_json, write_json_atomic
+from primus.tracking.run_layout import META_FILE
+from primus.tracking.state import read_json, write_json_atomic
 from primus.tracking.system_tags import system_tags
 
 

@@ -18,8 +18,7 @@ import threading
 from pathlib import Path
 
 from primus.tracking.delivery import DeliverySpec
-from primus.tracking.delivery_child import (Replies, Routes, account_startup, configure_process, deliver,
-                                           exit_process)
+from primus.tracking.delivery_child import Replies, Routes, account_startup, configure_process, deliver, exit_process
 from primus.tracking.node_delivery import HELLO, RUN_FDS
 from primus.tracking.worker import SinkWorker
 

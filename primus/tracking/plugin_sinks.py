@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from primus.plugins import PluginError, describe, load_plugin, plugin_entry_points
+from primus.tracking.enums import SinkName
 from primus.tracking.sink import Sink
 from primus.tracking.state import RunState
 
@@ -29,8 +30,7 @@ if TYPE_CHECKING:
 
 SINKS_ENV = "PRIMUS_SINKS"
 SINK_GROUP = "primus.sinks"
-BUILT_IN = ("console", "tensorboard", "wandb", "mlflow", "one_logger")
-RESERVED = (*BUILT_IN, "run")  # a plugin's name keys its cursor file and its section of run.json
+RESERVED = (*SinkName, "run")  # a plugin's name keys its cursor file and its section of run.json
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
 
 

@@ -17,17 +17,19 @@ from pathlib import Path
 from typing import Any
 
 from primus import cpu_accounting
-from primus.tracking.config import RUN_STATUSES, TrackingConfig, TrackingConfigError
-from primus.tracking.delivery import DeliveryProcess, DeliverySpec, RemoteSinkWorker
+from primus.tracking.config import TrackingConfig, TrackingConfigError, WandbConfig
+from primus.tracking.delivery import DeliveryProcess, DeliverySpec
+from primus.tracking.enums import ENDED, RunStatus
 from primus.tracking.hub import ALREADY_TRACKED, MetricsHub
 from primus.tracking.journal import last_steps
 from primus.tracking.journal_keeper import JournalKeeper
 from primus.tracking.journal_writer import JournalWriter
 from primus.tracking.lifecycle import ExitHandlers
 from primus.tracking.meta import RunMeta
+from primus.tracking.run_layout import LOGS_DIR, TRACES_DIR
 from primus.tracking.sink_factory import build_sinks, out_of_process, sink_names
 from primus.tracking.state import CursorStore, RunDirLock, RunState
-from primus.tracking.worker import SinkWorker
+from primus.tracking.worker import SinkWorker, Worker
 
 log = logging.getLogger("primus.tracking")
 
@@ -52,16 +54,16 @@ class Run:
         try:
             self._state = RunState(self.run_dir)
             self.resumed = bool(self._state.section("run"))
-            self.wandb_run_id = self._wandb_id() if cfg.wandb else None
+            self.wandb_run_id = self._wandb_id(cfg.wandb) if cfg.wandb else None
             meta = RunMeta.build(cfg)
             meta.save(self.run_dir)
             self._keeper = JournalKeeper(self.run_dir, cfg.journal_retention, sink_names(cfg),
-                                         CursorStore(self.run_dir))
-            self._journal = JournalWriter(self.run_dir, cfg.journal_segment_bytes, self._keeper.segment_closed)
+                                         CursorStore(self.run_dir), cfg.journal_segment_bytes)
+            self._journal = JournalWriter(self.run_dir, cfg.journal_segment_bytes)
             self._workers = self._make_workers(meta)
-            self._hub = MetricsHub(self._journal, self._workers, cfg.pending_records,
+            self._hub = MetricsHub(self._journal, self._workers, cfg.pending_records, followers=[self._keeper],
                                    tracked_until=last_steps(self.run_dir) if self.resumed else None)
-            self._state.update("run", status="RUNNING", pid=os.getpid())
+            self._state.update("run", status=RunStatus.RUNNING, pid=os.getpid())
         except BaseException:
             self._dir_lock.release()
             raise
@@ -73,17 +75,16 @@ class Run:
         self._hub.start()
         self._keeper.start()
 
-    def _wandb_id(self) -> str:
+    def _wandb_id(self, cfg: WandbConfig) -> str:
         """The id the user gave (wandb.run_id), else the one kept in the run directory, else the run that
         wandb.resume_from rewinds, else a new one."""
-        cfg = self.config.wandb
         saved = self._state.section("wandb").get("id")
         chosen = cfg.run_id or saved or (cfg.resume_from and cfg.resume_from.split("?")[0]) or secrets.token_hex(4)
         if chosen != saved:
             self._state.update("wandb", id=chosen)
         return chosen
 
-    def _make_workers(self, meta: RunMeta) -> list[SinkWorker | RemoteSinkWorker]:
+    def _make_workers(self, meta: RunMeta) -> list[Worker]:
         """Threads here for the console and One-Logger; the trackers' sinks in the delivery process unless
         ``delivery="thread"``."""
         cfg = self.config
@@ -91,7 +92,7 @@ class Run:
         remote = [n for n in names if out_of_process(n)] if cfg.delivery == "process" else []
         local = build_sinks(cfg, meta, self._state, self.wandb_run_id, [n for n in names if n not in remote])
         cursors = CursorStore(self.run_dir)
-        workers: list[SinkWorker | RemoteSinkWorker] = [SinkWorker(s, self.run_dir, cursors) for s in local]
+        workers: list[Worker] = [SinkWorker(s, self.run_dir, cursors) for s in local]
         if remote:
             spec = DeliverySpec(replace(cfg, console=None, one_logger=None, params={}, tags={}), tuple(remote),
                                 self.wandb_run_id, log.getEffectiveLevel())
@@ -102,8 +103,8 @@ class Run:
     @cpu_accounting.ours  # the benchmarks count the training thread's CPU spent here
     def log(self, step: int, metrics: Mapping[str, float], only: Sequence[str] | None = None) -> None:
         """Queue one step's metrics (plain floats; names per ``primus.tracking.names``). Never blocks,
-        never raises. ``only`` limits the record to some sinks by name: "console", "tensorboard",
-        "wandb", "mlflow", "one_logger" (e.g. Megatron's "vs samples" x-axis exists only in TensorBoard)."""
+        never raises. ``only`` limits the record to some sinks by name (``SinkName``, or a plugin's)
+        (e.g. Megatron's "vs samples" x-axis exists only in TensorBoard)."""
         self._hub.log(step, metrics, only)
 
     @cpu_accounting.ours
@@ -125,12 +126,12 @@ class Run:
     @property
     def logs_dir(self) -> Path:
         """Put this run's log files here; uploaded to MLflow when ``MlflowConfig.upload_logs``."""
-        return self.run_dir / "logs"
+        return self.run_dir / LOGS_DIR
 
     @property
     def traces_dir(self) -> Path:
         """Point the profiler here; uploaded to MLflow when ``MlflowConfig.upload_traces``."""
-        return self.run_dir / "traces"
+        return self.run_dir / TRACES_DIR
 
     def stats(self) -> dict[str, Any]:
         """Counters for logs and tests: records dropped by the hub, records the journal could not take, and
@@ -152,9 +153,9 @@ class Run:
     def finish(self, status: str | None = None) -> None:
         """End the run with FINISHED (default), FAILED or KILLED. Idempotent. Waits at most
         ``exit_deadline_s`` for the sinks; what they could not deliver stays in the journal."""
-        status = status or "FINISHED"
-        if status not in RUN_STATUSES:
-            raise ValueError(f"finish(status={status!r}): use one of {', '.join(RUN_STATUSES)}")
+        status = status or RunStatus.FINISHED
+        if status not in ENDED:
+            raise ValueError(f"finish(status={status!r}): use one of {', '.join(ENDED)}")
         if os.getpid() != self._owner_pid:
             return  # a forked child (a DataLoader worker) holds a copy of the run: only its owner ends it
         with self._finish_lock:
@@ -174,7 +175,7 @@ class Run:
         self._journal.close()
         self._dir_lock.release()
 
-    def _report(self, late: list[SinkWorker | RemoteSinkWorker]) -> None:
+    def _report(self, late: list[Worker]) -> None:
         lost = {why: n for why, n in self._hub.dropped.items() if why != ALREADY_TRACKED}
         if lost:
             log.warning("primus tracking: records dropped in this run: %s", lost)

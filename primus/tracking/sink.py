@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
+from enum import Enum
 from typing import Any, ClassVar
 
 from primus.tracking.journal import Record
@@ -16,13 +17,16 @@ class SinkUnavailable(RuntimeError):
     worker warns once and stops that sink; the journal still holds everything."""
 
 
+class Durability(Enum):
+    """When a record a sink was given is safe: its journal cursor is saved then."""
+    ON_WRITE = "write"  # once ``write`` returned
+    ON_FLUSH = "flush"  # once ``flush`` returned
+    ON_CLOSE = "close"  # only once ``close`` returned: a process killed before resends all to the same tracker run
+
+
 class Sink(ABC):
-    name: ClassVar[str]
-    # True: a record is safe once ``write`` returned (the cursor is saved then); False: only after ``flush``
-    durable_on_write: ClassVar[bool] = True
-    # False: not even ``flush`` makes it safe, only ``close`` (the cursor is saved then, so a process killed
-    # before it resends everything to the same tracker run)
-    durable_on_flush: ClassVar[bool] = True
+    name: ClassVar[str]  # a built-in sink's ``SinkName``; a plugin's entry-point name
+    durability: ClassVar[Durability] = Durability.ON_WRITE
     # > 0: deliver at most this often (fewer, larger batches). For clients whose every request costs
     # milliseconds of Python on the training process's GIL, whatever its size (MLflow)
     min_interval_s: ClassVar[float] = 0.0
@@ -40,10 +44,10 @@ class Sink(ABC):
     def write(self, records: Sequence[Record]) -> None:
         """Deliver the records, all or none (raise). Records of every kind arrive; ignore what does not apply."""
 
-    def flush(self) -> None:
+    def flush(self) -> None:  # noqa: B027 - most sinks hold nothing back
         pass
 
-    def close(self, status: str, complete: bool) -> None:
+    def close(self, status: str, complete: bool) -> None:  # noqa: B027 - most sinks have no run to end
         """End the tracker run with ``status``; ``complete`` is False when records were left undelivered."""
 
 

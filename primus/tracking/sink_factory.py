@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 
 from primus.tracking.config import TrackingConfig
+from primus.tracking.enums import SinkName
 from primus.tracking.meta import RunMeta
 from primus.tracking.plugin_sinks import build_plugin_sinks
 from primus.tracking.sink import Sink
@@ -20,7 +21,7 @@ from primus.tracking.state import RunState
 # protobuf encoding for TensorBoard): with delivery="process" they run in the delivery process, off the
 # training process's GIL. The console and One-Logger stay in the training process (they print, or hook it);
 # plugin sinks are trackers too, and go out.
-IN_PROCESS = ("console", "one_logger")
+IN_PROCESS = (SinkName.CONSOLE, SinkName.ONE_LOGGER)
 
 
 def out_of_process(name: str) -> bool:
@@ -29,8 +30,9 @@ def out_of_process(name: str) -> bool:
 
 def sink_names(cfg: TrackingConfig) -> list[str]:
     """The enabled sinks, in delivery order: the built-in ones, then the plugins (``cfg`` resolved)."""
-    wanted = {"console": cfg.console, "tensorboard": cfg.tensorboard,
-              "wandb": cfg.wandb and cfg.wandb.mode != "disabled", "mlflow": cfg.mlflow, "one_logger": cfg.one_logger}
+    wanted = {SinkName.CONSOLE: cfg.console, SinkName.TENSORBOARD: cfg.tensorboard,
+              SinkName.WANDB: cfg.wandb and cfg.wandb.mode != "disabled", SinkName.MLFLOW: cfg.mlflow,
+              SinkName.ONE_LOGGER: cfg.one_logger}
     return [*(name for name, on in wanted.items() if on), *(cfg.plugin_sinks or ())]
 
 
@@ -38,11 +40,11 @@ def build_sinks(cfg: TrackingConfig, meta: RunMeta, state: RunState, wandb_run_i
                 names: Collection[str]) -> list[Sink]:
     """The sinks of ``names`` (from ``sink_names``). A sink imports its tracker only when it opens."""
     builders: dict[str, Callable[[], Sink]] = {
-        "console": lambda: ConsoleSink(cfg.console),
-        "tensorboard": lambda: TensorBoardSink(cfg.tensorboard),
-        "wandb": lambda: WandbSink(cfg.wandb, meta, state, wandb_run_id),
-        "mlflow": lambda: MlflowSink(cfg.mlflow, meta, state, cfg.run_dir),
-        "one_logger": lambda: OneLoggerSink(cfg.one_logger, cfg.run_name),
+        SinkName.CONSOLE: lambda: ConsoleSink(cfg.console),
+        SinkName.TENSORBOARD: lambda: TensorBoardSink(cfg.tensorboard),
+        SinkName.WANDB: lambda: WandbSink(cfg.wandb, meta, state, wandb_run_id),
+        SinkName.MLFLOW: lambda: MlflowSink(cfg.mlflow, meta, state, cfg.run_dir),
+        SinkName.ONE_LOGGER: lambda: OneLoggerSink(cfg.one_logger, cfg.run_name),
     }
     wanted = [name for name in sink_names(cfg) if name in names]
     plugins = build_plugin_sinks([n for n in wanted if n not in builders], meta, cfg.run_dir, state)

@@ -1,13 +1,6 @@
-"""What a run directory remembers between processes.
-
-* ``run.json``: the tracker run ids (so a restarted job resumes the same MLflow and W&B runs), the
-  final status asked for, and what each sink finished; written atomically (temp file + rename).
-* ``cursors/<sink>.json``: how far into the journal each sink has delivered, and to which target
-  (an MLflow run id, a W&B id, a log dir): a cursor for another target starts from 0.
-* ``meta.json``: the redacted params and tags, so ``primus tracking sync`` can create a run that a
-  dead server never saw.
-* ``.lock``: one live process per run directory (two writers would interleave the journal).
-"""
+"""What a run directory remembers between processes (``run_layout`` names the files): ``run.json``, the cursors and
+the locks. JSON files are written atomically (temp file + rename); a cursor for another target (an MLflow run id, a
+W&B id, a log dir) than the sink's now reads as 0."""
 
 from __future__ import annotations
 
@@ -19,11 +12,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
-log = logging.getLogger("primus.tracking")
+from primus.tracking.run_layout import CURSORS_DIR, DELIVERY_LOCK, LOCK_FILE, STATE_FILE
 
-STATE_FILE = "run.json"
-META_FILE = "meta.json"
-LOCK_FILE = ".lock"
+log = logging.getLogger("primus.tracking")
 
 
 class RunDirBusyError(RuntimeError):
@@ -72,6 +63,14 @@ class RunDirLock:
             self._fd = None
 
 
+def delivery_lock(run_dir: Path) -> int:
+    """A descriptor of the run's delivery lock file, unlocked. Held by a delivery process while it feeds the
+    trackers: a trainer relaunched after a SIGKILL (torchrun's restarts) gets a new delivery process while the old
+    one may still deliver the killed launch's steps; the new one, and ``primus tracking sync``, wait for it, so two
+    never feed the same MLflow and W&B runs at once."""
+    return os.open(run_dir / DELIVERY_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+
+
 class RunState:
     """``run.json`` as sections (``mlflow``, ``wandb``, ``run``), shared by the training process and its
     delivery process: every read is fresh from the file and every update a read-modify-write under a
@@ -95,11 +94,11 @@ class RunState:
 
 class CursorStore:
     def __init__(self, run_dir: Path):
-        self.dir = run_dir / "cursors"
+        self.dir = run_dir / CURSORS_DIR
         self.dir.mkdir(exist_ok=True)
         self._unsaved: set[str] = set()
 
-    def load(self, sink: str, target: str) -> int:
+    def load(self, sink: str, target: str | None) -> int:
         saved = read_json(self.dir / f"{sink}.json")
         return int(saved.get("offset", 0)) if saved.get("target") == target else 0
 
@@ -107,7 +106,7 @@ class CursorStore:
         """How far ``sink`` delivered, whatever its target (0: nothing saved)."""
         return int(read_json(self.dir / f"{sink}.json").get("offset", 0))
 
-    def save(self, sink: str, target: str, offset: int) -> None:
+    def save(self, sink: str, target: str | None, offset: int) -> None:
         """Best effort: on a full disk the saved cursor lags (a crash then resends a little, which the trackers
         take as the same points) rather than stop the sink."""
         try:

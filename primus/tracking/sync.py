@@ -23,16 +23,16 @@ from pathlib import Path
 
 from primus.plugins import PluginError
 from primus.redaction import MASK
-from primus.tracking.delivery import DELIVERY_LOCK
-from primus.tracking.journal import JOURNAL_DIR, has_journal, journal_end
+from primus.tracking.enums import RunStatus, SinkName
+from primus.tracking.journal import has_journal, journal_end
 from primus.tracking.meta import RunMeta
 from primus.tracking.plugin_sinks import build_plugin_sinks
+from primus.tracking.run_layout import JOURNAL_DIR
 from primus.tracking.sink import Sink
 from primus.tracking.sinks.mlflow import MlflowSink
 from primus.tracking.sinks.wandb import WandbSink
-from primus.tracking.state import CursorStore, RunDirLock, RunState
+from primus.tracking.state import CursorStore, RunDirLock, RunState, delivery_lock
 from primus.tracking.worker import SinkWorker
-
 
 LOCK_POLL_S = 0.2
 
@@ -70,14 +70,14 @@ def sync_run(run_dir: Path, timeout_s: float = 300.0, tracking_uri: str | None =
         raise SyncError(f"{run_dir} has no journal ({JOURNAL_DIR}/): give the run directory of a tracked run")
     deadline = time.monotonic() + timeout_s
     lock = RunDirLock(run_dir).acquire()
-    delivering = open(run_dir / DELIVERY_LOCK, "a")
+    delivering = delivery_lock(run_dir)
     try:
         _wait_for_delivery_lock(delivering, run_dir, deadline)
         state = RunState(run_dir)
         meta = RunMeta.load(run_dir)
-        status = state.section("run").get("status", "RUNNING")
-        if status == "RUNNING":  # nobody holds the lock, so the process ended without finishing
-            status = "KILLED"
+        status = state.section("run").get("status", RunStatus.RUNNING)
+        if status == RunStatus.RUNNING:  # nobody holds the lock, so the process ended without finishing
+            status = RunStatus.KILLED
         report = SyncReport(status=status)
         sinks: list[Sink] = []
         if meta.mlflow:
@@ -86,7 +86,7 @@ def sync_run(run_dir: Path, timeout_s: float = 300.0, tracking_uri: str | None =
         if meta.wandb and wandb_state.get("id"):
             if wandb_state.get("mode") == "offline":
                 report.wandb_offline_dir = wandb_state.get("sync_dir")
-            if CursorStore(run_dir).load("wandb", wandb_state["id"]) < journal_end(run_dir):
+            if CursorStore(run_dir).load(SinkName.WANDB, wandb_state["id"]) < journal_end(run_dir):
                 sinks.append(WandbSink(meta.wandb_config(), meta, state, wandb_state["id"]))
         try:
             sinks += build_plugin_sinks(meta.plugin_sinks, meta, run_dir, state)
@@ -104,7 +104,7 @@ def sync_run(run_dir: Path, timeout_s: float = 300.0, tracking_uri: str | None =
                 report.errors[w.sink.name] = w.last_error
         return report
     finally:
-        delivering.close()
+        os.close(delivering)
         lock.release()
 
 
@@ -124,11 +124,11 @@ def _report(worker: SinkWorker, progress: Callable[[SyncProgress], None]) -> Non
     progress(SyncProgress(worker.sink.name, worker.records_sent, sent, sent + worker.pending_bytes))
 
 
-def _wait_for_delivery_lock(lock_file, run_dir: Path, deadline: float) -> None:
+def _wait_for_delivery_lock(lock_fd: int, run_dir: Path, deadline: float) -> None:
     told = False
     while True:
         try:
-            fcntl.flock(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             return
         except BlockingIOError:
             if time.monotonic() >= deadline:

@@ -16,10 +16,12 @@ import time
 from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Protocol
 
 from primus.redaction import redact_text
-from primus.tracking.journal import JOURNAL_DIR, JournalReader, Record
-from primus.tracking.sink import Sink, SinkUnavailable, outside_except
+from primus.tracking.journal import JournalReader, Record
+from primus.tracking.run_layout import JOURNAL_DIR
+from primus.tracking.sink import Durability, Sink, SinkUnavailable, outside_except
 from primus.tracking.state import CursorStore
 
 log = logging.getLogger("primus.tracking")
@@ -27,13 +29,41 @@ log = logging.getLogger("primus.tracking")
 BACKOFF_FIRST_S = 0.5
 BACKOFF_MAX_S = 10.0
 POLL_S = 1.0  # a worker also wakes on its own, in case a notify was missed
-FLUSH_EVERY_S = 5.0  # sinks that are durable only after flush() are flushed at least this often
+FLUSH_EVERY_S = 5.0  # sinks not durable on write are flushed at least this often
 DIRECT_MAX = 10_000  # records not journaled, held for a sink that is down
+
+
+class DirectRoute(Protocol):
+    """Where records the journal could not take go: a ``SinkWorker``, or the delivery process for all its sinks."""
+    def deliver_direct(self, after: int, records: Sequence[Record]) -> None: ...
+
+
+class Worker(Protocol):
+    """What the hub and the run use of a sink's worker: ``SinkWorker`` (a thread of this process) and
+    ``delivery.RemoteSinkWorker`` (a sink of the delivery process) implement it."""
+    name: str
+    failures: int
+    last_error: str  # redacted
+    disabled: bool  # off for the run (its package missing, its mode refused)
+    direct_delivered: int  # records not journaled that reached the sink
+
+    @property
+    def direct_lost(self) -> int: ...  # ...and those that did not
+    @property
+    def direct_route(self) -> DirectRoute: ...  # where the hub hands records the journal could not take
+    @property
+    def pending_bytes(self) -> int: ...  # of the journal, not delivered yet
+    def start(self) -> None: ...
+    def notify(self, end: int) -> None: ...  # the journal now ends at ``end``
+    def request_flush(self, offset: int) -> threading.Event: ...  # set once delivered up to ``offset``
+    def close(self, status: str, deadline: float) -> None: ...  # deliver the rest, then end the tracker run
+    def join(self, deadline: float) -> bool: ...  # True: it ended in time
 
 
 class SinkWorker:
     def __init__(self, sink: Sink, run_dir: Path, cursors: CursorStore):
         self.sink = sink
+        self.name = sink.name
         self.journal = run_dir / JOURNAL_DIR
         self.reader = JournalReader(run_dir)
         self.cursors = cursors
@@ -61,14 +91,9 @@ class SinkWorker:
         self._finished = False
         self._thread = threading.Thread(target=self._main, name=f"primus-tracking-{sink.name}", daemon=True)
 
-    # -- called by the hub / the run -----------------------------------------------------
-    @property
-    def name(self) -> str:
-        return self.sink.name
-
+    # -- called by the hub / the run (``Worker``) --------------------------------------------
     @property
     def direct_route(self) -> SinkWorker:
-        """Where the hub hands records the journal could not take, for this sink."""
         return self
 
     @property
@@ -242,7 +267,7 @@ class SinkWorker:
 
     def _advance(self, offset: int) -> None:
         self.cursor = offset
-        if self.sink.durable_on_write:
+        if self.sink.durability is Durability.ON_WRITE:
             self.cursors.save(self.sink.name, self.target, offset)
         else:
             self._unflushed = True
@@ -250,7 +275,7 @@ class SinkWorker:
     def _flush_sink(self) -> None:
         self.sink.flush()
         self._last_flush = time.monotonic()
-        if self._unflushed and self.sink.durable_on_flush:
+        if self._unflushed and self.sink.durability is Durability.ON_FLUSH:
             self.cursors.save(self.sink.name, self.target, self.cursor)
             self._unflushed = False
 

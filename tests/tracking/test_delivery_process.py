@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import fcntl
 import json
-import os
 import logging
+import os
 import signal
 import subprocess
 import sys
@@ -21,7 +21,8 @@ from support.readers import mlflow_history, read_tb_scalars, read_wandb_history
 
 from primus.cli.main import main as primus_cli
 from primus.tracking import MlflowConfig, TrackingConfig, start_run
-from primus.tracking.delivery import CHILD_MODULE, DELIVERY_LOCK
+from primus.tracking.delivery import CHILD_MODULE
+from primus.tracking.run_layout import DELIVERY_LOCK
 from primus.tracking.state import RunState
 
 pytestmark = pytest.mark.slow

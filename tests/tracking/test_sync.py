@@ -13,10 +13,10 @@ import time
 import pytest
 from support.plugin_dists import SINK_DOWN, read_sink_record
 
-from primus.tracking.delivery import DELIVERY_LOCK
 from primus.tracking.journal import METRICS, encode, journal_end
 from primus.tracking.journal_writer import JournalWriter
 from primus.tracking.meta import RunMeta
+from primus.tracking.run_layout import DELIVERY_LOCK
 from primus.tracking.state import CursorStore, RunState, read_json
 from primus.tracking.sync import SyncError, SyncProgress, sync_run
 

@@ -9,12 +9,13 @@ from collections.abc import Sequence
 
 from primus.redaction import redact_text
 from primus.tracking.config import ConsoleConfig
+from primus.tracking.enums import SinkName
 from primus.tracking.journal import METRICS, Record
 from primus.tracking.sink import Sink
 
 
 class ConsoleSink(Sink):
-    name = "console"
+    name = SinkName.CONSOLE
 
     def __init__(self, cfg: ConsoleConfig):
         self.cfg = cfg

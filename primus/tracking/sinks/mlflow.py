@@ -17,10 +17,12 @@ from pathlib import Path
 from primus.redaction import redact_text
 from primus.tracking.artifacts import upload_run_files
 from primus.tracking.config import MlflowConfig
+from primus.tracking.enums import RunStatus, SinkName
 from primus.tracking.journal import METRICS, TEXT, Record
 from primus.tracking.meta import RunMeta
 from primus.tracking.names import MlflowKeys, mlflow_keys
 from primus.tracking.params import MLFLOW_MAX_PARAM_VALUE, MLFLOW_MAX_TAG_VALUE, clip
+from primus.tracking.run_layout import LOGS_DIR, REPORTS_DIR, TRACES_DIR
 from primus.tracking.sink import Sink, outside_except
 from primus.tracking.sinks.mlflow_full import FullMlflowClient
 from primus.tracking.sinks.mlflow_rest import MetricPoint, MlflowRestClient, needs_full_client
@@ -34,7 +36,7 @@ RECORDS_PER_WRITE = 200  # a resend after an outage goes out in bounded requests
 
 
 class MlflowSink(Sink):
-    name = "mlflow"
+    name = SinkName.MLFLOW
     # A log_batch costs 2-50 ms of client (and, on a local sqlite store, database) CPU whatever its size;
     # every 0.1 s hub tick would take that from the training thread's GIL 10 times a second.
     min_interval_s = 1.0
@@ -68,8 +70,8 @@ class MlflowSink(Sink):
             log.warning("primus tracking: MLflow run %s saved in %s no longer exists; starting a new run",
                         saved["run_id"], self.state.path)
             return None
-        if run.status != "RUNNING":
-            self._client.set_status(run.run_id, "RUNNING")
+        if run.status != RunStatus.RUNNING:
+            self._client.set_status(run.run_id, RunStatus.RUNNING)
         self._log_params(run.run_id, run.params)
         return run.run_id
 
@@ -137,8 +139,8 @@ class MlflowSink(Sink):
         if not complete:
             return  # the run stays RUNNING until `primus tracking sync` delivers the rest
         uploaded = self.state.section("mlflow").get("artifacts_uploaded")
-        subdirs = [d for d, on in (("logs", self.cfg.upload_logs), ("traces", self.cfg.upload_traces),
-                                   ("reports", self.cfg.upload_trace_report)) if on]
+        subdirs = [d for d, on in ((LOGS_DIR, self.cfg.upload_logs), (TRACES_DIR, self.cfg.upload_traces),
+                                   (REPORTS_DIR, self.cfg.upload_trace_report)) if on]
         if not uploaded and subdirs:
             if self.cfg.upload_trace_report:
                 self._write_trace_report()
@@ -152,7 +154,7 @@ class MlflowSink(Sink):
         """Best effort: a report that cannot be built must not keep the run from ending."""
         from primus.profiling.trace_report import write_trace_report
 
-        error = outside_except(lambda: write_trace_report(self.run_dir / "traces", self.run_dir / "reports"))
+        error = outside_except(lambda: write_trace_report(self.run_dir / TRACES_DIR, self.run_dir / REPORTS_DIR))
         if error is not None:
             log.warning("primus tracking: no trace report for MLflow run %s: %s", self.run_id,
                         redact_text(str(error))[:300])

@@ -8,12 +8,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from primus.tracking.config import OneLoggerConfig
+from primus.tracking.enums import SinkName
 from primus.tracking.journal import METRICS, Record
 from primus.tracking.sink import Sink, SinkUnavailable
 
 
 class OneLoggerSink(Sink):
-    name = "one_logger"
+    name = SinkName.ONE_LOGGER
 
     def __init__(self, cfg: OneLoggerConfig, run_name: str):
         self.cfg = cfg

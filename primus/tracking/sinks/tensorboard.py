@@ -9,13 +9,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from primus.tracking.config import TensorBoardConfig
+from primus.tracking.enums import SinkName
 from primus.tracking.journal import METRICS, TEXT, Record
-from primus.tracking.sink import Sink
+from primus.tracking.sink import Durability, Sink
 
 
 class TensorBoardSink(Sink):
-    name = "tensorboard"
-    durable_on_write = False  # events sit in the writer's queue until flush()
+    name = SinkName.TENSORBOARD
+    durability = Durability.ON_FLUSH  # events sit in the writer's queue until flush()
 
     def __init__(self, cfg: TensorBoardConfig):
         self.cfg = cfg

@@ -15,14 +15,15 @@ from typing import Any
 
 from primus.redaction import redact_text
 from primus.tracking.config import WandbConfig
+from primus.tracking.enums import RunStatus, SinkName
 from primus.tracking.journal import METRICS, TEXT, Record
 from primus.tracking.meta import RunMeta
-from primus.tracking.sink import Sink, SinkUnavailable, outside_except
+from primus.tracking.sink import Durability, Sink, SinkUnavailable, outside_except
 from primus.tracking.state import RunState
 
 log = logging.getLogger("primus.tracking")
 
-EXIT_CODES = {"FINISHED": 0, "FAILED": 1, "KILLED": 143}
+EXIT_CODES: dict[str, int] = {RunStatus.FINISHED: 0, RunStatus.FAILED: 1, RunStatus.KILLED: 143}
 # wandb.init also reads these from the environment, and refuses two of them together: the sink decides
 # the start point (a restart resumes, never forks or rewinds again), so wandb.init does not see them
 START_POINT_VARIABLES = ("WANDB_RESUME", "WANDB_RESUME_FROM", "WANDB_FORK_FROM")
@@ -30,12 +31,11 @@ _INIT_LOCK = threading.Lock()
 
 
 class WandbSink(Sink):
-    name = "wandb"
+    name = SinkName.WANDB
     # run.log hands a record to the wandb-core service process, which a job's SIGTERM stops with the rest of the
     # process group before it wrote anything: only finish() makes records safe. A resend after a kill goes to the
     # same W&B run, which keeps the steps it already has and ignores the repeats.
-    durable_on_write = False
-    durable_on_flush = False
+    durability = Durability.ON_CLOSE
 
     def __init__(self, cfg: WandbConfig, meta: RunMeta, state: RunState, run_id: str):
         self.cfg = cfg
@@ -98,7 +98,7 @@ class WandbSink(Sink):
         return run
 
     def write(self, records: Sequence[Record]) -> None:
-        step, row = None, {}
+        step, row = None, dict[str, Any]()
         for r in records:
             if r.kind == METRICS:
                 if step is not None and r.step != step:

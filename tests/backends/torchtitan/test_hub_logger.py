@@ -10,7 +10,7 @@ import pytest
 from primus.backends.torchtitan.hub_logger import HubLogger
 from primus.tracking import TrackingConfig, start_run
 from primus.tracking.journal import METRICS, read_all
-from primus.tracking.state import STATE_FILE
+from primus.tracking.run_layout import STATE_FILE
 
 
 @pytest.fixture

@@ -1,0 +1,23 @@
+"""Every file and folder of a run directory, by name, and the one module that writes each.
+
+* ``run.json``: the tracker run ids (a restarted job resumes the same MLflow and W&B runs), the run's status, what
+  each sink finished (``state.RunState``, shared by the training process and its delivery process).
+* ``meta.json``: the redacted params, tags and tracker settings (``meta.RunMeta``).
+* ``journal/``: the records, in segments (``journal_writer``; gzipped and deleted by ``journal_keeper``);
+  ``journal.jsonl``, the single-file journal of run directories written before segments.
+* ``cursors/<sink>.json``: how far each sink delivered (``state.CursorStore``).
+* ``.lock``: one live process per run directory, else two would interleave the journal (``state.RunDirLock``);
+  ``.delivery.lock``: held by the process that feeds the trackers (``state.delivery_lock``).
+* ``logs/``, ``traces/``, ``reports/``: the run's own files, uploaded to MLflow when asked (``sinks.mlflow``).
+"""
+
+STATE_FILE = "run.json"
+META_FILE = "meta.json"
+JOURNAL_DIR = "journal"
+LEGACY_JOURNAL = "journal.jsonl"
+CURSORS_DIR = "cursors"
+LOCK_FILE = ".lock"
+DELIVERY_LOCK = ".delivery.lock"
+LOGS_DIR = "logs"
+TRACES_DIR = "traces"
+REPORTS_DIR = "reports"
