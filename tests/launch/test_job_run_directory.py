@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from primus.backends.megatron.training.run_directory import default_run_name, derive_run_dir
+from primus.backends.megatron.tracking_plan import default_run_name, derive_run_dir
 from primus.config import load_experiment
 from primus.config.environment import OVERRIDES_ENV, RUN_DIR_ENV
 from primus.config.schemas import torchtitan as torchtitan_schema

@@ -67,7 +67,7 @@ def _argument_reader(function, name: str):
                 description="Timers.write: --log-timers-to-tensorboard scalars reach the hub writer (upstream writes "
                             "only to a SummaryWriter instance or the wandb module, and drops anything else)")
 def _install_timers_write(module, handle):
-    from primus.backends.megatron.training.hub_writer import HubWriter
+    from primus.backends.megatron.training.tracking_summary_writer import TrackingSummaryWriter
 
     signature = inspect.signature(module.Timers.write)
 
@@ -75,7 +75,7 @@ def _install_timers_write(module, handle):
         call = signature.bind(instance, *args, **kwargs)
         call.apply_defaults()
         a = call.arguments
-        if not isinstance(a["writer"], HubWriter) or a["normalizer"] <= 0.0:
+        if not isinstance(a["writer"], TrackingSummaryWriter) or a["normalizer"] <= 0.0:
             return wrapped(*args, **kwargs)
         # upstream's own gather across ranks (every rank takes part), then each timer's maximum to the hub
         # upstream's write gathers the same way: its CPU is not tracking's (cpu_accounting, for the benchmarks)

@@ -11,7 +11,7 @@ import sys
 import time
 from collections.abc import Mapping
 
-from primus.backends.megatron.training.hub_writer import HubWriter
+from primus.backends.megatron.training.tracking_summary_writer import TrackingSummaryWriter
 from primus.tracking.perf import IntervalAverager, Utilisation, memory_metrics, throughput_metrics
 
 MLFLOW_ONLY = ("mlflow",)
@@ -22,14 +22,13 @@ SAMPLES_VS_STEPS = "samples vs steps"
 class TrackingSession:
     """``run`` and ``writer`` are None when every tracker is off: the console figures still come."""
 
-    def __init__(self, run, writer: HubWriter | None, args, *, mlflow_on: bool):
+    def __init__(self, run, writer: TrackingSummaryWriter | None, args, *, perf_metrics: bool):
         self.run = run
         self.writer = writer
         self._args = args
         self._averager = IntervalAverager(args.log_avg_skip_iterations, args.log_avg_reset_interval)
-        perf_upload = mlflow_on and args.mlflow_upload_performance_metrics
-        self._throughput_on = writer is not None and (args.log_throughput or perf_upload)  # upload implies it
-        self._system_on = perf_upload
+        self._throughput_on = writer is not None and (args.log_throughput or perf_metrics)  # upload implies it
+        self._system_on = perf_metrics
         self._console_on = args.log_throughput or args.log_progress
         self._utilisation = Utilisation() if self._system_on else None
         self._device_name, self._dtype = _device_and_dtype(args)
