@@ -16,9 +16,9 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from primus.backends.megatron.tracker_settings import mlflow_enabled, wandb_enabled
+from primus.config import ModuleConfig
 from primus.tracking.credentials import WANDB_OFFLINE_MODES, has_wandb_credentials
 from primus.tracking.environment import mlflow_environment_problems, wandb_environment_problems
-from primus.config import ModuleConfig
 
 
 def enabled_trackers(module: ModuleConfig) -> tuple[bool, bool]:

@@ -36,7 +36,8 @@ def plan_tracking(config: Any, options: PrimusOptions, explicit_run_dir: Path | 
     notices = Notices()
     log_period = config.log_period
     if not isinstance(log_period, int) or isinstance(log_period, bool) or log_period < 1:
-        notices.error(f"log_period={log_period!r} is invalid: flush TensorBoard every N >= 1 steps, e.g. log_period=100")
+        notices.error(f"log_period={log_period!r} is invalid: flush TensorBoard every N >= 1 steps, "
+                      f"e.g. log_period=100")
     if options.mlflow_upload_performance_metrics and not options.enable_mlflow:
         notices.info("mlflow_upload_performance_metrics ignored: MLflow is off (enable_mlflow=false)")
     if not (config.enable_tensorboard or config.enable_wandb or options.enable_mlflow or requested_sinks(environ)):
@@ -70,5 +71,5 @@ def plan_tracking(config: Any, options: PrimusOptions, explicit_run_dir: Path | 
         mlflow=MlflowConfig() if options.enable_mlflow else None,
         journal_retention=options.primus_journal_retention,
     ), environ)
-    return TrackingPlan(tracking, notices, perf_metrics=options.enable_mlflow and options.mlflow_upload_performance_metrics,
-                        peak_tflops=options.peak_tflops)
+    return TrackingPlan(tracking, notices, peak_tflops=options.peak_tflops,
+                        perf_metrics=options.enable_mlflow and options.mlflow_upload_performance_metrics)

@@ -95,8 +95,9 @@ def plan_tracking(args) -> TrackingPlan:
 def _check_profiler(args, notices: Notices) -> None:
     if not (args.profile and args.use_pytorch_profiler):
         on = [flag for flag in ("mlflow_upload_traces", "mlflow_upload_tracelens_report") if getattr(args, flag)]
-        notices.warn(f"{' and '.join(on)} {'is' if len(on) == 1 else 'are'} on but the torch profiler is off: there will be no traces. Add --profile "
-                     "--use-pytorch-profiler (steps from --profile-step-start to --profile-step-end).")
+        notices.warn(f"{' and '.join(on)} {'is' if len(on) == 1 else 'are'} on but the torch profiler is off: there "
+                     "will be no traces. Add --profile --use-pytorch-profiler (steps from --profile-step-start to "
+                     "--profile-step-end).")
 
 
 def _check_ranges(args, notices: Notices) -> None:

@@ -36,7 +36,8 @@ def test_peak_tflops_is_read_and_a_bad_one_refused_before_training():
 
 
 def test_across_ranks_only_with_the_perf_set_going_to_mlflow():
-    on = ("--disable-mlflow", "false", "--mlflow-upload-performance-metrics", "--mlflow-performance-metrics-across-ranks")
+    on = ("--disable-mlflow", "false", "--mlflow-upload-performance-metrics",
+          "--mlflow-performance-metrics-across-ranks")
     assert plan_tracking(parse(*on)).across_ranks
     assert not plan_tracking(parse("--disable-mlflow", "false")).across_ranks  # off by default: it is a collective
     without_perf = plan_tracking(parse("--disable-mlflow", "false", "--mlflow-performance-metrics-across-ranks"))

@@ -90,7 +90,8 @@ def test_tensorboard_dir_is_recorded_as_given_with_the_folders_primus_chose(tmp_
                  "--primus-run-dir", str(tmp_path / "run"), tensorboard_dir="tb", profile=True,
                  use_pytorch_profiler=True)
     plan = plan_tracking(args)
-    assert plan.recorded_params == {"tensorboard_dir": "tb", "primus_tensorboard_events_dir": str(Path("tb").absolute()),
+    assert plan.recorded_params == {"tensorboard_dir": "tb",
+                                    "primus_tensorboard_events_dir": str(Path("tb").absolute()),
                                     "primus_traces_dir": str(tmp_path / "run" / "traces")}
     assert args.tensorboard_dir == str(tmp_path / "run" / "traces" / "profiler")  # what upstream's profiler reads
 

@@ -92,7 +92,8 @@ def test_trace_report_reads_this_runs_traces_and_needs_the_profiler(tmp_path):
                                            "will be no traces to report on. Set profiler.enable_profiling: true "
                                            "(--profiler.enable-profiling)."]
     unprofiled = plan(tmp_path, enable_mlflow=True, mlflow_upload_tracelens_report=True, profiler_section="profiling")
-    assert unprofiled.notices.warnings[0].endswith("Set profiling.enable_profiling: true (--profiling.enable-profiling).")
+    assert unprofiled.notices.warnings[0].endswith("Set profiling.enable_profiling: true "
+                                                   "(--profiling.enable-profiling).")
 
 
 def test_log_freq_below_one_is_refused(tmp_path):

@@ -70,7 +70,7 @@ def finish_tracking(status: str | None = None) -> None:
     global _SESSION, _PLAN, _RANK_FIGURES
     session, _SESSION, _PLAN, _RANK_FIGURES = _SESSION, None, None, None
     stop_console_capture()  # the log is complete on disk before the run's end uploads it
-    if session is not None and session.run is not None:
+    if session is not None and session.writer is not None:  # a tracker is on
         session.writer.flush()
         session.run.finish(status)
 
