@@ -17,6 +17,7 @@ from typing import Any
 from primus.backends.torchtitan.experiment import MODEL_SECTION
 from primus.config import ConfigError
 
+
 CONFIG_FUNCTION_KEYS = ("module", "config")  # of MODEL_SECTION, on 0.3
 
 

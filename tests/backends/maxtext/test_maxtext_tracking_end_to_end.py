@@ -15,21 +15,9 @@ import math
 import sys
 
 import pytest
-from maxtext_runs import (
-    EVAL_KEYS,
-    SCHEDULE,
-    STEPS,
-    TINY_CPU,
-    TRAIN_KEYS,
-    TRAIN_STEPS,
-    UPSTREAM_TRAIN,
-    WANDB_PROJECT,
-    assert_every_step,
-    assert_every_tracker_holds_every_step,
-    every_tracker_args,
-    only_run,
-    tiny_cpu_args,
-)
+from maxtext_runs import (EVAL_KEYS, SCHEDULE, STEPS, TINY_CPU, TRAIN_KEYS, TRAIN_STEPS, UPSTREAM_TRAIN,
+                          WANDB_PROJECT, assert_every_step, assert_every_tracker_holds_every_step,
+                          every_tracker_args, only_run, tiny_cpu_args)
 from support.journal_files import run_dirs_under
 from support.readers import mlflow_history, read_tb_scalars, wandb_files, wandb_records
 

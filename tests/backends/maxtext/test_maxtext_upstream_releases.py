@@ -18,15 +18,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from maxtext_runs import (
-    SCHEDULE,
-    STEPS,
-    TINY_CPU,
-    UPSTREAM_TRAIN,
-    assert_every_tracker_holds_every_step,
-    every_tracker_args,
-    only_run,
-)
+from maxtext_runs import (SCHEDULE, STEPS, TINY_CPU, UPSTREAM_TRAIN, assert_every_tracker_holds_every_step,
+                          every_tracker_args, only_run)
 from support.launch import run_env
 from support.readers import mlflow_history
 from support.upstreams import releases, upstream_env, upstream_path
