@@ -101,6 +101,13 @@ def test_log_freq_below_one_is_refused(tmp_path):
         plan(tmp_path, log_freq=0, enable_tensorboard=True)
 
 
+def test_every_problem_is_listed_at_once(tmp_path):
+    with pytest.raises(TrackingPlanError) as refused:
+        plan(tmp_path, log_freq=0, primus_exit_deadline=0.0, enable_tensorboard=True)
+    assert [p.split(" is invalid")[0] for p in refused.value.problems] == ["metrics.log_freq=0",
+                                                                           "metrics.primus_exit_deadline=0.0"]
+
+
 def test_databricks_without_credentials_is_refused_before_training(tmp_path, monkeypatch):
     monkeypatch.setenv("MLFLOW_TRACKING_URI", "databricks")
     monkeypatch.setenv("DATABRICKS_CONFIG_FILE", str(tmp_path / "none"))
