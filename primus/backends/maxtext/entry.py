@@ -16,8 +16,8 @@ def main() -> None:
     from maxtext.trainers.pre_train import train
     from maxtext.utils.globals import MAXTEXT_CONFIGS_DIR
 
-    from primus.backends.maxtext.tracking_plan import TrackingPlanError
     from primus.config import ConfigError
+    from primus.tracking.plan import TrackingPlanError
 
     args = sys.argv[1:]
     if not (args and args[0].endswith(".yml")):

@@ -8,11 +8,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from primus.backends.maxtext.hub_feed import HubFeed
 from primus.backends.maxtext.primus_options import PrimusOptions
-from primus.backends.maxtext.tracking_plan import TrackingPlan, plan_tracking
+from primus.backends.maxtext.tracking_metric_writer import TrackingMetricWriter
+from primus.backends.maxtext.tracking_plan import plan_tracking
 from primus.config.environment import RUN_DIR_ENV
 from primus.log import get_logger
+from primus.tracking.plan import TrackingPlan
 
 log = get_logger("primus.maxtext")
 
@@ -29,10 +30,7 @@ def prepare_tracking(config: Any, options: PrimusOptions) -> TrackingPlan:
     """Plan for a config just built (raises TrackingPlanError) and say what was decided, once."""
     global _PLANNED
     plan = plan_tracking(config, options, explicit_run_dir())
-    for text in plan.infos:
-        log.info("%s", text)
-    for text in plan.warnings:
-        log.warning("%s", text)
+    plan.notices.emit(log)
     _PLANNED = (config, plan)
     return plan
 
@@ -44,14 +42,15 @@ def plan_for(config: Any) -> TrackingPlan:
     return plan_tracking(config, PrimusOptions(), explicit_run_dir())
 
 
-def start_tracking(plan: TrackingPlan, config: Any, announce: Callable[[int], None] | None) -> HubFeed:
+def start_tracking(plan: TrackingPlan, config: Any, announce: Callable[[int], None] | None) -> TrackingMetricWriter:
     from primus.tracking import start_run
 
     settings = config.get_keys()
     tags = {"primus.backend": "maxtext", "maxtext.model_name": str(settings.get("model_name", ""))}
-    run = start_run(plan.for_run(params=settings, tags=tags))
+    run = start_run(plan.run_config(params=settings, tags=tags))
     run.install_exit_handlers()
-    return HubFeed(run, plan, announce)
+    return TrackingMetricWriter(run, log_period=config.log_period, perf_metrics=plan.perf_metrics,
+                                peak_tflops=plan.peak_tflops, announce=announce)
 
 
 def status_for(error: BaseException | None) -> str:

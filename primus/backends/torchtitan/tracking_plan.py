@@ -11,39 +11,19 @@ delivery process (TrackingConfig.delivery_group: the job's directory)."""
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from primus.backends.torchtitan.patches.wandb_patches import wandb_settings
+from primus.backends.torchtitan.wandb_settings import wandb_settings
 from primus.config.run_directory import CHECKPOINTED_RUN_DIR, choose_run_dir, timestamp
-from primus.tracking import MlflowConfig, TensorBoardConfig, TrackingConfig, TrackingConfigError
+from primus.tracking import MlflowConfig, TensorBoardConfig, TrackingConfig
 from primus.tracking.config import JOURNAL_RETENTIONS
+from primus.tracking.plan import Notices, TrackingPlan
 from primus.tracking.plugin_sinks import requested_sinks
 
 UPSTREAM_TB_QUEUE = 1000  # upstream's SummaryWriter(max_queue=1000)
-
-
-class TrackingPlanError(ValueError):
-    """A metrics setting that cannot work; raised before training starts, naming the key and the fix."""
-
-
-@dataclass(frozen=True)
-class TrackingPlan:
-    config: TrackingConfig | None  # None: every tracker is off and upstream's behaviour is unchanged
-    all_ranks: bool  # save_for_all_ranks: every rank tracks, each into its own run
-    perf_metrics: bool  # mlflow_upload_performance_metrics with MLflow on
-    log_file: Path | None  # mlflow_upload_logs: this rank's log, uploaded after training
-    traces_dir: Path | None  # mlflow_upload_traces/_tracelens_report: where the profiler writes, read after training
-    warnings: tuple[str, ...] = ()
-    infos: tuple[str, ...] = ()
-    across_ranks: bool = False  # perf_metrics' memory/utilisation gathered over ranks (every rank takes part)
-
-    def for_run(self, params: dict[str, Any], tags: dict[str, str]) -> TrackingConfig:
-        return dataclasses.replace(self.config, params=params, tags=tags)
 
 
 def launch_time() -> float:
@@ -76,45 +56,44 @@ def plan_tracking(metrics: Any, *, dump_folder: str, checkpoint_dir: Path | None
     """``metrics``: the parsed metrics config (upstream's fields plus Primus's, see metrics_options);
     ``checkpoint_dir``: where upstream saves checkpoints, None when checkpointing is off;
     ``profiling``: upstream's <profiler_section>.enable_profiling (the trace report has nothing to read
-    without it); ``profiler_section``: upstream's name for that section (0.3 ``profiler``, 0.2 ``profiling``)."""
-    warnings: list[str] = []
-    infos: list[str] = []
+    without it); ``profiler_section``: upstream's name for that section (0.3 ``profiler``, 0.2 ``profiling``).
+    Raises TrackingPlanError listing every problem."""
+    notices = Notices()
     if metrics.log_freq < 1:
-        raise TrackingPlanError(f"metrics.log_freq={metrics.log_freq!r} is invalid: log every N >= 1 steps, e.g. 10")
+        notices.error(f"metrics.log_freq={metrics.log_freq!r} is invalid: log every N >= 1 steps, e.g. 10")
     exit_deadline = metrics.primus_exit_deadline
-    if isinstance(exit_deadline, bool) or not isinstance(exit_deadline, (int, float)) \
-            or not (math.isfinite(exit_deadline) and exit_deadline > 0):
-        raise TrackingPlanError(f"metrics.primus_exit_deadline={exit_deadline!r} is invalid: give the seconds to wait "
-                                f"at exit for the trackers to deliver, a number > 0, e.g. 30")
+    if not _positive_number(exit_deadline):
+        notices.error(f"metrics.primus_exit_deadline={exit_deadline!r} is invalid: give the seconds to wait at exit "
+                      f"for the trackers to deliver, a number > 0, e.g. 30")
     retention = metrics.primus_journal_retention
     if retention not in JOURNAL_RETENTIONS:
-        raise TrackingPlanError(f"metrics.primus_journal_retention={retention!r} is invalid: use one of "
-                                f"{', '.join(JOURNAL_RETENTIONS)} (keep: the whole journal stays; delivered: closed "
-                                f"segments every tracker has are deleted)")
+        notices.error(f"metrics.primus_journal_retention={retention!r} is invalid: use one of "
+                      f"{', '.join(JOURNAL_RETENTIONS)} (keep: the whole journal stays; delivered: closed "
+                      f"segments every tracker has are deleted)")
     peak = getattr(metrics, "peak_tflops", None)
-    if peak is not None and (isinstance(peak, bool) or not isinstance(peak, (int, float))
-                             or not (math.isfinite(peak) and peak > 0)):
-        raise TrackingPlanError(f"metrics.peak_tflops={peak!r} is invalid: give one device's dense peak TFLOP/s for "
-                                f"the training dtype, a number > 0 (e.g. 989.4 for an H100 SXM in bf16), or null")
+    if peak is not None and not _positive_number(peak):
+        notices.error(f"metrics.peak_tflops={peak!r} is invalid: give one device's dense peak TFLOP/s for "
+                      f"the training dtype, a number > 0 (e.g. 989.4 for an H100 SXM in bf16), or null")
+    notices.raise_if_errors()
     mlflow_on = bool(getattr(metrics, "enable_mlflow", False))
     uploads = [name for name in ("mlflow_upload_performance_metrics", "mlflow_upload_logs", "mlflow_upload_traces",
                                  "mlflow_upload_tracelens_report") if getattr(metrics, name, False)]
     if uploads and not mlflow_on:
-        infos.append(f"{', '.join('metrics.' + u for u in uploads)} ignored: MLflow is off "
+        notices.info(f"{', '.join('metrics.' + u for u in uploads)} ignored: MLflow is off "
                      f"(metrics.enable_mlflow: false)")
         uploads = []
     if "mlflow_upload_tracelens_report" in uploads and not profiling:
-        warnings.append(f"metrics.mlflow_upload_tracelens_report is on but profiling is off: there will be no "
-                        f"traces to report on. Set {profiler_section}.enable_profiling: true "
-                        f"(--{profiler_section}.enable-profiling).")
+        notices.warn(f"metrics.mlflow_upload_tracelens_report is on but profiling is off: there will be no "
+                     f"traces to report on. Set {profiler_section}.enable_profiling: true "
+                     f"(--{profiler_section}.enable-profiling).")
     tracing = bool({"mlflow_upload_traces", "mlflow_upload_tracelens_report"} & set(uploads))
     across_ranks = bool(getattr(metrics, "mlflow_performance_metrics_across_ranks", False))
     if across_ranks and "mlflow_upload_performance_metrics" not in uploads:
-        infos.append("metrics.mlflow_performance_metrics_across_ranks ignored: the perf set is not uploaded "
+        notices.info("metrics.mlflow_performance_metrics_across_ranks ignored: the perf set is not uploaded "
                      "(metrics.enable_mlflow and metrics.mlflow_upload_performance_metrics)")
         across_ranks = False
     if not (metrics.enable_tensorboard or metrics.enable_wandb or mlflow_on or requested_sinks()):
-        return TrackingPlan(None, False, False, None, None, tuple(warnings), tuple(infos))
+        return TrackingPlan(None, notices)
 
     run_dir = run_directory(metrics, dump_folder=dump_folder, checkpoint_dir=checkpoint_dir, rank=rank,
                             explicit=explicit_run_dir)
@@ -125,25 +104,26 @@ def plan_tracking(metrics: Any, *, dump_folder: str, checkpoint_dir: Path | None
     # <checkpoint folder>/primus says nothing of the job: name it after its dump folder
     run_name = getattr(metrics, "mlflow_run_name", None) or (
         Path(dump_folder).absolute().name if job_dir.name == CHECKPOINTED_RUN_DIR else job_dir.name)
-    config = TrackingConfig(
+    config = notices.resolved(TrackingConfig(
         run_dir=run_dir,
         experiment_name=getattr(metrics, "mlflow_experiment_name", None),
         run_name=f"{run_name}-rank{rank}" if metrics.save_for_all_ranks else run_name,
         tensorboard=TensorBoardConfig(log_dir=tb_dir, queue_size=UPSTREAM_TB_QUEUE) if metrics.enable_tensorboard
         else None,
-        wandb=wandb_settings(run_dir / "wandb", warnings) if metrics.enable_wandb else None,
+        wandb=wandb_settings(run_dir / "wandb", notices) if metrics.enable_wandb else None,
         mlflow=MlflowConfig(upload_logs="mlflow_upload_logs" in uploads,
                             upload_traces="mlflow_upload_traces" in uploads,
                             upload_trace_report="mlflow_upload_tracelens_report" in uploads) if mlflow_on else None,
         exit_deadline_s=float(exit_deadline),
         journal_retention=retention,
         delivery_group=job_dir if metrics.save_for_all_ranks and local_ranks() > 1 else None,
-    )
-    try:
-        config = config.resolve()
-    except TrackingConfigError as e:
-        raise TrackingPlanError(f"metrics settings: {e}") from e
-    return TrackingPlan(config, bool(metrics.save_for_all_ranks), "mlflow_upload_performance_metrics" in uploads,
-                        run_dir / "logs" / f"rank_{rank}.log" if "mlflow_upload_logs" in uploads else None,
-                        run_dir / "traces" if tracing else None,
-                        tuple(warnings), tuple(infos), across_ranks)
+    ))
+    return TrackingPlan(config, notices, all_ranks=bool(metrics.save_for_all_ranks),
+                        log_file=run_dir / "logs" / f"rank_{rank}.log" if "mlflow_upload_logs" in uploads else None,
+                        traces_dir=run_dir / "traces" if tracing else None,
+                        perf_metrics="mlflow_upload_performance_metrics" in uploads, across_ranks=across_ranks,
+                        peak_tflops=peak)
+
+
+def _positive_number(value: Any) -> bool:
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value) and value > 0

@@ -7,9 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from primus.backends.torchtitan.experiment import run_dir_from_env
-from primus.backends.torchtitan.tracking_plan import TrackingPlan, plan_tracking
+from primus.backends.torchtitan.tracking_plan import plan_tracking
 from primus.log import get_logger
 from primus.log_capture import capture_console, stop_console_capture
+from primus.tracking.plan import TrackingPlan
 
 log = get_logger("primus.torchtitan")
 
@@ -28,10 +29,7 @@ def prepare_tracking(config: Any, rank: int, *, dump_folder: str, profiler_secti
                          explicit_run_dir=run_dir_from_env(), profiling=profiler.enable_profiling,
                          profiler_section=profiler_section)
     if rank == 0:
-        for text in plan.infos:
-            log.info("%s", text)
-        for text in plan.warnings:
-            log.warning("%s", text)
+        plan.notices.emit(log)
     if plan.traces_dir is not None:
         profiler.save_traces_folder = str(plan.traces_dir)  # absolute: joined to dump_folder, it stays
     if plan.log_file is not None:
@@ -48,20 +46,19 @@ def start_tracking(plan: TrackingPlan, *, params: dict[str, Any], model: dict[st
     """Start the run on this rank and return the logger upstream's processor will use. ``params``: upstream's
     config as a dict (every release has its ``training`` and ``metrics`` sections); ``model``: the dict that
     names the model (its ``name`` and ``flavor`` become tags)."""
-    from primus.backends.torchtitan.hub_logger import HubLogger
     from primus.backends.torchtitan.step_perf import StepPerf
+    from primus.backends.torchtitan.tracking_logger import TrackingLogger
     from primus.tracking import start_run
 
     tags = {"primus.backend": "torchtitan"}
     tags.update({f"torchtitan.{k}": str(v) for k in ("name", "flavor") if (v := (model or {}).get(k)) is not None})
-    run = start_run(plan.for_run(params=params, tags=tags))
+    run = start_run(plan.run_config(params=params, tags=tags))
     run.install_exit_handlers()
     perf = None
     if plan.perf_metrics:
         perf = StepPerf(str(params.get("training", {}).get("mixed_precision_param", "bfloat16")),
-                        log_freq=int(params.get("metrics", {}).get("log_freq", 1)),
-                        peak_tflops=params.get("metrics", {}).get("peak_tflops"))
-    return HubLogger(run, tag=tag, perf=perf)
+                        log_freq=int(params.get("metrics", {}).get("log_freq", 1)), peak_tflops=plan.peak_tflops)
+    return TrackingLogger(run, tag=tag, perf=perf)
 
 
 def forget_plan() -> None:

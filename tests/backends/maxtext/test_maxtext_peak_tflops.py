@@ -7,8 +7,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from primus.backends.maxtext.hub_feed import StepPerf
 from primus.backends.maxtext.primus_options import split_options
+from primus.backends.maxtext.tracking_metric_writer import StepPerf
 from primus.backends.maxtext.tracking_plan import plan_tracking
 from primus.config import ConfigError
 

@@ -3,13 +3,15 @@ each tracker writes, which run directory holds the journal and run ids, and the 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
 from primus.backends.maxtext.primus_options import PrimusOptions
-from primus.backends.maxtext.tracking_plan import TrackingPlanError, plan_tracking
+from primus.backends.maxtext.tracking_plan import plan_tracking
+from primus.tracking.plan import TrackingPlanError
 
 OFFLINE = {"WANDB_MODE": "offline"}
 
@@ -27,7 +29,7 @@ def test_every_tracker_off_leaves_upstream_alone(tmp_path):
     plan = plan_tracking(maxtext_config(tmp_path, enable_tensorboard=False),
                          PrimusOptions(mlflow_upload_performance_metrics=True), environ={})
     assert plan.config is None and not plan.perf_metrics
-    assert plan.infos == ("mlflow_upload_performance_metrics ignored: MLflow is off (enable_mlflow=false)",)
+    assert plan.notices.infos == ["mlflow_upload_performance_metrics ignored: MLflow is off (enable_mlflow=false)"]
 
 
 def test_a_plugin_tracker_alone_starts_tracking(tmp_path, sink_plugin):
@@ -48,14 +50,14 @@ def test_trackers_write_where_upstream_does_and_the_run_lives_in_maxtexts_run_fo
     assert (cfg.wandb.project, cfg.wandb.name, cfg.wandb.mode) == ("maxtext", "tiny", "offline")
     assert (cfg.mlflow.experiment_name, cfg.mlflow.run_name) == ("exp", "tiny")
     assert cfg.journal_retention == "delivered"
-    assert (plan.log_period, plan.perf_metrics, plan.warnings) == (5, True, ())
+    assert (plan.perf_metrics, plan.notices.warnings) == (True, [])
 
 
 def test_primus_train_run_directory_wins_and_missing_wandb_credentials_warn(tmp_path):
     plan = plan_tracking(maxtext_config(tmp_path, enable_wandb=True, wandb_run_name="w"), PrimusOptions(),
                          explicit_run_dir=tmp_path / "run", environ={"NETRC": str(tmp_path / "none")})
     assert plan.config.run_dir == tmp_path / "run" and plan.config.wandb.name == "w"
-    assert "WANDB_API_KEY" in plan.warnings[0] and "WANDB_MODE=offline" in plan.warnings[0]
+    assert "WANDB_API_KEY" in plan.notices.warnings[0] and "WANDB_MODE=offline" in plan.notices.warnings[0]
 
 
 @pytest.mark.parametrize("changes, options, message", [
@@ -65,10 +67,10 @@ def test_primus_train_run_directory_wins_and_missing_wandb_credentials_warn(tmp_
     ({"tensorboard_dir": "gs://bucket/tb/"}, PrimusOptions(), "enable_tensorboard=true writes to "
                                                                "tensorboard_dir='gs://bucket/tb/'"),
     ({"enable_tensorboard": False}, PrimusOptions(enable_mlflow=True, mlflow_experiment_name="exp"),
-     "MaxText tracking settings: mlflow.experiment_name='exp' is not valid: Databricks experiment names are"),
+     "mlflow.experiment_name='exp' is not valid: Databricks experiment names are"),
 ])
 def test_settings_that_cannot_work_are_refused_before_training(tmp_path, changes, options, message):
     environ = {"MLFLOW_TRACKING_URI": "databricks", "DATABRICKS_HOST": "https://x", "DATABRICKS_TOKEN": "t",
                "DATABRICKS_CONFIG_FILE": str(tmp_path / "none")}
-    with pytest.raises(TrackingPlanError, match="^" + message.replace("(", r"\(").replace("[", r"\[")):
+    with pytest.raises(TrackingPlanError, match=r"^invalid Primus settings:\n  - " + re.escape(message)):
         plan_tracking(maxtext_config(tmp_path, **changes), options, environ=environ)

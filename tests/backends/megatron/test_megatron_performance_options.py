@@ -6,8 +6,8 @@ import argparse
 import pytest
 
 from primus.backends.megatron.arguments import add_primus_arguments
-from primus.backends.megatron.patches.args.notices import PrimusArgumentError
-from primus.backends.megatron.training.tracking_plan import plan_tracking
+from primus.backends.megatron.tracking_plan import plan_tracking
+from primus.tracking.plan import TrackingPlanError
 
 UPSTREAM_DEFAULTS = dict(tensorboard_dir=None, wandb_project=None, wandb_exp_name=None, wandb_save_dir=None,
                          wandb_entity=None, save=None, tensorboard_log_interval=1, tensorboard_queue_size=1000)
@@ -30,13 +30,14 @@ def test_peak_tflops_is_read_and_a_bad_one_refused_before_training():
     assert parse("--peak-tflops", "835.5").peak_tflops == 835.5
     assert parse().peak_tflops is None
     for bad in ("0", "-1", "nan", "inf"):
-        with pytest.raises(PrimusArgumentError, match=r"peak_tflops=.* is invalid: --peak-tflops is one device's "
+        with pytest.raises(TrackingPlanError, match=r"peak_tflops=.* is invalid: --peak-tflops is one device's "
                                                       r"dense peak TFLOP/s .*> 0"):
             plan_tracking(parse("--peak-tflops", bad))
 
 
 def test_across_ranks_only_with_the_perf_set_going_to_mlflow():
-    on = ("--disable-mlflow", "false", "--mlflow-upload-performance-metrics", "--mlflow-performance-metrics-across-ranks")
+    on = ("--disable-mlflow", "false", "--mlflow-upload-performance-metrics",
+          "--mlflow-performance-metrics-across-ranks")
     assert plan_tracking(parse(*on)).across_ranks
     assert not plan_tracking(parse("--disable-mlflow", "false")).across_ranks  # off by default: it is a collective
     without_perf = plan_tracking(parse("--disable-mlflow", "false", "--mlflow-performance-metrics-across-ranks"))

@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from primus.backends.megatron.arguments import add_primus_arguments
-from primus.backends.megatron.patches.args.notices import PrimusArgumentError
-from primus.backends.megatron.training.tracking_plan import plan_tracking
+from primus.backends.megatron.tracking_plan import plan_tracking
+from primus.tracking.plan import TrackingPlanError
 
 UPSTREAM_DEFAULTS = dict(tensorboard_dir=None, wandb_project=None, wandb_exp_name=None, wandb_save_dir=None,
                          wandb_entity=None, save=None, tensorboard_log_interval=1, tensorboard_queue_size=1000)
@@ -32,7 +32,7 @@ def clean_env(monkeypatch, tmp_path):
 
 def test_nothing_is_tracked_by_default():
     plan = plan_tracking(parse())
-    assert not plan.any_tracker
+    assert plan.config is None
 
 
 def test_upstream_command_line_keeps_its_meaning(tmp_path):
@@ -43,7 +43,7 @@ def test_upstream_command_line_keeps_its_meaning(tmp_path):
 
 def test_disable_tensorboard_true_wins_over_a_directory(tmp_path):
     plan = plan_tracking(parse("--disable-tensorboard", tensorboard_dir=str(tmp_path / "tb")))
-    assert plan.config.tensorboard is None
+    assert plan.config is None  # TensorBoard was the only tracker asked for
     assert any("no event files" in n for n in plan.notices.infos)
 
 
@@ -75,13 +75,13 @@ def test_wandb_names_from_environment(monkeypatch):
 
 def test_databricks_without_host_is_an_error_before_training(monkeypatch):
     monkeypatch.setenv("MLFLOW_TRACKING_URI", "databricks")
-    with pytest.raises(PrimusArgumentError, match="DATABRICKS_HOST"):
+    with pytest.raises(TrackingPlanError, match="DATABRICKS_HOST"):
         plan_tracking(parse("--disable-mlflow", "false"))
 
 
 def test_mlflow_upload_flags_without_mlflow_are_reported():
     plan = plan_tracking(parse("--mlflow-upload-logs"))
-    assert plan.config.mlflow is None
+    assert plan.config is None and plan.log_file is None
     assert any("mlflow_upload_logs ignored" in n for n in plan.notices.infos)
 
 
@@ -90,7 +90,8 @@ def test_tensorboard_dir_is_recorded_as_given_with_the_folders_primus_chose(tmp_
                  "--primus-run-dir", str(tmp_path / "run"), tensorboard_dir="tb", profile=True,
                  use_pytorch_profiler=True)
     plan = plan_tracking(args)
-    assert plan.recorded_params == {"tensorboard_dir": "tb", "primus_tensorboard_events_dir": str(Path("tb").absolute()),
+    assert plan.recorded_params == {"tensorboard_dir": "tb",
+                                    "primus_tensorboard_events_dir": str(Path("tb").absolute()),
                                     "primus_traces_dir": str(tmp_path / "run" / "traces")}
     assert args.tensorboard_dir == str(tmp_path / "run" / "traces" / "profiler")  # what upstream's profiler reads
 
@@ -114,7 +115,7 @@ def test_mlflow_uploads_of_logs_traces_and_trace_report(tmp_path):
 
 
 def test_every_range_problem_is_listed_at_once():
-    with pytest.raises(PrimusArgumentError) as e:
+    with pytest.raises(TrackingPlanError) as e:
         plan_tracking(parse("--log-avg-reset-interval", "0", "--primus-exit-deadline", "0"))
     assert len(e.value.problems) == 2
     assert "--log-avg-reset-interval must be >= 1" in str(e.value)
@@ -136,7 +137,7 @@ def test_journal_retention_reaches_the_run_and_a_typo_is_refused_by_the_parser(t
     args = parse("--disable-tensorboard", "false", "--primus-run-dir", str(tmp_path / "run"),
                  "--primus-journal-retention", "delivered")
     assert plan_tracking(args).config.journal_retention == "delivered"
-    assert plan_tracking(parse()).config.journal_retention == "keep"
+    assert plan_tracking(parse("--disable-tensorboard", "false")).config.journal_retention == "keep"
     with pytest.raises(SystemExit):
         parse("--primus-journal-retention", "deliverd")
     assert "invalid choice: 'deliverd' (choose from 'keep', 'delivered')" in capsys.readouterr().err

@@ -11,9 +11,9 @@ import secrets
 
 import pytest
 
-from primus.backends.megatron.patches.args.notices import PrimusArgumentError
 from primus.backends.megatron.patches.secret_arguments_patches import TRACKER_NAME_ARGUMENTS, secret_tracker_names
 from primus.patches import REGISTRY, PatchContext, PatchRegistry
+from primus.tracking.plan import TrackingPlanError
 
 HF_TOKEN = f"hf_{secrets.token_hex(17)}"
 PASSWORD = secrets.token_hex(10)
@@ -63,7 +63,7 @@ def test_a_tracker_name_holding_a_credential_is_refused_before_upstream_validate
     monkeypatch.setenv("PRIMUS_TEST_SERVICE_TOKEN", "s3cr3t-value-0042")
     args = namespace(mlflow_run_name="run-s3cr3t-value-0042", mlflow_experiment_name="team-a", wandb_project="p",
                      wandb_entity=None)
-    with pytest.raises(PrimusArgumentError) as refused:
+    with pytest.raises(TrackingPlanError) as refused:
         arguments.validate_args(args)  # upstream's own would fail on this bare namespace: ours must come first
     message = str(refused.value)
     assert "wandb_exp_name='nightly-***' holds what looks like a credential" in message

@@ -11,7 +11,8 @@ import pytest
 
 from primus.backends.torchtitan.metrics_options import primus_config_class
 from primus.backends.torchtitan.step_perf import StepPerf
-from primus.backends.torchtitan.tracking_plan import TrackingPlanError, plan_tracking
+from primus.backends.torchtitan.tracking_plan import plan_tracking
+from primus.tracking.plan import TrackingPlanError
 
 
 @dataclass(kw_only=True, slots=True)

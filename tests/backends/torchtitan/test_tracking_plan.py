@@ -7,7 +7,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from primus.backends.torchtitan.tracking_plan import TrackingPlanError, plan_tracking
+from primus.backends.torchtitan.tracking_plan import plan_tracking
+from primus.tracking.plan import TrackingPlanError
 
 
 def metrics(**overrides):
@@ -28,7 +29,7 @@ def plan(tmp_path, checkpoint_dir=None, rank=0, explicit=None, profiling=False, 
 def test_every_tracker_off_leaves_upstream_alone(tmp_path):
     p = plan(tmp_path, mlflow_upload_logs=True)
     assert p.config is None and not p.perf_metrics and p.log_file is None
-    assert p.infos == ("metrics.mlflow_upload_logs ignored: MLflow is off (metrics.enable_mlflow: false)",)
+    assert p.notices.infos == ["metrics.mlflow_upload_logs ignored: MLflow is off (metrics.enable_mlflow: false)"]
     assert not any(tmp_path.iterdir())
 
 
@@ -84,19 +85,27 @@ def test_a_nodes_ranks_share_a_delivery_process_only_when_each_tracks(tmp_path, 
 
 def test_trace_report_reads_this_runs_traces_and_needs_the_profiler(tmp_path):
     p = plan(tmp_path, enable_mlflow=True, mlflow_upload_tracelens_report=True, profiling=True)
-    assert p.traces_dir == p.config.run_dir / "traces" and not p.warnings
+    assert p.traces_dir == p.config.run_dir / "traces" and not p.notices.warnings
     assert p.config.mlflow.upload_trace_report and not p.config.mlflow.upload_traces
     unprofiled = plan(tmp_path, enable_mlflow=True, mlflow_upload_tracelens_report=True)
-    assert unprofiled.warnings == ("metrics.mlflow_upload_tracelens_report is on but profiling is off: there will be "
-                                   "no traces to report on. Set profiler.enable_profiling: true "
-                                   "(--profiler.enable-profiling).",)
+    assert unprofiled.notices.warnings == ["metrics.mlflow_upload_tracelens_report is on but profiling is off: there "
+                                           "will be no traces to report on. Set profiler.enable_profiling: true "
+                                           "(--profiler.enable-profiling)."]
     unprofiled = plan(tmp_path, enable_mlflow=True, mlflow_upload_tracelens_report=True, profiler_section="profiling")
-    assert unprofiled.warnings[0].endswith("Set profiling.enable_profiling: true (--profiling.enable-profiling).")
+    assert unprofiled.notices.warnings[0].endswith("Set profiling.enable_profiling: true "
+                                                   "(--profiling.enable-profiling).")
 
 
 def test_log_freq_below_one_is_refused(tmp_path):
     with pytest.raises(TrackingPlanError, match=r"metrics.log_freq=0 is invalid: log every N >= 1 steps"):
         plan(tmp_path, log_freq=0, enable_tensorboard=True)
+
+
+def test_every_problem_is_listed_at_once(tmp_path):
+    with pytest.raises(TrackingPlanError) as refused:
+        plan(tmp_path, log_freq=0, primus_exit_deadline=0.0, enable_tensorboard=True)
+    assert [p.split(" is invalid")[0] for p in refused.value.problems] == ["metrics.log_freq=0",
+                                                                           "metrics.primus_exit_deadline=0.0"]
 
 
 def test_databricks_without_credentials_is_refused_before_training(tmp_path, monkeypatch):
@@ -121,7 +130,7 @@ def test_wandb_settings_come_from_upstreams_environment_variables(tmp_path, monk
     assert (wandb.run_id, wandb.notes, wandb.tags, wandb.job_type, wandb.fork_from, wandb.resume_from) == (
         "abc", "n", ("x", "y"), "jt", "src?_step=3", None)
     assert wandb.save_dir == p.config.run_dir / "wandb"
-    assert p.warnings == ()
+    assert p.notices.warnings == []
     monkeypatch.setenv("WANDB_RESUME_FROM", "abc?_step=3")
     with pytest.raises(TrackingPlanError, match="wandb.resume_from and wandb.fork_from"):
         plan(tmp_path, enable_wandb=True)
@@ -132,7 +141,7 @@ def test_wandb_without_credentials_warns(tmp_path, monkeypatch):
     monkeypatch.setenv("WANDB_PROJECT", "mine")
     p = plan(tmp_path, enable_wandb=True)
     assert p.config.wandb.project == "mine" and p.config.wandb.mode == "online"
-    assert len(p.warnings) == 1 and "no credentials were found" in p.warnings[0]
+    assert len(p.notices.warnings) == 1 and "no credentials were found" in p.notices.warnings[0]
 
 
 def test_perf_metric_set_needs_mlflow(tmp_path):

@@ -17,7 +17,7 @@ from primus.backends.maxtext.upstream_versions import MAXTEXT
 from primus.patches import REGISTRY
 from primus.patches.arguments import Arguments
 
-FEED = "_primus_feed"  # the HubFeed on a tracked MetricLogger instance
+FEED = "_primus_feed"  # the TrackingMetricWriter on a tracked MetricLogger instance
 
 
 @REGISTRY.patch("maxtext.tracking.metric_logger", target="maxtext.common.metric_logger",
@@ -29,8 +29,7 @@ def _install_metric_logger(module, handle):
 
     import jax
 
-    from primus.backends.maxtext.hub_feed import StepPerf
-    from primus.backends.maxtext.logger_config import UpstreamWritersOff
+    from primus.backends.maxtext.tracking_metric_writer import StepPerf, UpstreamWritersOff
     from primus.backends.maxtext.tracking_session import plan_for, start_tracking, status_for
 
     cls = module.MetricLogger
@@ -69,7 +68,7 @@ def _install_metric_logger(module, handle):
                          tensorboard_only=False)
         if feed.tensorboard:  # upstream's config dump; every tracker has the config as run params
             feed.write_texts(config.get_keys(), tensorboard_only=True)
-        if feed.perf_wanted:
+        if feed.perf_metrics:
             feed.perf = StepPerf(per_device_tokens=instance.metadata[module.MetadataKey.PER_DEVICE_TOKENS],
                                  per_device_tflops=instance.metadata[module.MetadataKey.PER_DEVICE_TFLOPS],
                                  devices=jax.devices(), dtype=str(config.dtype),

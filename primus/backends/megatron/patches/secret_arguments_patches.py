@@ -68,7 +68,7 @@ def _install_yaml_print_args(module, handle):
                 description="arguments.validate_args: a tracker run, experiment or project name holding a "
                             "credential is refused before training")
 def _install_name_check(module, handle):
-    from primus.backends.megatron.patches.args.notices import PrimusArgumentError
+    from primus.tracking.plan import TrackingPlanError
 
     arguments = Arguments(module.validate_args, "args")
 
@@ -76,7 +76,7 @@ def _install_name_check(module, handle):
         namespace = arguments("args", args, kwargs)
         problems = secret_tracker_names(namespace)
         if problems:
-            raise PrimusArgumentError(problems)
+            raise TrackingPlanError(problems)
         return wrapped(*args, **kwargs)
 
     handle.wrap(module, "validate_args", validate_args)

@@ -56,14 +56,14 @@ def _install_training_log(module, handle):
                 description="Timers.write: --log-timers-to-tensorboard scalars reach the hub writer (upstream writes "
                             "only to a SummaryWriter instance or the wandb module, and drops anything else)")
 def _install_timers_write(module, handle):
-    from primus.backends.megatron.training.hub_writer import HubWriter
+    from primus.backends.megatron.training.tracking_summary_writer import TrackingSummaryWriter
 
     arguments = Arguments(module.Timers.write, "names", "writer", "iteration", "normalizer", "reset", "barrier",
                           method=True)
 
     def write(wrapped, instance, args, kwargs):
         writer, normalizer = arguments("writer", args, kwargs), arguments("normalizer", args, kwargs)
-        if not isinstance(writer, HubWriter) or normalizer <= 0.0:
+        if not isinstance(writer, TrackingSummaryWriter) or normalizer <= 0.0:
             return wrapped(*args, **kwargs)
         # upstream's own gather across ranks (every rank takes part), then each timer's maximum to the hub
         # upstream's write gathers the same way: its CPU is not tracking's (cpu_accounting, for the benchmarks)

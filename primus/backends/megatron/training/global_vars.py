@@ -2,19 +2,22 @@
 
 ``set_tracking_writer`` takes the place of upstream's ``_set_tensorboard_writer``: on the writer rank
 (the last, as upstream) it starts the tracking run — MLflow, W&B, TensorBoard and the journal, all
-behind the hub — and installs the HubWriter as upstream's TensorBoard writer. Upstream's own W&B
+behind the hub — and installs the TrackingSummaryWriter as upstream's TensorBoard writer. Upstream's own W&B
 writer stays unset: W&B is one of the hub's sinks."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from primus.backends.megatron.training.hub_writer import HubWriter
+from primus.backends.megatron.tracking_plan import plan_tracking
 from primus.backends.megatron.training.rank_figures import LogStepFigures
-from primus.backends.megatron.training.tracking_plan import TrackingPlan, plan_tracking
 from primus.backends.megatron.training.tracking_session import TrackingSession
-from primus.log import set_level
+from primus.backends.megatron.training.tracking_summary_writer import TrackingSummaryWriter
+from primus.log import get_logger, set_level
 from primus.log_capture import capture_console, stop_console_capture
+from primus.tracking.plan import TrackingPlan
+
+log = get_logger("primus.megatron")
 
 _PLAN: TrackingPlan | None = None
 _SESSION: TrackingSession | None = None
@@ -40,28 +43,26 @@ def get_rank_figures() -> LogStepFigures | None:
 
 
 def set_tracking_writer(args, upstream_global_vars) -> None:
-    """Start tracking on the writer rank and hand upstream the HubWriter; with every tracker off, the
+    """Start tracking on the writer rank and hand upstream the TrackingSummaryWriter; with every tracker off, the
     writer rank still gets a session for the console figures (tokens/s, averages, ETA)."""
     global _SESSION, _RANK_FIGURES
     plan = _PLAN if _PLAN is not None else set_tracking_plan(args)
     _RANK_FIGURES = LogStepFigures(args.log_interval) if plan.across_ranks else None
-    if args.rank == args.world_size - 1:
-        plan.notices.emit()
     if args.rank != args.world_size - 1:
         return
-    if not plan.any_tracker:
+    plan.notices.emit(log)
+    if plan.config is None:
         if args.log_throughput or args.log_progress:  # the console figures need no tracker
-            _SESSION = TrackingSession(None, None, args, mlflow_on=False)
+            _SESSION = TrackingSession(None, None, args, perf_metrics=False)
         return
     from primus.tracking import start_run
 
-    params = _plain_params(args) | plan.recorded_params
-    run = start_run(plan.tracking_config(params=params, tags={"primus.backend": "megatron"}))
+    run = start_run(plan.run_config(params=_plain_params(args), tags={"primus.backend": "megatron"}))
     run.install_exit_handlers()
-    writer = HubWriter(run, log_learning_rate=args.log_learning_rate_to_tensorboard,
-                       log_batch_size=args.log_batch_size_to_tensorboard)
+    writer = TrackingSummaryWriter(run, log_learning_rate=args.log_learning_rate_to_tensorboard,
+                                   log_batch_size=args.log_batch_size_to_tensorboard)
     upstream_global_vars._GLOBAL_TENSORBOARD_WRITER = writer
-    _SESSION = TrackingSession(run, writer, args, mlflow_on=plan.config.mlflow is not None)
+    _SESSION = TrackingSession(run, writer, args, perf_metrics=plan.perf_metrics)
 
 
 def finish_tracking(status: str | None = None) -> None:
@@ -69,7 +70,7 @@ def finish_tracking(status: str | None = None) -> None:
     global _SESSION, _PLAN, _RANK_FIGURES
     session, _SESSION, _PLAN, _RANK_FIGURES = _SESSION, None, None, None
     stop_console_capture()  # the log is complete on disk before the run's end uploads it
-    if session is not None and session.run is not None:
+    if session is not None and session.writer is not None:  # a tracker is on
         session.writer.flush()
         session.run.finish(status)
 

@@ -11,7 +11,7 @@ import sys
 import time
 from collections.abc import Mapping
 
-from primus.backends.megatron.training.hub_writer import HubWriter
+from primus.backends.megatron.training.tracking_summary_writer import TrackingSummaryWriter
 from primus.tracking.perf import IntervalAverager, Utilisation, memory_metrics, throughput_metrics
 
 MLFLOW_ONLY = ("mlflow",)
@@ -22,16 +22,14 @@ SAMPLES_VS_STEPS = "samples vs steps"
 class TrackingSession:
     """``run`` and ``writer`` are None when every tracker is off: the console figures still come."""
 
-    def __init__(self, run, writer: HubWriter | None, args, *, mlflow_on: bool):
+    def __init__(self, run, writer: TrackingSummaryWriter | None, args, *, perf_metrics: bool):
         self.run = run
         self.writer = writer
         self._args = args
         self._averager = IntervalAverager(args.log_avg_skip_iterations, args.log_avg_reset_interval)
-        perf_upload = mlflow_on and args.mlflow_upload_performance_metrics
-        self._throughput_on = writer is not None and (args.log_throughput or perf_upload)  # upload implies it
-        self._system_on = perf_upload
+        self._throughput_on = writer is not None and (args.log_throughput or perf_metrics)  # upload implies it
         self._console_on = args.log_throughput or args.log_progress
-        self._utilisation = Utilisation() if self._system_on else None
+        self._utilisation = Utilisation() if perf_metrics else None  # the perf set's system figures
         self._device_name, self._dtype = _device_and_dtype(args)
         self._last: tuple[int, float] | None = None  # (iteration, perf_counter) at the previous log step
         self._flops_per_batch: dict[int, float] = {}  # upstream's formula depends on the batch size only
@@ -52,9 +50,9 @@ class TrackingSession:
             self.writer.emit(perf if self._throughput_on else None, step=iteration)
         if perf is None:
             return
-        if self._system_on:
+        if self._utilisation is not None:  # the perf set is uploaded
             if system is None:
-                system = memory_metrics() | self._utilisation.read()
+                system = {**memory_metrics(), **self._utilisation.read()}
             self.run.log(iteration, system, only=MLFLOW_ONLY)
         if self._console_on:
             # one write, not print's two: each write of stdout runs W&B's console hooks (megatron.core.timers
@@ -110,7 +108,8 @@ def render_console_line(iteration: int, train_iters: int | None, perf: Mapping[s
                      + (f" (avg {avg:.1f})" if avg is not None else ""))
     if "perf/tflops_per_gpu" in perf:
         avg = perf.get("perf/tflops_per_gpu_avg")
-        parts.append(f"TFLOP/s/GPU {perf['perf/tflops_per_gpu']:.3f}" + (f" (avg {avg:.3f})" if avg is not None else ""))
+        parts.append(f"TFLOP/s/GPU {perf['perf/tflops_per_gpu']:.3f}"
+                     + (f" (avg {avg:.3f})" if avg is not None else ""))
     if "perf/mfu" in perf:
         parts.append(f"MFU {perf['perf/mfu']:.1%}")
     avg_ms = perf.get("perf/iteration_time_ms_avg", perf.get("perf/iteration_time_ms"))

@@ -1,6 +1,6 @@
 """Patches on torchtitan.components.metrics: the hub in place of upstream's metric loggers.
 
-Upstream's metric-logger builder returns a HubLogger on the metrics rank (upstream's rule: rank 0, or the
+Upstream's metric-logger builder returns a TrackingLogger on the metrics rank (upstream's rule: rank 0, or the
 first rank of the last pipeline stage) or on every rank with ``save_for_all_ranks``, instead of upstream's
 TensorBoard/W&B LoggerContainer; ranks that do not track get upstream's no-op BaseLogger. With every
 tracker off, upstream's own builder runs unchanged. The builder differs by release (upstream_versions.py), one patch
@@ -90,7 +90,7 @@ def _install_metric_logger_function(module: ModuleType, handle: PatchHandle) -> 
                 description="MetricsProcessor.__init__ -> no mfu(%) for an unknown peak (upstream's A100 fallback); "
                             "MetricsProcessor.log -> perf/mem/sys metrics (mlflow_upload_performance_metrics)")
 def _install_metrics_processor(module: ModuleType, handle: PatchHandle) -> None:
-    from primus.backends.torchtitan.hub_logger import HubLogger
+    from primus.backends.torchtitan.tracking_logger import TrackingLogger
     from primus.backends.torchtitan.tracking_session import current_plan
     from primus.backends.torchtitan.upstream_mfu import UPSTREAM_MFU, unknown_peak_notice, upstream_peak_is_real
     from primus.log import get_logger
@@ -105,7 +105,7 @@ def _install_metrics_processor(module: ModuleType, handle: PatchHandle) -> None:
         if plan is not None and plan.across_ranks:  # every rank: each takes part in the gather at log steps
             setattr(instance, RANK_FIGURES, RankFigures())
         device = instance.device_memory_monitor.device_name
-        if isinstance(instance.logger, HubLogger) and not upstream_peak_is_real(device, instance.gpu_peak_flops):
+        if isinstance(instance.logger, TrackingLogger) and not upstream_peak_is_real(device, instance.gpu_peak_flops):
             instance.logger.dropped = frozenset({UPSTREAM_MFU})
             notices.info("%s", unknown_peak_notice(device))
 
@@ -113,7 +113,7 @@ def _install_metrics_processor(module: ModuleType, handle: PatchHandle) -> None:
         figures = getattr(instance, RANK_FIGURES, None)
         system = figures.read() if figures is not None else None  # on every rank, whether it logs or not
         logger = instance.logger
-        if isinstance(logger, HubLogger) and logger.perf is not None:
+        if isinstance(logger, TrackingLogger) and logger.perf is not None:
             # before upstream resets its counters
             perf = logger.perf.measure(instance, log_arguments("step", args, kwargs), system)
             extra = {**(log_arguments("extra_metrics", args, kwargs) or {}), **perf}

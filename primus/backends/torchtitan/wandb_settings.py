@@ -11,19 +11,16 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from primus.tracking import WandbConfig
-from primus.tracking.credentials import has_wandb_credentials
+from primus.tracking.plan import Notices
 
 UPSTREAM_DEFAULT_PROJECT = "torchtitan"
 
 
-def wandb_settings(save_dir: Path, warnings: list[str], environ: Mapping[str, str] = os.environ) -> WandbConfig:
+def wandb_settings(save_dir: Path, notices: Notices, environ: Mapping[str, str] = os.environ) -> WandbConfig:
     """The W&B sink's settings from the variables upstream's WandBLogger passes to wandb.init
-    (components/metrics.py, 0.2.2 and 0.3.0); appends a warning for missing credentials.
+    (components/metrics.py, 0.2.2 and 0.3.0); warns of missing credentials.
     WANDB_RUN_GROUP reaches wandb directly (wandb reads it itself)."""
-    if not has_wandb_credentials(environ):
-        warnings.append("W&B is enabled (metrics.enable_wandb) but no credentials were found (WANDB_API_KEY unset, no "
-                        "`wandb login` entry in ~/.netrc, WANDB_MODE is not offline): set WANDB_API_KEY or "
-                        "WANDB_MODE=offline. Metrics are kept in the run's journal either way (`wandb sync` later).")
+    notices.check_wandb_credentials("metrics.enable_wandb", environ)
     return WandbConfig(project=environ.get("WANDB_PROJECT") or UPSTREAM_DEFAULT_PROJECT,
                        entity=environ.get("WANDB_TEAM") or environ.get("WANDB_ENTITY") or None,
                        name=environ.get("WANDB_RUN_NAME") or None, save_dir=save_dir,

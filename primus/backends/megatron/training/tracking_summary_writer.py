@@ -51,7 +51,7 @@ def never_raises(method: Callable) -> Callable:
     return cpu_accounting.ours(guarded)  # upstream calls these in its loop: the benchmarks count their CPU
 
 
-class HubWriter:
+class TrackingSummaryWriter:
     def __init__(self, run, *, log_learning_rate: bool, log_batch_size: bool):
         self._run = run
         self._dropped_prefixes = tuple(prefix for prefix, keep in (("learning-rate", log_learning_rate),

@@ -1,26 +1,48 @@
 """What a tracked MetricLogger writes through: one record per train step and per eval summary with
 upstream's names, running-eval snapshots kept out, TensorBoard flushed every log_period train steps.
-A real tracking run (journal and TensorBoard sink) is read back."""
+A real tracking run (journal and TensorBoard sink) is read back. And the config view that logger gets:
+upstream's, with its own TensorBoard and W&B writers off."""
 
 from __future__ import annotations
 
 import threading
 import time
+from types import SimpleNamespace
 
 import numpy as np
+import pytest
 from support.readers import read_tb_scalars
 
-from primus.backends.maxtext.hub_feed import FLUSH_TIMEOUT_S, HubFeed
-from primus.backends.maxtext.tracking_plan import TrackingPlan
+from primus.backends.maxtext.primus_options import PrimusOptions
+from primus.backends.maxtext.tracking_metric_writer import FLUSH_TIMEOUT_S, TrackingMetricWriter, UpstreamWritersOff
+from primus.backends.maxtext.tracking_plan import plan_tracking
+from primus.backends.maxtext.tracking_session import start_tracking
 from primus.tracking import TensorBoardConfig, TrackingConfig, start_run
 from primus.tracking.journal import METRICS, TEXT, read_all
 
 
-def feed_for(tmp_path, log_period: int, announced: list[int], tensorboard: bool = True) -> HubFeed:
+def feed_for(tmp_path, log_period: int, announced: list[int], tensorboard: bool = True) -> TrackingMetricWriter:
     tracking = TrackingConfig(run_dir=tmp_path / "run",
                               tensorboard=TensorBoardConfig(tmp_path / "tb", queue_size=1000) if tensorboard else None)
-    plan = TrackingPlan(tracking, log_period=log_period, perf_metrics=False)
-    return HubFeed(start_run(tracking), plan, announce=announced.append)
+    return TrackingMetricWriter(start_run(tracking), log_period=log_period, announce=announced.append)
+
+
+def test_the_writer_gets_upstreams_log_period_and_the_plans_perf_settings(tmp_path):
+    config = SimpleNamespace(run_name="tiny", base_output_directory=str(tmp_path), log_period=5, enable_wandb=False,
+                             enable_tensorboard=True, tensorboard_dir=str(tmp_path / "tb"), get_keys=lambda: {})
+    writer = start_tracking(plan_tracking(config, PrimusOptions(peak_tflops=989.4), environ={}), config, None)
+    assert (writer._log_period, writer.perf_metrics, writer.peak_tflops, writer.tensorboard) == (5, False, 989.4, True)
+    writer.finish("FINISHED")
+
+
+def test_only_upstreams_writers_are_off_and_the_view_is_read_only():
+    config = SimpleNamespace(enable_tensorboard=True, enable_wandb=True, log_period=7, get_keys=lambda: {"a": 1})
+    view = UpstreamWritersOff(config)
+    assert (view.enable_tensorboard, view.enable_wandb, view.log_period, view.get_keys()) == (False, False, 7,
+                                                                                              {"a": 1})
+    with pytest.raises(ValueError, match="read-only"):
+        view.log_period = 1
+    assert config.enable_tensorboard is True  # training keeps the real config
 
 
 def test_one_record_per_step_with_upstreams_names_and_no_running_eval(tmp_path):

@@ -1,9 +1,9 @@
-"""Unit tests of the HubWriter's own logic, against a recording run (the integration with real
+"""Unit tests of the TrackingSummaryWriter's own logic, against a recording run (the integration with real
 sinks is tested end to end in test_tracking_e2e.py)."""
 
 import pytest
 
-from primus.backends.megatron.training.hub_writer import HubWriter
+from primus.backends.megatron.training.tracking_summary_writer import TrackingSummaryWriter
 
 
 class RecordingRun:
@@ -23,7 +23,7 @@ def run():
 
 
 def test_scalars_of_one_step_become_one_log_call(run):
-    w = HubWriter(run, log_learning_rate=True, log_batch_size=True)
+    w = TrackingSummaryWriter(run, log_learning_rate=True, log_batch_size=True)
     w.add_scalar("lm loss", 6.9, 1)
     w.add_scalar("grad-norm", 1.5, 1)
     w.add_scalar("lm loss", 6.8, 2)
@@ -33,7 +33,7 @@ def test_scalars_of_one_step_become_one_log_call(run):
 
 
 def test_vs_samples_tags_go_to_tensorboard_only_with_their_own_step(run):
-    w = HubWriter(run, log_learning_rate=True, log_batch_size=True)
+    w = TrackingSummaryWriter(run, log_learning_rate=True, log_batch_size=True)
     w.add_scalar("lm loss", 6.9, 3)
     w.add_scalar("lm loss vs samples", 6.9, 12)
     w.flush()
@@ -42,7 +42,7 @@ def test_vs_samples_tags_go_to_tensorboard_only_with_their_own_step(run):
 
 
 def test_vs_samples_tags_of_one_step_become_one_log_call(run):
-    w = HubWriter(run, log_learning_rate=True, log_batch_size=True)
+    w = TrackingSummaryWriter(run, log_learning_rate=True, log_batch_size=True)
     for samples in (4, 8):
         w.add_scalar("lm loss", 6.9, samples // 4)
         w.add_scalar("lm loss vs samples", 6.9, samples)
@@ -55,7 +55,7 @@ def test_vs_samples_tags_of_one_step_become_one_log_call(run):
 
 def test_tensors_become_floats(run):
     import torch
-    w = HubWriter(run, log_learning_rate=True, log_batch_size=True)
+    w = TrackingSummaryWriter(run, log_learning_rate=True, log_batch_size=True)
     w.add_scalar("lm loss", torch.tensor([2.5]), 1)
     w.add_scalar("grad-norm", torch.tensor(1.25), 1)
     w.flush()
@@ -64,7 +64,7 @@ def test_tensors_become_floats(run):
 
 
 def test_dropped_upstream_switches_are_honoured(run):
-    w = HubWriter(run, log_learning_rate=False, log_batch_size=False)
+    w = TrackingSummaryWriter(run, log_learning_rate=False, log_batch_size=False)
     for tag in ("learning-rate", "learning-rate vs samples", "batch-size", "batch-size vs samples", "lm loss"):
         w.add_scalar(tag, 1.0, 5)
     w.flush()
@@ -72,7 +72,7 @@ def test_dropped_upstream_switches_are_honoured(run):
 
 
 def test_emit_merges_extra_metrics_into_the_step(run):
-    w = HubWriter(run, log_learning_rate=True, log_batch_size=True)
+    w = TrackingSummaryWriter(run, log_learning_rate=True, log_batch_size=True)
     w.add_scalar("lm loss", 1.0, 7)
     w.emit({"perf/tflops_per_gpu": 3.0}, step=7)
     assert run.calls == [("log", 7, {"lm loss": 1.0, "perf/tflops_per_gpu": 3.0}, None)]
@@ -81,7 +81,7 @@ def test_emit_merges_extra_metrics_into_the_step(run):
 
 
 def test_text_goes_to_tensorboard_only(run):
-    w = HubWriter(run, log_learning_rate=True, log_batch_size=True)
+    w = TrackingSummaryWriter(run, log_learning_rate=True, log_batch_size=True)
     w.add_text("lr", "0.001")
     assert run.calls == [("text", 0, {"lr": "0.001"}, ("tensorboard",))]
 
@@ -91,7 +91,7 @@ def test_a_failing_run_never_raises_into_upstream(caplog):
         def log(self, step, metrics, only=None):
             raise RuntimeError("sink exploded")
 
-    w = HubWriter(BrokenRun(), log_learning_rate=True, log_batch_size=True)
+    w = TrackingSummaryWriter(BrokenRun(), log_learning_rate=True, log_batch_size=True)
     w.add_scalar("lm loss", 1.0, 1)
     w.add_scalar("lm loss", 1.0, 2)  # emits step 1: the failure is swallowed
     w.flush()

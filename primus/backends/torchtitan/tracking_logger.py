@@ -16,7 +16,7 @@ from primus import cpu_accounting
 from primus.backends.torchtitan.step_perf import StepPerf
 
 
-class HubLogger(BaseLogger):
+class TrackingLogger(BaseLogger):
     def __init__(self, run, *, tag: str | None = None, perf: StepPerf | None = None):
         self.run = run
         self.tag = tag

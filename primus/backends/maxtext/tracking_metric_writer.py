@@ -1,4 +1,6 @@
-"""What a tracked ``MetricLogger`` writes through in place of upstream's TensorBoard and W&B writers.
+"""What a tracked ``MetricLogger`` writes through in place of upstream's TensorBoard and W&B writers, and the
+view of MaxText's config that logger is built with: upstream's own, read-only, except that its TensorBoard and
+W&B writers are off (training itself keeps the real config).
 
 Upstream hands ``write_metrics`` one dict per step — ``{"scalar": {name: value}, "scalars": {name: {sub:
 value}}}``, train steps one step late (the device has finished them), eval summaries at the train step they
@@ -16,12 +18,25 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from primus.backends.maxtext.tracking_plan import TrackingPlan
 from primus.tracking.perf import GIB, Utilisation, memory_metrics, throughput_metrics
 
 TENSORBOARD_ONLY = ("tensorboard",)
 TRACKED_TYPES = ("train", "eval")
 FLUSH_TIMEOUT_S = 60.0
+UPSTREAM_WRITERS_OFF = {"enable_tensorboard": False, "enable_wandb": False}
+
+
+class UpstreamWritersOff:
+    __slots__ = ("_config",)
+
+    def __init__(self, config: Any):
+        object.__setattr__(self, "_config", config)
+
+    def __getattr__(self, name: str) -> Any:
+        return UPSTREAM_WRITERS_OFF[name] if name in UPSTREAM_WRITERS_OFF else getattr(self._config, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise ValueError("Configuration is read-only and cannot be modified after initialization.")  # as upstream's
 
 
 def flat_scalars(metrics: Mapping[str, Any]) -> dict[str, Any]:
@@ -67,14 +82,15 @@ class StepPerf:
         return {name: stats[key] / GIB for key, name in names if key in stats}
 
 
-class HubFeed:
-    def __init__(self, run, plan: TrackingPlan, announce: Callable[[int], None] | None = None):
+class TrackingMetricWriter:
+    def __init__(self, run, *, log_period: int, perf_metrics: bool = False, peak_tflops: float | None = None,
+                 announce: Callable[[int], None] | None = None):
         self.run = run
-        self.tensorboard = plan.config.tensorboard is not None
-        self.perf_wanted = plan.perf_metrics
-        self.peak_tflops = plan.peak_tflops
+        self.tensorboard = run.config.tensorboard is not None
+        self.perf_metrics = perf_metrics
+        self.peak_tflops = peak_tflops
         self.perf: StepPerf | None = None  # set once upstream has computed its per-step token/FLOP counts
-        self._log_period = plan.log_period
+        self._log_period = log_period  # upstream flushes TensorBoard every log_period train steps
         self._announce = announce  # upstream's "To see full metrics" line, when TensorBoard is on
         self._flusher: threading.Thread | None = None
         self._flush_asked = threading.Event()

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from primus.backends.torchtitan.hub_logger import HubLogger
+from primus.backends.torchtitan.tracking_logger import TrackingLogger
 from primus.tracking import TrackingConfig, start_run
 from primus.tracking.journal import METRICS, read_all
 from primus.tracking.run_layout import STATE_FILE
@@ -23,7 +23,7 @@ def status(run) -> str:
 
 
 def test_each_log_call_is_one_record_with_upstreams_names(run):
-    logger = HubLogger(run, tag="val")
+    logger = TrackingLogger(run, tag="val")
     logger.log({"loss_metrics/global_avg_loss": 2.5, "throughput(tps)": 10}, step=4)
     logger.close()
     records = [r for r in read_all(run.run_dir) if r.kind == METRICS]
@@ -38,13 +38,13 @@ def test_closed_while_an_exception_is_handled_means_failed(run):
         try:
             raise RuntimeError("Loss is not finite")
         except RuntimeError:
-            HubLogger(run).close()
+            TrackingLogger(run).close()
             raise
     assert status(run) == "FAILED"
 
 
 def test_dropped_names_reach_no_tracker(run):
-    logger = HubLogger(run)
+    logger = TrackingLogger(run)
     logger.dropped = frozenset({"mfu(%)"})
     logger.log({"mfu(%)": 3.0, "tflops": 0.5}, step=1)
     logger.close()

@@ -1,0 +1,73 @@
+"""Megatron's tracker toggles and names: TensorBoard (spec §3), Weights & Biases (§4), MLflow (§5).
+
+TensorBoard: `disable_tensorboard` decides, `tensorboard_dir` only says where; enabled with no directory ->
+derived under the run directory, and said so. W&B names left unset are filled by the tracking core from
+WANDB_PROJECT / WANDB_RUN_NAME / WANDB_TEAM (WANDB_ENTITY); the run name falls back to the run's own, never to
+upstream's "Please specify the wandb experiment name!" crash; missing credentials are a warning. The MLflow
+endpoint (MLFLOW_TRACKING_URI, Databricks host and token) is checked by the tracking core's config resolution,
+which plan_tracking runs on every rank before training starts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from primus.tracking.plan import Notices
+
+_UPLOAD_FLAGS = ("mlflow_upload_traces", "mlflow_upload_logs", "mlflow_upload_performance_metrics",
+                 "mlflow_upload_tracelens_report", "mlflow_performance_metrics_across_ranks")
+
+
+def tensorboard_enabled(args) -> bool:
+    if args.disable_tensorboard is None:  # upstream's own rule when the toggle is not given
+        return bool(args.tensorboard_dir)
+    return not args.disable_tensorboard
+
+
+def resolve_tensorboard_dir(args, run_dir: Path, notices: Notices) -> Path | None:
+    if not tensorboard_enabled(args):
+        if args.tensorboard_dir and args.disable_tensorboard:
+            notices.info(f"disable_tensorboard is true: no event files are written to {args.tensorboard_dir}")
+        return None
+    if args.tensorboard_dir:
+        return Path(args.tensorboard_dir)
+    derived = run_dir / "tensorboard"
+    notices.info(f"tensorboard_dir not set: TensorBoard events go to {derived}")
+    return derived
+
+
+def wandb_enabled(args) -> bool:
+    if args.disable_wandb is None:
+        return bool(args.wandb_project)
+    return not args.disable_wandb
+
+
+def check_wandb(args, notices: Notices) -> bool:
+    """Whether W&B is on; warns when it is on without credentials."""
+    if not wandb_enabled(args):
+        return False
+    notices.check_wandb_credentials("disable_wandb: false" if args.disable_wandb is False else "wandb_project set")
+    return True
+
+
+def wandb_save_dir(args, run_dir: Path) -> Path:
+    return Path(args.wandb_save_dir) if args.wandb_save_dir else run_dir / "wandb"
+
+
+@dataclass(frozen=True)
+class MlflowNames:
+    experiment_name: str | None
+    run_name: str
+
+
+def mlflow_enabled(args) -> bool:
+    return not args.disable_mlflow
+
+
+def resolve_mlflow(args, run_name: str, notices: Notices) -> MlflowNames | None:
+    if not mlflow_enabled(args):
+        on = [flag for flag in _UPLOAD_FLAGS if getattr(args, flag)]
+        if on:
+            notices.info(f"{', '.join(on)} ignored: MLflow is disabled (disable_mlflow: true)")
+        return None
+    return MlflowNames(experiment_name=args.mlflow_experiment_name, run_name=args.mlflow_run_name or run_name)
