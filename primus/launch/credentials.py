@@ -17,9 +17,9 @@ from types import SimpleNamespace
 
 from primus.backends.megatron.patches.args.mlflow_config_patches import mlflow_enabled
 from primus.backends.megatron.patches.args.wandb_config_patches import wandb_enabled
+from primus.config import ModuleConfig
 from primus.tracking.credentials import WANDB_OFFLINE_MODES, has_wandb_credentials
 from primus.tracking.environment import mlflow_environment_problems, wandb_environment_problems
-from primus.config import ModuleConfig
 
 
 def enabled_trackers(module: ModuleConfig) -> tuple[bool, bool]:
