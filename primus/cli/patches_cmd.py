@@ -71,6 +71,5 @@ def _table(rows: list[PatchRow]) -> str:
     header = ("ID", "BACKEND", "TARGET", "SUPPORTS", "INSTALLED", "APPLIES")
     cells = [header] + [(r.id, r.backend, r.target, f"{r.distribution or '-'}{r.versions}", r.installed or "-",
                          "yes" if r.would_apply else f"no: {r.reason}") for r in rows]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(header) - 1)]
-    padded = ("  ".join(c.ljust(w) for c, w in zip(row[:-1], widths, strict=True)) for row in cells)
-    return "\n".join(f"{columns}  {row[-1]}" for columns, row in zip(padded, cells, strict=True))
+    widths = [*(max(len(row[i]) for row in cells) for i in range(len(header) - 1)), 0]  # the last one unpadded
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in cells)
