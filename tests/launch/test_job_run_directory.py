@@ -12,8 +12,8 @@ import pytest
 from primus.backends.megatron.training.run_directory import default_run_name, derive_run_dir
 from primus.config import load_experiment
 from primus.config.environment import OVERRIDES_ENV, RUN_DIR_ENV
-from primus.config.schemas import torchtitan as torchtitan_schema
 from primus.config.schemas import schema_for, upstream_tables
+from primus.config.schemas import torchtitan as torchtitan_schema
 from primus.launch.job import prepare_job, run_directory
 
 REPO = Path(__file__).resolve().parents[2]
