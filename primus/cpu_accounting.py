@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import atexit
 import functools
+import itertools
 import json
 import os
 import resource
@@ -23,7 +24,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 ENV = "PRIMUS_CPU_ACCOUNTING"
 _DIR = os.environ.get(ENV) or None
@@ -37,7 +38,7 @@ def enabled() -> bool:
 class _Thread(threading.local):
     """This thread's account: a stack of "ours"/"theirs" frames; CPU is charged while the top one is ours."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.stack: list[bool] = []
         self.since = 0
         self.ns = 0
@@ -49,7 +50,7 @@ class _Thread(threading.local):
 
 
 _THREADS: list[tuple[str, _Thread]] = []
-_LOCAL: _Thread | None = None
+_LOCAL: _Thread  # set at the bottom when on; read only when on
 _extra: dict[str, Any] = {}
 
 
@@ -60,7 +61,7 @@ def _clock_cost_ns(reads: int = 1001) -> int:
     call; uncorrected, that was ~40 us per logged step charged to us for the measuring alone)."""
     clock = time.thread_time_ns
     stamps = [clock() for _ in range(reads)]
-    return int(statistics.median(b - a for a, b in zip(stamps, stamps[1:])))
+    return int(statistics.median(b - a for a, b in itertools.pairwise(stamps)))
 
 
 def _charge(account: _Thread, now: int) -> None:
@@ -109,7 +110,7 @@ def ours(fn: F) -> F:
         finally:
             _pop()
 
-    return counted
+    return cast(F, counted)
 
 
 class _Theirs:
@@ -136,7 +137,7 @@ def theirs(fn: F) -> F:
     """Upstream's ``fn`` called from our code: its thread CPU is not ours."""
     if _DIR is None:
         return fn
-    return _Theirs(fn)  # type: ignore[return-value]
+    return cast(F, _Theirs(fn))
 
 
 def wrapper(patch_wrapper: Callable, entry: str) -> Callable:
@@ -177,6 +178,8 @@ def peak_rss_mib() -> float:
 
 def dump() -> None:
     """Write this process's figures (also called by a process that leaves with ``os._exit``)."""
+    if _DIR is None:
+        return
     threads: dict[str, dict[str, Any]] = {}
     for name, account in list(_THREADS):
         total = threads.setdefault(name, {"ns": 0, "entries": {}, "each": {}})

@@ -25,7 +25,7 @@ def get_logger(name: str) -> logging.Logger:
         root.addHandler(handler)
         root.setLevel(_level_from_env())
         root.propagate = False
-        root._primus_configured = True
+        root._primus_configured = True  # type: ignore[attr-defined]  # a marker on the process-wide logger
     return logging.getLogger(name if name.startswith("primus") else f"primus.{name}")
 
 

@@ -1,6 +1,5 @@
 """primus.cpu_accounting: the benchmarks' count of the thread CPU our entry points take from their callers."""
 
-import json
 import os
 import subprocess
 import sys

@@ -80,8 +80,8 @@ def _validate(args: argparse.Namespace) -> int:
             print(e, file=sys.stderr)
         return 1
     if args.json:
-        modules = {name: {"framework": m.framework, "parameters": len(m.params)} for name, m in exp.modules.items()}
-        print(json.dumps({"experiment": str(exp.source), "valid": True, "problems": [], "modules": modules},
+        summary = {name: {"framework": m.framework, "parameters": len(m.params)} for name, m in exp.modules.items()}
+        print(json.dumps({"experiment": str(exp.source), "valid": True, "problems": [], "modules": summary},
                          indent=2))
         return 0
     modules = ", ".join(f"{name} ({m.framework}, {len(m.params)} parameters)" for name, m in exp.modules.items())

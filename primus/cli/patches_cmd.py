@@ -32,7 +32,8 @@ class PatchRow:
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser("patches", help="list the registered patches and whether they would apply",
                                    description=__doc__)
-    parser.add_argument("--json", action="store_true", help="print a JSON list instead of a table, e.g. primus patches --json | jq '.[].id'")
+    parser.add_argument("--json", action="store_true",
+                        help="print a JSON list instead of a table, e.g. primus patches --json | jq '.[].id'")
     parser.set_defaults(func=run)
 
 
@@ -70,5 +71,5 @@ def _table(rows: list[PatchRow]) -> str:
     header = ("ID", "BACKEND", "TARGET", "SUPPORTS", "INSTALLED", "APPLIES")
     cells = [header] + [(r.id, r.backend, r.target, f"{r.distribution or '-'}{r.versions}", r.installed or "-",
                          "yes" if r.would_apply else f"no: {r.reason}") for r in rows]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(header) - 1)]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)) + "  " + row[-1] for row in cells)
+    widths = [*(max(len(row[i]) for row in cells) for i in range(len(header) - 1)), 0]  # the last one unpadded
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in cells)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from importlib.metadata import EntryPoint
 
 from primus.patches.catalog import PATCH_GROUP, load_patch_plugin
@@ -30,8 +31,8 @@ def plugin_rows() -> list[PluginRow]:
     for group, check in checks.items():
         for ep in plugin_entry_points(group):
             dist = ep.dist
-            rows.append(PluginRow(group, ep.name, ep.value, dist and dist.name, dist and dist.version,
-                                  _problem(lambda: check(ep))))
+            rows.append(PluginRow(group, ep.name, ep.value, dist.name if dist else None, dist.version if dist else None,
+                                  _problem(partial(check, ep))))
     return rows
 
 

@@ -27,8 +27,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--config", metavar="EXP.yaml",
                         help="experiment YAML; its absolute path reaches the command as PRIMUS_CONFIG, "
                              "e.g. --config configs/torchtitan/llama3_debug_cpu.yaml")
-    parser.add_argument("command", nargs=argparse.REMAINDER, help="the command to run and its arguments, e.g. torchrun --nproc_per_node 8 "
-                             "pretrain_gpt.py ...")
+    parser.add_argument("command", nargs=argparse.REMAINDER,
+                        help="the command to run and its arguments, "
+                             "e.g. torchrun --nproc_per_node 8 pretrain_gpt.py ...")
     return parser
 
 

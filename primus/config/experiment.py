@@ -92,7 +92,7 @@ def load_experiment(
     tree, problems = load_with_extends(source, environ)
     if problems and not tree:  # the file itself cannot be read: nothing else in it can be judged
         raise ConfigError(problems)
-    modules_in_file = tree.get("modules") if isinstance(tree.get("modules"), Mapping) else {}
+    modules_in_file = tree["modules"] if isinstance(tree.get("modules"), Mapping) else {}
     cli = sort_overrides(overrides, modules_in_file)
     problems += cli.problems
     for dotted, value in cli.tree.items():
@@ -165,7 +165,7 @@ def _resolve_module(
     if not isinstance(overrides, Mapping):
         problems.append(f"{where}.overrides: must be a mapping of parameter: value")
         overrides = {}
-    module_preset, *given = [*trees, overrides, cli_params]
+    module_preset, given = trees[0], [*trees[1:], overrides, cli_params]
     params: dict[str, Any] = dict(module_preset)
     for tree in given:
         params = deep_merge(params, tree)

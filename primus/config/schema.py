@@ -15,8 +15,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from primus.config.errors import ALREADY_REPORTED
 from primus.config import type_expressions
+from primus.config.errors import ALREADY_REPORTED
 from primus.config.tree import join
 from primus.config.yaml12 import Unparsed, parse_scalar
 from primus.redaction import redact_value
@@ -58,7 +58,7 @@ class Param:
     def expected(self) -> str:
         if self.annotation is not None:
             return type_expressions.describe(self.annotation)
-        base = "bool (true or false)" if self.type == "bool" else self.type
+        base: str = "bool (true or false)" if self.type == "bool" else self.type
         if self.choices is not None:
             base = f"one of {list(self.choices)}"
         if self._bounds():
@@ -72,7 +72,7 @@ class Param:
         if value is ALREADY_REPORTED:
             return value, None
         if self.annotation is not None:
-            return self._coerce_annotated(value)
+            return self._coerce_annotated(self.annotation, value)
         if isinstance(value, Unparsed) and not (self.type == "str" and not self.is_list):
             value = parse_scalar(value)
         if value is None:
@@ -87,14 +87,17 @@ class Param:
             typed.append(item)
         return typed, None
 
-    def _coerce_annotated(self, value: Any) -> tuple[Any, str | None]:
+    @staticmethod
+    def _coerce_annotated(annotation: str, value: Any) -> tuple[Any, str | None]:
         """Typed by upstream's annotation; command-line text that fails to parse as a value may be the string
         upstream wants (``tokenizer.pad_token=123``)."""
         candidates = [parse_scalar(value), str(value)] if isinstance(value, Unparsed) else [_settle(value)]
-        problems = [type_expressions.check(self.annotation, c) for c in candidates]
-        for candidate, problem in zip(candidates, problems):
+        problems = []
+        for candidate in candidates:
+            problem = type_expressions.check(annotation, candidate)
             if problem is None:
                 return candidate, None
+            problems.append(problem)
         return value, problems[0]
 
     def _coerce_item(self, value: Any) -> tuple[Any, str | None]:

@@ -20,7 +20,10 @@ import functools
 import re
 import types
 import typing
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from pydantic_core import ErrorDetails
 
 _PLAIN = {str: "str", int: "int", float: "float", bool: "bool", type(None): "None", list: "list", dict: "dict",
           tuple: "tuple", Any: "Any"}
@@ -127,7 +130,7 @@ def check(expression: str, value: Any) -> str | None:
     return None
 
 
-def _problem(value: Any, errors: list[dict[str, Any]]) -> str:
+def _problem(value: Any, errors: list[ErrorDetails]) -> str:
     if value is None:
         return "null is not allowed"
     first = errors[0]

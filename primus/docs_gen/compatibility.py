@@ -42,9 +42,10 @@ def render_compatibility() -> str:
 def _section(upstream: Upstream) -> str:
     pinned, others = tested_releases(upstream.distribution)
     releases = sorted({*others, *([pinned] if pinned else [])}, key=_version_key)
+    package = _package_path(upstream)
+    version_files = " or ".join(code(posixpath.normpath(f"{package}/{f}")) for f in upstream.version_files)
     lines = [f"## {upstream.name} ({code(upstream.distribution)})",
-             f"Supported: {code(upstream.supported)}. Version read from "
-             f"{' or '.join(code(posixpath.normpath(f'{_package_path(upstream)}/{f}')) for f in upstream.version_files)}; "
+             f"Supported: {code(upstream.supported)}. Version read from {version_files}; "
              f"the installed distribution's metadata only for a wheel whose files carry none.",
              "CI trains, with every tracker on: " + ", ".join(
                  f"{v} (pinned)" if v == pinned else v for v in releases) + "."]

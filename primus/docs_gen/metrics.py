@@ -7,8 +7,8 @@ from primus.config.schemas import FRAMEWORKS
 from primus.docs_gen.markdown import code, table
 from primus.docs_gen.options import BACKEND_TITLES
 from primus.report.panels import PANELS
-from primus.tracking.perf import PEAK_TFLOPS
 from primus.tracking.names import READABLE, SCHEMA, MlflowKeys, is_valid_mlflow_key, mlflow_key
+from primus.tracking.perf import PEAK_TFLOPS
 
 
 def _names(names: tuple[str, ...]) -> str:

@@ -12,12 +12,11 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from primus.config.files import load_with_extends
 from primus.config import yaml12
+from primus.config.files import load_with_extends
 from primus.config.paths import CONFIGS_DIR, MODULE_PRESETS_DIR
 from primus.config.schema import Param, Schema
-from primus.config.schemas import FRAMEWORKS, schema_for
-from primus.config.schemas import maxtext, torchtitan, upstream_tables
+from primus.config.schemas import FRAMEWORKS, maxtext, schema_for, torchtitan, upstream_tables
 from primus.config.schemas.launch import LAUNCH_SCHEMA
 from primus.config.schemas.megatron_table import PINNED_MINOR, table_path
 from primus.config.tree import join

@@ -22,6 +22,7 @@ BASE_OPTIONS = ("--rm", "--ipc=host", "--network=host")
 def plan_container(job: Job, settings: LaunchSettings, passthrough: Passthrough, environ: Mapping[str, str],
                    cwd: Path) -> LaunchPlan:
     c = settings.container
+    assert c.image is not None, "the settings check refuses the container launcher without an image"
     argv = [c.runtime, "run", *BASE_OPTIONS]
     for mount in image_mounts(job, cwd, c.mounts):
         argv += ["-v", mount]

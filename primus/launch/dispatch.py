@@ -31,7 +31,7 @@ def plan_launch(exp: Experiment, module: ModuleConfig, overrides: Sequence[str],
     LaunchError (a credential an enabled tracker needs is missing) before anything starts."""
     cwd = cwd or Path.cwd()
     python = interpreter(module.framework, python, environ)  # MaxText runs in its own environment
-    job = prepare_job(exp, module, overrides, settings.rendezvous and settings.rendezvous.run_id)
+    job = prepare_job(exp, module, overrides, settings.rendezvous.run_id if settings.rendezvous else None)
     if not settings.in_image:  # the job runs this Python environment: a plugin it would fail to load fails here
         _refuse(_plugin_problems(environ))
     if settings.launcher in ("local", "torchrun"):

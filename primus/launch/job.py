@@ -67,8 +67,8 @@ def interpreter(framework: str, default: str = sys.executable, environ: Mapping[
         return str(beside)
     raise ValueError(f"framework {framework!r} needs its own Python environment and none was found (looked at "
                      f"{variable}, this interpreter, {beside}): create it with `scripts/setup-maxtext-venv.sh "
-                     f"{beside.parent.parent}`, or set {variable} to a Python that has {', '.join(packages)} and primus "
-                     f"installed")
+                     f"{beside.parent.parent}`, or set {variable} to a Python that has {', '.join(packages)} and "
+                     f"primus installed")
 
 
 def run_directory(exp: Experiment, module: ModuleConfig, now: float | None = None, run_id: str | None = None) -> Path:

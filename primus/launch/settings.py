@@ -151,7 +151,9 @@ def _check_image_runtime(launcher: str, c: ContainerSettings, runtime_given: boo
                "pyxis separates mounts with ',': join a mount's flags with '+', e.g. /data:/data:ro+rprivate")
 
 
-def _rendezvous(get: Callable[[str], Any], nnodes: int, environ: Mapping[str, str], problems: list[str]) -> Rendezvous | None:
+def _rendezvous(
+    get: Callable[[str], Any], nnodes: int, environ: Mapping[str, str], problems: list[str]
+) -> Rendezvous | None:
     endpoint, node_rank = get("rdzv_endpoint"), get("node_rank")
     run_id = get("rdzv_id") or environ.get(SLURM_JOB_ID_ENV)
     _check(nnodes > 1, problems, "launch.nnodes (--nnodes)", nnodes,

@@ -131,7 +131,7 @@ def _split(events: list[Any]) -> tuple[list[_Event], list[_Event], list[_Event]]
         category, name = raw.get("cat"), str(raw.get("name", ""))
         if category not in HOST_CATEGORIES and category not in DEVICE_CATEGORIES:
             continue
-        args = raw.get("args") if isinstance(raw.get("args"), dict) else {}
+        args = raw["args"] if isinstance(raw.get("args"), dict) else {}
         event = _Event(name, raw.get("pid"), raw.get("tid"), float(raw["ts"]), float(raw["dur"]),
                        args.get("External id"))
         if category in DEVICE_CATEGORIES:

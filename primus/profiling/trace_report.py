@@ -102,8 +102,8 @@ def render_csv(summary: TraceSummary) -> str:
 
 
 def _host_row(o: OpStats, profiled: float) -> str:
-    return (f"| {_cell(o.name)} | {o.count} | {_ms(o.total_us)} | {_ms(o.self_us)} | {_ms(o.mean_us)} | {_ms(o.max_us)} "
-            f"| {_ms(o.device_us)} | {_pct(o.self_us, profiled)} |")
+    return (f"| {_cell(o.name)} | {o.count} | {_ms(o.total_us)} | {_ms(o.self_us)} | {_ms(o.mean_us)} "
+            f"| {_ms(o.max_us)} | {_ms(o.device_us)} | {_pct(o.self_us, profiled)} |")
 
 
 def _device_row(o: OpStats, profiled: float) -> str:

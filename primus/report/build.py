@@ -42,7 +42,7 @@ class Report:
 def build_report(run_dirs: Sequence[Path]) -> Report:
     """Read every run; raise RunDirError for a path that is not a run directory."""
     paths = [Path(p) for p in run_dirs]
-    runs = [load_run(path, label) for path, label in zip(paths, run_labels(paths))]
+    runs = [load_run(path, label) for path, label in zip(paths, run_labels(paths), strict=True)]
     panels: dict[str, dict[str, Line]] = {}
     for panel in PANELS:
         panels[panel.title] = {}

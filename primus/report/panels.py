@@ -26,7 +26,7 @@ class Panel:
     native: Mapping[str, tuple[str, ...]]  # backend -> upstream's names; one ending in "/" is a prefix
 
     def candidates(self, backend: str | None) -> tuple[str, ...]:
-        backends = (backend,) if backend in self.native else BACKENDS
+        backends = BACKENDS if backend is None or backend not in self.native else (backend,)
         return self.primus_names + tuple(name for b in backends for name in self.native.get(b, ()))
 
 

@@ -32,4 +32,4 @@ def text_table(summary: Sequence[SummaryRow]) -> str:
     """The table for a terminal: columns padded to their widest cell."""
     rows = [list(TABLE_HEADER), *table_rows(summary)]
     widths = [max(len(r[i]) for r in rows) for i in range(len(TABLE_HEADER))]
-    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows)
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows)

@@ -22,7 +22,8 @@ def test_validate_lists_every_problem_and_fails(capsys, tmp_path):
 
 def test_show_prints_the_resolved_config_redacted(capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("MY_SERVICE_TOKEN", "tok-abcdef123456")
-    assert main(["config", "show", "--config", TINY, f"workspace={tmp_path}", "wandb_project=p-tok-abcdef123456", "lr=2e-3"]) == 0
+    overrides = [f"workspace={tmp_path}", "wandb_project=p-tok-abcdef123456", "lr=2e-3"]
+    assert main(["config", "show", "--config", TINY, *overrides]) == 0
     out = capsys.readouterr().out
     shown = yaml12.loads(out)
     params = shown["modules"]["pre_trainer"]["params"]
@@ -36,4 +37,5 @@ def test_show_of_a_bad_config_fails_with_the_problems(capsys, tmp_path):
     bad.write_text("modules: {m: {framework: megatron, config: pre_trainer.yaml, overrides: {log_intervall: 1}}}\n")
     assert main(["config", "show", "--config", str(bad)]) == 1
     captured = capsys.readouterr()
-    assert captured.out == "" and "log_intervall is not a megatron parameter; did you mean log_interval?" in captured.err
+    assert captured.out == ""
+    assert "log_intervall is not a megatron parameter; did you mean log_interval?" in captured.err

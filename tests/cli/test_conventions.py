@@ -21,7 +21,8 @@ TINY = str(REPO / "configs/megatron/tiny_cpu.yaml")
 
 def test_version_names_primus_and_the_upstream_trainers_without_importing_them():
     code = ("import sys\nfrom primus.cli.main import main\ntry:\n    main(['--version'])\nexcept SystemExit as e:\n"
-            "    assert e.code in (0, None)\nprint(sorted({'torch', 'torchtitan', 'maxtext', 'jax'} & set(sys.modules)))")
+            "    assert e.code in (0, None)\n"
+            "print(sorted({'torch', 'torchtitan', 'maxtext', 'jax'} & set(sys.modules)))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     lines = done.stdout.splitlines()
     assert done.returncode == 0, done.stderr

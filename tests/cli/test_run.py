@@ -30,15 +30,15 @@ def install(module, handle):
 REGISTRY.register(Patch("demo.shout", "demo_target", None, "", install, backend="demo"))
 '''
 # Prints what the child saw: heavy modules loaded at start-up, the patch before/after the import.
-PROBE = '''
+PROBE = f'''
 import json, os, sys
-heavy = sorted(m for m in sys.modules if m.split(".")[0] in %r)
+heavy = sorted(m for m in sys.modules if m.split(".")[0] in {HEAVY!r})
 from primus.patches import REGISTRY
 pending = [r.status for r in REGISTRY.records() if r.id == "demo.shout"]
 import demo_target
-print(json.dumps({"heavy": heavy, "pending": pending, "greet": demo_target.greet("x"),
-                  "rank": os.environ.get("RANK"), "config": os.environ.get("PRIMUS_CONFIG")}))
-''' % (HEAVY,)
+print(json.dumps({{"heavy": heavy, "pending": pending, "greet": demo_target.greet("x"),
+                  "rank": os.environ.get("RANK"), "config": os.environ.get("PRIMUS_CONFIG")}}))
+'''
 
 
 @pytest.fixture

@@ -9,10 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.journal_files import journal_lines
+from support.readers import read_tb_scalars
 
 from primus.cli.main import main
-from support.readers import read_tb_scalars
-from support.journal_files import journal_lines
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = str(REPO / "configs" / "megatron" / "tiny_cpu.yaml")

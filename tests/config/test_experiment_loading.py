@@ -142,7 +142,8 @@ def test_loading_imports_no_upstream_framework():
 
 
 def test_module_block_needs_framework_and_config(tmp_path):
-    exp_file = write(tmp_path / "e.yaml", "modules:\n  a: {framework: megatron}\n  b: {config: x.yaml, model: '${NOPE}'}\n")
+    exp_file = write(tmp_path / "e.yaml",
+                     "modules:\n  a: {framework: megatron}\n  b: {config: x.yaml, model: '${NOPE}'}\n")
     with pytest.raises(ConfigError) as err:
         load_experiment(exp_file, environ={})
     problems = err.value.problems

@@ -26,6 +26,13 @@ def test_a_credential_on_the_command_line_is_refused_by_its_last_key():
     assert out.tree == {} and out.modules == {}
 
 
+def test_only_the_last_part_of_a_dotted_key_says_whether_it_is_a_credential_and_names_its_variable():
+    out = sort_overrides(["x.password_policy.min_length=8", "x.my_section.my_api_key=abcdefgh"], {})
+    assert out.problems == ["command line: x.password_policy.min_length: no module has this parameter; experiment "
+                            "keys are work_group, user_name, exp_name, workspace, launch, modules",
+                            f"command line: x.my_section.my_api_key: {CREDENTIAL.format('MY_API_KEY')}"]
+
+
 def test_each_mistake_names_the_override_and_the_fix():
     out = sort_overrides(["nonsense", "train_iterz=3"], MEGATRON)
     assert out.problems == ["command line: 'nonsense' is not key=value; write e.g. train_iters=5",

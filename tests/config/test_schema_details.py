@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import pytest
 
+from primus.config.errors import ALREADY_REPORTED
 from primus.config.schema import Param, Schema
 from primus.config.yaml12 import Unparsed
 
 # "steps" under three sections: the suggestion is the one at the level of the typo, else the closest anywhere
-NESTED = Schema("test parameter", [Param("warmup", "int"), Param("a.y.steps", "int"), Param("a.x.steps", "int"), Param("lr", "float"),
+NESTED = Schema("test parameter", [Param("warmup", "int"), Param("a.y.steps", "int"), Param("a.x.steps", "int"),
+                                   Param("lr", "float"),
                                    Param("training.warmup", "int"), Param("job.warmup", "int"),
                                    Param("model.attention.head.lr", "float")])
 
@@ -61,3 +63,21 @@ def test_a_schema_knows_every_section_above_a_key_and_its_own_keys():
     assert typed == {"a": {"b": {"c": "s"}, "x": 1.5}, "top": True}
     assert problems == ["here: tpo is not a toy parameter; did you mean top?"]
     assert schema.validate({"a": 3}, "here")[1] == ["here: a is a section; write its keys under it as a mapping"]
+
+
+def test_interpolated_items_of_a_typed_list_are_typed_and_plain_strings_are_kept():
+    assert Param("ids", "int", is_list=True).coerce([Unparsed("3"), 4]) == ([3, 4], None)
+    assert Param("names", "str", is_list=True).coerce(["3", Unparsed("x")]) == (["3", "x"], None)
+
+
+def test_a_wrong_value_under_a_credential_name_is_hidden_in_the_problem():
+    schema = Schema("toy parameter", [Param("api_key", "int")])
+    assert schema.validate({"api_key": "hunter2hunter2"}, "here")[1] == [
+        "here: api_key = '***': expected int, got str"]
+
+
+def test_keys_after_an_already_reported_unknown_key_are_still_validated():
+    schema = Schema("toy parameter", [Param("lr", "float"), Param("top", "bool")])
+    typed, problems = schema.validate({"zzz": ALREADY_REPORTED, "lr": 1, "top": 2}, "here")
+    assert typed == {"lr": 1.0, "top": 2}
+    assert problems == ["here: top = 2: expected bool (true or false), got int"]

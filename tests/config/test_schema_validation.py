@@ -21,7 +21,8 @@ SCHEMA = Schema(
 
 def test_valid_tree_is_typed():
     typed, problems = SCHEMA.validate(
-        {"iters": 3, "lr": 1, "name": None, "flag": False, "style": "cosine", "paths": "/d", "metrics": {"log_freq": 5}},
+        {"iters": 3, "lr": 1, "name": None, "flag": False, "style": "cosine", "paths": "/d",
+         "metrics": {"log_freq": 5}},
         "m",
     )
     assert problems == []
@@ -35,7 +36,8 @@ def test_unparsed_text_is_typed_by_the_schema():
             "paths": Unparsed("[a, b]"), "metrics": {"log_freq": Unparsed("2")}}
     typed, problems = SCHEMA.validate(tree, "m")
     assert problems == []
-    assert typed == {"iters": 10, "lr": 1e-4, "name": "123", "flag": True, "paths": ["a", "b"], "metrics": {"log_freq": 2}}
+    assert typed == {"iters": 10, "lr": 1e-4, "name": "123", "flag": True, "paths": ["a", "b"],
+                     "metrics": {"log_freq": 2}}
     assert type(typed["name"]) is str
 
 
@@ -46,7 +48,8 @@ def test_unparsed_text_is_typed_by_the_schema():
         ("iters", True, "m: iters = True: expected int, got bool"),
         ("iters", None, "m: iters = None: expected int, null is not allowed"),
         ("lr", "fast", "m: lr = 'fast': expected float or null, got str"),
-        ("flag", "yes", "m: flag = 'yes': expected bool (true or false), got str; YAML 1.2 booleans are true and false only"),
+        ("flag", "yes",
+         "m: flag = 'yes': expected bool (true or false), got str; YAML 1.2 booleans are true and false only"),
         ("name", 123, "m: name = 123: expected str or null, got int; quote it to make it a string: '123'"),
         ("style", "cosin", "m: style = 'cosin': expected one of ['cosine', 'linear'], not a valid choice"),
         ("paths", [1], "m: paths = [1]: expected a list of str or null, got int; quote it to make it a string: '1'"),

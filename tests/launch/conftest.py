@@ -7,13 +7,12 @@ import os
 from pathlib import Path
 
 import pytest
+from launch_planted import ALLOWED_SECRETS, EXCLUDED_SECRETS, PLAIN, UNLISTED_SECRETS
 
 from primus.config import load_experiment
 from primus.launch.dispatch import plan_launch
 from primus.launch.job import select_module
 from primus.launch.settings import resolve_settings
-
-from launch_planted import ALLOWED_SECRETS, EXCLUDED_SECRETS, PLAIN, UNLISTED_SECRETS
 
 EXPERIMENT = """\
 exp_name: llama_test

@@ -36,7 +36,8 @@ def install(bin_dir: Path) -> Path:
     bin_dir.mkdir(parents=True, exist_ok=True)
     for tool in TOOLS:
         path = bin_dir / tool
-        path.write_text(f"#!/bin/sh\nexec {sys.executable} {Path(__file__).resolve()} {tool} {bin_dir / CALLS} \"$@\"\n")
+        shim = f"{sys.executable} {Path(__file__).resolve()} {tool} {bin_dir / CALLS}"
+        path.write_text(f"#!/bin/sh\nexec {shim} \"$@\"\n")
         path.chmod(0o755)
     return bin_dir
 

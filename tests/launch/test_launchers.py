@@ -9,9 +9,8 @@ import json
 import shlex
 import subprocess
 
-import pytest
-
 import launch_shims
+import pytest
 from launch_planted import ALLOWED_SECRETS, EXCLUDED_SECRETS, IMAGE, PLAIN, SECRET_VALUES, UNLISTED_SECRETS
 
 ENTRY = "primus.backends.megatron"

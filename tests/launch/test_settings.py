@@ -67,7 +67,8 @@ def test_the_experiment_block_is_checked_when_the_config_loads(tmp_path):
 
 
 def test_the_runtime_follows_the_launcher_and_slurm_keys_are_typed():
-    assert resolve_settings({"launcher": "container", "container": {"image": "i"}}, {}, {}).container.runtime == "docker"
+    container = resolve_settings({"launcher": "container", "container": {"image": "i"}}, {}, {}).container
+    assert container.runtime == "docker"
     slurm = resolve_settings({"launcher": "slurm"}, {"container.image": "i", "slurm.cpus_per_task": 16,
                                                      "slurm.exclusive": True, "slurm.qos": "high"}, {})
     assert (slurm.container.runtime, slurm.in_image) == ("pyxis", True)

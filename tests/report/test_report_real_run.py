@@ -36,7 +36,8 @@ def test_report_of_a_real_run_plots_the_journal(megatron_run_dir, tmp_path):
     for title, (name, scale) in MEGATRON_SOURCES.items():
         line = report.panels[title][label]
         assert line.name == name
-        assert dict(zip(line.steps, line.values)) == pytest.approx({s: v * scale for s, v in journal[name].items()})
+        assert dict(zip(line.steps, line.values, strict=True)) == pytest.approx(
+            {s: v * scale for s, v in journal[name].items()})
     assert report.panels["loss"][label].steps == list(range(1, TRAIN_ITERS + 1))
 
     figure = render(report, with_table=True)
@@ -45,7 +46,7 @@ def test_report_of_a_real_run_plots_the_journal(megatron_run_dir, tmp_path):
     for ax in panels:
         name, scale = MEGATRON_SOURCES[ax.get_title()]
         (drawn,) = ax.get_lines()
-        assert dict(zip(drawn.get_xdata(), drawn.get_ydata())) == pytest.approx(
+        assert dict(zip(drawn.get_xdata(), drawn.get_ydata(), strict=True)) == pytest.approx(
             {s: v * scale for s, v in journal[name].items()})
 
     (row,) = report.summary

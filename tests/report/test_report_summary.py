@@ -23,12 +23,12 @@ def test_mean_matches_interval_averager(skip):
     averager = IntervalAverager(skip_iterations=skip, reset_interval=10**9)
     averager.start()  # the log step before the first point only starts the clock
     previous = 0
-    for step, rate in zip(steps, rates):
+    for step, rate in zip(steps, rates, strict=True):
         n = step - previous
         averager.add(iterations=n, seconds=n * TOKENS_PER_STEP / rate, tokens=n * TOKENS_PER_STEP)
         previous = step
     expected = averager.averages(world_size=1)["perf/tokens_per_sec_per_gpu_avg"]
-    points = [Point(step, rate, segment=1) for step, rate in zip(steps, rates)]
+    points = [Point(step, rate, segment=1) for step, rate in zip(steps, rates, strict=True)]
     assert mean_after_warmup(points, skip, clock_start_entry=True) == pytest.approx(expected)
 
 

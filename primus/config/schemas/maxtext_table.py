@@ -36,9 +36,9 @@ def _annotation(field: Any) -> Any:
         return annotation
     members = typing.get_args(annotation)
     if type(None) in members and typing.get_origin(annotation) in (typing.Union, type(int | None)):
-        inner = [m for m in members if m is not type(None)]
-        return typing.Optional[typing.Annotated[typing.Union[tuple(inner)], *metadata]]  # noqa: UP007
-    return typing.Annotated[annotation, *metadata]
+        inner: Any = typing.Union[tuple(m for m in members if m is not type(None))]  # noqa: UP007 (a union built at run time)
+        return typing.Annotated[(inner, *metadata)] | None
+    return typing.Annotated[(annotation, *metadata)]  # a tuple: `X[a, *b]` is Python 3.11 syntax
 
 
 def _default(field: Any) -> tuple[bool, Any]:
@@ -49,7 +49,7 @@ def _default(field: Any) -> tuple[bool, Any]:
     return False, None
 
 
-def _walk(model: type, prefix: str, out: dict[str, dict[str, Any]]) -> None:
+def _walk(model: Any, prefix: str, out: dict[str, dict[str, Any]]) -> None:
     for name, field in model.model_fields.items():
         if isinstance(field.annotation, type) and hasattr(field.annotation, "model_fields"):
             _walk(field.annotation, f"{prefix}{name}.", out)

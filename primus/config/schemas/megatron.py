@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from primus.config import yaml12
 from primus.config.schema import Param, Schema
 from primus.config.schemas.megatron_table import installed_table_path
@@ -35,8 +37,9 @@ PRIMUS_PARAMS = [
 ]
 
 # Bounds of upstream arguments whose meaning makes the range obvious. Upstream checks few of them, late
-# (a bare assert in validate_args at best): log_interval=0 fails on `iteration % 0` at the first step, tensorboard_queue_size=0 makes the
-# writer's queue unbounded (queue.Queue(0)), seed=0 is refused only once the process group is up.
+# (a bare assert in validate_args at best): log_interval=0 fails on `iteration % 0` at the first step,
+# tensorboard_queue_size=0 makes the writer's queue unbounded (queue.Queue(0)), seed=0 is refused only once the
+# process group is up.
 # Arguments whose 0 or -1 means "off" (eval_interval, save_interval, exit_interval) are left alone.
 _AT_LEAST_1 = (
     # intervals
@@ -55,7 +58,7 @@ _AT_LEAST_0 = (
     "lr", "min_lr", "weight_decay", "clip_grad",
 )
 _PROBABILITIES = ("hidden_dropout", "attention_dropout")
-UPSTREAM_BOUNDS: dict[str, dict[str, float]] = {
+UPSTREAM_BOUNDS: dict[str, dict[str, Any]] = {  # Param's ge/gt/le
     **dict.fromkeys(_AT_LEAST_1, {"ge": 1}),
     **dict.fromkeys(_AT_LEAST_0, {"ge": 0}),
     **dict.fromkeys(_PROBABILITIES, {"ge": 0, "le": 1}),

@@ -61,7 +61,8 @@ def _subclasses(cls: type) -> list[type]:
     found: dict[type, None] = {cls: None}
     pending = [cls]
     while pending:
-        for sub in pending.pop().__subclasses__():
+        subclasses: list[type] = pending.pop().__subclasses__()
+        for sub in subclasses:
             if sub not in found and dataclasses.is_dataclass(sub):
                 found[sub] = None
                 pending.append(sub)
@@ -128,7 +129,8 @@ def build_table() -> dict[str, Any]:
     _import_everything()
     fields: dict[str, dict[str, Any]] = {}
     _walk(root, "", fields, (root,))
-    return {"torchtitan": release, "root": ROOTS[upstream_tables.minor(release)], "fields": dict(sorted(fields.items()))}
+    root_path = ROOTS[upstream_tables.minor(release)]
+    return {"torchtitan": release, "root": root_path, "fields": dict(sorted(fields.items()))}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -128,8 +128,8 @@ def plain_default(value: Any) -> tuple[bool, Any]:
         items = [plain_default(v) for v in value]
         return all(ok for ok, _ in items), [v for _, v in items]
     if isinstance(value, dict) and all(isinstance(k, str) for k in value):
-        items = {k: plain_default(v) for k, v in value.items()}
-        return all(ok for ok, _ in items.values()), {k: v for k, (_, v) in items.items()}
+        entries = {k: plain_default(v) for k, v in value.items()}
+        return all(ok for ok, _ in entries.values()), {k: v for k, (_, v) in entries.items()}
     return False, None
 
 
