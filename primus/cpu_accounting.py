@@ -190,8 +190,14 @@ def dump() -> None:
             calls_ns[1] += ns
         for entry, each in account.each.items():
             total["each"].setdefault(entry, []).extend(each)
-    body = {"pid": os.getpid(), "threads": threads, "process_cpu_s": process_cpu_s(),
-            "peak_rss_mib": peak_rss_mib(), "clock_cost_ns": _CLOCK_COST_NS, **_extra}
+    body = {
+        "pid": os.getpid(),
+        "threads": threads,
+        "process_cpu_s": process_cpu_s(),
+        "peak_rss_mib": peak_rss_mib(),
+        "clock_cost_ns": _CLOCK_COST_NS,
+        **_extra,
+    }
     path = Path(_DIR) / f"cpu-{os.getpid()}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(body))

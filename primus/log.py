@@ -33,8 +33,9 @@ def _level_from_env() -> str:
     """PRIMUS_LOG_LEVEL, INFO when unset or empty; another word is refused with the fix."""
     level = (os.environ.get(LEVEL_ENV) or "INFO").upper()
     if level not in _LEVELS:
-        raise ValueError(f"{LEVEL_ENV}={os.environ[LEVEL_ENV]!r} is not a log level: use one of {', '.join(_LEVELS)}, "
-                         f"or unset it")
+        raise ValueError(
+            f"{LEVEL_ENV}={os.environ[LEVEL_ENV]!r} is not a log level: use one of {', '.join(_LEVELS)}, or unset it"
+        )
     return level
 
 

@@ -132,11 +132,17 @@ def stop_console_capture() -> None:
 
 
 def _stream_handlers() -> list[logging.StreamHandler]:
-    loggers = [logging.getLogger(), *(lg for lg in logging.Logger.manager.loggerDict.values()
-                                      if isinstance(lg, logging.Logger))]
+    loggers = [
+        logging.getLogger(),
+        *(lg for lg in logging.Logger.manager.loggerDict.values() if isinstance(lg, logging.Logger)),
+    ]
     # a handler without its own ``stream`` attribute (logging's _StderrHandler) reads sys.stderr when it writes
-    return [h for lg in loggers for h in lg.handlers if isinstance(h, logging.StreamHandler)
-            and not isinstance(h, logging.FileHandler) and "stream" in vars(h)]
+    return [
+        h
+        for lg in loggers
+        for h in lg.handlers
+        if isinstance(h, logging.StreamHandler) and not isinstance(h, logging.FileHandler) and "stream" in vars(h)
+    ]
 
 
 def _after_fork_in_child() -> None:

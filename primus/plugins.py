@@ -35,5 +35,7 @@ def load_plugin(ep: EntryPoint) -> Any:
     try:
         return ep.load()
     except Exception as e:  # noqa: BLE001 - whatever a third-party import raises, said with its source
-        raise PluginError(f"{describe(ep)} cannot be loaded ({type(e).__name__}: {e}): fix or reinstall that "
-                          f"distribution, or uninstall it") from e
+        raise PluginError(
+            f"{describe(ep)} cannot be loaded ({type(e).__name__}: {e}): fix or reinstall that "
+            f"distribution, or uninstall it"
+        ) from e

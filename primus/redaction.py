@@ -71,8 +71,27 @@ def looks_like_secret(value: str) -> bool:
 # A line holding none of these (in lower case) cannot match a shape above, nor name a secret in a
 # ``name: value`` pair: most console lines skip those passes (substring tests cost a few µs, the eleven
 # regular expressions over a Megatron log line ~70 µs of the training thread).
-_SHAPE_HINTS = ("://", "bearer", "basic", "token", "sk-", "pk-", "rk-", "ghp_", "gho_", "ghu_", "ghs_", "ghr_",
-                "github_pat_", "hf_", "dapi", "akia", "asia", "xox", "eyj")
+_SHAPE_HINTS = (
+    "://",
+    "bearer",
+    "basic",
+    "token",
+    "sk-",
+    "pk-",
+    "rk-",
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
+    "github_pat_",
+    "hf_",
+    "dapi",
+    "akia",
+    "asia",
+    "xox",
+    "eyj",
+)
 _SECRET_WORDS = tuple(word.lower() for word in (*_SUBSTRINGS, *_LAST_WORDS))
 
 

@@ -20,8 +20,10 @@ def _activate_primus() -> None:
         from primus.activation import activate
     except ImportError as e:
         # Another interpreter (a tool run by the job) inherited our PYTHONPATH: let it run unpatched.
-        sys.stderr.write(f"primus: patches not active in {sys.executable}: cannot import primus ({e}); "
-                         f"install primus into this interpreter's environment\n")
+        sys.stderr.write(
+            f"primus: patches not active in {sys.executable}: cannot import primus ({e}); "
+            f"install primus into this interpreter's environment\n"
+        )
         return
     try:
         activate()

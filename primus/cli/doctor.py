@@ -25,12 +25,19 @@ REPORTED_DISTRIBUTIONS = ("torch", "wandb", "mlflow", "tensorboard", "wrapt")
 
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser("doctor", help="versions, GPU, and upstream files unmodified", description=__doc__)
-    parser.add_argument("--dist", action="append", default=[], metavar="NAME",
-                        help="also verify this installed distribution against its RECORD (repeatable), "
-                             "e.g. --dist torch")
-    parser.add_argument("--json", action="store_true",
-                        help="print one JSON object (versions, trainers, GPU, integrity, ok) for a CI job to parse, "
-                             "e.g. primus doctor --json | jq .ok")
+    parser.add_argument(
+        "--dist",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="also verify this installed distribution against its RECORD (repeatable), e.g. --dist torch",
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object (versions, trainers, GPU, integrity, ok) for a CI job to parse, "
+        "e.g. primus doctor --json | jq .ok",
+    )
     parser.set_defaults(func=run)
 
 
@@ -55,8 +62,12 @@ def run(args: argparse.Namespace) -> int:
     for line in format_plugin_lines(plugins):
         say(line)
     say("upstream files (wheel RECORD hashes):")
-    ok = not any(row.path and row.problem for row in trainers) and not declarations_problem \
-        and not sinks_problem and not any(row.problem for row in plugins)
+    ok = (
+        not any(row.path and row.problem for row in trainers)
+        and not declarations_problem
+        and not sinks_problem
+        and not any(row.problem for row in plugins)
+    )
     for row in trainers:
         if row.origin == SOURCE_TREE:
             say(f"  {row.distribution}: a source tree ({row.path}): no wheel RECORD to check it against")
@@ -73,13 +84,24 @@ def run(args: argparse.Namespace) -> int:
         say("  " + _describe(report))
         ok = ok and report.clean
     if args.json:
-        print(json.dumps({"python": {"version": platform.python_version(), "executable": sys.executable},
-                          "upstreams": [asdict(row) for row in trainers], "distributions": versions, "gpu": gpu,
-                          "declarations_problem": declarations_problem, "plugins": [asdict(row) for row in plugins],
-                          "requested_sinks_problem": sinks_problem,
-                          "integrity": {name: report and {**asdict(report), "clean": report.clean}
-                                        for name, report in reports.items()},
-                          "ok": ok}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "python": {"version": platform.python_version(), "executable": sys.executable},
+                    "upstreams": [asdict(row) for row in trainers],
+                    "distributions": versions,
+                    "gpu": gpu,
+                    "declarations_problem": declarations_problem,
+                    "plugins": [asdict(row) for row in plugins],
+                    "requested_sinks_problem": sinks_problem,
+                    "integrity": {
+                        name: report and {**asdict(report), "clean": report.clean} for name, report in reports.items()
+                    },
+                    "ok": ok,
+                },
+                indent=2,
+            )
+        )
     return 0 if ok else 1
 
 

@@ -38,8 +38,11 @@ class _VersionAction(argparse.Action):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="primus", description=__doc__)
-    parser.add_argument("--version", action=_VersionAction,
-                        help="print primus's version and the upstream trainers found, e.g. primus --version")
+    parser.add_argument(
+        "--version",
+        action=_VersionAction,
+        help="print primus's version and the upstream trainers found, e.g. primus --version",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     for module in SUBCOMMANDS.values():
         importlib.import_module(f"primus.cli.{module}").add_parser(sub)

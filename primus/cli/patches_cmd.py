@@ -30,10 +30,14 @@ class PatchRow:
 
 
 def add_parser(subparsers) -> None:
-    parser = subparsers.add_parser("patches", help="list the registered patches and whether they would apply",
-                                   description=__doc__)
-    parser.add_argument("--json", action="store_true",
-                        help="print a JSON list instead of a table, e.g. primus patches --json | jq '.[].id'")
+    parser = subparsers.add_parser(
+        "patches", help="list the registered patches and whether they would apply", description=__doc__
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print a JSON list instead of a table, e.g. primus patches --json | jq '.[].id'",
+    )
     parser.set_defaults(func=run)
 
 
@@ -61,15 +65,34 @@ def patch_row(patch: Patch, selection: Selection) -> PatchRow:
         reason = verdict.problem or verdict.skip or ""
     upstream = patch.upstream
     versions = patch.versions or (upstream.supported if upstream else "")
-    return PatchRow(patch.id, patch.backend, patch.target, upstream.distribution if upstream else None, versions,
-                    verdict.version, verdict.where, not reason, reason, patch.description)
+    return PatchRow(
+        patch.id,
+        patch.backend,
+        patch.target,
+        upstream.distribution if upstream else None,
+        versions,
+        verdict.version,
+        verdict.where,
+        not reason,
+        reason,
+        patch.description,
+    )
 
 
 def _table(rows: list[PatchRow]) -> str:
     if not rows:
         return "no patches registered"
     header = ("ID", "BACKEND", "TARGET", "SUPPORTS", "INSTALLED", "APPLIES")
-    cells = [header] + [(r.id, r.backend, r.target, f"{r.distribution or '-'}{r.versions}", r.installed or "-",
-                         "yes" if r.would_apply else f"no: {r.reason}") for r in rows]
+    cells = [header] + [
+        (
+            r.id,
+            r.backend,
+            r.target,
+            f"{r.distribution or '-'}{r.versions}",
+            r.installed or "-",
+            "yes" if r.would_apply else f"no: {r.reason}",
+        )
+        for r in rows
+    ]
     widths = [*(max(len(row[i]) for row in cells) for i in range(len(header) - 1)), 0]  # the last one unpadded
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in cells)

@@ -25,14 +25,24 @@ class PluginRow:
 
 
 def plugin_rows() -> list[PluginRow]:
-    checks: dict[str, Callable[[EntryPoint], object]] = {SINK_GROUP: lambda ep: sink_classes([ep.name]),
-                                                         PATCH_GROUP: load_patch_plugin}
+    checks: dict[str, Callable[[EntryPoint], object]] = {
+        SINK_GROUP: lambda ep: sink_classes([ep.name]),
+        PATCH_GROUP: load_patch_plugin,
+    }
     rows = []
     for group, check in checks.items():
         for ep in plugin_entry_points(group):
             dist = ep.dist
-            rows.append(PluginRow(group, ep.name, ep.value, dist.name if dist else None, dist.version if dist else None,
-                                  _problem(partial(check, ep))))
+            rows.append(
+                PluginRow(
+                    group,
+                    ep.name,
+                    ep.value,
+                    dist.name if dist else None,
+                    dist.version if dist else None,
+                    _problem(partial(check, ep)),
+                )
+            )
     return rows
 
 
@@ -42,8 +52,9 @@ def requested_sinks_problem(environ: Mapping[str, str] = os.environ) -> str:
 
 
 def format_plugin_lines(rows: list[PluginRow], environ: Mapping[str, str] = os.environ) -> list[str]:
-    lines = [f"  {r.group:<16}{r.name} = {r.value} ({r.distribution} {r.version}): {r.problem or 'loads'}"
-             for r in rows] or ["  none installed"]
+    lines = [
+        f"  {r.group:<16}{r.name} = {r.value} ({r.distribution} {r.version}): {r.problem or 'loads'}" for r in rows
+    ] or ["  none installed"]
     wanted = requested_sinks(environ)
     if wanted:
         lines.append(f"  {SINKS_ENV}={','.join(wanted)}: {requested_sinks_problem(environ) or 'each one loads'}")

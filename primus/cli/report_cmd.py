@@ -11,11 +11,21 @@ from pathlib import Path
 
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser("report", help="plot runs from their journals (PNG or HTML)", description=__doc__)
-    parser.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR",
-                        help="a run directory (it holds journal/), e.g. output/tiny_cpu/20261129-172708")
-    parser.add_argument("-o", "--output", type=Path, default=Path("report.png"),
-                        help="report.png (panels and table) or report.html (one self-contained page); "
-                             "default report.png, e.g. -o runs.html")
+    parser.add_argument(
+        "run_dirs",
+        nargs="+",
+        type=Path,
+        metavar="RUN_DIR",
+        help="a run directory (it holds journal/), e.g. output/tiny_cpu/20261129-172708",
+    )
+    parser.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        default=Path("report.png"),
+        help="report.png (panels and table) or report.html (one self-contained page); "
+        "default report.png, e.g. -o runs.html",
+    )
     parser.set_defaults(func=run_report)
 
 

@@ -22,14 +22,23 @@ from primus.patches.catalog import load_all
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="primus-run", usage="primus-run [--config EXP.yaml] COMMAND [ARGS...]",
-                                     description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--config", metavar="EXP.yaml",
-                        help="experiment YAML; its absolute path reaches the command as PRIMUS_CONFIG, "
-                             "e.g. --config configs/torchtitan/llama3_debug_cpu.yaml")
-    parser.add_argument("command", nargs=argparse.REMAINDER,
-                        help="the command to run and its arguments, "
-                             "e.g. torchrun --nproc_per_node 8 pretrain_gpt.py ...")
+    parser = argparse.ArgumentParser(
+        prog="primus-run",
+        usage="primus-run [--config EXP.yaml] COMMAND [ARGS...]",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--config",
+        metavar="EXP.yaml",
+        help="experiment YAML; its absolute path reaches the command as PRIMUS_CONFIG, "
+        "e.g. --config configs/torchtitan/llama3_debug_cpu.yaml",
+    )
+    parser.add_argument(
+        "command",
+        nargs=argparse.REMAINDER,
+        help="the command to run and its arguments, e.g. torchrun --nproc_per_node 8 pretrain_gpt.py ...",
+    )
     return parser
 
 
@@ -51,8 +60,10 @@ def main(argv: list[str] | None = None) -> int:
     env = activation_env(os.environ, config=args.config)
     executable = find_command(command[0], env.get("PATH", os.defpath))
     if executable is None:
-        print(f"primus-run: command not found: {command[0]!r} (looked on PATH and in {interpreter_bin()})",
-              file=sys.stderr)
+        print(
+            f"primus-run: command not found: {command[0]!r} (looked on PATH and in {interpreter_bin()})",
+            file=sys.stderr,
+        )
         return 127
     sys.stdout.flush()
     try:
@@ -79,8 +90,7 @@ def find_command(name: str, path: str) -> str | None:
         return found
     beside = interpreter_bin() / name
     if beside.is_file() and os.access(beside, os.X_OK):
-        print(f"primus-run: {name} is not on PATH; running {beside} (beside primus-run's interpreter)",
-              file=sys.stderr)
+        print(f"primus-run: {name} is not on PATH; running {beside} (beside primus-run's interpreter)", file=sys.stderr)
         return str(beside)
     return None
 

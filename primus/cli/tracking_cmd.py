@@ -11,17 +11,24 @@ from primus.redaction import redact_text
 
 
 def add_parser(subparsers) -> None:
-    parser = subparsers.add_parser("tracking", help="tracking maintenance (sync a run's journal)",
-                                   description=__doc__)
+    parser = subparsers.add_parser("tracking", help="tracking maintenance (sync a run's journal)", description=__doc__)
     sub = parser.add_subparsers(dest="tracking_command", required=True)
     sync = sub.add_parser("sync", help="replay a run's journal into its MLflow and W&B runs", description=__doc__)
-    sync.add_argument("run_dir", help="the run directory (it holds journal/ and run.json), "
-                                      "e.g. output/tiny_cpu/20261129-172708")
-    sync.add_argument("--timeout", type=float, default=300.0,
-                      help="give up after this many seconds (default 300), e.g. --timeout 1800 for a long run")
-    sync.add_argument("--tracking-uri", default=None,
-                      help="MLflow tracking URI to use instead of the saved one (needed when it held a password), "
-                           "e.g. --tracking-uri http://127.0.0.1:5000")
+    sync.add_argument(
+        "run_dir", help="the run directory (it holds journal/ and run.json), e.g. output/tiny_cpu/20261129-172708"
+    )
+    sync.add_argument(
+        "--timeout",
+        type=float,
+        default=300.0,
+        help="give up after this many seconds (default 300), e.g. --timeout 1800 for a long run",
+    )
+    sync.add_argument(
+        "--tracking-uri",
+        default=None,
+        help="MLflow tracking URI to use instead of the saved one (needed when it held a password), "
+        "e.g. --tracking-uri http://127.0.0.1:5000",
+    )
     sync.set_defaults(func=run_sync)
 
 
@@ -46,8 +53,12 @@ def run_sync(args: argparse.Namespace) -> int:
 
 def _progress_line(progress) -> None:
     """``mlflow: 1200 records, 3.1 of 8.0 MiB sent``, to stderr (the results go to stdout)."""
-    print(f"{progress.sink}: {progress.records} records, {_mib(progress.bytes_sent)} of {_mib(progress.bytes_total)} "
-          f"MiB of the journal sent", file=sys.stderr, flush=True)
+    print(
+        f"{progress.sink}: {progress.records} records, {_mib(progress.bytes_sent)} of {_mib(progress.bytes_total)} "
+        f"MiB of the journal sent",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def _mib(size: int) -> str:

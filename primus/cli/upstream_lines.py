@@ -29,19 +29,38 @@ def upstream_rows(count_patches: bool = True) -> list[UpstreamRow]:
     for upstream in upstreams():
         found = locate(upstream)
         mine = [p for p in REGISTRY.patches() if p.upstream == upstream]
-        applying = None if not count_patches else (
-            sum(REGISTRY.eligibility(p).ok for p in mine) if found.problem() is None else 0)
-        rows.append(UpstreamRow(upstream.name, upstream.distribution, found.version, found.origin, found.path,
-                                upstream.supported, found.problem(), applying, len(mine)))
+        applying = (
+            None
+            if not count_patches
+            else (sum(REGISTRY.eligibility(p).ok for p in mine) if found.problem() is None else 0)
+        )
+        rows.append(
+            UpstreamRow(
+                upstream.name,
+                upstream.distribution,
+                found.version,
+                found.origin,
+                found.path,
+                upstream.supported,
+                found.problem(),
+                applying,
+                len(mine),
+            )
+        )
     return rows
 
 
 def format_row(row: UpstreamRow) -> str:
     if row.path is None:
         return f"{row.backend:<11}not installed (supported: {row.distribution}{row.supported})"
-    status = (f"; REFUSED: {row.problem}" if row.problem is not None else
-              f"; {row.patches_applying} of {row.patches_declared} patches apply here"
-              if row.patches_applying is not None else "")
-    return (f"{row.backend:<11}{row.distribution} {row.version or '?'} ({row.origin} {row.path}); "
-            f"supported {row.supported}{status}")
-
+    status = (
+        f"; REFUSED: {row.problem}"
+        if row.problem is not None
+        else f"; {row.patches_applying} of {row.patches_declared} patches apply here"
+        if row.patches_applying is not None
+        else ""
+    )
+    return (
+        f"{row.backend:<11}{row.distribution} {row.version or '?'} ({row.origin} {row.path}); "
+        f"supported {row.supported}{status}"
+    )

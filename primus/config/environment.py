@@ -32,6 +32,10 @@ def module_from_env(framework: str, environ: Mapping[str, str] = os.environ) -> 
     exp = load_experiment(path, json.loads(environ.get(OVERRIDES_ENV, "[]")), environ=environ)
     modules = [m for m in exp.modules.values() if m.framework == framework]
     if len(modules) != 1:
-        raise ConfigError([f"{CONFIG_ENV}={path}: expected exactly one {framework} module, found {len(modules)} "
-                           f"among {sorted(exp.modules)}; keep one {framework} module per experiment file"])
+        raise ConfigError(
+            [
+                f"{CONFIG_ENV}={path}: expected exactly one {framework} module, found {len(modules)} "
+                f"among {sorted(exp.modules)}; keep one {framework} module per experiment file"
+            ]
+        )
     return modules[0]

@@ -128,8 +128,9 @@ def load_experiment(
     workspace = Path(str(top["workspace"])).absolute()
     raw["workspace"] = str(workspace)
     raw["launch"] = launch
-    return Experiment(source=source, name=str(top["exp_name"]), workspace=workspace, modules=modules, raw=raw,
-                      launch=launch)
+    return Experiment(
+        source=source, name=str(top["exp_name"]), workspace=workspace, modules=modules, raw=raw, launch=launch
+    )
 
 
 def _resolve_module(

@@ -63,7 +63,8 @@ def _object(schema: Schema) -> dict[str, Any]:
         *sections, leaf = name.split(".")
         for section in sections:
             node = node["properties"].setdefault(
-                section, {"type": "object", "properties": {}, "additionalProperties": False})
+                section, {"type": "object", "properties": {}, "additionalProperties": False}
+            )
         node["properties"][leaf] = _value(param)
     return root
 

@@ -25,8 +25,17 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:
     from pydantic_core import ErrorDetails
 
-_PLAIN = {str: "str", int: "int", float: "float", bool: "bool", type(None): "None", list: "list", dict: "dict",
-          tuple: "tuple", Any: "Any"}
+_PLAIN = {
+    str: "str",
+    int: "int",
+    float: "float",
+    bool: "bool",
+    type(None): "None",
+    list: "list",
+    dict: "dict",
+    tuple: "tuple",
+    Any: "Any",
+}
 _BOUNDS = ("gt", "ge", "lt", "le", "multiple_of", "min_length", "max_length")
 _OUT_OF_RANGE = ("greater_than", "greater_than_equal", "less_than", "less_than_equal", "multiple_of")
 _OPERATORS = {"gt": ">", "ge": ">=", "lt": "<", "le": "<="}
@@ -92,7 +101,7 @@ def _describe_one(expression: str) -> str:
         limits = (f"{_OPERATORS.get(k, k)} {v}" for k, v in (b.split("=") for b in bounds.split(", ")))
         return f"{describe(inner)} {' and '.join(limits)}"
     if expression.startswith("Literal[") and expression.endswith("]"):
-        return f"one of [{expression[len('Literal['):-1]}]"
+        return f"one of [{expression[len('Literal[') : -1]}]"
     return {"bool": "bool (true or false)", "None": "null"}.get(expression, expression)
 
 
@@ -139,8 +148,11 @@ def _problem(value: Any, errors: list[ErrorDetails]) -> str:
         return f"not a valid choice{' at ' + where if where else ''}"
     if all(e["type"].endswith("_type") or e["type"].startswith(("is_instance", "union")) for e in errors):
         got = _item(value, first["loc"])
-        hint = "; YAML 1.2 booleans are true and false only" if isinstance(got, str) and \
-            any(e["type"] == "bool_type" for e in errors) else ""
+        hint = (
+            "; YAML 1.2 booleans are true and false only"
+            if isinstance(got, str) and any(e["type"] == "bool_type" for e in errors)
+            else ""
+        )
         return f"got {type(got).__name__}{' at ' + where if where else ''}{hint}"
     if first["type"] in _OUT_OF_RANGE:
         return f"out of range{' at ' + where if where else ''}"
@@ -171,9 +183,20 @@ class _YamlTuple:
 def _adapter(expression: str) -> Any:
     from pydantic import ConfigDict, Field, TypeAdapter
 
-    namespace = {"Literal": Literal, "Annotated": typing.Annotated, "Any": Any, "Field": Field, "None": None,
-                 "list": list, "dict": dict, "tuple": _YamlTuple, "str": str, "int": int, "float": float,
-                 "bool": bool}
+    namespace = {
+        "Literal": Literal,
+        "Annotated": typing.Annotated,
+        "Any": Any,
+        "Field": Field,
+        "None": None,
+        "list": list,
+        "dict": dict,
+        "tuple": _YamlTuple,
+        "str": str,
+        "int": int,
+        "float": float,
+        "bool": bool,
+    }
     tp = eval(expression, {"__builtins__": {}}, namespace)  # noqa: S307 - our own generated table, no builtins
     return TypeAdapter(tp, config=ConfigDict(strict=True))
 

@@ -68,12 +68,13 @@ def _construct_mapping(loader: yaml.BaseLoader, node: yaml.MappingNode) -> dict:
         key = loader.construct_object(key_node)
         if isinstance(key, (list, dict)):
             raise yaml.constructor.ConstructorError(
-                None, None, "a list or mapping as a key (`? [a, b]`) is not supported: keys are names",
-                key_node.start_mark)
-        if key in seen:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"duplicate key {key!r}: keep one", key_node.start_mark
+                None,
+                None,
+                "a list or mapping as a key (`? [a, b]`) is not supported: keys are names",
+                key_node.start_mark,
             )
+        if key in seen:
+            raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}: keep one", key_node.start_mark)
         seen.add(key)
     return loader.construct_mapping(node)
 

@@ -27,13 +27,15 @@ def tested_releases(distribution: str) -> tuple[str | None, list[str]]:
 
 
 def render_compatibility() -> str:
-    parts = ["# Upstream compatibility",
-             "Primus judges an upstream trainer by the code Python imports: its version is read from that "
-             "package's own files (a source checkout first on `PYTHONPATH` is judged by its own version, not by "
-             "a wheel installed beneath it). A release outside the supported range stops the job before "
-             "training, naming the version and the path; `primus doctor` and `primus patches` show what was "
-             "found. Where upstream changed between releases, each patch declares the releases it was written "
-             "for and the registry installs the one that matches."]
+    parts = [
+        "# Upstream compatibility",
+        "Primus judges an upstream trainer by the code Python imports: its version is read from that "
+        "package's own files (a source checkout first on `PYTHONPATH` is judged by its own version, not by "
+        "a wheel installed beneath it). A release outside the supported range stops the job before "
+        "training, naming the version and the path; `primus doctor` and `primus patches` show what was "
+        "found. Where upstream changed between releases, each patch declares the releases it was written "
+        "for and the registry installs the one that matches.",
+    ]
     for upstream in sorted(upstreams(), key=lambda u: u.name):  # declaration order depends on import order
         parts.append(_section(upstream))
     return "\n\n".join(parts) + "\n"
@@ -44,20 +46,26 @@ def _section(upstream: Upstream) -> str:
     releases = sorted({*others, *([pinned] if pinned else [])}, key=_version_key)
     package = _package_path(upstream)
     version_files = " or ".join(code(posixpath.normpath(f"{package}/{f}")) for f in upstream.version_files)
-    lines = [f"## {upstream.name} ({code(upstream.distribution)})",
-             f"Supported: {code(upstream.supported)}. Version read from {version_files}; "
-             f"the installed distribution's metadata only for a wheel whose files carry none.",
-             "CI trains, with every tracker on: " + ", ".join(
-                 f"{v} (pinned)" if v == pinned else v for v in releases) + "."]
+    lines = [
+        f"## {upstream.name} ({code(upstream.distribution)})",
+        f"Supported: {code(upstream.supported)}. Version read from {version_files}; "
+        f"the installed distribution's metadata only for a wheel whose files carry none.",
+        "CI trains, with every tracker on: " + ", ".join(f"{v} (pinned)" if v == pinned else v for v in releases) + ".",
+    ]
     if upstream.entry_points:
         lines.append("Entry points:\n" + "\n".join(f"- `{entry}`" for entry in upstream.entry_points))
     patches = sorted((p for p in REGISTRY.patches() if p.upstream == upstream), key=lambda p: p.id)
-    lines.append(table(["patch", "target", *releases, "applies when"],
-                       [[code(p.id), code(p.target), *(_applies(p, v) for v in releases), _when(p)]
-                        for p in patches]))
+    lines.append(
+        table(
+            ["patch", "target", *releases, "applies when"],
+            [[code(p.id), code(p.target), *(_applies(p, v) for v in releases), _when(p)] for p in patches],
+        )
+    )
     if upstream.differences:
-        lines.append("What differs between releases:\n\n" + table(["releases", "difference"],
-                                                                  [list(row) for row in upstream.differences]))
+        lines.append(
+            "What differs between releases:\n\n"
+            + table(["releases", "difference"], [list(row) for row in upstream.differences])
+        )
     return "\n\n".join(lines)
 
 

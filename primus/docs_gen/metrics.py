@@ -26,59 +26,71 @@ def _collision_example() -> str:
 
 def render_metrics() -> str:
     schema = table(["Name", "Meaning"], [[code(name), meaning] for name, meaning in SCHEMA.items()])
-    panels = table(["Panel", "Primus name", *(BACKEND_TITLES[f] for f in FRAMEWORKS)],
-                   [[p.title, _names(p.primus_names), *(_names(p.native.get(f, ())) for f in FRAMEWORKS)]
-                    for p in PANELS])
+    panels = table(
+        ["Panel", "Primus name", *(BACKEND_TITLES[f] for f in FRAMEWORKS)],
+        [[p.title, _names(p.primus_names), *(_names(p.native.get(f, ())) for f in FRAMEWORKS)] for p in PANELS],
+    )
     every = dict.fromkeys([*SCHEMA, *(n for p in PANELS for names in p.native.values() for n in names)])
     refused = [[code(n), code(mlflow_key(n))] for n in every if not n.endswith("/") and not is_valid_mlflow_key(n)]
-    return "\n\n".join([
-        "# Metric names",
-        "Two kinds of names reach the trackers. Upstream's own names pass through unchanged (Megatron's "
-        "`lm loss`, `learning-rate`, `grad-norm`; TorchTitan's `loss_metrics/global_avg_loss`, `throughput(tps)`; "
-        "MaxText's `learning/loss`), so existing dashboards keep working. Primus's own metrics are named "
-        "`<group>/<what>[_<unit>]`:",
-        schema,
-        "The `mem/*` and `sys/*` names are the logging rank's own readings. With "
-        "`mlflow_performance_metrics_across_ranks` (Megatron, TorchTitan `metrics.`; with "
-        "`mlflow_upload_performance_metrics`) each of "
-        "them also goes out as `<name>/min`, `<name>/mean` and `<name>/max` over every rank's reading at the same "
-        "log step (one gather of host values per log step). Tokens/s and TFLOP/s per GPU are not gathered: they "
-        "are computed from the job's global batch over the log interval, so they are the job's figures already.",
-        "## Peak FLOP/s behind `perf/mfu`",
-        "Dense (no sparsity) peak TFLOP/s of one device, from the vendors' datasheets, matched against the device "
-        "name torch or JAX reports (first row whose key the name contains). The run's `peak_tflops` option "
-        "(Megatron `--peak-tflops`, TorchTitan `metrics.peak_tflops`, MaxText `peak_tflops=`) overrides it; a device "
-        "or dtype with neither has no MFU. An MI250X module is two devices to torch: its row is per device.",
-        table(["Device name contains", *PEAK_DTYPES],
-              [[code(key), *(f"{peaks[d]:g}" if d in peaks else "—" for d in PEAK_DTYPES)]
-               for key, peaks in PEAK_TFLOPS]),
-        "## Averages and the console",
-        "The `_avg` figures are ratios of sums (total work over total time) over a window of log entries. "
-        "Megatron: the first log step of each process only starts the clock; the first `log_avg_skip_iterations` "
-        "log entries (that one counted) are left out, so with `log_interval` 1 averages start at iteration N+1, "
-        "and the window starts over once it holds `log_avg_reset_interval` log entries (entries, not "
-        "iterations). With `log_throughput` or `log_progress`, the last rank prints these figures and the ETA on "
-        "one `[primus]` console line per log step, whether or not any tracker is on. TorchTitan and MaxText "
-        "print their own console figures (TorchTitan: tps, tflops, mfu; MaxText: TFLOP/s/device, "
-        "Tokens/s/device) and take no `log_avg_*` options.",
-        "Megatron's `samples vs steps` (consumed samples at each TensorBoard step), which upstream sends only "
-        "to its own W&B writer, reaches every tracker with the step's other scalars.",
-        "## What `primus report` plots",
-        "Each panel plots, per run, the first of these names the run's journal holds: Primus's name first, then "
-        "the run's backend's (from the `primus.backend` tag in `meta.json`; every backend's when it is missing). "
-        "A name ending in `*` is a prefix (TorchTitan names its learning rate after the optimizer: `lr/AdamW`). "
-        "Upstream's byte counts are shown in GiB.",
-        panels,
-        "## MLflow spelling",
-        "TensorBoard and W&B receive every name as it is. MLflow (and Databricks) accept only letters, digits, "
-        "`_ - . /` and space in a key, at most 250 characters, no `..` or leading `/`: other names are rewritten "
-        "readably, character by character:",
-        table(["In the name", "In the MLflow key"], [[code(bad), code(good)] for bad, good in READABLE]
-              + [["any other character", code("_")]]),
-        "then runs of `_` become one, `_` and spaces are trimmed at each `/`, and empty, `.` and `..` parts are "
-        "dropped. A name keeps its key for the whole run (the map is kept in the run directory's `run.json`, so "
-        "a resumed job and `primus tracking sync` use it too). Only when two names of one run would get the "
-        "same key (`throughput(tps)` and `throughput_tps`) does the later one get 8 hex digits of its SHA-1 "
-        f"appended ({code(_collision_example())}). The names above that MLflow refuses:",
-        table(["Name", "MLflow key"], refused),
-    ]) + "\n"
+    return (
+        "\n\n".join(
+            [
+                "# Metric names",
+                "Two kinds of names reach the trackers. Upstream's own names pass through unchanged (Megatron's "
+                "`lm loss`, `learning-rate`, `grad-norm`; TorchTitan's `loss_metrics/global_avg_loss`, `throughput(tps)`; "
+                "MaxText's `learning/loss`), so existing dashboards keep working. Primus's own metrics are named "
+                "`<group>/<what>[_<unit>]`:",
+                schema,
+                "The `mem/*` and `sys/*` names are the logging rank's own readings. With "
+                "`mlflow_performance_metrics_across_ranks` (Megatron, TorchTitan `metrics.`; with "
+                "`mlflow_upload_performance_metrics`) each of "
+                "them also goes out as `<name>/min`, `<name>/mean` and `<name>/max` over every rank's reading at the same "
+                "log step (one gather of host values per log step). Tokens/s and TFLOP/s per GPU are not gathered: they "
+                "are computed from the job's global batch over the log interval, so they are the job's figures already.",
+                "## Peak FLOP/s behind `perf/mfu`",
+                "Dense (no sparsity) peak TFLOP/s of one device, from the vendors' datasheets, matched against the device "
+                "name torch or JAX reports (first row whose key the name contains). The run's `peak_tflops` option "
+                "(Megatron `--peak-tflops`, TorchTitan `metrics.peak_tflops`, MaxText `peak_tflops=`) overrides it; a device "
+                "or dtype with neither has no MFU. An MI250X module is two devices to torch: its row is per device.",
+                table(
+                    ["Device name contains", *PEAK_DTYPES],
+                    [
+                        [code(key), *(f"{peaks[d]:g}" if d in peaks else "—" for d in PEAK_DTYPES)]
+                        for key, peaks in PEAK_TFLOPS
+                    ],
+                ),
+                "## Averages and the console",
+                "The `_avg` figures are ratios of sums (total work over total time) over a window of log entries. "
+                "Megatron: the first log step of each process only starts the clock; the first `log_avg_skip_iterations` "
+                "log entries (that one counted) are left out, so with `log_interval` 1 averages start at iteration N+1, "
+                "and the window starts over once it holds `log_avg_reset_interval` log entries (entries, not "
+                "iterations). With `log_throughput` or `log_progress`, the last rank prints these figures and the ETA on "
+                "one `[primus]` console line per log step, whether or not any tracker is on. TorchTitan and MaxText "
+                "print their own console figures (TorchTitan: tps, tflops, mfu; MaxText: TFLOP/s/device, "
+                "Tokens/s/device) and take no `log_avg_*` options.",
+                "Megatron's `samples vs steps` (consumed samples at each TensorBoard step), which upstream sends only "
+                "to its own W&B writer, reaches every tracker with the step's other scalars.",
+                "## What `primus report` plots",
+                "Each panel plots, per run, the first of these names the run's journal holds: Primus's name first, then "
+                "the run's backend's (from the `primus.backend` tag in `meta.json`; every backend's when it is missing). "
+                "A name ending in `*` is a prefix (TorchTitan names its learning rate after the optimizer: `lr/AdamW`). "
+                "Upstream's byte counts are shown in GiB.",
+                panels,
+                "## MLflow spelling",
+                "TensorBoard and W&B receive every name as it is. MLflow (and Databricks) accept only letters, digits, "
+                "`_ - . /` and space in a key, at most 250 characters, no `..` or leading `/`: other names are rewritten "
+                "readably, character by character:",
+                table(
+                    ["In the name", "In the MLflow key"],
+                    [[code(bad), code(good)] for bad, good in READABLE] + [["any other character", code("_")]],
+                ),
+                "then runs of `_` become one, `_` and spaces are trimmed at each `/`, and empty, `.` and `..` parts are "
+                "dropped. A name keeps its key for the whole run (the map is kept in the run directory's `run.json`, so "
+                "a resumed job and `primus tracking sync` use it too). Only when two names of one run would get the "
+                "same key (`throughput(tps)` and `throughput_tps`) does the later one get 8 hex digits of its SHA-1 "
+                f"appended ({code(_collision_example())}). The names above that MLflow refuses:",
+                table(["Name", "MLflow key"], refused),
+            ]
+        )
+        + "\n"
+    )

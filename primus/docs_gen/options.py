@@ -26,8 +26,11 @@ PRESET = "pre_trainer.yaml"
 BACKEND_TITLES = {"megatron": "Megatron", "torchtitan": "TorchTitan", "maxtext": "MaxText"}
 _SPEC_ROW = re.compile(r"^\|\s*(`[^|]*`)\s*\|.*\|\s*([^|]*?)\s*\|\s*$")
 _LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
-UPSTREAM_NAMES = {"megatron": "megatron-core argument", "torchtitan": "torchtitan config field",
-                  "maxtext": "MaxText config key"}
+UPSTREAM_NAMES = {
+    "megatron": "megatron-core argument",
+    "torchtitan": "torchtitan config field",
+    "maxtext": "MaxText config key",
+}
 
 
 def preset_defaults(framework: str) -> dict[str, Any]:
@@ -63,13 +66,22 @@ def _described(param: Param, purposes: Mapping[str, str]) -> str:
     return param.help or purposes.get(param.name, "")
 
 
-def _rows(params: Iterable[Param], defaults: Mapping[str, Any], purposes: Mapping[str, str],
-          upstream_column: bool) -> list[list[str]]:
+def _rows(
+    params: Iterable[Param], defaults: Mapping[str, Any], purposes: Mapping[str, str], upstream_column: bool
+) -> list[list[str]]:
     rows = []
     for p in params:
         upstream = ["—" if p.primus else code(yaml_text(p.default))] if upstream_column else []
-        rows.append([code(p.name), code(yaml_text(defaults.get(p.name, p.default))), *upstream, p.expected(),
-                     "Primus" if p.primus else "upstream", _described(p, purposes)])
+        rows.append(
+            [
+                code(p.name),
+                code(yaml_text(defaults.get(p.name, p.default))),
+                *upstream,
+                p.expected(),
+                "Primus" if p.primus else "upstream",
+                _described(p, purposes),
+            ]
+        )
     return rows
 
 
@@ -77,14 +89,24 @@ def _backend_section(framework: str, purposes: Mapping[str, str]) -> str:
     schema, defaults = schema_for(framework), preset_defaults(framework)
     # the preset's keys in its order (the spec's sections), then the schema's others that are Primus's own
     main = [schema.params[n] for n in defaults] + [
-        p for n, p in schema.params.items()
-        if n not in defaults and (p.primus or (framework != "megatron" and p.annotation is None))]
+        p
+        for n, p in schema.params.items()
+        if n not in defaults and (p.primus or (framework != "megatron" and p.annotation is None))
+    ]
     upstream_column = framework == "megatron"
-    header = ["Parameter", "Default", *(["Upstream default"] if upstream_column else []), "Type", "Owner",
-              "Description"]
-    parts = [f"## {BACKEND_TITLES[framework]} (`framework: {framework}`)",
-             f"Logging and tracking parameters: what `config: {PRESET}` sets, and Primus's own.",
-             table(header, _rows(main, defaults, purposes, upstream_column))]
+    header = [
+        "Parameter",
+        "Default",
+        *(["Upstream default"] if upstream_column else []),
+        "Type",
+        "Owner",
+        "Description",
+    ]
+    parts = [
+        f"## {BACKEND_TITLES[framework]} (`framework: {framework}`)",
+        f"Logging and tracking parameters: what `config: {PRESET}` sets, and Primus's own.",
+        table(header, _rows(main, defaults, purposes, upstream_column)),
+    ]
     parts.append(_upstream_section(framework, schema, {p.name for p in main}))
     return "\n\n".join(parts)
 
@@ -103,37 +125,51 @@ def _upstream_section(framework: str, schema: Schema, shown: set[str]) -> str:
     if framework == "megatron":
         table_file = table_path(PINNED_MINOR)  # other releases have their own table
         release = f"megatron-core {yaml12.load_file(table_file)['megatron_core']}"
-        header, rows = ["Parameter", "Default", "Type", "Flag"], [
-            [code(p.name), code(yaml_text(p.default)), p.expected(), _flag(p)] for p in rest]
+        header, rows = (
+            ["Parameter", "Default", "Type", "Flag"],
+            [[code(p.name), code(yaml_text(p.default)), p.expected(), _flag(p)] for p in rest],
+        )
         spelling = "In YAML, write the name as it is here; on upstream's command line (`primus-run`), the flag."
     else:
         table_file = {"torchtitan": torchtitan.table, "maxtext": maxtext.table}[framework]()
         release = upstream_tables.load(table_file)[framework]
-        header, rows = ["Parameter", "Default", "Type"], [
-            [code(p.name), code(yaml_text(p.default)), p.expected()] for p in rest]
+        header, rows = (
+            ["Parameter", "Default", "Type"],
+            [[code(p.name), code(yaml_text(p.default)), p.expected()] for p in rest],
+        )
         spelling = "Types are upstream's own annotations; a value of another type is refused before the job starts."
     noun = UPSTREAM_NAMES[framework]
-    return "\n\n".join([
-        f"### Every other {noun}",
-        f"Upstream's defaults, which the preset leaves alone: {len(rest)} of {release} "
-        f"(from `{table_file.relative_to(CONFIGS_DIR.parents[1])}`). {spelling}",
-        table(header, rows)])
+    return "\n\n".join(
+        [
+            f"### Every other {noun}",
+            f"Upstream's defaults, which the preset leaves alone: {len(rest)} of {release} "
+            f"(from `{table_file.relative_to(CONFIGS_DIR.parents[1])}`). {spelling}",
+            table(header, rows),
+        ]
+    )
 
 
 def _launch_section() -> str:
-    rows = [[code(f"launch.{p.name}"), code(yaml_text(p.default)), p.expected(), p.help]
-            for p in LAUNCH_SCHEMA.params.values()]
-    return "\n\n".join([
-        "## The experiment's `launch:` block",
-        "Where and how `primus train` starts the job; `primus train`'s command-line flags override these keys.",
-        table(["Parameter", "Default", "Type", "Description"], rows)])
+    rows = [
+        [code(f"launch.{p.name}"), code(yaml_text(p.default)), p.expected(), p.help]
+        for p in LAUNCH_SCHEMA.params.values()
+    ]
+    return "\n\n".join(
+        [
+            "## The experiment's `launch:` block",
+            "Where and how `primus train` starts the job; `primus train`'s command-line flags override these keys.",
+            table(["Parameter", "Default", "Type", "Description"], rows),
+        ]
+    )
 
 
 def render_options(spec: Path) -> str:
     purposes = spec_purposes(spec)
-    intro = (f"Every option Primus validates, per backend, with its default. A module's default is what "
-             f"`config: {PRESET}` gives it (the packaged preset under `primus/configs/modules/<backend>/`, with the "
-             f"presets it extends); a key it does not set keeps upstream's default. An unknown key is an error with "
-             f"a did-you-mean. Owner: Primus's own parameter, or upstream's (passed to the trainer as it is).")
+    intro = (
+        f"Every option Primus validates, per backend, with its default. A module's default is what "
+        f"`config: {PRESET}` gives it (the packaged preset under `primus/configs/modules/<backend>/`, with the "
+        f"presets it extends); a key it does not set keeps upstream's default. An unknown key is an error with "
+        f"a did-you-mean. Owner: Primus's own parameter, or upstream's (passed to the trainer as it is)."
+    )
     sections = [_backend_section(framework, purposes) for framework in FRAMEWORKS]
     return "\n\n".join(["# Options", intro, *sections, _launch_section()]) + "\n"

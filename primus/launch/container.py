@@ -19,8 +19,9 @@ from primus.launch.torchrun import process_argv
 BASE_OPTIONS = ("--rm", "--ipc=host", "--network=host")
 
 
-def plan_container(job: Job, settings: LaunchSettings, passthrough: Passthrough, environ: Mapping[str, str],
-                   cwd: Path) -> LaunchPlan:
+def plan_container(
+    job: Job, settings: LaunchSettings, passthrough: Passthrough, environ: Mapping[str, str], cwd: Path
+) -> LaunchPlan:
     c = settings.container
     assert c.image is not None, "the settings check refuses the container launcher without an image"
     argv = [c.runtime, "run", *BASE_OPTIONS]

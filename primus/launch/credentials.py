@@ -25,15 +25,19 @@ def enabled_trackers(module: ModuleConfig) -> tuple[bool, bool]:
     """(W&B on, MLflow on) as the module's backend will decide them."""
     p = module.params
     if module.framework == "megatron":
-        args = SimpleNamespace(disable_wandb=p.get("disable_wandb"), wandb_project=p.get("wandb_project"),
-                               disable_mlflow=p.get("disable_mlflow", True))
+        args = SimpleNamespace(
+            disable_wandb=p.get("disable_wandb"),
+            wandb_project=p.get("wandb_project"),
+            disable_mlflow=p.get("disable_mlflow", True),
+        )
         return wandb_enabled(args), mlflow_enabled(args)
     section = p.get("metrics", {}) if module.framework == "torchtitan" else p
     return bool(section.get("enable_wandb")), bool(section.get("enable_mlflow"))
 
 
-def missing_credentials(module: ModuleConfig, environ: Mapping[str, str], passes: Callable[[str], bool],
-                        home_visible: bool) -> list[str]:
+def missing_credentials(
+    module: ModuleConfig, environ: Mapping[str, str], passes: Callable[[str], bool], home_visible: bool
+) -> list[str]:
     """One message per missing credential. ``passes(name)``: the job receives the variable;
     ``home_visible``: the job reads this user's ~/.netrc and ~/.databrickscfg (not in a container)."""
     wandb_on, mlflow_on = enabled_trackers(module)
@@ -49,8 +53,10 @@ def environment_problems(module: ModuleConfig, environ: Mapping[str, str]) -> li
     """What the enabled trackers' clients would refuse in ``environ`` (an empty WANDB_MODE), for a job that runs
     with this environment (this machine's launchers)."""
     wandb_on, mlflow_on = enabled_trackers(module)
-    return [*(wandb_environment_problems(environ) if wandb_on else []),
-            *(mlflow_environment_problems(environ) if mlflow_on else [])]
+    return [
+        *(wandb_environment_problems(environ) if wandb_on else []),
+        *(mlflow_environment_problems(environ) if mlflow_on else []),
+    ]
 
 
 def _given(name: str, environ: Mapping[str, str], passes: Callable[[str], bool]) -> str | None:
@@ -65,17 +71,24 @@ def _given(name: str, environ: Mapping[str, str], passes: Callable[[str], bool])
 def _wandb(environ: Mapping[str, str], passes: Callable[[str], bool], home_visible: bool) -> list[str]:
     mode = (environ.get("WANDB_MODE") or "online").lower()
     if mode in WANDB_OFFLINE_MODES:
-        return [] if passes("WANDB_MODE") else [
-            f"WANDB_MODE={mode} is set but the passthrough allow-list excludes it, so the job would run W&B "
-            f"online: allow WANDB_MODE in launch.passthrough.names"]
+        return (
+            []
+            if passes("WANDB_MODE")
+            else [
+                f"WANDB_MODE={mode} is set but the passthrough allow-list excludes it, so the job would run W&B "
+                f"online: allow WANDB_MODE in launch.passthrough.names"
+            ]
+        )
     why = _given("WANDB_API_KEY", environ, passes)
     # online and no key here, so has_wandb_credentials() is this user's `wandb login` entry in ~/.netrc
     if why is None or (home_visible and not environ.get("WANDB_API_KEY") and has_wandb_credentials()):
         return []
     login = "" if home_visible else " (a container does not see ~/.netrc)"
-    return [f"W&B is enabled and online (WANDB_MODE={mode}) but {why} and there is no `wandb login`{login}: "
-            f"set WANDB_API_KEY to your API key (https://wandb.ai/authorize), or set WANDB_MODE=offline "
-            f"and upload later with `wandb sync`"]
+    return [
+        f"W&B is enabled and online (WANDB_MODE={mode}) but {why} and there is no `wandb login`{login}: "
+        f"set WANDB_API_KEY to your API key (https://wandb.ai/authorize), or set WANDB_MODE=offline "
+        f"and upload later with `wandb sync`"
+    ]
 
 
 def _databricks(environ: Mapping[str, str], passes: Callable[[str], bool], home_visible: bool) -> list[str]:
@@ -88,6 +101,8 @@ def _databricks(environ: Mapping[str, str], passes: Callable[[str], bool], home_
     if not whys:
         return []
     where = f", or a profile in {profile}" if home_visible else " (a container does not see ~/.databrickscfg)"
-    return [f"MLflow is enabled with MLFLOW_TRACKING_URI=databricks but {' and '.join(whys)}: export "
-            f"DATABRICKS_HOST=https://<workspace>.cloud.databricks.com and set DATABRICKS_TOKEN to a personal "
-            f"access token{where}"]
+    return [
+        f"MLflow is enabled with MLFLOW_TRACKING_URI=databricks but {' and '.join(whys)}: export "
+        f"DATABRICKS_HOST=https://<workspace>.cloud.databricks.com and set DATABRICKS_TOKEN to a personal "
+        f"access token{where}"
+    ]

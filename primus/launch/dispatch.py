@@ -24,9 +24,15 @@ class LaunchError(ValueError):
     """The job cannot be launched as asked; the message names what to set and how."""
 
 
-def plan_launch(exp: Experiment, module: ModuleConfig, overrides: Sequence[str], settings: LaunchSettings,
-                environ: Mapping[str, str] = os.environ, python: str = sys.executable,
-                cwd: Path | None = None) -> LaunchPlan:
+def plan_launch(
+    exp: Experiment,
+    module: ModuleConfig,
+    overrides: Sequence[str],
+    settings: LaunchSettings,
+    environ: Mapping[str, str] = os.environ,
+    python: str = sys.executable,
+    cwd: Path | None = None,
+) -> LaunchPlan:
     """The plan for ``settings.launcher``; raises ConfigError (bad launch settings or allow-list) or
     LaunchError (a credential an enabled tracker needs is missing) before anything starts."""
     cwd = cwd or Path.cwd()
@@ -55,8 +61,9 @@ def _plugin_problems(environ: Mapping[str, str]) -> list[str]:
     return []
 
 
-def _require_credentials(module: ModuleConfig, environ: Mapping[str, str], passes: Callable[[str], bool],
-                         home_visible: bool) -> None:
+def _require_credentials(
+    module: ModuleConfig, environ: Mapping[str, str], passes: Callable[[str], bool], home_visible: bool
+) -> None:
     _refuse(missing_credentials(module, environ, passes, home_visible))
 
 

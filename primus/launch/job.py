@@ -24,8 +24,11 @@ from primus.config.environment import CONFIG_ENV, OVERRIDES_ENV, RUN_DIR_ENV
 from primus.config.run_directory import choose_run_dir, timestamp
 
 # python -m <entry> runs the framework's upstream trainer with Primus's patches active
-ENTRY_MODULES = {"megatron": "primus.backends.megatron", "torchtitan": "primus.backends.torchtitan",
-                 "maxtext": "primus.backends.maxtext"}
+ENTRY_MODULES = {
+    "megatron": "primus.backends.megatron",
+    "torchtitan": "primus.backends.torchtitan",
+    "maxtext": "primus.backends.maxtext",
+}
 # framework -> (what it imports to run, the variable naming its Python, the environment beside this one). A
 # MaxText checkout on PYTHONPATH makes `maxtext` importable from the torch environment too: JAX tells them apart.
 OWN_INTERPRETERS = {"maxtext": (("maxtext", "jax"), "PRIMUS_MAXTEXT_PYTHON", ".venv-maxtext")}
@@ -65,10 +68,12 @@ def interpreter(framework: str, default: str = sys.executable, environ: Mapping[
     beside = Path(sys.prefix).parent / venv / "bin" / "python"
     if beside.is_file():
         return str(beside)
-    raise ValueError(f"framework {framework!r} needs its own Python environment and none was found (looked at "
-                     f"{variable}, this interpreter, {beside}): create it with `scripts/setup-maxtext-venv.sh "
-                     f"{beside.parent.parent}`, or set {variable} to a Python that has {', '.join(packages)} and "
-                     f"primus installed")
+    raise ValueError(
+        f"framework {framework!r} needs its own Python environment and none was found (looked at "
+        f"{variable}, this interpreter, {beside}): create it with `scripts/setup-maxtext-venv.sh "
+        f"{beside.parent.parent}`, or set {variable} to a Python that has {', '.join(packages)} and "
+        f"primus installed"
+    )
 
 
 def run_directory(exp: Experiment, module: ModuleConfig, now: float | None = None, run_id: str | None = None) -> Path:
@@ -79,8 +84,11 @@ def run_directory(exp: Experiment, module: ModuleConfig, now: float | None = Non
     params = module.params
     if module.framework == "maxtext" and params.get("base_output_directory") and params.get("run_name"):
         return Path(params["base_output_directory"]) / str(params["run_name"])
-    return choose_run_dir(explicit=params.get("primus_run_dir"), checkpoint_dir=_checkpoint_dir(exp, module),
-                          fresh=exp.workspace / exp.name / (run_id or timestamp(now)))
+    return choose_run_dir(
+        explicit=params.get("primus_run_dir"),
+        checkpoint_dir=_checkpoint_dir(exp, module),
+        fresh=exp.workspace / exp.name / (run_id or timestamp(now)),
+    )
 
 
 def _checkpoint_dir(exp: Experiment, module: ModuleConfig) -> Path | str | None:
@@ -133,8 +141,11 @@ def _derived_overrides(exp: Experiment, module: ModuleConfig, run_dir: Path) -> 
     prefix = f"modules.{module.name}.overrides"
     if module.framework == "torchtitan":
         metrics = module.params.get("metrics") or {}
-        derived = [] if _titan_given_dump_folder(module) else [
-            f"{prefix}.dump_folder={_titan_dump_folder(exp, module, run_dir)}"]
+        derived = (
+            []
+            if _titan_given_dump_folder(module)
+            else [f"{prefix}.dump_folder={_titan_dump_folder(exp, module, run_dir)}"]
+        )
         if not metrics.get("mlflow_experiment_name"):
             derived.append(f"{prefix}.metrics.mlflow_experiment_name={exp.name}")
         return derived

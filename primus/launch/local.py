@@ -15,7 +15,12 @@ from primus.launch.settings import LaunchSettings
 from primus.launch.torchrun import process_argv
 
 
-def plan_local_launch(job: Job, settings: LaunchSettings, environ: Mapping[str, str] = os.environ,
-                      python: str = sys.executable) -> LaunchPlan:
-    return LaunchPlan(argv=process_argv(python, job.entry, settings), env={**environ, **job.env},
-                      run_dir=job.run_dir, shown_env=dict(job.env))
+def plan_local_launch(
+    job: Job, settings: LaunchSettings, environ: Mapping[str, str] = os.environ, python: str = sys.executable
+) -> LaunchPlan:
+    return LaunchPlan(
+        argv=process_argv(python, job.entry, settings),
+        env={**environ, **job.env},
+        run_dir=job.run_dir,
+        shown_env=dict(job.env),
+    )

@@ -39,8 +39,11 @@ class Passthrough:
     def select(self, environ: Mapping[str, str], *, host: bool = False, skip: Iterable[str] = ()) -> list[str]:
         """The names set in ``environ`` that the job receives, sorted; ``host`` adds the runtime names."""
         skip = set(skip)
-        return sorted(name for name in environ if name not in skip and (
-            self.allows(name) or (host and name in self.host and name not in self.excluded)))
+        return sorted(
+            name
+            for name in environ
+            if name not in skip and (self.allows(name) or (host and name in self.host and name not in self.excluded))
+        )
 
 
 def user_file(environ: Mapping[str, str]) -> Path | None:
@@ -104,6 +107,8 @@ def _checked(layer: Mapping[str, Any], where: str, problems: list[str]) -> Mappi
     bad = [(key, entry) for key, entries in layer.items() for entry in entries if not _NAME.match(entry)]
     for key, entry in bad:
         shown = entry.split("=", 1)[0] + ("=..." if "=" in entry else "")
-        problems.append(f"{where}: {key}: {shown!r} is not an environment variable name; list names only "
-                        f"(the value is read from the launching environment)")
+        problems.append(
+            f"{where}: {key}: {shown!r} is not an environment variable name; list names only "
+            f"(the value is read from the launching environment)"
+        )
     return {} if bad else layer

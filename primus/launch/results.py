@@ -29,6 +29,8 @@ def _describe_one(run_dir: Path) -> str:
         how = f"mlflow ui --backend-store-uri {uri}" if uri.startswith("sqlite:") else f"open {uri}"
         lines.append(f"  MLflow: experiment {meta['mlflow']['experiment_name']!r}, run {run_id} at {uri}   open: {how}")
     if meta.get("wandb"):
-        lines.append(f"  W&B ({meta['wandb']['mode']}): {meta['wandb']['save_dir']}"
-                     + ("   upload later: wandb sync <offline-run dir>" if meta["wandb"]["mode"] == "offline" else ""))
+        lines.append(
+            f"  W&B ({meta['wandb']['mode']}): {meta['wandb']['save_dir']}"
+            + ("   upload later: wandb sync <offline-run dir>" if meta["wandb"]["mode"] == "offline" else "")
+        )
     return "\n".join(lines)

@@ -67,8 +67,7 @@ class LaunchSettings:
         return self.launcher == "container" or (self.launcher == "slurm" and self.container.image is not None)
 
 
-def resolve_settings(block: Mapping[str, Any], flags: Mapping[str, Any],
-                     environ: Mapping[str, str]) -> LaunchSettings:
+def resolve_settings(block: Mapping[str, Any], flags: Mapping[str, Any], environ: Mapping[str, str]) -> LaunchSettings:
     """``flags`` maps dotted launch keys (``slurm.partition``) to values given on the command line;
     None means not given. ``container.mounts`` from flags add to the experiment's. Raises ConfigError
     listing every problem, each naming the key (and the flag) with the fix."""
@@ -86,15 +85,27 @@ def resolve_settings(block: Mapping[str, Any], flags: Mapping[str, Any],
 
     launcher = get("launcher")
     slurm = SlurmSettings(
-        submit=get("slurm.submit"), partition=get("slurm.partition"), time=get("slurm.time"),
-        account=get("slurm.account"), qos=get("slurm.qos"), gpus_per_node=get("slurm.gpus_per_node"),
-        cpus_per_task=get("slurm.cpus_per_task"), exclusive=get("slurm.exclusive"), job_name=get("slurm.job_name"),
-        master_port=get("slurm.master_port"), extra_args=tuple(get("slurm.extra_args")))
+        submit=get("slurm.submit"),
+        partition=get("slurm.partition"),
+        time=get("slurm.time"),
+        account=get("slurm.account"),
+        qos=get("slurm.qos"),
+        gpus_per_node=get("slurm.gpus_per_node"),
+        cpus_per_task=get("slurm.cpus_per_task"),
+        exclusive=get("slurm.exclusive"),
+        job_name=get("slurm.job_name"),
+        master_port=get("slurm.master_port"),
+        extra_args=tuple(get("slurm.extra_args")),
+    )
     runtime = get("container.runtime") or (SLURM_RUNTIMES[0] if launcher == "slurm" else CONTAINER_RUNTIMES[0])
     container = ContainerSettings(
-        image=get("container.image"), runtime=runtime, gpu_vendor=get("container.gpu_vendor"),
-        python=get("container.python"), mounts=tuple(get("container.mounts")),
-        extra_args=tuple(get("container.extra_args")))
+        image=get("container.image"),
+        runtime=runtime,
+        gpu_vendor=get("container.gpu_vendor"),
+        python=get("container.python"),
+        mounts=tuple(get("container.mounts")),
+        extra_args=tuple(get("container.extra_args")),
+    )
     nproc = get("nproc_per_node")
     if nproc is None:
         nproc = (slurm.gpus_per_node if launcher == "slurm" else None) or 1
@@ -102,53 +113,103 @@ def resolve_settings(block: Mapping[str, Any], flags: Mapping[str, Any],
 
     _check(nproc >= 1, problems, "launch.nproc_per_node (--nproc-per-node)", nproc, "give at least 1")
     _check(nnodes >= 1, problems, "launch.nnodes (--nnodes)", nnodes, "give at least 1")
-    _check(slurm.gpus_per_node is None or slurm.gpus_per_node >= 0, problems,
-           "launch.slurm.gpus_per_node (--gpus-per-node)", slurm.gpus_per_node, "give 0 or more, or leave it unset")
-    _check(0 < slurm.master_port < 65536, problems, "launch.slurm.master_port", slurm.master_port,
-           "give a TCP port, e.g. 29500")
+    _check(
+        slurm.gpus_per_node is None or slurm.gpus_per_node >= 0,
+        problems,
+        "launch.slurm.gpus_per_node (--gpus-per-node)",
+        slurm.gpus_per_node,
+        "give 0 or more, or leave it unset",
+    )
+    _check(
+        0 < slurm.master_port < 65536,
+        problems,
+        "launch.slurm.master_port",
+        slurm.master_port,
+        "give a TCP port, e.g. 29500",
+    )
     rendezvous = None
     if launcher == "slurm":
         for key, flag in (("node_rank", "--node-rank"), ("rdzv_endpoint", "--rdzv-endpoint")):
-            _check(get(key) is None, problems, f"launch.{key} ({flag})", get(key),
-                   "remove it: under Slurm every node gets its rank and the first node's address from Slurm")
+            _check(
+                get(key) is None,
+                problems,
+                f"launch.{key} ({flag})",
+                get(key),
+                "remove it: under Slurm every node gets its rank and the first node's address from Slurm",
+            )
     elif nnodes > 1 or get("node_rank") is not None or get("rdzv_endpoint") is not None:
         rendezvous = _rendezvous(get, nnodes, environ, problems)
-    _check(launcher != "container" or bool(container.image), problems, "launch.container.image (--image)",
-           container.image, "name the image to run, e.g. --image rocm/megatron-lm:latest (with primus installed)")
+    _check(
+        launcher != "container" or bool(container.image),
+        problems,
+        "launch.container.image (--image)",
+        container.image,
+        "name the image to run, e.g. --image rocm/megatron-lm:latest (with primus installed)",
+    )
     _check_image_runtime(launcher, container, get("container.runtime") is not None, slurm.gpus_per_node, problems)
     if problems:
         raise ConfigError(problems)
     return LaunchSettings(launcher, nproc, nnodes, rendezvous, dict(typed.get("passthrough", {})), slurm, container)
 
 
-def _check_image_runtime(launcher: str, c: ContainerSettings, runtime_given: bool, gpus_per_node: int | None,
-                         problems: list[str]) -> None:
+def _check_image_runtime(
+    launcher: str, c: ContainerSettings, runtime_given: bool, gpus_per_node: int | None, problems: list[str]
+) -> None:
     """The runtime fits the launcher, and what it needs is there: these combinations would fail on the cluster,
     minutes after submitting, or run without the GPUs."""
     runtime_key = "launch.container.runtime (--container-runtime)"
     if launcher == "container":
-        _check(c.runtime in CONTAINER_RUNTIMES, problems, runtime_key, c.runtime,
-               "pyxis and apptainer run images in Slurm jobs: add --launcher slurm, or use docker or podman")
+        _check(
+            c.runtime in CONTAINER_RUNTIMES,
+            problems,
+            runtime_key,
+            c.runtime,
+            "pyxis and apptainer run images in Slurm jobs: add --launcher slurm, or use docker or podman",
+        )
     elif launcher == "slurm":
-        _check(c.runtime in SLURM_RUNTIMES, problems, runtime_key, c.runtime,
-               "a Slurm job runs its image through pyxis (srun --container-image, the default) or apptainer")
+        _check(
+            c.runtime in SLURM_RUNTIMES,
+            problems,
+            runtime_key,
+            c.runtime,
+            "a Slurm job runs its image through pyxis (srun --container-image, the default) or apptainer",
+        )
     if launcher != "container":
-        _check(not (runtime_given and not c.image), problems, runtime_key, c.runtime,
-               "a runtime runs the job in an image: name it with --image IMAGE (launch.container.image), or drop "
-               "--container-runtime")
-    _check(c.gpu_vendor is None or c.runtime == "apptainer", problems, "launch.container.gpu_vendor (--gpu-vendor)",
-           c.gpu_vendor, f"only apptainer needs it (--nv/--rocm), and the runtime is {c.runtime}: remove it, or add "
-           f"--container-runtime apptainer (pyxis gets the GPUs Slurm allocates; docker and podman take --gpus or "
-           f"--device in launch.container.extra_args)")
+        _check(
+            not (runtime_given and not c.image),
+            problems,
+            runtime_key,
+            c.runtime,
+            "a runtime runs the job in an image: name it with --image IMAGE (launch.container.image), or drop "
+            "--container-runtime",
+        )
+    _check(
+        c.gpu_vendor is None or c.runtime == "apptainer",
+        problems,
+        "launch.container.gpu_vendor (--gpu-vendor)",
+        c.gpu_vendor,
+        f"only apptainer needs it (--nv/--rocm), and the runtime is {c.runtime}: remove it, or add "
+        f"--container-runtime apptainer (pyxis gets the GPUs Slurm allocates; docker and podman take --gpus or "
+        f"--device in launch.container.extra_args)",
+    )
     apptainer = launcher == "slurm" and c.runtime == "apptainer" and c.image
-    _check(not (apptainer and gpus_per_node and c.gpu_vendor is None), problems,
-           "launch.container.gpu_vendor (--gpu-vendor)", c.gpu_vendor,
-           f"the job asks for {gpus_per_node} GPUs per node and apptainer shows them to the container only with "
-           f"--nv or --rocm: give --gpu-vendor nvidia or --gpu-vendor amd")
+    _check(
+        not (apptainer and gpus_per_node and c.gpu_vendor is None),
+        problems,
+        "launch.container.gpu_vendor (--gpu-vendor)",
+        c.gpu_vendor,
+        f"the job asks for {gpus_per_node} GPUs per node and apptainer shows them to the container only with "
+        f"--nv or --rocm: give --gpu-vendor nvidia or --gpu-vendor amd",
+    )
     pyxis = launcher == "slurm" and c.runtime == "pyxis" and c.image
     for mount in c.mounts if pyxis else ():
-        _check("," not in mount, problems, "launch.container.mounts (--mount)", mount,
-               "pyxis separates mounts with ',': join a mount's flags with '+', e.g. /data:/data:ro+rprivate")
+        _check(
+            "," not in mount,
+            problems,
+            "launch.container.mounts (--mount)",
+            mount,
+            "pyxis separates mounts with ',': join a mount's flags with '+', e.g. /data:/data:ro+rprivate",
+        )
 
 
 def _rendezvous(
@@ -156,16 +217,35 @@ def _rendezvous(
 ) -> Rendezvous | None:
     endpoint, node_rank = get("rdzv_endpoint"), get("node_rank")
     run_id = get("rdzv_id") or environ.get(SLURM_JOB_ID_ENV)
-    _check(nnodes > 1, problems, "launch.nnodes (--nnodes)", nnodes,
-           "give the number of nodes (2 or more) with --node-rank/--rdzv-endpoint, or drop those for one node")
+    _check(
+        nnodes > 1,
+        problems,
+        "launch.nnodes (--nnodes)",
+        nnodes,
+        "give the number of nodes (2 or more) with --node-rank/--rdzv-endpoint, or drop those for one node",
+    )
     host, _, port = (endpoint or "").rpartition(":")
-    _check(bool(host) and port.isdigit() and 0 < int(port) < 65536, problems,
-           "launch.rdzv_endpoint (--rdzv-endpoint)", endpoint,
-           "give HOST:PORT of the first node, the same on every node, e.g. node001:29500")
-    _check(bool(run_id), problems, "launch.rdzv_id (--rdzv-id)", run_id,
-           "give a job id, the same on every node (it names the shared run directory), e.g. --rdzv-id llama-0412")
-    _check(node_rank is None or 0 <= node_rank < nnodes, problems, "launch.node_rank (--node-rank)", node_rank,
-           f"give this node's rank, 0 to {nnodes - 1}, or leave it unset for c10d rendezvous")
+    _check(
+        bool(host) and port.isdigit() and 0 < int(port) < 65536,
+        problems,
+        "launch.rdzv_endpoint (--rdzv-endpoint)",
+        endpoint,
+        "give HOST:PORT of the first node, the same on every node, e.g. node001:29500",
+    )
+    _check(
+        bool(run_id),
+        problems,
+        "launch.rdzv_id (--rdzv-id)",
+        run_id,
+        "give a job id, the same on every node (it names the shared run directory), e.g. --rdzv-id llama-0412",
+    )
+    _check(
+        node_rank is None or 0 <= node_rank < nnodes,
+        problems,
+        "launch.node_rank (--node-rank)",
+        node_rank,
+        f"give this node's rank, 0 to {nnodes - 1}, or leave it unset for c10d rendezvous",
+    )
     if problems:
         return None
     return Rendezvous(nnodes=nnodes, host=host, port=int(port), run_id=str(run_id), node_rank=node_rank)
@@ -173,6 +253,7 @@ def _rendezvous(
 
 def _defaulted(typed: Mapping[str, Any]) -> Callable[[str], Any]:
     """A getter for dotted keys: the typed value, else the schema's default."""
+
     def get(dotted: str) -> Any:
         node: Any = typed
         for part in dotted.split("."):
@@ -180,6 +261,7 @@ def _defaulted(typed: Mapping[str, Any]) -> Callable[[str], Any]:
                 return LAUNCH_SCHEMA.params[dotted].default
             node = node[part]
         return node
+
     return get
 
 

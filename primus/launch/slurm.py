@@ -21,8 +21,9 @@ from primus.launch.torchrun import torchrun_argv
 FIRST_HOST = 'MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)'
 
 
-def plan_slurm(job: Job, settings: LaunchSettings, passthrough: Passthrough, environ: Mapping[str, str],
-               python: str, cwd: Path) -> LaunchPlan:
+def plan_slurm(
+    job: Job, settings: LaunchSettings, passthrough: Passthrough, environ: Mapping[str, str], python: str, cwd: Path
+) -> LaunchPlan:
     s, image = settings.slurm, settings.container.image
     pyxis = image is not None and settings.container.runtime == PYXIS
     allowed = passthrough.select(environ, skip=job.env)
@@ -31,23 +32,30 @@ def plan_slurm(job: Job, settings: LaunchSettings, passthrough: Passthrough, env
     step = ["--kill-on-bad-exit=1", *(pyxis_options(job, settings.container, cwd) if pyxis else []), "bash", "-c", node]
     if s.submit == "srun":  # under Pyxis this one srun starts the task in the image: the host runtime stays out
         options = _options(job, settings, allowed if pyxis else with_host, cwd)
-        return LaunchPlan(argv=["srun", *options, *step], env=dict(environ), run_dir=job.run_dir,
-                          make_dirs=(job.run_dir,) if image else ())  # a mount's source must exist
+        return LaunchPlan(
+            argv=["srun", *options, *step],
+            env=dict(environ),
+            run_dir=job.run_dir,
+            make_dirs=(job.run_dir,) if image else (),
+        )  # a mount's source must exist
     logs = job.run_dir / "logs"
     # srun in a batch job does not take --cpus-per-task from it on every Slurm release: it is said again
     cpus = [f"--cpus-per-task={s.cpus_per_task}"] if s.cpus_per_task else []
     script = batch_script([f"--export={_export(allowed) if pyxis else 'ALL'}", *cpus, *step])
     # Slurm opens --output before the script runs: its folder must exist
     argv = ["sbatch", *_options(job, settings, with_host, cwd), f"--output={logs}/slurm-%j.out"]
-    return LaunchPlan(argv=argv, env=dict(environ), run_dir=job.run_dir, stdin=script, make_dirs=(logs,),
-                      detached=True)
+    return LaunchPlan(argv=argv, env=dict(environ), run_dir=job.run_dir, stdin=script, make_dirs=(logs,), detached=True)
 
 
 def node_script(job: Job, settings: LaunchSettings, python: str, cwd: Path, host_names: Sequence[str] = ()) -> str:
     """What the one task on each node runs: Primus's variables, the first host, torchrun (in the image, if any)."""
     c = settings.container
-    rendezvous = [Shell('--nnodes="$SLURM_NNODES"'), Shell('--node_rank="$SLURM_NODEID"'),
-                  Shell('--master_addr="$MASTER_ADDR"'), f"--master_port={settings.slurm.master_port}"]
+    rendezvous = [
+        Shell('--nnodes="$SLURM_NNODES"'),
+        Shell('--node_rank="$SLURM_NODEID"'),
+        Shell('--master_addr="$MASTER_ADDR"'),
+        f"--master_port={settings.slurm.master_port}",
+    ]
     first_host, prefix = FIRST_HOST, []
     if c.image is not None:
         python = c.python
@@ -56,24 +64,39 @@ def node_script(job: Job, settings: LaunchSettings, python: str, cwd: Path, host
         else:
             prefix = apptainer_prefix(job, c, cwd, host_names)
     lines = [f"export {assignment}" for assignment in assignments(job.env)]
-    lines += [first_host, shell_line(["exec", *prefix, *torchrun_argv(python, job.entry, settings.nproc_per_node,
-                                                                       rendezvous)])]
+    lines += [
+        first_host,
+        shell_line(["exec", *prefix, *torchrun_argv(python, job.entry, settings.nproc_per_node, rendezvous)]),
+    ]
     return "; ".join(lines)
 
 
 def batch_script(step: list[str]) -> str:
     """The options are on sbatch's command line, where the shell quotes them, not in #SBATCH lines."""
-    lines = ["#!/bin/bash", "# one step: each node's task, with the environment --export names",
-             shell_line(["srun", *step])]
+    lines = [
+        "#!/bin/bash",
+        "# one step: each node's task, with the environment --export names",
+        shell_line(["srun", *step]),
+    ]
     return "\n".join(lines) + "\n"
 
 
 def _options(job: Job, settings: LaunchSettings, exported: list[str], cwd: Path) -> list[str]:
     s = settings.slurm
-    options = [f"--job-name={s.job_name or job.name}", f"--nodes={settings.nnodes}", "--ntasks-per-node=1",
-               f"--chdir={cwd}"]
-    for name, value in (("partition", s.partition), ("time", s.time), ("account", s.account), ("qos", s.qos),
-                        ("gpus-per-node", s.gpus_per_node), ("cpus-per-task", s.cpus_per_task)):
+    options = [
+        f"--job-name={s.job_name or job.name}",
+        f"--nodes={settings.nnodes}",
+        "--ntasks-per-node=1",
+        f"--chdir={cwd}",
+    ]
+    for name, value in (
+        ("partition", s.partition),
+        ("time", s.time),
+        ("account", s.account),
+        ("qos", s.qos),
+        ("gpus-per-node", s.gpus_per_node),
+        ("cpus-per-task", s.cpus_per_task),
+    ):
         if value is not None:
             options.append(f"--{name}={value}")
     if s.exclusive:

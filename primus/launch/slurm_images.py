@@ -34,8 +34,12 @@ FIRST_HOST_MODULE = "primus.launch.first_host"
 
 def pyxis_options(job: Job, c: ContainerSettings, cwd: Path) -> list[str]:
     """srun's Pyxis options for the step (mounts are comma-separated: the settings refused a comma in one)."""
-    return [f"--container-image={c.image}", f"--container-mounts={','.join(image_mounts(job, cwd, c.mounts))}",
-            f"--container-workdir={cwd}", *c.extra_args]
+    return [
+        f"--container-image={c.image}",
+        f"--container-mounts={','.join(image_mounts(job, cwd, c.mounts))}",
+        f"--container-workdir={cwd}",
+        *c.extra_args,
+    ]
 
 
 def pyxis_first_host(python: str) -> str:

@@ -19,10 +19,18 @@ def rendezvous_args(rendezvous: Rendezvous | None) -> list[str]:
         return ["--standalone", "--nnodes=1"]
     r = rendezvous
     if r.node_rank is not None:
-        return [f"--nnodes={r.nnodes}", f"--node_rank={r.node_rank}", f"--master_addr={r.host}",
-                f"--master_port={r.port}"]
-    return [f"--nnodes={r.nnodes}", "--rdzv_backend=c10d", f"--rdzv_endpoint={r.host}:{r.port}",
-            f"--rdzv_id={r.run_id}"]
+        return [
+            f"--nnodes={r.nnodes}",
+            f"--node_rank={r.node_rank}",
+            f"--master_addr={r.host}",
+            f"--master_port={r.port}",
+        ]
+    return [
+        f"--nnodes={r.nnodes}",
+        "--rdzv_backend=c10d",
+        f"--rdzv_endpoint={r.host}:{r.port}",
+        f"--rdzv_id={r.run_id}",
+    ]
 
 
 def process_argv(python: str, entry: str, settings: LaunchSettings) -> list[str]:

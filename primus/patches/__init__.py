@@ -13,5 +13,13 @@ from primus.patches.registry import (
     PatchRegistry,
 )
 
-__all__ = ["REGISTRY", "DuplicatePatchError", "Patch", "PatchContext", "PatchError", "PatchHandle",
-           "PatchRecord", "PatchRegistry"]
+__all__ = [
+    "REGISTRY",
+    "DuplicatePatchError",
+    "Patch",
+    "PatchContext",
+    "PatchError",
+    "PatchHandle",
+    "PatchRecord",
+    "PatchRegistry",
+]

@@ -21,15 +21,19 @@ class Arguments:
 
     def __init__(self, function: Callable, *names: str, method: bool = False):
         signature = inspect.signature(function)
-        parameters = list(signature.parameters.values())[1 if method else 0:]
+        parameters = list(signature.parameters.values())[1 if method else 0 :]
         by_name = {p.name: (i, p) for i, p in enumerate(parameters)}
         self._where = f"{getattr(function, '__qualname__', function)}{signature}"
         missing = [name for name in names if name not in by_name]
         if missing:
-            raise TypeError(f"upstream's {self._where} has no argument {', '.join(map(repr, missing))}: the patch "
-                            f"was written for a release that had it; update the patch for this one")
-        self._slots = {name: (i if p.kind in _POSITIONAL else len(parameters), p.default)
-                       for name, (i, p) in ((n, by_name[n]) for n in names)}
+            raise TypeError(
+                f"upstream's {self._where} has no argument {', '.join(map(repr, missing))}: the patch "
+                f"was written for a release that had it; update the patch for this one"
+            )
+        self._slots = {
+            name: (i if p.kind in _POSITIONAL else len(parameters), p.default)
+            for name, (i, p) in ((n, by_name[n]) for n in names)
+        }
 
     def __call__(self, name: str, args: tuple, kwargs: dict) -> Any:
         """The value passed for ``name``, else its default."""
@@ -45,5 +49,5 @@ class Arguments:
         """``(args, kwargs)`` with ``value`` passed for ``name``, where it was passed (by keyword if it was not)."""
         index, _ = self._slots[name]
         if len(args) > index:
-            return (*args[:index], value, *args[index + 1:]), kwargs
+            return (*args[:index], value, *args[index + 1 :]), kwargs
         return args, {**kwargs, name: value}

@@ -53,16 +53,20 @@ def load_all() -> None:
         except ModuleNotFoundError as e:
             if e.name != name:
                 raise
-            raise ValueError(f"patch declaring module {name!r} (from {EXTRA_MODULES_ENV}="
-                             f"{os.environ.get(EXTRA_MODULES_ENV, '')!r}) is not importable; put it on "
-                             f"PYTHONPATH or remove it") from e
+            raise ValueError(
+                f"patch declaring module {name!r} (from {EXTRA_MODULES_ENV}="
+                f"{os.environ.get(EXTRA_MODULES_ENV, '')!r}) is not importable; put it on "
+                f"PYTHONPATH or remove it"
+            ) from e
 
 
 def load_patch_plugin(ep: EntryPoint) -> None:
     """Import the module a ``primus.patches`` entry point names; PluginError naming it and its distribution."""
     if ep.attr is not None:
-        raise PluginError(f"{describe(ep)} names an object; a patch plugin's entry point names the module that "
-                          f"declares its patches: `{ep.name} = {ep.module}`")
+        raise PluginError(
+            f"{describe(ep)} names an object; a patch plugin's entry point names the module that "
+            f"declares its patches: `{ep.name} = {ep.module}`"
+        )
     load_plugin(ep)
 
 

@@ -56,8 +56,12 @@ class PatchHandle:
     """Given to ``Patch.install``: makes changes that the registry can undo and guard. ``enabled`` is what
     each of its wrappers asks wrapt before calling into the patch; off, they pass straight to upstream."""
 
-    def __init__(self, patch: Patch, context: PatchContext,
-                 on_failure: Callable[[PatchHandle, BaseException], None] = lambda h, e: None):
+    def __init__(
+        self,
+        patch: Patch,
+        context: PatchContext,
+        on_failure: Callable[[PatchHandle, BaseException], None] = lambda h, e: None,
+    ):
         self.patch = patch
         self.context = context
         self.enabled = True
@@ -72,8 +76,7 @@ class PatchHandle:
         guarded = self._guard(wrapper)
         if ".tracking." in self.patch.id:  # the benchmarks' count of training-thread CPU spent on tracking
             guarded = cpu_accounting.wrapper(guarded, f"{self.patch.id}:{name}")
-        installed = wrapt.wrap_object(owner, name, wrapt.FunctionWrapper, (guarded,),
-                                      {"enabled": lambda: self.enabled})
+        installed = wrapt.wrap_object(owner, name, wrapt.FunctionWrapper, (guarded,), {"enabled": lambda: self.enabled})
 
         def unwrap():
             try:
@@ -104,8 +107,12 @@ class PatchHandle:
         self._undo.append(fn)
 
     def _replaced_since(self, owner: Any, name: str) -> None:
-        log.warning("primus patch %s: %s.%s was replaced again by someone else; left as it is",
-                    self.patch.id, getattr(owner, "__name__", owner), name)
+        log.warning(
+            "primus patch %s: %s.%s was replaced again by someone else; left as it is",
+            self.patch.id,
+            getattr(owner, "__name__", owner),
+            name,
+        )
 
     # -- guard ---------------------------------------------------------------------------
     def _guard(self, wrapper: Callable) -> Callable:

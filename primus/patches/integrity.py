@@ -30,8 +30,9 @@ class IntegrityReport:
         return not (self.modified or self.missing or self.unverifiable)
 
 
-def verify_distribution(name: str, progress: Callable[[int, int], None] | None = None,
-                        progress_every_s: float = 2.0) -> IntegrityReport:
+def verify_distribution(
+    name: str, progress: Callable[[int, int], None] | None = None, progress_every_s: float = 2.0
+) -> IntegrityReport:
     """Hash every file the RECORD of distribution ``name`` lists. Raises PackageNotFoundError when
     ``name`` is not installed. ``progress(hashed, total)`` is called every ``progress_every_s`` on the way."""
     dist = importlib.metadata.distribution(name)

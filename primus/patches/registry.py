@@ -56,8 +56,10 @@ def detect_platform() -> str:
     forced = os.environ.get(PLATFORM_ENV, "").strip().lower()
     if forced:
         if forced not in PLATFORMS:
-            raise ValueError(f"{PLATFORM_ENV}={forced!r} is not a platform; use one of {', '.join(PLATFORMS)} "
-                             f"or unset it to detect the accelerator")
+            raise ValueError(
+                f"{PLATFORM_ENV}={forced!r} is not a platform; use one of {', '.join(PLATFORMS)} "
+                f"or unset it to detect the accelerator"
+            )
         return forced
     import torch  # only called from hooks on modules that already imported torch
 
@@ -78,8 +80,10 @@ class Patch:
 
     def __post_init__(self):
         if not self.id or any(c in self.id for c in ", \t\n"):
-            raise ValueError(f"patch id {self.id!r} must be non-empty without commas or spaces "
-                             f"(ids are listed comma-separated in {SELECT_ENV})")
+            raise ValueError(
+                f"patch id {self.id!r} must be non-empty without commas or spaces "
+                f"(ids are listed comma-separated in {SELECT_ENV})"
+            )
         try:
             SpecifierSet(self.versions)
         except InvalidSpecifier as e:
@@ -149,8 +153,10 @@ class PatchRegistry:
     def register(self, patch: Patch) -> Patch:
         with self._lock:
             if patch.id in self._patches:
-                raise DuplicatePatchError(f"patch id {patch.id!r} is already registered (target "
-                                          f"{self._patches[patch.id].target}); patch ids must be unique")
+                raise DuplicatePatchError(
+                    f"patch id {patch.id!r} is already registered (target "
+                    f"{self._patches[patch.id].target}); patch ids must be unique"
+                )
             self._patches[patch.id] = patch
             if self._active:
                 self._hook(patch)
@@ -187,8 +193,10 @@ class PatchRegistry:
         ids = frozenset(s.strip() for s in raw.split(",") if s.strip())
         unknown = ids - set(self._patches)
         if unknown:
-            raise ValueError(f"{source}={raw!r} names unknown patch ids {sorted(unknown)}; "
-                             f"use ids listed by `primus patches` (known: {sorted(self._patches)})")
+            raise ValueError(
+                f"{source}={raw!r} names unknown patch ids {sorted(unknown)}; "
+                f"use ids listed by `primus patches` (known: {sorted(self._patches)})"
+            )
         return ids
 
     # -- activation ----------------------------------------------------------------------
@@ -221,8 +229,9 @@ class PatchRegistry:
         if problem is not None:
             return Eligibility(found, problem)
         if found is not None and found.version and patch.versions and not in_range(found.version, patch.versions):
-            return Eligibility(found, skip=f"written for {found.upstream.distribution}{patch.versions}, "
-                                           f"not {found.version}")
+            return Eligibility(
+                found, skip=f"written for {found.upstream.distribution}{patch.versions}, not {found.version}"
+            )
         if patch.condition is None:
             return Eligibility(found)
         try:
@@ -251,20 +260,29 @@ class PatchRegistry:
                 self._record(patch, verdict, "failed", f"install raised {e!r}")
                 if patch.required:
                     found = f" of {verdict.found.describe()}" if verdict.found else ""
-                    raise PatchError(f"required patch {patch.id} failed to install on {patch.target}{found}: "
-                                     f"{e!r}") from e
+                    raise PatchError(
+                        f"required patch {patch.id} failed to install on {patch.target}{found}: {e!r}"
+                    ) from e
                 log.warning("primus patch %s failed to install and is skipped: %r", patch.id, e)
                 return
             self._handles[patch.id] = handle
             self._record(patch, verdict, "applied")
-            log.debug("primus patch %s applied to %s (%s)", patch.id, patch.target,
-                      verdict.found.describe() if verdict.found else "no version check")
+            log.debug(
+                "primus patch %s applied to %s (%s)",
+                patch.id,
+                patch.target,
+                verdict.found.describe() if verdict.found else "no version check",
+            )
 
     def _skip_or_raise(self, patch: Patch, verdict: Eligibility) -> None:
         if patch.required:
             self._record(patch, verdict, "failed", verdict.problem or "")
-            fix = (f" Use a supported release ({patch.upstream.distribution}{patch.upstream.supported}) "
-                   f"or update the patch." if patch.upstream else "")
+            fix = (
+                f" Use a supported release ({patch.upstream.distribution}{patch.upstream.supported}) "
+                f"or update the patch."
+                if patch.upstream
+                else ""
+            )
             raise PatchError(f"required patch {patch.id} cannot be applied: {verdict.problem}.{fix}")
         log.warning("primus patch %s skipped: %s", patch.id, verdict.problem)
         self._record(patch, verdict, "skipped", verdict.problem or "")
@@ -276,9 +294,15 @@ class PatchRegistry:
 
     def _record(self, patch: Patch, verdict: Eligibility | None, status: str, reason: str = "") -> None:
         distribution = patch.upstream.distribution if patch.upstream else None
-        self._records[patch.id] = PatchRecord(patch.id, patch.target, distribution,
-                                              verdict.version if verdict else None, status, reason,
-                                              verdict.where if verdict else "")
+        self._records[patch.id] = PatchRecord(
+            patch.id,
+            patch.target,
+            distribution,
+            verdict.version if verdict else None,
+            status,
+            reason,
+            verdict.where if verdict else "",
+        )
 
     # -- undo and reporting --------------------------------------------------------------
     def deactivate(self) -> None:

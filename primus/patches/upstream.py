@@ -14,8 +14,8 @@ from __future__ import annotations
 import ast
 import importlib.metadata
 import sys
-from importlib.machinery import PathFinder
 from dataclasses import dataclass
+from importlib.machinery import PathFinder
 from pathlib import Path
 
 from packaging.specifiers import SpecifierSet
@@ -70,8 +70,10 @@ class Found:
         if self.path is None:
             return f"{up.package} is not importable ({up.distribution} is not installed)"
         if self.version is None:
-            return (f"cannot tell which {up.name} release the {self.where} is: no version in "
-                    f"{' or '.join(up.version_files)}")
+            return (
+                f"cannot tell which {up.name} release the {self.where} is: no version in "
+                f"{' or '.join(up.version_files)}"
+            )
         if not up.supports(self.version):
             return f"{self.describe()} is outside the supported range {up.supported!r}"
         return None

@@ -119,8 +119,14 @@ def summarize(trace: dict[str, Any]) -> TraceSummary:
     span = max(e.end for e in timed) - min(e.ts for e in timed) if timed else 0.0
     ops = sorted(stats.values(), key=lambda o: (o.where != HOST, -o.self_us, o.name))
     metadata = {k: v for k, v in trace.items() if k != "traceEvents"}
-    return TraceSummary(step_stats, ops, span, host_self_us=sum(o.self_us for o in ops if o.where == HOST),
-                        device_us=sum(o.total_us for o in ops if o.where == DEVICE), metadata=metadata)
+    return TraceSummary(
+        step_stats,
+        ops,
+        span,
+        host_self_us=sum(o.self_us for o in ops if o.where == HOST),
+        device_us=sum(o.total_us for o in ops if o.where == DEVICE),
+        metadata=metadata,
+    )
 
 
 def _split(events: list[Any]) -> tuple[list[_Event], list[_Event], list[_Event]]:
@@ -132,8 +138,9 @@ def _split(events: list[Any]) -> tuple[list[_Event], list[_Event], list[_Event]]
         if category not in HOST_CATEGORIES and category not in DEVICE_CATEGORIES:
             continue
         args = raw["args"] if isinstance(raw.get("args"), dict) else {}
-        event = _Event(name, raw.get("pid"), raw.get("tid"), float(raw["ts"]), float(raw["dur"]),
-                       args.get("External id"))
+        event = _Event(
+            name, raw.get("pid"), raw.get("tid"), float(raw["ts"]), float(raw["dur"]), args.get("External id")
+        )
         if category in DEVICE_CATEGORIES:
             device.append(event)
         elif name.startswith(STEP_PREFIX):

@@ -76,14 +76,22 @@ def render_markdown(summary: TraceSummary, source: str, csv_name: str) -> str:
         lines += [f"| {s.step} | {_ms(s.duration_us)} | {_ms(s.host_self_us)} | {_ms(s.device_us)} |" for s in steps]
         lines.append("")
     host = [o for o in summary.ops if o.where == HOST]
-    lines += [f"## Top {min(TOP_N, len(host))} of {len(host)} host ops by self time", "",
-              "| op | count | total | self | mean | max | device | % profiled |",
-              "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    lines += [
+        f"## Top {min(TOP_N, len(host))} of {len(host)} host ops by self time",
+        "",
+        "| op | count | total | self | mean | max | device | % profiled |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     lines += [_host_row(o, profiled) for o in host[:TOP_N]]
     device = [o for o in summary.ops if o.where == DEVICE]
     if device:
-        lines += ["", f"## Top {min(TOP_N, len(device))} of {len(device)} device kernels and copies by time", "",
-                  "| kernel | count | total | mean | max | % profiled |", "|---|---:|---:|---:|---:|---:|"]
+        lines += [
+            "",
+            f"## Top {min(TOP_N, len(device))} of {len(device)} device kernels and copies by time",
+            "",
+            "| kernel | count | total | mean | max | % profiled |",
+            "|---|---:|---:|---:|---:|---:|",
+        ]
         lines += [_device_row(o, profiled) for o in device[:TOP_N]]
     lines += ["", f"Every op and kernel: `{csv_name}`.", ""]
     return "\n".join(lines)
@@ -95,20 +103,30 @@ def render_csv(summary: TraceSummary) -> str:
     writer.writerow(CSV_COLUMNS)
     profiled = summary.profiled_us
     for o in summary.ops:
-        writer.writerow([o.where, o.name, o.count, *(f"{us / 1e3:.4f}" for us in
-                                                     (o.total_us, o.self_us, o.mean_us, o.max_us, o.device_us)),
-                         f"{100 * o.self_us / profiled:.2f}" if profiled else ""])
+        writer.writerow(
+            [
+                o.where,
+                o.name,
+                o.count,
+                *(f"{us / 1e3:.4f}" for us in (o.total_us, o.self_us, o.mean_us, o.max_us, o.device_us)),
+                f"{100 * o.self_us / profiled:.2f}" if profiled else "",
+            ]
+        )
     return out.getvalue()
 
 
 def _host_row(o: OpStats, profiled: float) -> str:
-    return (f"| {_cell(o.name)} | {o.count} | {_ms(o.total_us)} | {_ms(o.self_us)} | {_ms(o.mean_us)} "
-            f"| {_ms(o.max_us)} | {_ms(o.device_us)} | {_pct(o.self_us, profiled)} |")
+    return (
+        f"| {_cell(o.name)} | {o.count} | {_ms(o.total_us)} | {_ms(o.self_us)} | {_ms(o.mean_us)} "
+        f"| {_ms(o.max_us)} | {_ms(o.device_us)} | {_pct(o.self_us, profiled)} |"
+    )
 
 
 def _device_row(o: OpStats, profiled: float) -> str:
-    return (f"| {_cell(o.name)} | {o.count} | {_ms(o.total_us)} | {_ms(o.mean_us)} | {_ms(o.max_us)} "
-            f"| {_pct(o.total_us, profiled)} |")
+    return (
+        f"| {_cell(o.name)} | {o.count} | {_ms(o.total_us)} | {_ms(o.mean_us)} | {_ms(o.max_us)} "
+        f"| {_pct(o.total_us, profiled)} |"
+    )
 
 
 def _device_total(summary: TraceSummary, profiled: float) -> str:

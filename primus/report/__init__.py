@@ -18,5 +18,14 @@ from primus.report.run_data import RunDirError
 from primus.report.summary import SummaryRow
 from primus.report.table import text_table, warmup_note
 
-__all__ = ["Line", "Report", "RunDirError", "SummaryRow", "build_report", "output_format", "text_table",
-           "warmup_note", "write_report"]
+__all__ = [
+    "Line",
+    "Report",
+    "RunDirError",
+    "SummaryRow",
+    "build_report",
+    "output_format",
+    "text_table",
+    "warmup_note",
+    "write_report",
+]

@@ -26,8 +26,11 @@ def render(report: Report, *, with_table: bool) -> Figure:
     width, height = PANEL_SIZE[0] * COLUMNS, PANEL_SIZE[1] * rows + table_height + 0.6
     fig = Figure(figsize=(width, height), layout="constrained")
     FigureCanvasAgg(fig)
-    grid = fig.add_gridspec(rows + (1 if with_table else 0), COLUMNS,
-                            height_ratios=[PANEL_SIZE[1]] * rows + ([table_height] if with_table else []))
+    grid = fig.add_gridspec(
+        rows + (1 if with_table else 0),
+        COLUMNS,
+        height_ratios=[PANEL_SIZE[1]] * rows + ([table_height] if with_table else []),
+    )
     for i, title in enumerate(shown):
         ax = fig.add_subplot(grid[i // COLUMNS, i % COLUMNS])
         ax.set_title(title)
@@ -36,8 +39,13 @@ def render(report: Report, *, with_table: bool) -> Figure:
         for index, run in enumerate(report.runs):  # one colour per run in every panel
             line = report.panels[title].get(run.label)
             if line is not None:
-                ax.plot(line.steps, line.values, marker="." if len(line.steps) < 30 else None, label=run.label,
-                        color=f"C{index % 10}")
+                ax.plot(
+                    line.steps,
+                    line.values,
+                    marker="." if len(line.steps) < 30 else None,
+                    label=run.label,
+                    color=f"C{index % 10}",
+                )
                 names.append(line.name)
         ax.set_ylabel(", ".join(dict.fromkeys(names)))
         ax.grid(alpha=0.3)

@@ -31,18 +31,35 @@ class Panel:
 
 
 PANELS = (
-    Panel("loss", (),
-          {"megatron": ("lm loss",), "torchtitan": ("loss_metrics/global_avg_loss",), "maxtext": ("learning/loss",)}),
-    Panel("learning rate", (),
-          {"megatron": ("learning-rate",), "torchtitan": ("lr/",), "maxtext": ("learning/current_learning_rate",)}),
-    Panel("tokens/s per GPU", ("perf/tokens_per_sec_per_gpu",),
-          {"torchtitan": ("throughput(tps)",), "maxtext": ("perf/per_device_tokens_per_sec",)}),
-    Panel("TFLOP/s per GPU", ("perf/tflops_per_gpu",),
-          {"megatron": ("throughput",), "torchtitan": ("tflops",), "maxtext": ("perf/per_device_tflops_per_sec",)}),
+    Panel(
+        "loss",
+        (),
+        {"megatron": ("lm loss",), "torchtitan": ("loss_metrics/global_avg_loss",), "maxtext": ("learning/loss",)},
+    ),
+    Panel(
+        "learning rate",
+        (),
+        {"megatron": ("learning-rate",), "torchtitan": ("lr/",), "maxtext": ("learning/current_learning_rate",)},
+    ),
+    Panel(
+        "tokens/s per GPU",
+        ("perf/tokens_per_sec_per_gpu",),
+        {"torchtitan": ("throughput(tps)",), "maxtext": ("perf/per_device_tokens_per_sec",)},
+    ),
+    Panel(
+        "TFLOP/s per GPU",
+        ("perf/tflops_per_gpu",),
+        {"megatron": ("throughput",), "torchtitan": ("tflops",), "maxtext": ("perf/per_device_tflops_per_sec",)},
+    ),
     # device memory first; host RSS is what a CPU-only run has
-    Panel("memory (GiB)", ("mem/peak_allocated_gib", "mem/allocated_gib", "mem/host_rss_gib"),
-          {"megatron": ("mem-max-allocated-bytes", "mem-allocated-bytes"),
-           "torchtitan": ("memory/max_reserved(GiB)", "memory/max_active(GiB)")}),
+    Panel(
+        "memory (GiB)",
+        ("mem/peak_allocated_gib", "mem/allocated_gib", "mem/host_rss_gib"),
+        {
+            "megatron": ("mem-max-allocated-bytes", "mem-allocated-bytes"),
+            "torchtitan": ("memory/max_reserved(GiB)", "memory/max_active(GiB)"),
+        },
+    ),
 )
 LOSS, LEARNING_RATE, TOKENS_PER_SEC, TFLOPS, MEMORY = PANELS
 

@@ -63,8 +63,13 @@ def load_run(path: Path, label: str | None = None) -> RunData:
                 points[name].append(Point(record.step, float(value), segment))
     meta = RunMeta.load(path) if (path / "meta.json").is_file() else RunMeta()
     skip = meta.params.get("log_avg_skip_iterations")
-    return RunData(path=path, label=label or path.name, backend=meta.tags.get("primus.backend"),
-                   skip_iterations=skip if isinstance(skip, int) else DEFAULT_SKIP_ITERATIONS, points=dict(points))
+    return RunData(
+        path=path,
+        label=label or path.name,
+        backend=meta.tags.get("primus.backend"),
+        skip_iterations=skip if isinstance(skip, int) else DEFAULT_SKIP_ITERATIONS,
+        points=dict(points),
+    )
 
 
 def _not_a_run_dir(path: Path) -> str:
@@ -74,8 +79,10 @@ def _not_a_run_dir(path: Path) -> str:
     if inside:
         shown = " ".join(str(p) for p in inside[-3:])
         return f"{path}: not a run directory (no {JOURNAL_DIR}/); it holds runs, pass one or more of them: {shown}"
-    return (f"{path}: not a run directory (no {JOURNAL_DIR}/); pass the folder a tracked run wrote, "
-            f"e.g. output/<exp_name>/<run_name>")
+    return (
+        f"{path}: not a run directory (no {JOURNAL_DIR}/); pass the folder a tracked run wrote, "
+        f"e.g. output/<exp_name>/<run_name>"
+    )
 
 
 def run_labels(paths: list[Path]) -> list[str]:

@@ -56,8 +56,11 @@ def summarize(run: RunData) -> SummaryRow:
 
     def mean_rate(panel: Panel) -> float | None:
         metric = name[panel.title]
-        return mean_after_warmup(run.points[metric], run.skip_iterations,
-                                 run.backend in CLOCK_START_BACKENDS) if metric else None
+        return (
+            mean_after_warmup(run.points[metric], run.skip_iterations, run.backend in CLOCK_START_BACKENDS)
+            if metric
+            else None
+        )
 
     loss, memory = name[LOSS.title], name[MEMORY.title]
     steps = [p.step for metric in name.values() if metric for p in run.points[metric]]

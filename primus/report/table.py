@@ -18,8 +18,18 @@ def _cell(value: float | int | str | None, digits: int = 4) -> str:
 
 
 def table_rows(summary: Sequence[SummaryRow]) -> list[list[str]]:
-    return [[row.label, _cell(row.backend), _cell(row.steps), _cell(row.final_loss), _cell(row.mean_tokens_per_sec),
-             _cell(row.mean_tflops), _cell(row.peak_memory_gib, 3)] for row in summary]
+    return [
+        [
+            row.label,
+            _cell(row.backend),
+            _cell(row.steps),
+            _cell(row.final_loss),
+            _cell(row.mean_tokens_per_sec),
+            _cell(row.mean_tflops),
+            _cell(row.peak_memory_gib, 3),
+        ]
+        for row in summary
+    ]
 
 
 def warmup_note(summary: Sequence[SummaryRow]) -> str:

@@ -21,5 +21,16 @@ from primus.tracking.config import (
 from primus.tracking.enums import RunStatus, SinkName
 from primus.tracking.run import Run, start_run
 
-__all__ = ["ConsoleConfig", "MlflowConfig", "OneLoggerConfig", "Run", "RunStatus", "SinkName", "TensorBoardConfig",
-           "TrackingConfig", "TrackingConfigError", "WandbConfig", "start_run"]
+__all__ = [
+    "ConsoleConfig",
+    "MlflowConfig",
+    "OneLoggerConfig",
+    "Run",
+    "RunStatus",
+    "SinkName",
+    "TensorBoardConfig",
+    "TrackingConfig",
+    "TrackingConfigError",
+    "WandbConfig",
+    "start_run",
+]

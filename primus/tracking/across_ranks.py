@@ -30,8 +30,13 @@ def summarise(rows: Sequence[Sequence[float]], names: Sequence[str] = GATHERED) 
     for i, name in enumerate(names):
         values = [row[i] for row in rows if not math.isnan(row[i])]
         if values:
-            out.update({f"{name}/min": min(values), f"{name}/mean": math.fsum(values) / len(values),
-                        f"{name}/max": max(values)})
+            out.update(
+                {
+                    f"{name}/min": min(values),
+                    f"{name}/mean": math.fsum(values) / len(values),
+                    f"{name}/max": max(values),
+                }
+            )
     return out
 
 

@@ -32,8 +32,9 @@ def run_files(run_dir: Path, subdirs: Iterable[str]) -> list[Path]:
     return files
 
 
-def upload_run_files(client: MlflowRestClient | FullMlflowClient, run_id: str, run_dir: Path,
-                     subdirs: Iterable[str]) -> int:
+def upload_run_files(
+    client: MlflowRestClient | FullMlflowClient, run_id: str, run_dir: Path, subdirs: Iterable[str]
+) -> int:
     """Upload to the run ``run_id`` of the MLflow sink's ``client``; returns the number of files sent."""
     files = run_files(run_dir, subdirs)
     if files:

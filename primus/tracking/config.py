@@ -123,19 +123,28 @@ class TrackingConfig:
         run_dir = Path(self.run_dir).expanduser().absolute()
         _positive("exit_deadline_s", self.exit_deadline_s, "e.g. 30")
         _positive_int("journal_segment_bytes", self.journal_segment_bytes, "e.g. 67108864 (64 MiB)")
-        _require(self.journal_retention in JOURNAL_RETENTIONS, "journal_retention", self.journal_retention,
-                 f"use one of {', '.join(JOURNAL_RETENTIONS)}")
+        _require(
+            self.journal_retention in JOURNAL_RETENTIONS,
+            "journal_retention",
+            self.journal_retention,
+            f"use one of {', '.join(JOURNAL_RETENTIONS)}",
+        )
         if self.journal_max_bytes is not None:
             logging.getLogger("primus.tracking").warning(
                 "primus tracking: journal_max_bytes=%r is ignored: the journal no longer has a cap (it drops nothing, "
                 "the disk is its only limit); remove the setting, and use journal_retention to bound its size",
-                self.journal_max_bytes)
+                self.journal_max_bytes,
+            )
         _positive_int("pending_records", self.pending_records, "e.g. 100000")
         run_name = self.run_name or run_dir.name
         experiment_name = self.experiment_name or env.get("MLFLOW_EXPERIMENT_NAME") or DEFAULT_EXPERIMENT
         delivery = self.delivery or env.get(DELIVERY_ENV) or "process"
-        _require(delivery in DELIVERY_MODES, "delivery" if self.delivery else DELIVERY_ENV, delivery,
-                 f"use one of {', '.join(DELIVERY_MODES)}")
+        _require(
+            delivery in DELIVERY_MODES,
+            "delivery" if self.delivery else DELIVERY_ENV,
+            delivery,
+            f"use one of {', '.join(DELIVERY_MODES)}",
+        )
         plugin_sinks = requested_sinks(env) if self.plugin_sinks is None else tuple(self.plugin_sinks)
         try:
             sink_classes(plugin_sinks)  # installed, importable, a Sink: said now, not on a sink worker
@@ -157,8 +166,12 @@ class TrackingConfig:
 
 
 def _resolve_tensorboard(cfg: TensorBoardConfig) -> TensorBoardConfig:
-    _require(cfg.log_dir is not None and str(cfg.log_dir).strip() != "", "tensorboard.log_dir", cfg.log_dir,
-             "set tensorboard_dir to a directory")
+    _require(
+        cfg.log_dir is not None and str(cfg.log_dir).strip() != "",
+        "tensorboard.log_dir",
+        cfg.log_dir,
+        "set tensorboard_dir to a directory",
+    )
     _positive_int("tensorboard.queue_size", cfg.queue_size, "e.g. 1000")
     return replace(cfg, log_dir=Path(cfg.log_dir).expanduser().absolute())
 
@@ -169,8 +182,9 @@ def _resolve_wandb(cfg: WandbConfig, run_dir: Path, run_name: str, env: Mapping[
     init_timeout = cfg.init_timeout_s
     if init_timeout is None:
         init_timeout = _env_number(env, "WANDB_INIT_TIMEOUT", WANDB_INIT_TIMEOUT_S)
-    _positive("wandb.init_timeout_s" if cfg.init_timeout_s is not None else "WANDB_INIT_TIMEOUT", init_timeout,
-              "e.g. 30")
+    _positive(
+        "wandb.init_timeout_s" if cfg.init_timeout_s is not None else "WANDB_INIT_TIMEOUT", init_timeout, "e.g. 30"
+    )
     save_dir = cfg.save_dir or env.get("WANDB_DIR") or run_dir
     _check_wandb_branch(cfg)
     _refuse(wandb_environment_problems(env))
@@ -189,20 +203,37 @@ def _check_wandb_branch(cfg: WandbConfig) -> None:
     """resume_from / fork_from as wandb.init takes them, refused here rather than on the sink worker."""
     for key, value in (("resume_from", cfg.resume_from), ("fork_from", cfg.fork_from)):
         if value is not None:
-            _require(bool(_WANDB_BRANCH.fullmatch(value)), f"wandb.{key}", value,
-                     "use '<run id>?_step=<step>', e.g. 'abc123?_step=100'")
-    _require(not (cfg.resume_from and cfg.fork_from), "wandb.resume_from and wandb.fork_from",
-             (cfg.resume_from, cfg.fork_from), "set one of them: W&B takes one at a time")
+            _require(
+                bool(_WANDB_BRANCH.fullmatch(value)),
+                f"wandb.{key}",
+                value,
+                "use '<run id>?_step=<step>', e.g. 'abc123?_step=100'",
+            )
+    _require(
+        not (cfg.resume_from and cfg.fork_from),
+        "wandb.resume_from and wandb.fork_from",
+        (cfg.resume_from, cfg.fork_from),
+        "set one of them: W&B takes one at a time",
+    )
     if cfg.fork_from and cfg.run_id:
-        _require(cfg.fork_from.split("?")[0] != cfg.run_id, "wandb.fork_from", cfg.fork_from,
-                 f"fork into a new run id, not the forked run's own ({cfg.run_id!r})")
+        _require(
+            cfg.fork_from.split("?")[0] != cfg.run_id,
+            "wandb.fork_from",
+            cfg.fork_from,
+            f"fork into a new run id, not the forked run's own ({cfg.run_id!r})",
+        )
     if cfg.resume_from and cfg.run_id:
-        _require(cfg.resume_from.split("?")[0] == cfg.run_id, "wandb.resume_from", cfg.resume_from,
-                 f"rewind the run of wandb.run_id ({cfg.run_id!r}), or leave the run id unset")
+        _require(
+            cfg.resume_from.split("?")[0] == cfg.run_id,
+            "wandb.resume_from",
+            cfg.resume_from,
+            f"rewind the run of wandb.run_id ({cfg.run_id!r}), or leave the run id unset",
+        )
 
 
-def _resolve_mlflow(cfg: MlflowConfig, run_dir: Path, experiment: str, run_name: str,
-                    env: Mapping[str, str]) -> MlflowConfig:
+def _resolve_mlflow(
+    cfg: MlflowConfig, run_dir: Path, experiment: str, run_name: str, env: Mapping[str, str]
+) -> MlflowConfig:
     uri = cfg.tracking_uri or env.get("MLFLOW_TRACKING_URI") or f"sqlite:///{run_dir.parent / 'mlflow.db'}"
     experiment_name = cfg.experiment_name or experiment
     _require(bool(experiment_name), "mlflow.experiment_name", experiment_name, "set mlflow_experiment_name")
@@ -211,8 +242,13 @@ def _resolve_mlflow(cfg: MlflowConfig, run_dir: Path, experiment: str, run_name:
     if uri == "databricks" or uri.startswith("databricks://"):
         _check_databricks(uri, experiment_name, env)
     _refuse(mlflow_environment_problems(env))
-    return replace(cfg, tracking_uri=uri, registry_uri=cfg.registry_uri or env.get("MLFLOW_REGISTRY_URI") or None,
-                   experiment_name=experiment_name, run_name=cfg.run_name or run_name)
+    return replace(
+        cfg,
+        tracking_uri=uri,
+        registry_uri=cfg.registry_uri or env.get("MLFLOW_REGISTRY_URI") or None,
+        experiment_name=experiment_name,
+        run_name=cfg.run_name or run_name,
+    )
 
 
 def _check_tracking_uri(key: str, uri: str, env: Mapping[str, str]) -> None:
@@ -228,26 +264,45 @@ def _check_tracking_uri(key: str, uri: str, env: Mapping[str, str]) -> None:
             ok = False
         _require(ok, key, uri, "give the server as http://HOST:PORT, e.g. http://127.0.0.1:5000")
     elif scheme in ("", "file"):  # MLflow 3 refuses its file store unless MLFLOW_ALLOW_FILE_STORE is set
-        _require(env.get("MLFLOW_ALLOW_FILE_STORE", "").lower() == "true", key, uri,
-                 "give an MLflow server (http://HOST:PORT), a database (sqlite:///PATH/mlflow.db) or databricks; "
-                 "a bare path is MLflow's retired file store (MLFLOW_ALLOW_FILE_STORE=true to use it anyway)")
+        _require(
+            env.get("MLFLOW_ALLOW_FILE_STORE", "").lower() == "true",
+            key,
+            uri,
+            "give an MLflow server (http://HOST:PORT), a database (sqlite:///PATH/mlflow.db) or databricks; "
+            "a bare path is MLflow's retired file store (MLFLOW_ALLOW_FILE_STORE=true to use it anyway)",
+        )
     else:
-        _require(scheme in (*MLFLOW_DB_SCHEMES, "databricks"), key, uri,
-                 f"unknown scheme {parts.scheme!r}: use http(s)://HOST:PORT, sqlite:///PATH/mlflow.db, "
-                 f"{', '.join(MLFLOW_DB_SCHEMES[1:])} or databricks")
+        _require(
+            scheme in (*MLFLOW_DB_SCHEMES, "databricks"),
+            key,
+            uri,
+            f"unknown scheme {parts.scheme!r}: use http(s)://HOST:PORT, sqlite:///PATH/mlflow.db, "
+            f"{', '.join(MLFLOW_DB_SCHEMES[1:])} or databricks",
+        )
 
 
 def _check_databricks(uri: str, experiment_name: str, env: Mapping[str, str]) -> None:
     profile_file = Path(env.get("DATABRICKS_CONFIG_FILE") or Path.home() / ".databrickscfg")
     if uri == "databricks" and not profile_file.is_file():
-        missing = [k + (" (set but empty)" if k in env else "") for k in ("DATABRICKS_HOST", "DATABRICKS_TOKEN")
-                   if not env.get(k)]
-        _require(not missing, "MLFLOW_TRACKING_URI", uri,
-                 f"Databricks-hosted MLflow needs {' and '.join(missing)} in the environment "
-                 f"(export DATABRICKS_HOST=https://<workspace>.cloud.databricks.com and DATABRICKS_TOKEN=<token>), "
-                 f"or a profile in {profile_file}")
-    _require(experiment_name.startswith("/"), "mlflow.experiment_name", experiment_name,
-             f"Databricks experiment names are workspace paths: use e.g. '/Users/<you>/{experiment_name}'")
+        missing = [
+            k + (" (set but empty)" if k in env else "")
+            for k in ("DATABRICKS_HOST", "DATABRICKS_TOKEN")
+            if not env.get(k)
+        ]
+        _require(
+            not missing,
+            "MLFLOW_TRACKING_URI",
+            uri,
+            f"Databricks-hosted MLflow needs {' and '.join(missing)} in the environment "
+            f"(export DATABRICKS_HOST=https://<workspace>.cloud.databricks.com and DATABRICKS_TOKEN=<token>), "
+            f"or a profile in {profile_file}",
+        )
+    _require(
+        experiment_name.startswith("/"),
+        "mlflow.experiment_name",
+        experiment_name,
+        f"Databricks experiment names are workspace paths: use e.g. '/Users/<you>/{experiment_name}'",
+    )
 
 
 def _resolve_console(cfg: ConsoleConfig, env: Mapping[str, str]) -> ConsoleConfig:

@@ -199,11 +199,13 @@ class DeliveryProcess:
                     os.close(fd)
             os.write(self._commands, self.spec.encode())  # a few kB into an empty pipe: never blocks
             os.set_blocking(self._commands, False)
-            self._direct_sender = threading.Thread(target=self._send_direct, args=(write_direct,),
-                                                   name="primus-tracking-direct", daemon=True)
+            self._direct_sender = threading.Thread(
+                target=self._send_direct, args=(write_direct,), name="primus-tracking-direct", daemon=True
+            )
             self._direct_sender.start()
-        threading.Thread(target=self._read_replies, args=(read_replies,), name="primus-tracking-delivery",
-                         daemon=True).start()
+        threading.Thread(
+            target=self._read_replies, args=(read_replies,), name="primus-tracking-delivery", daemon=True
+        ).start()
 
     def _launch(self, read_commands: int, write_replies: int, read_direct: int, lock: int) -> None:
         """The node's shared process when the run names a delivery group and it can be reached; else a private one."""
@@ -214,12 +216,19 @@ class DeliveryProcess:
                 self.shared = True
                 return
             except OSError as e:
-                log.warning("primus tracking: the delivery process shared by this node's ranks could not be reached "
-                            "or started (%s); this run starts its own", e)
+                log.warning(
+                    "primus tracking: the delivery process shared by this node's ranks could not be reached "
+                    "or started (%s); this run starts its own",
+                    e,
+                )
         self._proc = subprocess.Popen(
             [sys.executable, "-m", CHILD_MODULE, str(write_replies), str(read_direct), str(lock)],
-            stdin=read_commands, pass_fds=(write_replies, read_direct, lock), env=child_environment(),
-            close_fds=True, start_new_session=True)  # a job's SIGINT/SIGTERM to the group must not cut delivery
+            stdin=read_commands,
+            pass_fds=(write_replies, read_direct, lock),
+            env=child_environment(),
+            close_fds=True,
+            start_new_session=True,
+        )  # a job's SIGINT/SIGTERM to the group must not cut delivery
 
     def deliver_direct(self, after: int, records: Sequence[Record]) -> None:
         """Records the journal could not take: to the child, through a bounded queue (the hub never waits)."""
@@ -342,9 +351,13 @@ class DeliveryProcess:
             w.disabled = w.done = True
             w.last_error = w.last_error or ended
         if not self._killed:  # past the exit deadline the run's own report names what was left undelivered
-            log.warning("primus tracking: %s; these trackers get nothing more from this run. Every record is in %s: "
-                        "deliver it with `primus tracking sync %s`.", said, self.run_dir / JOURNAL_DIR,
-                        redact_text(str(self.run_dir)))
+            log.warning(
+                "primus tracking: %s; these trackers get nothing more from this run. Every record is in %s: "
+                "deliver it with `primus tracking sync %s`.",
+                said,
+                self.run_dir / JOURNAL_DIR,
+                redact_text(str(self.run_dir)),
+            )
 
 
 def take_delivery_lock(run_dir: Path) -> int:

@@ -53,7 +53,7 @@ class Replies:
                 return False
             try:
                 while data:
-                    data = data[os.write(self._fd, data):]
+                    data = data[os.write(self._fd, data) :]
             except OSError:
                 return False
         return True
@@ -150,9 +150,18 @@ class ForwardedStream:
 
 
 def stats(workers: Iterable[SinkWorker], done: dict[str, bool] | None = None) -> dict[str, dict]:
-    return {w.name: {"cursor": w.cursor, "failures": w.failures, "last_error": w.last_error,
-                     "disabled": w.disabled, "done": bool(done and done.get(w.name)),
-                     "direct_delivered": w.direct_delivered, "direct_lost": w.direct_lost} for w in workers}
+    return {
+        w.name: {
+            "cursor": w.cursor,
+            "failures": w.failures,
+            "last_error": w.last_error,
+            "disabled": w.disabled,
+            "done": bool(done and done.get(w.name)),
+            "direct_delivered": w.direct_delivered,
+            "direct_lost": w.direct_lost,
+        }
+        for w in workers
+    }
 
 
 def follow(run_dir, workers: list[SinkWorker], replies: Replies, stop: threading.Event) -> None:
@@ -236,8 +245,14 @@ def configure_process(routes: Routes, log_level: int) -> None:
     sys.stderr = ForwardedStream("stderr", routes, sys.stderr)
 
 
-def deliver(spec: DeliverySpec, commands, replies: Replies, direct_pipe, lock_fd: int,
-            started: Callable[[list[SinkWorker]], None]) -> bool:
+def deliver(
+    spec: DeliverySpec,
+    commands,
+    replies: Replies,
+    direct_pipe,
+    lock_fd: int,
+    started: Callable[[list[SinkWorker]], None],
+) -> bool:
     """One run's delivery, from its training process's pipes, until told to close or its input ends; True when
     every sink ended in time. ``started``: called with the workers once they run."""
     cfg = spec.config
@@ -254,10 +269,12 @@ def deliver(spec: DeliverySpec, commands, replies: Replies, direct_pipe, lock_fd
         w.start()
     started(workers)
     following = threading.Event()
-    threading.Thread(target=follow, args=(cfg.run_dir, workers, replies, following), name="primus-delivery-follow",
-                     daemon=True).start()
-    direct = threading.Thread(target=receive_direct, args=(direct_pipe, workers), name="primus-delivery-direct",
-                              daemon=True)
+    threading.Thread(
+        target=follow, args=(cfg.run_dir, workers, replies, following), name="primus-delivery-follow", daemon=True
+    ).start()
+    direct = threading.Thread(
+        target=receive_direct, args=(direct_pipe, workers), name="primus-delivery-direct", daemon=True
+    )
     direct.start()
 
     asked = serve(commands, workers, replies)

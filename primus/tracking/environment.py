@@ -41,11 +41,19 @@ def wandb_environment_problems(env: Mapping[str, str]) -> list[str]:
 
         return problems(variables)
     child_env = {k: v for k, v in os.environ.items() if k != "PRIMUS_ACTIVATE"}  # no patches in the checker
-    done = subprocess.run([sys.executable, "-m", "primus.tracking.wandb_settings_check"], input=json.dumps(variables),
-                          capture_output=True, text=True, env=child_env, timeout=CHECK_TIMEOUT_S)
+    done = subprocess.run(
+        [sys.executable, "-m", "primus.tracking.wandb_settings_check"],
+        input=json.dumps(variables),
+        capture_output=True,
+        text=True,
+        env=child_env,
+        timeout=CHECK_TIMEOUT_S,
+    )
     if done.returncode != 0:
-        return [f"could not check the WANDB_* variables with W&B's settings (exit {done.returncode}): "
-                f"{redact_text(done.stderr.strip()[-500:])}"]
+        return [
+            f"could not check the WANDB_* variables with W&B's settings (exit {done.returncode}): "
+            f"{redact_text(done.stderr.strip()[-500:])}"
+        ]
     return json.loads(done.stdout)
 
 
@@ -57,5 +65,7 @@ def mlflow_environment_problems(env: Mapping[str, str]) -> list[str]:
 def _not_installed(package: str) -> str | None:
     if importlib.util.find_spec(package) is not None:
         return None
-    return (f"{_INSTALL[package]} is on but its client is not installed in this Python ({package} is not "
-            f"importable): pip install {package}, or turn {_INSTALL[package]} off")
+    return (
+        f"{_INSTALL[package]} is on but its client is not installed in this Python ({package} is not "
+        f"importable): pip install {package}, or turn {_INSTALL[package]} off"
+    )

@@ -38,6 +38,7 @@ KIND_NAMES = {METRICS: "metrics", TEXT: "texts", EVENT: "events"}
 @dataclass
 class NotJournaled:
     """What the journal could not take: records by kind, the metrics steps they span, the first error."""
+
     records: Counter[str] = field(default_factory=Counter)
     first_step: int | None = None
     last_step: int | None = None
@@ -60,9 +61,15 @@ class NotJournaled:
 
 
 class MetricsHub:
-    def __init__(self, journal: JournalWriter, workers: Sequence[Worker], capacity: int, tick_s: float = 0.1,
-                 tracked_until: Mapping[tuple[str, ...] | None, int] | None = None,
-                 followers: Sequence[JournalKeeper] = ()):
+    def __init__(
+        self,
+        journal: JournalWriter,
+        workers: Sequence[Worker],
+        capacity: int,
+        tick_s: float = 0.1,
+        tracked_until: Mapping[tuple[str, ...] | None, int] | None = None,
+        followers: Sequence[JournalKeeper] = (),
+    ):
         self.journal = journal
         # resumed run: the last step an earlier process tracked, per destination; steps re-trained since the
         # checkpoint are not tracked twice (W&B would refuse them, MLflow and TensorBoard would show two points)
@@ -153,8 +160,12 @@ class MetricsHub:
                 requested = self._requested
             error = outside_except(self._drain)
             if error is not None:  # a bug (a full disk is handled in _write): warn once, keep the loop alive
-                self._warn_once("drain", "primus tracking: could not journal the queued records in %s: %s",
-                                self.journal.dir, redact_text(repr(error)))
+                self._warn_once(
+                    "drain",
+                    "primus tracking: could not journal the queued records in %s: %s",
+                    self.journal.dir,
+                    redact_text(repr(error)),
+                )
             with self._cond:
                 self._drained = requested
                 self._cond.notify_all()
@@ -169,8 +180,9 @@ class MetricsHub:
             wanted = self._requested
         self._wake.set()
         with self._cond:
-            return self._cond.wait_for(lambda: self._drained >= wanted or not self._thread.is_alive(),
-                                       max(0.0, deadline - time.monotonic()))
+            return self._cond.wait_for(
+                lambda: self._drained >= wanted or not self._thread.is_alive(), max(0.0, deadline - time.monotonic())
+            )
 
     def _drain(self) -> None:
         lines: list[bytes] = []
@@ -193,8 +205,12 @@ class MetricsHub:
             return
         if self._journal_failing:
             self._journal_failing = False
-            self._warn_once("journal_back", "primus tracking: the journal %s is written again; %d records went "
-                            "directly to the trackers meanwhile", self.journal.dir, self.not_journaled.total)
+            self._warn_once(
+                "journal_back",
+                "primus tracking: the journal %s is written again; %d records went directly to the trackers meanwhile",
+                self.journal.dir,
+                self.not_journaled.total,
+            )
         for f in self._followers:
             f.notify(end)
 
@@ -205,9 +221,14 @@ class MetricsHub:
             self.not_journaled.add(r.kind, r.step)
         self._journal_failing = True
         self.not_journaled.error = self.not_journaled.error or redact_text(error.strerror or str(error))
-        self._warn_once("journal_failing", "primus tracking: could not write the journal %s (%s): records go directly "
-                        "to the trackers that are up until it can be written again; the end of the run says how many "
-                        "and where they went", self.journal.dir, self.not_journaled.error)
+        self._warn_once(
+            "journal_failing",
+            "primus tracking: could not write the journal %s (%s): records go directly "
+            "to the trackers that are up until it can be written again; the end of the run says how many "
+            "and where they went",
+            self.journal.dir,
+            self.not_journaled.error,
+        )
         for route in self._direct_routes:
             route.deliver_direct(after, records)
 
@@ -239,17 +260,24 @@ class MetricsHub:
                 out[str(name)] = float(value)  # a 0-d tensor becomes a float here, off the training thread
             except (TypeError, ValueError):
                 self._count("invalid_value", 1)
-                self._warn_once(f"value:{name}", "primus tracking: metric %r has a value that is not a number "
-                                "(%s); it is skipped", name, type(value).__name__)
+                self._warn_once(
+                    f"value:{name}",
+                    "primus tracking: metric %r has a value that is not a number (%s); it is skipped",
+                    name,
+                    type(value).__name__,
+                )
         return out
 
     def _retrained(self, step: int, only: tuple[str, ...] | None) -> None:
         self._count(ALREADY_TRACKED, 1)
         if "retrained" not in self._warned:
             self._warned.add("retrained")
-            log.info("primus tracking: resumed at step %d, which an earlier process of this run already tracked (up to "
-                     "step %d): steps trained again since the checkpoint are not tracked twice", step,
-                     self._tracked_until[only])
+            log.info(
+                "primus tracking: resumed at step %d, which an earlier process of this run already tracked (up to "
+                "step %d): steps trained again since the checkpoint are not tracked twice",
+                step,
+                self._tracked_until[only],
+            )
 
     def _count(self, what: str, n: int) -> None:
         if n:

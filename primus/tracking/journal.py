@@ -101,7 +101,7 @@ def segments(run_dir: Path) -> list[Segment]:
         names = []
     for name in names:
         for suffix in (PACKED, RAW):  # sorted: "x.jsonl" before "x.jsonl.gz", so a raw twin wins
-            digits = name[:-len(suffix)]
+            digits = name[: -len(suffix)]
             if name.endswith(suffix) and len(digits) == 20 and digits.isdigit():
                 found.setdefault(int(digits), run_dir / JOURNAL_DIR / name)
                 break
@@ -276,6 +276,9 @@ def last_steps(run_dir: Path, tail_bytes: int = 1 << 20) -> dict[tuple[str, ...]
 
 def last_end_status(run_dir: Path, tail_bytes: int = 64 << 10) -> str | None:
     """The status of the journal's last "end" record, if its last ``tail_bytes`` hold one."""
-    ends = [r.data.get("status") for r in tail_records(run_dir, tail_bytes)
-            if r.kind == EVENT and r.data.get("event") == "end"]
+    ends = [
+        r.data.get("status")
+        for r in tail_records(run_dir, tail_bytes)
+        if r.kind == EVENT and r.data.get("event") == "end"
+    ]
     return ends[-1] if ends else None

@@ -62,8 +62,14 @@ def compress(segment: Segment, stopping: Callable[[], bool] = lambda: False) -> 
 
 
 class JournalKeeper:
-    def __init__(self, run_dir: Path, retention: str, sinks: Sequence[str], cursors: CursorStore,
-                 segment_bytes: int = SEGMENT_BYTES):
+    def __init__(
+        self,
+        run_dir: Path,
+        retention: str,
+        sinks: Sequence[str],
+        cursors: CursorStore,
+        segment_bytes: int = SEGMENT_BYTES,
+    ):
         self.run_dir = run_dir
         self.segment_bytes = segment_bytes
         self.retention = retention
@@ -112,8 +118,11 @@ class JournalKeeper:
         except OSError as e:  # a full disk: the raw segment stays, tried again at the next pass
             if not self._warned:
                 self._warned = True
-                log.warning("primus tracking: journal housekeeping in %s failed (%s); segments stay as they are",
-                            self.run_dir, redact_text(str(e)))
+                log.warning(
+                    "primus tracking: journal housekeeping in %s failed (%s); segments stay as they are",
+                    self.run_dir,
+                    redact_text(str(e)),
+                )
 
     def compress_closed(self) -> None:
         found = segments(self.run_dir)

@@ -52,7 +52,7 @@ class JournalWriter:
         view = memoryview(data)
         try:
             while view:  # a regular-file write is normally whole; loop for the rare short write
-                view = view[os.write(self._fd, view):]
+                view = view[os.write(self._fd, view) :]
         except OSError:
             if len(view) < len(data):
                 os.ftruncate(self._fd, self._segment_size)  # cut the part that made it: a torn line otherwise
@@ -84,7 +84,7 @@ def _tidy(folder: Path) -> None:
     for name in os.listdir(folder):
         if name.endswith(".tmp"):
             (folder / name).unlink(missing_ok=True)
-        elif name.endswith(RAW) and os.path.exists(folder / (name[:-len(RAW)] + PACKED)):
+        elif name.endswith(RAW) and os.path.exists(folder / (name[: -len(RAW)] + PACKED)):
             (folder / name).unlink(missing_ok=True)
 
 

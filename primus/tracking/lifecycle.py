@@ -60,8 +60,10 @@ class ExitHandlers:
         except RuntimeError:  # interpreter already shutting down
             atexit.register(self._at_exit)
         if threading.current_thread() is not threading.main_thread():
-            log.warning("primus tracking: exit handlers installed from a non-main thread: SIGTERM/SIGINT will "
-                        "not mark the run KILLED")
+            log.warning(
+                "primus tracking: exit handlers installed from a non-main thread: SIGTERM/SIGINT will "
+                "not mark the run KILLED"
+            )
             return
         for sig in SIGNALS:
             previous = signal.getsignal(sig)
@@ -136,8 +138,10 @@ class ExitHandlers:
             except Exception as e:  # the process dies of the signal next: finishing the run comes first
                 interrupted = e
         if interrupted is not None:
-            log.info("primus tracking: %s raised while the run was finishing; ignored, the process is being "
-                     "stopped", type(interrupted).__name__)
+            log.info(
+                "primus tracking: %s raised while the run was finishing; ignored, the process is being stopped",
+                type(interrupted).__name__,
+            )
 
     @staticmethod
     def _pass_on(signum: int, frame: FrameType | None, previous: Any) -> None:

@@ -31,10 +31,16 @@ class RunMeta:
     @classmethod
     def build(cls, cfg: TrackingConfig) -> RunMeta:
         """Redacts params and tags and adds the system tags (a git call: run it off the training thread)."""
-        return cls(params=flat_params(cfg.params), tags={**system_tags(), **redacted_tags(cfg.tags)},
-                   mlflow=cfg.mlflow and _settings(cfg.mlflow), wandb=cfg.wandb and _settings(cfg.wandb),
-                   tensorboard=cfg.tensorboard and _settings(cfg.tensorboard), run_name=cfg.run_name,
-                   experiment_name=cfg.experiment_name, plugin_sinks=list(cfg.plugin_sinks or ()))
+        return cls(
+            params=flat_params(cfg.params),
+            tags={**system_tags(), **redacted_tags(cfg.tags)},
+            mlflow=cfg.mlflow and _settings(cfg.mlflow),
+            wandb=cfg.wandb and _settings(cfg.wandb),
+            tensorboard=cfg.tensorboard and _settings(cfg.tensorboard),
+            run_name=cfg.run_name,
+            experiment_name=cfg.experiment_name,
+            plugin_sinks=list(cfg.plugin_sinks or ()),
+        )
 
     def save(self, run_dir: Path) -> None:
         write_json_atomic(run_dir / META_FILE, dataclasses.asdict(self))

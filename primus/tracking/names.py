@@ -33,8 +33,9 @@ SCHEMA: dict[str, str] = {
     "perf/tokens_per_sec_per_gpu": "tokens per second per device: the job's tokens over its devices",
     "perf/tflops_per_gpu": "model TFLOP/s per device: the job's model FLOPs over its devices",
     "perf/mfu": "model FLOPs utilisation: perf/tflops_per_gpu over one device's dense peak (the run's peak_tflops, "
-                "else the built-in datasheet table); absent when neither gives a peak",
-    "perf/iteration_time_ms_avg": "iteration time over the running window (log_avg_skip_iterations, log_avg_reset_interval)",
+    "else the built-in datasheet table); absent when neither gives a peak",
+    "perf/iteration_time_ms_avg": "iteration time over the running window "
+    "(log_avg_skip_iterations, log_avg_reset_interval)",
     "perf/tokens_per_sec_per_gpu_avg": "tokens per second per device over the running window (ratio of sums)",
     "perf/tflops_per_gpu_avg": "model TFLOP/s per device over the running window (ratio of sums)",
     "mem/allocated_gib": "device memory allocated by the framework's allocator",
@@ -49,14 +50,27 @@ SCHEMA: dict[str, str] = {
 
 MLFLOW_MAX_KEY = 250
 _NOT_MLFLOW = re.compile(r"[^A-Za-z0-9_\-./ ]")
-READABLE = (("%", "_pct_"), ("(", "_"), (")", "_"), ("[", "_"), ("]", "_"), ("@", "_at_"), ("+", "_plus_"),
-             ("=", "_eq_"))
+READABLE = (
+    ("%", "_pct_"),
+    ("(", "_"),
+    (")", "_"),
+    ("[", "_"),
+    ("]", "_"),
+    ("@", "_at_"),
+    ("+", "_plus_"),
+    ("=", "_eq_"),
+)
 _HASH_LEN = 8
 
 
 def is_valid_mlflow_key(name: str) -> bool:
-    return (0 < len(name) <= MLFLOW_MAX_KEY and not _NOT_MLFLOW.search(name)
-            and posixpath.normpath(name) == name and not name.startswith(("/", "..")) and name != ".")
+    return (
+        0 < len(name) <= MLFLOW_MAX_KEY
+        and not _NOT_MLFLOW.search(name)
+        and posixpath.normpath(name) == name
+        and not name.startswith(("/", ".."))
+        and name != "."
+    )
 
 
 def _mlflow_key(name: str) -> str:
@@ -110,13 +124,13 @@ class MlflowKeys:
             return key
         digest = hashlib.sha1(name.encode("utf-8", "surrogatepass")).hexdigest()
         for n in range(_HASH_LEN, len(digest) + 1):
-            candidate = f"{key[:MLFLOW_MAX_KEY - n - 1].rstrip('/')}_{digest[:n]}"
+            candidate = f"{key[: MLFLOW_MAX_KEY - n - 1].rstrip('/')}_{digest[:n]}"
             if candidate not in self._taken:
                 return candidate
         n = 2
-        while f"{key[:MLFLOW_MAX_KEY - 12]}_{digest[:_HASH_LEN]}_{n}" in self._taken:
+        while f"{key[: MLFLOW_MAX_KEY - 12]}_{digest[:_HASH_LEN]}_{n}" in self._taken:
             n += 1
-        return f"{key[:MLFLOW_MAX_KEY - 12]}_{digest[:_HASH_LEN]}_{n}"
+        return f"{key[: MLFLOW_MAX_KEY - 12]}_{digest[:_HASH_LEN]}_{n}"
 
 
 def mlflow_keys(names) -> dict[str, str]:

@@ -64,6 +64,11 @@ def start_server(path: Path, lock_path: Path, env: Mapping[str, str]) -> None:
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
         listener.bind(str(path))
         listener.listen(BACKLOG)
-        subprocess.Popen([sys.executable, "-m", SERVER_MODULE, str(listener.fileno()), str(path), str(lock_path)],
-                         stdin=subprocess.DEVNULL, pass_fds=(listener.fileno(),), env=dict(env), close_fds=True,
-                         start_new_session=True)
+        subprocess.Popen(
+            [sys.executable, "-m", SERVER_MODULE, str(listener.fileno()), str(path), str(lock_path)],
+            stdin=subprocess.DEVNULL,
+            pass_fds=(listener.fileno(),),
+            env=dict(env),
+            close_fds=True,
+            start_new_session=True,
+        )

@@ -63,8 +63,9 @@ class NodeDelivery:
         connection, _ = self.listener.accept()
         with connection:
             try:
-                hello, fds, _, _ = socket.recv_fds(connection, len(HELLO), RUN_FDS,
-                                                getattr(socket, "MSG_CMSG_CLOEXEC", 0))  # Linux's; close_fds elsewhere
+                hello, fds, _, _ = socket.recv_fds(
+                    connection, len(HELLO), RUN_FDS, getattr(socket, "MSG_CMSG_CLOEXEC", 0)
+                )  # Linux's; close_fds elsewhere
             except OSError as e:
                 log.debug("primus tracking: a rank's hand-over failed: %r", e)
                 return
@@ -76,8 +77,9 @@ class NodeDelivery:
             self._running += 1
             self.served += 1
             first = self.served == 1
-        threading.Thread(target=self.deliver_run, args=(fds, first), name=f"primus-delivery-run-{self.served}",
-                         daemon=True).start()
+        threading.Thread(
+            target=self.deliver_run, args=(fds, first), name=f"primus-delivery-run-{self.served}", daemon=True
+        ).start()
 
     def deliver_run(self, fds: list[int], first: bool) -> None:
         commands_fd, replies_fd, direct_fd, lock_fd = fds

@@ -60,8 +60,16 @@ PEAK_TFLOPS: tuple[tuple[str, Mapping[str, float]], ...] = (
     ("MI250X", {"bf16": 191.5, "fp16": 191.5, "fp32": 47.9}),
 )
 
-_DTYPE_ALIASES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32", "float": "fp32",
-                  "float8": "fp8", "e4m3": "fp8", "hybrid": "fp8"}
+_DTYPE_ALIASES = {
+    "bfloat16": "bf16",
+    "float16": "fp16",
+    "half": "fp16",
+    "float32": "fp32",
+    "float": "fp32",
+    "float8": "fp8",
+    "e4m3": "fp8",
+    "hybrid": "fp8",
+}
 
 
 @functools.lru_cache(maxsize=64)  # asked at every logged step with the same device and dtype
@@ -77,9 +85,16 @@ def peak_tflops(device_name: str | None, dtype: str) -> float | None:
     return None
 
 
-def throughput_metrics(*, tokens: float, seconds: float, world_size: int, flops: float | None = None,
-                       device_name: str | None = None, dtype: str = "bf16",
-                       given_peak: float | None = None) -> dict[str, float]:
+def throughput_metrics(
+    *,
+    tokens: float,
+    seconds: float,
+    world_size: int,
+    flops: float | None = None,
+    device_name: str | None = None,
+    dtype: str = "bf16",
+    given_peak: float | None = None,
+) -> dict[str, float]:
     """tokens/s (total and per device), TFLOP/s per device and MFU for one interval.
 
     ``tokens`` and ``flops`` cover the whole job (all devices) over ``seconds`` of wall time, so the per-device
@@ -109,8 +124,9 @@ class IntervalAverager:
 
     def __init__(self, skip_iterations: int = 2, reset_interval: int = 10):
         if skip_iterations < 0 or reset_interval < 1:
-            raise ValueError(f"skip_iterations must be >= 0 and reset_interval >= 1, got "
-                             f"{skip_iterations} and {reset_interval}")
+            raise ValueError(
+                f"skip_iterations must be >= 0 and reset_interval >= 1, got {skip_iterations} and {reset_interval}"
+            )
         self.skip = skip_iterations
         self.reset_interval = reset_interval
         self._entries = 0  # log entries seen by this process, measured or not
@@ -163,8 +179,11 @@ def device_memory(torch_module=None) -> MemoryReading | None:
     if torch is None or not _has_cuda(torch):
         return None
     stats = torch.cuda.memory_stats()
-    return MemoryReading(stats.get("allocated_bytes.all.current", 0), stats.get("reserved_bytes.all.current", 0),
-                         stats.get("allocated_bytes.all.peak", 0))
+    return MemoryReading(
+        stats.get("allocated_bytes.all.current", 0),
+        stats.get("reserved_bytes.all.current", 0),
+        stats.get("allocated_bytes.all.peak", 0),
+    )
 
 
 @functools.lru_cache(maxsize=8)  # per torch module: is_available() asks the driver (~30 us in a training process)
@@ -205,8 +224,13 @@ def memory_metrics(torch_module=None) -> dict[str, float]:
     out = {"mem/host_rss_gib": host_rss_bytes() / GIB, "mem/host_peak_rss_gib": host_peak_rss_bytes() / GIB}
     dev = device_memory(torch_module)
     if dev is not None:
-        out.update({"mem/allocated_gib": dev.allocated_bytes / GIB, "mem/reserved_gib": dev.reserved_bytes / GIB,
-                    "mem/peak_allocated_gib": dev.peak_allocated_bytes / GIB})
+        out.update(
+            {
+                "mem/allocated_gib": dev.allocated_bytes / GIB,
+                "mem/reserved_gib": dev.reserved_bytes / GIB,
+                "mem/peak_allocated_gib": dev.peak_allocated_bytes / GIB,
+            }
+        )
     return out
 
 
@@ -217,8 +241,9 @@ class Utilisation:
     daemon thread samples every ``interval_s`` and a logged step gets the latest reading: read on the training
     thread they cost ~110 µs per logged step (psutil parses /proc/stat and /proc/meminfo)."""
 
-    def __init__(self, visible_ordinal: int | None = None, environ: Mapping[str, str] = os.environ,
-                 interval_s: float = 1.0):
+    def __init__(
+        self, visible_ordinal: int | None = None, environ: Mapping[str, str] = os.environ, interval_s: float = 1.0
+    ):
         import psutil
 
         self._psutil = psutil
@@ -241,13 +266,19 @@ class Utilisation:
         latest = self._latest
         if latest is None:  # the first read: finds the device on this (the training) thread, then samples
             latest = self._latest = self.sample()
-            threading.Thread(target=_sample_while_alive, args=(weakref.ref(self), self._interval_s),
-                             name="primus-utilisation", daemon=True).start()
+            threading.Thread(
+                target=_sample_while_alive,
+                args=(weakref.ref(self), self._interval_s),
+                name="primus-utilisation",
+                daemon=True,
+            ).start()
         return latest
 
     def sample(self) -> dict[str, float]:
-        out = {"sys/cpu_util_pct": self._psutil.cpu_percent(interval=None),
-               "sys/host_mem_used_pct": self._psutil.virtual_memory().percent}
+        out = {
+            "sys/cpu_util_pct": self._psutil.cpu_percent(interval=None),
+            "sys/host_mem_used_pct": self._psutil.virtual_memory().percent,
+        }
         gpu = self._gpu_util()
         if gpu is not None:
             out["sys/gpu_util_pct"] = gpu

@@ -66,9 +66,11 @@ class Notices:
         """Missing credentials are a warning, not an error: offline mode and `wandb login` (netrc) are valid,
         and the journal keeps every metric either way."""
         if not has_wandb_credentials(environ):
-            self.warn(f"W&B is enabled ({toggle}) but no credentials were found (WANDB_API_KEY unset, no `wandb "
-                      "login` entry in ~/.netrc, WANDB_MODE is not offline): set WANDB_API_KEY or WANDB_MODE=offline. "
-                      "Metrics are kept in the run's journal either way (`wandb sync` later).")
+            self.warn(
+                f"W&B is enabled ({toggle}) but no credentials were found (WANDB_API_KEY unset, no `wandb "
+                "login` entry in ~/.netrc, WANDB_MODE is not offline): set WANDB_API_KEY or WANDB_MODE=offline. "
+                "Metrics are kept in the run's journal either way (`wandb sync` later)."
+            )
 
 
 @dataclass(frozen=True)

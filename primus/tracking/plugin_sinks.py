@@ -83,28 +83,40 @@ def sink_classes(names: Iterable[str]) -> dict[str, type[Sink]]:
 def _sink_class(name: str, found: list, installed: list[str]) -> type[Sink]:
     where = f"{SINKS_ENV} names {name!r}"
     if name in RESERVED or not _NAME.fullmatch(name):
-        raise PluginError(f"{where}, which is {'a built-in sink' if name in RESERVED else 'not a sink name'}: list "
-                          f"plugin sinks only (installed: {installed or 'none'}); built-in trackers are turned on "
-                          f"by their own settings")
+        raise PluginError(
+            f"{where}, which is {'a built-in sink' if name in RESERVED else 'not a sink name'}: list "
+            f"plugin sinks only (installed: {installed or 'none'}); built-in trackers are turned on "
+            f"by their own settings"
+        )
     if not found:
-        raise PluginError(f"{where} but no installed distribution has an entry point {name!r} in group {SINK_GROUP} "
-                          f"(installed: {installed or 'none'}): install the plugin into this environment (the "
-                          f"image's, for a container), or remove {name!r} from {SINKS_ENV}")
+        raise PluginError(
+            f"{where} but no installed distribution has an entry point {name!r} in group {SINK_GROUP} "
+            f"(installed: {installed or 'none'}): install the plugin into this environment (the "
+            f"image's, for a container), or remove {name!r} from {SINKS_ENV}"
+        )
     if len(found) > 1:
-        raise PluginError(f"{where} and {len(found)} entry points claim it: "
-                          f"{'; '.join(describe(ep) for ep in found)}: uninstall all but one")
+        raise PluginError(
+            f"{where} and {len(found)} entry points claim it: "
+            f"{'; '.join(describe(ep) for ep in found)}: uninstall all but one"
+        )
     ep = found[0]
     cls = load_plugin(ep)
     if not (isinstance(cls, type) and issubclass(cls, Sink)):
-        raise PluginError(f"{describe(ep)} names {cls!r}, not a subclass of primus.tracking.sink.Sink: point the "
-                          f"entry point at the sink class")
+        raise PluginError(
+            f"{describe(ep)} names {cls!r}, not a subclass of primus.tracking.sink.Sink: point the "
+            f"entry point at the sink class"
+        )
     if getattr(cls, "name", None) != name:
-        raise PluginError(f"{describe(ep)}: {cls.__name__}.name is {getattr(cls, 'name', None)!r}; it must be "
-                          f"the entry point's name, {name!r}")
+        raise PluginError(
+            f"{describe(ep)}: {cls.__name__}.name is {getattr(cls, 'name', None)!r}; it must be "
+            f"the entry point's name, {name!r}"
+        )
     return cls
 
 
 def build_plugin_sinks(names: Collection[str], meta: RunMeta, run_dir: Path, state: RunState) -> list[Sink]:
     """The named plugin sinks of the run whose ``meta.json`` is ``meta``; PluginError as ``sink_classes``."""
-    return [cls(SinkContext(name, run_dir, str(meta.run_name), str(meta.experiment_name), meta.params, meta.tags,
-                            state)) for name, cls in sink_classes(names).items()]
+    return [
+        cls(SinkContext(name, run_dir, str(meta.run_name), str(meta.experiment_name), meta.params, meta.tags, state))
+        for name, cls in sink_classes(names).items()
+    ]

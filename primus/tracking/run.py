@@ -40,9 +40,11 @@ def start_run(config: TrackingConfig) -> Run:
     try:
         return Run(cfg)
     except OSError as e:  # read-only, not a directory, disk full: said before training, not as a traceback
-        raise TrackingConfigError(f"run_dir={str(cfg.run_dir)!r} is not usable ({e.strerror or e}"
-                                  f"{': ' + str(e.filename) if e.filename else ''}): give the run a writable "
-                                  f"directory with free space") from e
+        raise TrackingConfigError(
+            f"run_dir={str(cfg.run_dir)!r} is not usable ({e.strerror or e}"
+            f"{': ' + str(e.filename) if e.filename else ''}): give the run a writable "
+            f"directory with free space"
+        ) from e
 
 
 class Run:
@@ -57,12 +59,22 @@ class Run:
             self.wandb_run_id = self._wandb_id(cfg.wandb) if cfg.wandb else None
             meta = RunMeta.build(cfg)
             meta.save(self.run_dir)
-            self._keeper = JournalKeeper(self.run_dir, cfg.journal_retention, sink_names(cfg),
-                                         CursorStore(self.run_dir), cfg.journal_segment_bytes)
+            self._keeper = JournalKeeper(
+                self.run_dir,
+                cfg.journal_retention,
+                sink_names(cfg),
+                CursorStore(self.run_dir),
+                cfg.journal_segment_bytes,
+            )
             self._journal = JournalWriter(self.run_dir, cfg.journal_segment_bytes)
             self._workers = self._make_workers(meta)
-            self._hub = MetricsHub(self._journal, self._workers, cfg.pending_records, followers=[self._keeper],
-                                   tracked_until=last_steps(self.run_dir) if self.resumed else None)
+            self._hub = MetricsHub(
+                self._journal,
+                self._workers,
+                cfg.pending_records,
+                followers=[self._keeper],
+                tracked_until=last_steps(self.run_dir) if self.resumed else None,
+            )
             self._state.update("run", status=RunStatus.RUNNING, pid=os.getpid())
         except BaseException:
             self._dir_lock.release()
@@ -94,8 +106,12 @@ class Run:
         cursors = CursorStore(self.run_dir)
         workers: list[Worker] = [SinkWorker(s, self.run_dir, cursors) for s in local]
         if remote:
-            spec = DeliverySpec(replace(cfg, console=None, one_logger=None, params={}, tags={}), tuple(remote),
-                                self.wandb_run_id, log.getEffectiveLevel())
+            spec = DeliverySpec(
+                replace(cfg, console=None, one_logger=None, params={}, tags={}),
+                tuple(remote),
+                self.wandb_run_id,
+                log.getEffectiveLevel(),
+            )
             workers += DeliveryProcess(spec, self.run_dir).workers
         return workers
 
@@ -137,12 +153,22 @@ class Run:
         """Counters for logs and tests: records dropped by the hub, records the journal could not take, and
         per sink its failures, last error, undelivered journal bytes, whether it was switched off, and how many
         of the records not journaled it got directly and lost."""
-        return {"dropped": dict(self._hub.dropped), "refused": self._hub.refused + self._hub.malformed,
-                "not_journaled": dict(self._hub.not_journaled.records),
-                "sinks": {w.name: {"failures": w.failures, "last_error": w.last_error,
-                                   "pending_bytes": w.pending_bytes, "disabled": w.disabled,
-                                   "direct_delivered": w.direct_delivered, "direct_lost": w.direct_lost}
-                          for w in self._workers}}
+        return {
+            "dropped": dict(self._hub.dropped),
+            "refused": self._hub.refused + self._hub.malformed,
+            "not_journaled": dict(self._hub.not_journaled.records),
+            "sinks": {
+                w.name: {
+                    "failures": w.failures,
+                    "last_error": w.last_error,
+                    "pending_bytes": w.pending_bytes,
+                    "disabled": w.disabled,
+                    "direct_delivered": w.direct_delivered,
+                    "direct_lost": w.direct_lost,
+                }
+                for w in self._workers
+            },
+        }
 
     # -- the end -------------------------------------------------------------------------
     def install_exit_handlers(self) -> None:
@@ -167,8 +193,7 @@ class Run:
         try:
             self._state.update("run", status=status)
         except OSError as e:  # a full disk: the trackers are still told the status; sync reads RUNNING as KILLED
-            log.warning("primus tracking: could not record status %s in %s (%s)", status, self.run_dir,
-                        e.strerror or e)
+            log.warning("primus tracking: could not record status %s in %s (%s)", status, self.run_dir, e.strerror or e)
         late = self._hub.close(status, deadline)
         self._keeper.stop(deadline)
         self._report(late)
@@ -185,17 +210,33 @@ class Run:
             if w.disabled:
                 continue
             if w in late or w.pending_bytes:
-                log.warning("primus tracking: %s did not receive everything within exit_deadline_s=%s (%d journal "
-                            "bytes pending; last error: %s). It is all in %s: deliver it with "
-                            "`primus tracking sync %s`.", w.name, self.config.exit_deadline_s, w.pending_bytes,
-                            w.last_error or "none", self._journal.dir, self.run_dir)
+                log.warning(
+                    "primus tracking: %s did not receive everything within exit_deadline_s=%s (%d journal "
+                    "bytes pending; last error: %s). It is all in %s: deliver it with "
+                    "`primus tracking sync %s`.",
+                    w.name,
+                    self.config.exit_deadline_s,
+                    w.pending_bytes,
+                    w.last_error or "none",
+                    self._journal.dir,
+                    self.run_dir,
+                )
 
     def _report_not_journaled(self) -> None:
         """Exactly what the journal could not take, and which trackers got it instead."""
         missing = self._hub.not_journaled
         got = ", ".join(f"{w.name} {w.direct_delivered}" for w in self._workers)
-        gone = ", ".join(f"{w.name} {w.direct_lost}" + (f" ({w.last_error})" if w.last_error else "")
-                         for w in self._workers if w.direct_lost)
-        log.warning("primus tracking: %s could not be written to the journal %s (%s), so `primus tracking sync` and "
-                    "`primus report` cannot replay them. Delivered directly to: %s. Lost for: %s.", missing.describe(),
-                    self._journal.dir, missing.error, got or "no tracker", gone or "none")
+        gone = ", ".join(
+            f"{w.name} {w.direct_lost}" + (f" ({w.last_error})" if w.last_error else "")
+            for w in self._workers
+            if w.direct_lost
+        )
+        log.warning(
+            "primus tracking: %s could not be written to the journal %s (%s), so `primus tracking sync` and "
+            "`primus report` cannot replay them. Delivered directly to: %s. Lost for: %s.",
+            missing.describe(),
+            self._journal.dir,
+            missing.error,
+            got or "no tracker",
+            gone or "none",
+        )

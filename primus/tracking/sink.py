@@ -19,6 +19,7 @@ class SinkUnavailable(RuntimeError):
 
 class Durability(Enum):
     """When a record a sink was given is safe: its journal cursor is saved then."""
+
     ON_WRITE = "write"  # once ``write`` returned
     ON_FLUSH = "flush"  # once ``flush`` returned
     ON_CLOSE = "close"  # only once ``close`` returned: a process killed before resends all to the same tracker run

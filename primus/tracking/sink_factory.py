@@ -30,14 +30,19 @@ def out_of_process(name: str) -> bool:
 
 def sink_names(cfg: TrackingConfig) -> list[str]:
     """The enabled sinks, in delivery order: the built-in ones, then the plugins (``cfg`` resolved)."""
-    wanted = {SinkName.CONSOLE: cfg.console, SinkName.TENSORBOARD: cfg.tensorboard,
-              SinkName.WANDB: cfg.wandb and cfg.wandb.mode != "disabled", SinkName.MLFLOW: cfg.mlflow,
-              SinkName.ONE_LOGGER: cfg.one_logger}
+    wanted = {
+        SinkName.CONSOLE: cfg.console,
+        SinkName.TENSORBOARD: cfg.tensorboard,
+        SinkName.WANDB: cfg.wandb and cfg.wandb.mode != "disabled",
+        SinkName.MLFLOW: cfg.mlflow,
+        SinkName.ONE_LOGGER: cfg.one_logger,
+    }
     return [*(name for name, on in wanted.items() if on), *(cfg.plugin_sinks or ())]
 
 
-def build_sinks(cfg: TrackingConfig, meta: RunMeta, state: RunState, wandb_run_id: str | None,
-                names: Collection[str]) -> list[Sink]:
+def build_sinks(
+    cfg: TrackingConfig, meta: RunMeta, state: RunState, wandb_run_id: str | None, names: Collection[str]
+) -> list[Sink]:
     """The sinks of ``names`` (from ``sink_names``). A sink imports its tracker only when it opens."""
     builders: dict[str, Callable[[], Sink]] = {
         SinkName.CONSOLE: lambda: ConsoleSink(cfg.console),

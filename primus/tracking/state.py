@@ -50,8 +50,10 @@ class RunDirLock:
         except BlockingIOError:
             holder = os.read(fd, 64).decode(errors="replace").strip() or "another process"
             os.close(fd)
-            raise RunDirBusyError(f"run directory {self.path.parent} is in use by pid {holder}: give each tracked "
-                                  f"process (each rank that logs) its own run_dir, or wait for it to exit") from None
+            raise RunDirBusyError(
+                f"run directory {self.path.parent} is in use by pid {holder}: give each tracked "
+                f"process (each rank that logs) its own run_dir, or wait for it to exit"
+            ) from None
         os.ftruncate(fd, 0)
         os.write(fd, str(os.getpid()).encode())
         self._fd = fd
@@ -114,7 +116,12 @@ class CursorStore:
         except OSError as e:
             if sink not in self._unsaved:
                 self._unsaved.add(sink)
-                log.warning("primus tracking: could not save %s's journal cursor in %s (%s); it is kept in memory "
-                            "and saved again with the next delivery", sink, self.dir, e.strerror or e)
+                log.warning(
+                    "primus tracking: could not save %s's journal cursor in %s (%s); it is kept in memory "
+                    "and saved again with the next delivery",
+                    sink,
+                    self.dir,
+                    e.strerror or e,
+                )
         else:
             self._unsaved.discard(sink)

@@ -61,8 +61,13 @@ class SyncProgress:
     bytes_total: int  # what this sync has to send to the sink
 
 
-def sync_run(run_dir: Path, timeout_s: float = 300.0, tracking_uri: str | None = None,
-             progress: Callable[[SyncProgress], None] | None = None, progress_every_s: float = 2.0) -> SyncReport:
+def sync_run(
+    run_dir: Path,
+    timeout_s: float = 300.0,
+    tracking_uri: str | None = None,
+    progress: Callable[[SyncProgress], None] | None = None,
+    progress_every_s: float = 2.0,
+) -> SyncReport:
     """``progress`` is called every ``progress_every_s`` while a sink still has records to send, and once at its
     end."""
     run_dir = Path(run_dir).expanduser().absolute()
@@ -108,8 +113,7 @@ def sync_run(run_dir: Path, timeout_s: float = 300.0, tracking_uri: str | None =
         lock.release()
 
 
-def _join(worker: SinkWorker, deadline: float, progress: Callable[[SyncProgress], None] | None,
-          every_s: float) -> bool:
+def _join(worker: SinkWorker, deadline: float, progress: Callable[[SyncProgress], None] | None, every_s: float) -> bool:
     """``worker.join(deadline)``, reporting its progress on the way."""
     if progress is None:
         return worker.join(deadline)
@@ -132,13 +136,14 @@ def _wait_for_delivery_lock(lock_fd: int, run_dir: Path, deadline: float) -> Non
             return
         except BlockingIOError:
             if time.monotonic() >= deadline:
-                raise SyncError(f"a delivery process is still sending {run_dir}'s journal (its trainer ended "
-                                f"moments ago; it stops within the run's exit deadline): run this again once it "
-                                f"has, or give a longer --timeout") from None
+                raise SyncError(
+                    f"a delivery process is still sending {run_dir}'s journal (its trainer ended "
+                    f"moments ago; it stops within the run's exit deadline): run this again once it "
+                    f"has, or give a longer --timeout"
+                ) from None
             if not told:
                 told = True
-                print(f"waiting for the delivery process still sending {run_dir}'s journal to finish",
-                      file=sys.stderr)
+                print(f"waiting for the delivery process still sending {run_dir}'s journal to finish", file=sys.stderr)
             time.sleep(LOCK_POLL_S)
 
 
@@ -146,6 +151,8 @@ def _mlflow_uri(meta: RunMeta, override: str | None) -> str:
     saved = (meta.mlflow or {}).get("tracking_uri")
     uri = override or (saved if saved and MASK not in saved else None) or os.environ.get("MLFLOW_TRACKING_URI")
     if not uri:
-        raise SyncError(f"the run's MLflow tracking URI held a credential and was saved as {saved!r}: pass "
-                        f"--tracking-uri or set MLFLOW_TRACKING_URI")
+        raise SyncError(
+            f"the run's MLflow tracking URI held a credential and was saved as {saved!r}: pass "
+            f"--tracking-uri or set MLFLOW_TRACKING_URI"
+        )
     return uri

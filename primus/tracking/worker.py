@@ -35,12 +35,14 @@ DIRECT_MAX = 10_000  # records not journaled, held for a sink that is down
 
 class DirectRoute(Protocol):
     """Where records the journal could not take go: a ``SinkWorker``, or the delivery process for all its sinks."""
+
     def deliver_direct(self, after: int, records: Sequence[Record]) -> None: ...
 
 
 class Worker(Protocol):
     """What the hub and the run use of a sink's worker: ``SinkWorker`` (a thread of this process) and
     ``delivery.RemoteSinkWorker`` (a sink of the delivery process) implement it."""
+
     name: str
     failures: int
     last_error: str  # redacted
@@ -212,8 +214,11 @@ class SinkWorker:
         status, _ = self._close
         error = outside_except(lambda: self.sink.close(status, complete=self._delivered_all()))
         if error is not None:  # everything was delivered; ending the tracker's run (or noting it) failed
-            log.warning("primus tracking: %s got every record but could not end its run cleanly (%s)", self.sink.name,
-                        redact_text(f"{type(error).__name__}: {error}")[:500])
+            log.warning(
+                "primus tracking: %s got every record but could not end its run cleanly (%s)",
+                self.sink.name,
+                redact_text(f"{type(error).__name__}: {error}")[:500],
+            )
         if self._unflushed:  # close() flushed what the sink held
             self.cursors.save(self.sink.name, self.target, self.cursor)
 
@@ -256,7 +261,7 @@ class SinkWorker:
                 self.sink.write(chunk)
                 with self._lock:  # a retry after a failure sends only what is left of the batch
                     after, left = self._direct[0]
-                    self._direct[0] = (after, left[len(chunk):])
+                    self._direct[0] = (after, left[len(chunk) :])
                     self._direct_held -= len(chunk)
                     self.direct_delivered += len(chunk)
             with self._lock:
@@ -296,14 +301,21 @@ class SinkWorker:
         self.last_error = redact_text(f"{type(error).__name__}: {error}")[:500]
         if not self._outage_warned:
             self._outage_warned = True
-            log.warning("primus tracking: %s %s (%s). Training continues; records stay in %s and are retried "
-                        "every few seconds.", self.sink.name, what, self.last_error, self.journal)
+            log.warning(
+                "primus tracking: %s %s (%s). Training continues; records stay in %s and are retried "
+                "every few seconds.",
+                self.sink.name,
+                what,
+                self.last_error,
+                self.journal,
+            )
 
     def _recovered(self) -> None:
         if self._outage_warned:
             self._outage_warned = False
-            log.warning("primus tracking: %s is delivering again after %d failed attempts", self.sink.name,
-                        self.failures)
+            log.warning(
+                "primus tracking: %s is delivering again after %d failed attempts", self.sink.name, self.failures
+            )
 
     def _backoff(self, delay: float) -> float:
         deadline = self._close[1] if self._close else None

@@ -45,8 +45,9 @@ def split_options(argv: Sequence[str], kwargs: Mapping[str, Any]) -> tuple[list[
     for key, value in given.items():
         typed[key], problem = params[key].coerce(value)
         if problem:
-            problems.append(f"{key}={value!r} on the MaxText command line: expected {params[key].expected()}, "
-                            f"{problem}")
+            problems.append(
+                f"{key}={value!r} on the MaxText command line: expected {params[key].expected()}, {problem}"
+            )
     if problems:
         raise ConfigError(problems)
     return rest, {k: v for k, v in kwargs.items() if k not in KEYS}, PrimusOptions(**typed)

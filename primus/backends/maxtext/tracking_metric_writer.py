@@ -51,8 +51,16 @@ class StepPerf:
     structured values only: upstream's step time and its per-device token and FLOP counts for a step.
     Device memory is the JAX allocator's counters (a host-side read; absent on CPU)."""
 
-    def __init__(self, *, per_device_tokens: float, per_device_tflops: float, devices: list[Any], dtype: str,
-                 local_device: Any = None, peak_tflops: float | None = None):
+    def __init__(
+        self,
+        *,
+        per_device_tokens: float,
+        per_device_tflops: float,
+        devices: list[Any],
+        dtype: str,
+        local_device: Any = None,
+        peak_tflops: float | None = None,
+    ):
         self._tokens = float(per_device_tokens) * len(devices)
         self._flops = float(per_device_tflops) * 1e12 * len(devices)
         self._devices = len(devices)
@@ -66,8 +74,15 @@ class StepPerf:
 
     def measure(self, scalars: Mapping[str, Any]) -> dict[str, float]:
         seconds = float(scalars.get("perf/step_time_seconds", 0.0))
-        out = throughput_metrics(tokens=self._tokens, seconds=seconds, world_size=self._devices, flops=self._flops,
-                                 device_name=self._device_kind, dtype=self._dtype, given_peak=self._peak)
+        out = throughput_metrics(
+            tokens=self._tokens,
+            seconds=seconds,
+            world_size=self._devices,
+            flops=self._flops,
+            device_name=self._device_kind,
+            dtype=self._dtype,
+            given_peak=self._peak,
+        )
         if seconds > 0:
             out["perf/iteration_time_ms"] = seconds * 1e3
         out.update(memory_metrics())
@@ -77,14 +92,24 @@ class StepPerf:
 
     def _device_memory(self) -> dict[str, float]:
         stats = self._device.memory_stats() or {}
-        names = (("bytes_in_use", "mem/allocated_gib"), ("bytes_reserved", "mem/reserved_gib"),
-                 ("peak_bytes_in_use", "mem/peak_allocated_gib"))
+        names = (
+            ("bytes_in_use", "mem/allocated_gib"),
+            ("bytes_reserved", "mem/reserved_gib"),
+            ("peak_bytes_in_use", "mem/peak_allocated_gib"),
+        )
         return {name: stats[key] / GIB for key, name in names if key in stats}
 
 
 class TrackingMetricWriter:
-    def __init__(self, run, *, log_period: int, perf_metrics: bool = False, peak_tflops: float | None = None,
-                 announce: Callable[[int], None] | None = None):
+    def __init__(
+        self,
+        run,
+        *,
+        log_period: int,
+        perf_metrics: bool = False,
+        peak_tflops: float | None = None,
+        announce: Callable[[int], None] | None = None,
+    ):
         self.run = run
         self.tensorboard = run.config.tensorboard is not None
         self.perf_metrics = perf_metrics

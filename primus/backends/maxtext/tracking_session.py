@@ -49,8 +49,13 @@ def start_tracking(plan: TrackingPlan, config: Any, announce: Callable[[int], No
     tags = {"primus.backend": "maxtext", "maxtext.model_name": str(settings.get("model_name", ""))}
     run = start_run(plan.run_config(params=settings, tags=tags))
     run.install_exit_handlers()
-    return TrackingMetricWriter(run, log_period=config.log_period, perf_metrics=plan.perf_metrics,
-                                peak_tflops=plan.peak_tflops, announce=announce)
+    return TrackingMetricWriter(
+        run,
+        log_period=config.log_period,
+        perf_metrics=plan.perf_metrics,
+        peak_tflops=plan.peak_tflops,
+        announce=announce,
+    )
 
 
 def status_for(error: BaseException | None) -> str:

@@ -44,16 +44,25 @@ BATCH_KEYS = ("tokens", "labels", "loss_mask", "attention_mask", "position_ids")
 # -- model -------------------------------------------------------------------------------------
 def layer_spec(args: Any) -> ModuleSpec:
     """The transformer layer spec that ``--transformer-impl`` names (``local`` runs without TE)."""
-    spec_args = dict(num_experts=args.num_experts, moe_grouped_gemm=args.moe_grouped_gemm,
-                     qk_layernorm=args.qk_layernorm, multi_latent_attention=args.multi_latent_attention,
-                     normalization=args.normalization)
+    spec_args = dict(
+        num_experts=args.num_experts,
+        moe_grouped_gemm=args.moe_grouped_gemm,
+        qk_layernorm=args.qk_layernorm,
+        multi_latent_attention=args.multi_latent_attention,
+        normalization=args.normalization,
+    )
     if args.transformer_impl == "local":
         return get_gpt_layer_local_spec(**spec_args)
     return get_gpt_layer_with_transformer_engine_spec(**spec_args)
 
 
-def model_provider(pre_process: bool = True, post_process: bool = True, vp_stage: int | None = None,
-                   config: Any = None, pg_collection: Any = None) -> GPTModel:
+def model_provider(
+    pre_process: bool = True,
+    post_process: bool = True,
+    vp_stage: int | None = None,
+    config: Any = None,
+    pg_collection: Any = None,
+) -> GPTModel:
     args = get_args()
     return GPTModel(
         config=config if config is not None else core_transformer_config_from_args(args),
@@ -101,7 +110,8 @@ def forward_step(data_iterator: Any, model: GPTModel) -> tuple[torch.Tensor, par
     timers = get_timers()
     timers("batch-generator", log_level=2).start()
     tokens, labels, loss_mask, attention_mask, position_ids = get_batch(
-        data_iterator, get_attr_wrapped_model(model, "vp_stage"))
+        data_iterator, get_attr_wrapped_model(model, "vp_stage")
+    )
     timers("batch-generator").stop()
     output_tensor = model(tokens, position_ids, attention_mask, labels=labels, loss_mask=loss_mask)
     return output_tensor, partial(loss_func, loss_mask)
@@ -145,7 +155,9 @@ def train_valid_test_datasets_provider(train_val_test_num_samples: list[int], vp
     dataset_type = MockGPTDataset if args.mock_data else GPTDataset
     print_rank_0(f"> building train, validation and test datasets ({dataset_type.__name__}) ...")
     return BlendedMegatronDatasetBuilder(
-        dataset_type, train_val_test_num_samples, partial(is_dataset_built_on_rank, vp_stage=vp_stage),
+        dataset_type,
+        train_val_test_num_samples,
+        partial(is_dataset_built_on_rank, vp_stage=vp_stage),
         dataset_config(args),
     ).build()
 
@@ -174,9 +186,14 @@ def main(program_start: float | None = None) -> None:
     """Upstream's GPT pretraining on this process's command line (upstream's arguments)."""
     set_startup_timestamps(program_start=program_start or time.time(), main_entry=time.time())
     default_single_process_env()
-    pretrain_gpt(pretrain, datasets_provider=train_valid_test_datasets_provider, model_provider=model_provider,
-                 model_type=ModelType.encoder_or_decoder, forward_step=forward_step,
-                 args_defaults={"tokenizer_type": "GPT2BPETokenizer"})
+    pretrain_gpt(
+        pretrain,
+        datasets_provider=train_valid_test_datasets_provider,
+        model_provider=model_provider,
+        model_type=ModelType.encoder_or_decoder,
+        forward_step=forward_step,
+        args_defaults={"tokenizer_type": "GPT2BPETokenizer"},
+    )
     # After pretrain: upstream sets the log level (--logging-level) while it initialises.
     for record in REGISTRY.records():
         log.debug("primus patch %s: %s %s", record.id, record.status, record.reason)

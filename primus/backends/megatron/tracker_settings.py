@@ -14,8 +14,13 @@ from pathlib import Path
 
 from primus.tracking.plan import Notices
 
-_UPLOAD_FLAGS = ("mlflow_upload_traces", "mlflow_upload_logs", "mlflow_upload_performance_metrics",
-                 "mlflow_upload_tracelens_report", "mlflow_performance_metrics_across_ranks")
+_UPLOAD_FLAGS = (
+    "mlflow_upload_traces",
+    "mlflow_upload_logs",
+    "mlflow_upload_performance_metrics",
+    "mlflow_upload_tracelens_report",
+    "mlflow_performance_metrics_across_ranks",
+)
 
 
 def tensorboard_enabled(args) -> bool:

@@ -51,22 +51,36 @@ def plan_tracking(args) -> TrackingPlan:
     run_name = args.mlflow_run_name or args.wandb_exp_name or default_run_name(args, run_dir)
     tensorboard_dir = resolve_tensorboard_dir(args, run_dir, notices)
     mlflow = resolve_mlflow(args, run_name, notices)
-    config = notices.resolved(TrackingConfig(
-        run_dir=run_dir,
-        experiment_name=mlflow.experiment_name if mlflow else None,
-        run_name=run_name,
-        tensorboard=TensorBoardConfig(log_dir=tensorboard_dir, queue_size=args.tensorboard_queue_size)
-        if tensorboard_dir else None,
-        wandb=WandbConfig(project=args.wandb_project, entity=args.wandb_entity, name=args.wandb_exp_name,
-                          save_dir=wandb_save_dir(args, run_dir)) if check_wandb(args, notices) else None,
-        mlflow=MlflowConfig(experiment_name=mlflow.experiment_name, run_name=mlflow.run_name,
-                            upload_logs=args.mlflow_upload_logs, upload_traces=args.mlflow_upload_traces,
-                            upload_trace_report=args.mlflow_upload_tracelens_report)
-        if mlflow else None,
-        exit_deadline_s=args.primus_exit_deadline,
-        plugin_sinks=requested_sinks(),
-        journal_retention=args.primus_journal_retention,
-    ))
+    config = notices.resolved(
+        TrackingConfig(
+            run_dir=run_dir,
+            experiment_name=mlflow.experiment_name if mlflow else None,
+            run_name=run_name,
+            tensorboard=TensorBoardConfig(log_dir=tensorboard_dir, queue_size=args.tensorboard_queue_size)
+            if tensorboard_dir
+            else None,
+            wandb=WandbConfig(
+                project=args.wandb_project,
+                entity=args.wandb_entity,
+                name=args.wandb_exp_name,
+                save_dir=wandb_save_dir(args, run_dir),
+            )
+            if check_wandb(args, notices)
+            else None,
+            mlflow=MlflowConfig(
+                experiment_name=mlflow.experiment_name,
+                run_name=mlflow.run_name,
+                upload_logs=args.mlflow_upload_logs,
+                upload_traces=args.mlflow_upload_traces,
+                upload_trace_report=args.mlflow_upload_tracelens_report,
+            )
+            if mlflow
+            else None,
+            exit_deadline_s=args.primus_exit_deadline,
+            plugin_sinks=requested_sinks(),
+            journal_retention=args.primus_journal_retention,
+        )
+    )
     recorded: dict[str, Any] = {"tensorboard_dir": args.tensorboard_dir}
     if tensorboard_dir is not None:
         args.tensorboard_dir = str(tensorboard_dir)
@@ -85,19 +99,26 @@ def plan_tracking(args) -> TrackingPlan:
         notices.info("mlflow_performance_metrics_across_ranks ignored: mlflow_upload_performance_metrics is off")
         across_ranks = False
     tracked = config.tensorboard or config.wandb or config.mlflow or config.plugin_sinks
-    return TrackingPlan(config if tracked else None, notices,
-                        log_file=run_dir / "logs" / f"rank_{args.rank}.log" if mlflow and args.mlflow_upload_logs
-                        else None,
-                        traces_dir=traces_dir, perf_metrics=bool(mlflow) and args.mlflow_upload_performance_metrics,
-                        across_ranks=across_ranks, peak_tflops=args.peak_tflops, recorded_params=recorded)
+    return TrackingPlan(
+        config if tracked else None,
+        notices,
+        log_file=run_dir / "logs" / f"rank_{args.rank}.log" if mlflow and args.mlflow_upload_logs else None,
+        traces_dir=traces_dir,
+        perf_metrics=bool(mlflow) and args.mlflow_upload_performance_metrics,
+        across_ranks=across_ranks,
+        peak_tflops=args.peak_tflops,
+        recorded_params=recorded,
+    )
 
 
 def _check_profiler(args, notices: Notices) -> None:
     if not (args.profile and args.use_pytorch_profiler):
         on = [flag for flag in ("mlflow_upload_traces", "mlflow_upload_tracelens_report") if getattr(args, flag)]
-        notices.warn(f"{' and '.join(on)} {'is' if len(on) == 1 else 'are'} on but the torch profiler is off: there "
-                     "will be no traces. Add --profile --use-pytorch-profiler (steps from --profile-step-start to "
-                     "--profile-step-end).")
+        notices.warn(
+            f"{' and '.join(on)} {'is' if len(on) == 1 else 'are'} on but the torch profiler is off: there "
+            "will be no traces. Add --profile --use-pytorch-profiler (steps from --profile-step-start to "
+            "--profile-step-end)."
+        )
 
 
 def _check_ranges(args, notices: Notices) -> None:
@@ -107,11 +128,15 @@ def _check_ranges(args, notices: Notices) -> None:
         if value < minimum:
             notices.error(f"{key}={value!r} is invalid: {_flag(key)} must be >= {minimum}")
     if args.peak_tflops is not None and not (math.isfinite(args.peak_tflops) and args.peak_tflops > 0):
-        notices.error(f"peak_tflops={args.peak_tflops!r} is invalid: {_flag('peak_tflops')} is one device's dense "
-                      f"peak TFLOP/s for the training dtype, a number > 0 (e.g. 989.4 for an H100 SXM in bf16)")
+        notices.error(
+            f"peak_tflops={args.peak_tflops!r} is invalid: {_flag('peak_tflops')} is one device's dense "
+            f"peak TFLOP/s for the training dtype, a number > 0 (e.g. 989.4 for an H100 SXM in bf16)"
+        )
     if not args.primus_exit_deadline > 0:
-        notices.error(f"primus_exit_deadline={args.primus_exit_deadline!r} is invalid: "
-                      f"{_flag('primus_exit_deadline')} must be > 0 seconds")
+        notices.error(
+            f"primus_exit_deadline={args.primus_exit_deadline!r} is invalid: "
+            f"{_flag('primus_exit_deadline')} must be > 0 seconds"
+        )
 
 
 def _flag(key: str) -> str:

@@ -14,12 +14,23 @@ from megatron.core import mpu
 from megatron.core.utils import get_batch_on_this_cp_rank
 
 
-def pretrain_gpt(pretrain: Callable, *, datasets_provider: Callable, model_provider: Callable, model_type: Any,
-                 forward_step: Callable, args_defaults: dict[str, Any]) -> None:
+def pretrain_gpt(
+    pretrain: Callable,
+    *,
+    datasets_provider: Callable,
+    model_provider: Callable,
+    model_type: Any,
+    forward_step: Callable,
+    args_defaults: dict[str, Any],
+) -> None:
     """0.18 on: the arguments are parsed first and ``pretrain`` takes them as a config container;
     0.17: ``pretrain`` parses them itself (with ``args_defaults``)."""
-    call = dict(train_valid_test_dataset_provider=datasets_provider, model_provider=model_provider,
-                model_type=model_type, forward_step_func=forward_step)
+    call = dict(
+        train_valid_test_dataset_provider=datasets_provider,
+        model_provider=model_provider,
+        model_type=model_type,
+        forward_step_func=forward_step,
+    )
     if "cfg_container" in inspect.signature(pretrain).parameters:
         from megatron.training.argument_utils import pretrain_cfg_container_from_args
         from megatron.training.arguments import parse_and_validate_args
@@ -36,16 +47,23 @@ def broadcast_batch(batch: dict[str, torch.Tensor], args: Any) -> dict[str, torc
     tensor-parallel group. Upstream's helper for this took another signature in each of 0.17, 0.18 and
     0.19; this is the pretraining case of all three (no packed sequences, no multi-token prediction)."""
     shape = (args.micro_batch_size, args.seq_length)
-    layout = {"tokens": (shape, torch.int64), "labels": (shape, torch.int64), "loss_mask": (shape, torch.float32),
-              "position_ids": (shape, torch.int64)}
+    layout = {
+        "tokens": (shape, torch.int64),
+        "labels": (shape, torch.int64),
+        "loss_mask": (shape, torch.float32),
+        "position_ids": (shape, torch.int64),
+    }
     if args.create_attention_mask_in_dataloader:
         layout["attention_mask"] = ((args.micro_batch_size, 1, args.seq_length, args.seq_length), torch.bool)
     device = torch.cuda.current_device() if torch.cuda.is_available() else torch.device("cpu")
     source, group = mpu.get_tensor_model_parallel_src_rank(), mpu.get_tensor_model_parallel_group()
     received = {"attention_mask": None}
     for key, (key_shape, dtype) in layout.items():
-        tensor = (batch[key].to(device, non_blocking=True) if mpu.get_tensor_model_parallel_rank() == 0
-                  else torch.empty(key_shape, dtype=dtype, device=device))
+        tensor = (
+            batch[key].to(device, non_blocking=True)
+            if mpu.get_tensor_model_parallel_rank() == 0
+            else torch.empty(key_shape, dtype=dtype, device=device)
+        )
         torch.distributed.broadcast(tensor, source, group=group)
         received[key] = tensor
     return received
@@ -53,6 +71,7 @@ def broadcast_batch(batch: dict[str, torch.Tensor], args: Any) -> dict[str, torc
 
 def slice_for_context_parallel(batch: dict[str, Any]) -> dict[str, Any]:
     """This rank's slice of the sequence; 0.18 on also ask whether context parallelism is hybrid."""
-    hybrid = {"is_hybrid_cp": False} if "is_hybrid_cp" in inspect.signature(get_batch_on_this_cp_rank).parameters \
-        else {}
+    hybrid = (
+        {"is_hybrid_cp": False} if "is_hybrid_cp" in inspect.signature(get_batch_on_this_cp_rank).parameters else {}
+    )
     return get_batch_on_this_cp_rank(batch, cp_group=mpu.get_context_parallel_group(), **hybrid)

@@ -67,8 +67,10 @@ def corpus(documents: int = DOCUMENTS, seed: int = 0) -> list[str]:
     rng = random.Random(seed)
     docs = []
     for _ in range(documents):
-        sentences = (" ".join(rng.choice(_WORDS) for _ in range(rng.randint(5, 18))).capitalize()
-                     + rng.choice(".!?.") for _ in range(rng.randint(3, 12)))
+        sentences = (
+            " ".join(rng.choice(_WORDS) for _ in range(rng.randint(5, 18))).capitalize() + rng.choice(".!?.")
+            for _ in range(rng.randint(3, 12))
+        )
         docs.append(" ".join(sentences))
     return docs
 
@@ -84,11 +86,22 @@ def _build(out: Path) -> None:
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tokenizer.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=VOCAB_SIZE, special_tokens=[PAD, BOS, EOS], show_progress=False,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    trainer = trainers.BpeTrainer(
+        vocab_size=VOCAB_SIZE,
+        special_tokens=[PAD, BOS, EOS],
+        show_progress=False,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
     tokenizer.train_from_iterator(docs, trainer=trainer)
     (out / "tokenizer").mkdir()
     tokenizer.save(str(out / "tokenizer" / "tokenizer.json"))
-    settings = {"bos_token": BOS, "eos_token": EOS, "pad_token": PAD, "add_bos_token": True, "add_eos_token": False,
-                "model_max_length": 131072, "tokenizer_class": "PreTrainedTokenizerFast"}
+    settings = {
+        "bos_token": BOS,
+        "eos_token": EOS,
+        "pad_token": PAD,
+        "add_bos_token": True,
+        "add_eos_token": False,
+        "model_max_length": 131072,
+        "tokenizer_class": "PreTrainedTokenizerFast",
+    }
     (out / "tokenizer" / "tokenizer_config.json").write_text(json.dumps(settings, indent=2))

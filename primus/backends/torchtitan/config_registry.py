@@ -31,8 +31,10 @@ def use_sdpa(model_config) -> int:
 def llama3_debugmodel_cpu() -> Trainer.Config:
     config = llama3_debugmodel()
     if not use_sdpa(config.model_spec.model):
-        raise RuntimeError("llama3_debugmodel_cpu: upstream's debug model no longer uses Flex/Varlen attention; "
-                           "review use_sdpa for this torchtitan version")
+        raise RuntimeError(
+            "llama3_debugmodel_cpu: upstream's debug model no longer uses Flex/Varlen attention; "
+            "review use_sdpa for this torchtitan version"
+        )
     assets = ensure_tiny_assets()
     config.hf_assets_path = str(assets.tokenizer_dir)
     config.dataloader.dataset_path = str(assets.dataset_dir)

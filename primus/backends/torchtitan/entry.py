@@ -16,10 +16,18 @@ from collections.abc import Mapping, MutableMapping, Sequence
 from primus.backends.torchtitan.experiment import MODEL_SECTION, experiment_params
 
 # (experiment section, key, upstream's flag): read by upstream from sys.argv before its config is built
-_COMMAND_LINE_ONLY = ((MODEL_SECTION, "module", "--module"), (MODEL_SECTION, "config", "--config"),
-                      ("job", "config_file", "--job.config_file"))
-_SINGLE_PROCESS = (("MASTER_ADDR", "127.0.0.1"), ("RANK", "0"), ("WORLD_SIZE", "1"), ("LOCAL_RANK", "0"),
-                   ("LOCAL_WORLD_SIZE", "1"))
+_COMMAND_LINE_ONLY = (
+    (MODEL_SECTION, "module", "--module"),
+    (MODEL_SECTION, "config", "--config"),
+    ("job", "config_file", "--job.config_file"),
+)
+_SINGLE_PROCESS = (
+    ("MASTER_ADDR", "127.0.0.1"),
+    ("RANK", "0"),
+    ("WORLD_SIZE", "1"),
+    ("LOCAL_RANK", "0"),
+    ("LOCAL_WORLD_SIZE", "1"),
+)
 
 
 def _given(argv: Sequence[str], flag: str) -> bool:

@@ -14,9 +14,19 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
-PRIMUS_FIELDS = ("enable_mlflow", "mlflow_run_name", "mlflow_experiment_name", "mlflow_upload_performance_metrics",
-                 "mlflow_upload_logs", "mlflow_upload_traces", "mlflow_upload_tracelens_report", "primus_exit_deadline",
-                 "primus_journal_retention", "peak_tflops", "mlflow_performance_metrics_across_ranks")
+PRIMUS_FIELDS = (
+    "enable_mlflow",
+    "mlflow_run_name",
+    "mlflow_experiment_name",
+    "mlflow_upload_performance_metrics",
+    "mlflow_upload_logs",
+    "mlflow_upload_traces",
+    "mlflow_upload_tracelens_report",
+    "primus_exit_deadline",
+    "primus_journal_retention",
+    "peak_tflops",
+    "mlflow_performance_metrics_across_ranks",
+)
 
 
 @functools.cache
@@ -75,9 +85,11 @@ def primus_job_config_class(job_config_class: type) -> type:
     options = primus_config_class(metrics.type)
     if options is metrics.type:
         return job_config_class
-    return dataclasses.make_dataclass(f"Primus{job_config_class.__name__}",
-                                      [("metrics", options, dataclasses.field(default_factory=options))],
-                                      bases=(job_config_class,))
+    return dataclasses.make_dataclass(
+        f"Primus{job_config_class.__name__}",
+        [("metrics", options, dataclasses.field(default_factory=options))],
+        bases=(job_config_class,),
+    )
 
 
 def with_primus_options(metrics_config: Any) -> Any:

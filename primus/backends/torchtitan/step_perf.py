@@ -36,10 +36,15 @@ class StepPerf:
         dims = processor.parallel_dims
         # ntokens_since_last_log counts this rank's batches; data-parallel ranks each see their own
         tokens = processor.ntokens_since_last_log * dims.world_size / dims.non_data_parallel_size
-        perf = throughput_metrics(tokens=tokens, seconds=seconds, world_size=dims.world_size,
-                                  flops=float(processor.num_flops_per_token) * tokens,
-                                  device_name=processor.device_memory_monitor.device_name, dtype=self._dtype,
-                                  given_peak=self._peak)
+        perf = throughput_metrics(
+            tokens=tokens,
+            seconds=seconds,
+            world_size=dims.world_size,
+            flops=float(processor.num_flops_per_token) * tokens,
+            device_name=processor.device_memory_monitor.device_name,
+            dtype=self._dtype,
+            given_peak=self._peak,
+        )
         if steps > 0 and seconds > 0:
             perf["perf/iteration_time_ms"] = seconds / steps * 1e3
         if system is None:  # into this step's dict: no intermediate dicts

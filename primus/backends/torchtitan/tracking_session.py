@@ -25,9 +25,15 @@ def prepare_tracking(config: Any, rank: int, *, dump_folder: str, profiler_secti
     global _PLAN
     checkpoint_dir = Path(dump_folder) / config.checkpoint.folder if config.checkpoint.enable else None
     profiler = getattr(config, profiler_section)
-    plan = plan_tracking(config.metrics, dump_folder=dump_folder, checkpoint_dir=checkpoint_dir, rank=rank,
-                         explicit_run_dir=run_dir_from_env(), profiling=profiler.enable_profiling,
-                         profiler_section=profiler_section)
+    plan = plan_tracking(
+        config.metrics,
+        dump_folder=dump_folder,
+        checkpoint_dir=checkpoint_dir,
+        rank=rank,
+        explicit_run_dir=run_dir_from_env(),
+        profiling=profiler.enable_profiling,
+        profiler_section=profiler_section,
+    )
     if rank == 0:
         plan.notices.emit(log)
     if plan.traces_dir is not None:
@@ -56,8 +62,11 @@ def start_tracking(plan: TrackingPlan, *, params: dict[str, Any], model: dict[st
     run.install_exit_handlers()
     perf = None
     if plan.perf_metrics:
-        perf = StepPerf(str(params.get("training", {}).get("mixed_precision_param", "bfloat16")),
-                        log_freq=int(params.get("metrics", {}).get("log_freq", 1)), peak_tflops=plan.peak_tflops)
+        perf = StepPerf(
+            str(params.get("training", {}).get("mixed_precision_param", "bfloat16")),
+            log_freq=int(params.get("metrics", {}).get("log_freq", 1)),
+            peak_tflops=plan.peak_tflops,
+        )
     return TrackingLogger(run, tag=tag, perf=perf)
 
 

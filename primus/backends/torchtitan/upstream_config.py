@@ -17,7 +17,6 @@ from typing import Any
 from primus.backends.torchtitan.experiment import MODEL_SECTION
 from primus.config import ConfigError
 
-
 CONFIG_FUNCTION_KEYS = ("module", "config")  # of MODEL_SECTION, on 0.3
 
 
@@ -33,10 +32,14 @@ def job_config_sections(params: Mapping[str, Any]) -> dict[str, Any]:
     model = params.get(MODEL_SECTION)
     named = [k for k in CONFIG_FUNCTION_KEYS if isinstance(model, Mapping) and k in model]
     if named:
-        raise ConfigError([f"torchtitan.model.{k}={model[k]!r}: torchtitan 0.2.2 has no --{k} (config functions "
-                           f"came in 0.3); name the TOML job file with job.config_file and the model with "
-                           f"model.name and model.flavor, e.g. model: {{name: llama3, flavor: debugmodel}}"
-                           for k in named])
+        raise ConfigError(
+            [
+                f"torchtitan.model.{k}={model[k]!r}: torchtitan 0.2.2 has no --{k} (config functions "
+                f"came in 0.3); name the TOML job file with job.config_file and the model with "
+                f"model.name and model.flavor, e.g. model: {{name: llama3, flavor: debugmodel}}"
+                for k in named
+            ]
+        )
     sections = dict(params)
     if "dump_folder" in sections:
         dump_folder, job = sections.pop("dump_folder"), sections.get("job") or {}
@@ -59,16 +62,19 @@ def _apply(target: Any, values: Mapping[str, Any], path: str, problems: list[str
         if key not in names:
             close = difflib.get_close_matches(str(key), names, n=1)
             hint = f"did you mean {close[0]!r}? " if close else ""
-            problems.append(f"{dotted}: {type(target).__qualname__} has no field {key!r}; {hint}"
-                            f"fields: {', '.join(sorted(names))}")
+            problems.append(
+                f"{dotted}: {type(target).__qualname__} has no field {key!r}; {hint}fields: {', '.join(sorted(names))}"
+            )
             continue
         current = getattr(target, key)
         if dataclasses.is_dataclass(current):
             if isinstance(value, Mapping):
                 _apply(current, value, dotted, problems)
             else:
-                problems.append(f"{dotted}={value!r}: this is a section of upstream's config; give a mapping of "
-                                f"its fields, e.g. {key}: {{...}}")
+                problems.append(
+                    f"{dotted}={value!r}: this is a section of upstream's config; give a mapping of "
+                    f"its fields, e.g. {key}: {{...}}"
+                )
             continue
         problem = _type_problem(current, value)
         if problem:
@@ -87,8 +93,12 @@ def _type_problem(current: Any, value: Any) -> str | None:
         return f"expected {type(current).__name__} like upstream's default {current!r}"
     if isinstance(current, (int, float)) and not isinstance(value, (int, float)):
         return f"expected a number like upstream's default {current!r}"
-    if isinstance(current, int) and not isinstance(current, bool) and isinstance(value, float) \
-            and not value.is_integer():
+    if (
+        isinstance(current, int)
+        and not isinstance(current, bool)
+        and isinstance(value, float)
+        and not value.is_integer()
+    ):
         return f"expected a whole number like upstream's default {current!r}"
     if isinstance(current, str) and not isinstance(value, str):
         return f"expected a string like upstream's default {current!r}; quote it"

@@ -23,6 +23,8 @@ def upstream_peak_is_real(device_name: str, peak_flops: float) -> bool:
 
 
 def unknown_peak_notice(device_name: str) -> str:
-    return (f"upstream's {UPSTREAM_MFU} is not tracked: the peak FLOP/s of {device_name!r} is unknown (upstream "
-            f"assumes an A100's {A100_PEAK_FLOPS / 1e12:g} TFLOP/s). Its console line still prints it; tflops, the "
-            f"achieved rate, is tracked.")
+    return (
+        f"upstream's {UPSTREAM_MFU} is not tracked: the peak FLOP/s of {device_name!r} is unknown (upstream "
+        f"assumes an A100's {A100_PEAK_FLOPS / 1e12:g} TFLOP/s). Its console line still prints it; tflops, the "
+        f"achieved rate, is tracked."
+    )

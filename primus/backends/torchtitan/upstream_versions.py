@@ -15,6 +15,10 @@ from primus.patches.upstream import Upstream
 TOML_JOB_CONFIG = ">=0.2.2,<0.3"
 CONFIGURABLE = ">=0.3.0,<0.4"
 
-TORCHTITAN = Upstream(name="TorchTitan", distribution="torchtitan", package="torchtitan",
-                      supported=">=0.2.2,<0.4",
-                      version_files=("__init__.py", "../assets/version.txt"))  # a source checkout: the repo's file
+TORCHTITAN = Upstream(
+    name="TorchTitan",
+    distribution="torchtitan",
+    package="torchtitan",
+    supported=">=0.2.2,<0.4",
+    version_files=("__init__.py", "../assets/version.txt"),
+)  # a source checkout: the repo's file

@@ -21,13 +21,18 @@ def wandb_settings(save_dir: Path, notices: Notices, environ: Mapping[str, str] 
     (components/metrics.py, 0.2.2 and 0.3.0); warns of missing credentials.
     WANDB_RUN_GROUP reaches wandb directly (wandb reads it itself)."""
     notices.check_wandb_credentials("metrics.enable_wandb", environ)
-    return WandbConfig(project=environ.get("WANDB_PROJECT") or UPSTREAM_DEFAULT_PROJECT,
-                       entity=environ.get("WANDB_TEAM") or environ.get("WANDB_ENTITY") or None,
-                       name=environ.get("WANDB_RUN_NAME") or None, save_dir=save_dir,
-                       run_id=environ.get("WANDB_RUN_ID") or None, notes=environ.get("WANDB_RUN_NOTES") or None,
-                       tags=_tags(environ.get("WANDB_RUN_TAGS")), job_type=environ.get("WANDB_RUN_JOB_TYPE") or None,
-                       resume_from=environ.get("WANDB_RESUME_FROM") or None,
-                       fork_from=environ.get("WANDB_FORK_FROM") or None)
+    return WandbConfig(
+        project=environ.get("WANDB_PROJECT") or UPSTREAM_DEFAULT_PROJECT,
+        entity=environ.get("WANDB_TEAM") or environ.get("WANDB_ENTITY") or None,
+        name=environ.get("WANDB_RUN_NAME") or None,
+        save_dir=save_dir,
+        run_id=environ.get("WANDB_RUN_ID") or None,
+        notes=environ.get("WANDB_RUN_NOTES") or None,
+        tags=_tags(environ.get("WANDB_RUN_TAGS")),
+        job_type=environ.get("WANDB_RUN_JOB_TYPE") or None,
+        resume_from=environ.get("WANDB_RESUME_FROM") or None,
+        fork_from=environ.get("WANDB_FORK_FROM") or None,
+    )
 
 
 def _tags(text: str | None) -> tuple[str, ...] | None:

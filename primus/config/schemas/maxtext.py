@@ -11,16 +11,26 @@ from primus.config.schemas import upstream_tables
 from primus.config.schemas.tracking import journal_retention_param, mlflow_params, performance_params
 
 PARAMS = [
-    Param("log_period", "int", ge=1,
-          help="Train steps between TensorBoard flushes (also GCS metric uploads and managed-profiler updates)."),
-    Param("enable_tensorboard", "bool",
-          help="Enable TensorBoard logging (<base_output_directory>/<run_name>/tensorboard/<run_name>)."),
+    Param(
+        "log_period",
+        "int",
+        ge=1,
+        help="Train steps between TensorBoard flushes (also GCS metric uploads and managed-profiler updates).",
+    ),
+    Param(
+        "enable_tensorboard",
+        "bool",
+        help="Enable TensorBoard logging (<base_output_directory>/<run_name>/tensorboard/<run_name>).",
+    ),
     Param("enable_wandb", "bool", help="Enable W&B logging."),
     Param("wandb_project_name", "str", help="W&B project."),
     Param("wandb_run_name", "str", help="W&B run name (default: run_name)."),
     Param("run_name", "str", help="MaxText's run name (default under primus train: the run directory's name)."),
-    Param("base_output_directory", "str", help="Where MaxText writes its run folder (default under primus train: "
-                                               "the run directory's parent)."),
+    Param(
+        "base_output_directory",
+        "str",
+        help="Where MaxText writes its run folder (default under primus train: the run directory's parent).",
+    ),
     Param("enable_mlflow", "bool", primus=True, help="Enable MLflow logging."),
     *mlflow_params(),
     journal_retention_param(),

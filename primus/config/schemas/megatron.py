@@ -21,18 +21,27 @@ PRIMUS_PARAMS = [
     Param("mlflow_upload_traces", "bool", primus=True, help="Upload profiler trace files."),
     Param("mlflow_upload_logs", "bool", primus=True, help="Upload training log files."),
     Param("mlflow_upload_tracelens_report", "bool", primus=True, help="Generate and upload a trace report."),
-    Param("log_avg_skip_iterations", "int", primus=True, ge=0,
-          help="Log entries left out of the running averages (`perf/*_avg`, the console's `(avg …)`): the first N "
-               "of each process, the first log step counted (it only starts the clock), so with log_interval 1 "
-               "averages start at iteration N+1. Applies with every tracker off too."),
-    Param("log_avg_reset_interval", "int", primus=True, ge=1,
-          help="Log entries (not iterations: they differ when log_interval > 1) after which the running averages "
-               "start over."),
+    Param(
+        "log_avg_skip_iterations",
+        "int",
+        primus=True,
+        ge=0,
+        help="Log entries left out of the running averages (`perf/*_avg`, the console's `(avg …)`): the first N "
+        "of each process, the first log step counted (it only starts the clock), so with log_interval 1 "
+        "averages start at iteration N+1. Applies with every tracker off too.",
+    ),
+    Param(
+        "log_avg_reset_interval",
+        "int",
+        primus=True,
+        ge=1,
+        help="Log entries (not iterations: they differ when log_interval > 1) after which the running averages "
+        "start over.",
+    ),
     Param("log_learning_rate_to_tensorboard", "bool", primus=True, help="Log the learning rate."),
     Param("log_batch_size_to_tensorboard", "bool", primus=True, help="Log the batch size."),
     Param("primus_run_dir", "str", nullable=True, primus=True, help="This run's directory (journal, run ids)."),
-    Param("primus_exit_deadline", "float", primus=True, gt=0,
-          help="Seconds to wait at exit for trackers to deliver."),
+    Param("primus_exit_deadline", "float", primus=True, gt=0, help="Seconds to wait at exit for trackers to deliver."),
     journal_retention_param(),
 ]
 
@@ -43,19 +52,42 @@ PRIMUS_PARAMS = [
 # Arguments whose 0 or -1 means "off" (eval_interval, save_interval, exit_interval) are left alone.
 _AT_LEAST_1 = (
     # intervals
-    "log_interval", "tensorboard_log_interval", "log_memory_interval",
+    "log_interval",
+    "tensorboard_log_interval",
+    "log_memory_interval",
     # sizes
-    "tensorboard_queue_size", "micro_batch_size", "global_batch_size", "seq_length", "max_position_embeddings",
-    "num_layers", "hidden_size", "ffn_hidden_size", "num_attention_heads", "num_query_groups", "kv_channels",
-    "vocab_size", "make_vocab_size_divisible_by",
-    "tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size",
-    "expert_model_parallel_size", "expert_tensor_parallel_size",
+    "tensorboard_queue_size",
+    "micro_batch_size",
+    "global_batch_size",
+    "seq_length",
+    "max_position_embeddings",
+    "num_layers",
+    "hidden_size",
+    "ffn_hidden_size",
+    "num_attention_heads",
+    "num_query_groups",
+    "kv_channels",
+    "vocab_size",
+    "make_vocab_size_divisible_by",
+    "tensor_model_parallel_size",
+    "pipeline_model_parallel_size",
+    "context_parallel_size",
+    "expert_model_parallel_size",
+    "expert_tensor_parallel_size",
     # a timeout in whole minutes (> 0), and upstream's "positive integer" seed
-    "distributed_timeout_minutes", "seed",
+    "distributed_timeout_minutes",
+    "seed",
 )
 _AT_LEAST_0 = (
-    "local_rank", "logging_level", "eval_iters", "lr_warmup_iters", "num_workers",
-    "lr", "min_lr", "weight_decay", "clip_grad",
+    "local_rank",
+    "logging_level",
+    "eval_iters",
+    "lr_warmup_iters",
+    "num_workers",
+    "lr",
+    "min_lr",
+    "weight_decay",
+    "clip_grad",
 )
 _PROBABILITIES = ("hidden_dropout", "attention_dropout")
 UPSTREAM_BOUNDS: dict[str, dict[str, Any]] = {  # Param's ge/gt/le
@@ -68,13 +100,13 @@ UPSTREAM_BOUNDS: dict[str, dict[str, Any]] = {  # Param's ge/gt/le
 # Upstream arguments whose effect Primus extends: said here, not only the spec's purpose
 UPSTREAM_HELP = {
     "log_throughput": "Log tokens/s and TFLOP/s throughput. Primus adds a console line every log step from the "
-                      "second on (tokens/s/GPU, TFLOP/s/GPU, their running averages, MFU where the peak is known, "
-                      "the ETA), on the last rank, with or without a tracker.",
+    "second on (tokens/s/GPU, TFLOP/s/GPU, their running averages, MFU where the peak is known, "
+    "the ETA), on the last rank, with or without a tracker.",
     "log_progress": "Log progress/ETA. Primus adds its console line (ETA and throughput) as for log_throughput.",
     "tensorboard_dir": "Output directory for event files (**required** when enabled; else `<run dir>/tensorboard`). "
-                       "Trackers record it as given; the folders Primus chose go in the run's params as "
-                       "`primus_tensorboard_events_dir` (TensorBoard on) and `primus_traces_dir` (trace upload on, "
-                       "which points upstream's profiler there).",
+    "Trackers record it as given; the folders Primus chose go in the run's params as "
+    "`primus_tensorboard_events_dir` (TensorBoard on) and `primus_traces_dir` (trace upload on, "
+    "which points upstream's profiler there).",
 }
 
 

@@ -14,12 +14,15 @@ from primus.config.schemas.tracking import journal_retention_param, mlflow_param
 PARAMS = [
     Param("metrics.log_freq", "int", ge=1, help="Steps between metric logs."),
     Param("metrics.enable_tensorboard", "bool", help="Enable TensorBoard logging."),
-    Param("metrics.enable_wandb", "bool",
-          help="Enable W&B logging. As upstream, from WANDB_PROJECT, WANDB_RUN_NAME, WANDB_TEAM, WANDB_RUN_ID, "
-               "WANDB_RUN_NOTES, WANDB_RUN_TAGS (comma-separated), WANDB_RUN_JOB_TYPE, WANDB_RUN_GROUP and "
-               "WANDB_RESUME_FROM or WANDB_FORK_FROM (`<run id>?_step=<step>`, on the run's first start; a restart "
-               "resumes the run it made; W&B keeps a fork's steps after the branch point only, so fork at the "
-               "step before the first one the run logs)."),
+    Param(
+        "metrics.enable_wandb",
+        "bool",
+        help="Enable W&B logging. As upstream, from WANDB_PROJECT, WANDB_RUN_NAME, WANDB_TEAM, WANDB_RUN_ID, "
+        "WANDB_RUN_NOTES, WANDB_RUN_TAGS (comma-separated), WANDB_RUN_JOB_TYPE, WANDB_RUN_GROUP and "
+        "WANDB_RESUME_FROM or WANDB_FORK_FROM (`<run id>?_step=<step>`, on the run's first start; a restart "
+        "resumes the run it made; W&B keeps a fork's steps after the branch point only, so fork at the "
+        "step before the first one the run logs).",
+    ),
     Param("metrics.save_tb_folder", "str", help="TensorBoard output subfolder."),
     Param("metrics.save_for_all_ranks", "bool", help="Write metrics from every rank."),
     Param("metrics.disable_color_printing", "bool", help="No ANSI colours on the console."),
@@ -28,13 +31,26 @@ PARAMS = [
     *performance_params("metrics."),
     Param("metrics.mlflow_upload_logs", "bool", primus=True, help="Upload this run's log file to MLflow."),
     Param("metrics.mlflow_upload_traces", "bool", primus=True, help="Upload this run's profiler traces to MLflow."),
-    Param("metrics.mlflow_upload_tracelens_report", "bool", primus=True,
-          help="Write a report analysing this run's profiler traces and upload it to MLflow."),
-    Param("metrics.primus_exit_deadline", "float", primus=True, gt=0,
-          help="Seconds to wait at exit for trackers to deliver."),
+    Param(
+        "metrics.mlflow_upload_tracelens_report",
+        "bool",
+        primus=True,
+        help="Write a report analysing this run's profiler traces and upload it to MLflow.",
+    ),
+    Param(
+        "metrics.primus_exit_deadline",
+        "float",
+        primus=True,
+        gt=0,
+        help="Seconds to wait at exit for trackers to deliver.",
+    ),
     journal_retention_param("metrics.primus_journal_retention"),
-    Param("model.module", "str", primus=True,
-          help="torchtitan --module: a model name (llama3) or an importable module with a config_registry."),
+    Param(
+        "model.module",
+        "str",
+        primus=True,
+        help="torchtitan --module: a model name (llama3) or an importable module with a config_registry.",
+    ),
     Param("model.config", "str", primus=True, help="torchtitan --config: the config function, e.g. llama3_8b."),
 ]
 
@@ -48,8 +64,12 @@ def table() -> Path:
 
 # 0.3 has a top-level dump_folder; 0.2.2 keeps it in job.dump_folder, and Primus's (what `primus train` derives)
 # becomes that unless the experiment sets job.dump_folder itself.
-DUMP_FOLDER = Param("dump_folder", "str", primus=True,
-                    help="The job's output folder (torchtitan 0.2.2: job.dump_folder, unless the experiment sets it).")
+DUMP_FOLDER = Param(
+    "dump_folder",
+    "str",
+    primus=True,
+    help="The job's output folder (torchtitan 0.2.2: job.dump_folder, unless the experiment sets it).",
+)
 
 
 def schema() -> Schema:

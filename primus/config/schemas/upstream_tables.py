@@ -85,16 +85,19 @@ def load(path: Path) -> dict[str, Any]:
 
 def params(path: Path) -> list[Param]:
     """One upstream Param per field of the table, typed by its annotation."""
-    return [Param(name, "any", default=entry.get("default"), annotation=entry["type"], help=entry.get("help", ""))
-            for name, entry in load(path)["fields"].items()]
+    return [
+        Param(name, "any", default=entry.get("default"), annotation=entry["type"], help=entry.get("help", ""))
+        for name, entry in load(path)["fields"].items()
+    ]
 
 
 def render(header: str, table: dict[str, Any]) -> str:
     return header + yaml.safe_dump(table, sort_keys=False, default_flow_style=False, width=200, allow_unicode=True)
 
 
-def main(argv: list[str] | None, description: str, build_table: Callable[[], dict[str, Any]], backend: str,
-         header: str) -> int:
+def main(
+    argv: list[str] | None, description: str, build_table: Callable[[], dict[str, Any]], backend: str, header: str
+) -> int:
     """The command line of a table generator: write the table of the release installed here, or ``--check``
     it against the checked-in one."""
     parser = argparse.ArgumentParser(description=description)

@@ -67,8 +67,11 @@ class MlflowSink(Sink):
         except Exception as e:  # MlflowRestError or MlflowException: both carry MLflow's error_code
             if getattr(e, "error_code", None) != "RESOURCE_DOES_NOT_EXIST":
                 raise
-            log.warning("primus tracking: MLflow run %s saved in %s no longer exists; starting a new run",
-                        saved["run_id"], self.state.path)
+            log.warning(
+                "primus tracking: MLflow run %s saved in %s no longer exists; starting a new run",
+                saved["run_id"],
+                self.state.path,
+            )
             return None
         if run.status != RunStatus.RUNNING:
             self._client.set_status(run.run_id, RunStatus.RUNNING)
@@ -88,11 +91,17 @@ class MlflowSink(Sink):
         self._metric_keys, self._tag_keys = MlflowKeys(), MlflowKeys(mlflow_keys(self.meta.tags))  # a new run
         tags = {self._tag_keys(k): clip(v, MLFLOW_MAX_TAG_VALUE) for k, v in self.meta.tags.items()}
         run_id = self._client.create_run(experiment_id, self.cfg.run_name, tags)
-        self.state.update("mlflow", run_id=run_id, experiment_id=experiment_id,
-                          tracking_uri=redact_text(self.cfg.tracking_uri), metric_keys={},
-                          tag_keys=self._tag_keys.assigned())
-        log.info("primus tracking: MLflow run %s in experiment %r at %s", run_id, name,
-                 redact_text(self.cfg.tracking_uri))
+        self.state.update(
+            "mlflow",
+            run_id=run_id,
+            experiment_id=experiment_id,
+            tracking_uri=redact_text(self.cfg.tracking_uri),
+            metric_keys={},
+            tag_keys=self._tag_keys.assigned(),
+        )
+        log.info(
+            "primus tracking: MLflow run %s in experiment %r at %s", run_id, name, redact_text(self.cfg.tracking_uri)
+        )
         self._log_params(run_id, {})
         return run_id
 
@@ -109,38 +118,55 @@ class MlflowSink(Sink):
         wanted = {keys[k]: clip(v, MLFLOW_MAX_PARAM_VALUE) for k, v in self.meta.params.items()}
         changed = sorted(k for k, v in wanted.items() if k in existing and existing[k] != v)
         if changed:
-            log.warning("primus tracking: resumed MLflow run %s keeps its first values for changed params %s",
-                        run_id, ", ".join(changed[:20]))
+            log.warning(
+                "primus tracking: resumed MLflow run %s keeps its first values for changed params %s",
+                run_id,
+                ", ".join(changed[:20]),
+            )
         new = [(k, v) for k, v in wanted.items() if k not in existing]
         for i in range(0, len(new), MAX_PARAMS_TAGS_PER_BATCH):
-            self._client.log_batch(run_id, params=new[i:i + MAX_PARAMS_TAGS_PER_BATCH])
+            self._client.log_batch(run_id, params=new[i : i + MAX_PARAMS_TAGS_PER_BATCH])
 
     def chunks(self, records: Sequence[Record]) -> Iterable[Sequence[Record]]:
         for i in range(0, len(records), RECORDS_PER_WRITE):
-            yield records[i:i + RECORDS_PER_WRITE]
+            yield records[i : i + RECORDS_PER_WRITE]
 
     def write(self, records: Sequence[Record]) -> None:
         known = len(self._metric_keys), len(self._tag_keys)
-        metrics = [MetricPoint(self._metric_keys(k), v, r.ts_ms, r.step) for r in records if r.kind == METRICS
-                   for k, v in r.data.items()]
+        metrics = [
+            MetricPoint(self._metric_keys(k), v, r.ts_ms, r.step)
+            for r in records
+            if r.kind == METRICS
+            for k, v in r.data.items()
+        ]
         # MLflow has no text-per-step: the latest text of a tag is a run tag
-        tags = {self._tag_keys(f"text/{r.data['tag']}"): clip(r.data["text"], MLFLOW_MAX_TAG_VALUE)
-                for r in records if r.kind == TEXT}
+        tags = {
+            self._tag_keys(f"text/{r.data['tag']}"): clip(r.data["text"], MLFLOW_MAX_TAG_VALUE)
+            for r in records
+            if r.kind == TEXT
+        }
         if known != (len(self._metric_keys), len(self._tag_keys)):
             # before the send: a key MLflow has seen is the name's key for good
             self.state.update("mlflow", metric_keys=self._metric_keys.assigned(), tag_keys=self._tag_keys.assigned())
         tag_list = list(tags.items())
         for i in range(0, len(tag_list), MAX_PARAMS_TAGS_PER_BATCH):
-            self._client.log_batch(self.run_id, tags=tag_list[i:i + MAX_PARAMS_TAGS_PER_BATCH])
+            self._client.log_batch(self.run_id, tags=tag_list[i : i + MAX_PARAMS_TAGS_PER_BATCH])
         for i in range(0, len(metrics), MAX_METRICS_PER_BATCH):
-            self._client.log_batch(self.run_id, metrics=metrics[i:i + MAX_METRICS_PER_BATCH])
+            self._client.log_batch(self.run_id, metrics=metrics[i : i + MAX_METRICS_PER_BATCH])
 
     def close(self, status: str, complete: bool) -> None:
         if not complete:
             return  # the run stays RUNNING until `primus tracking sync` delivers the rest
         uploaded = self.state.section("mlflow").get("artifacts_uploaded")
-        subdirs = [d for d, on in ((LOGS_DIR, self.cfg.upload_logs), (TRACES_DIR, self.cfg.upload_traces),
-                                   (REPORTS_DIR, self.cfg.upload_trace_report)) if on]
+        subdirs = [
+            d
+            for d, on in (
+                (LOGS_DIR, self.cfg.upload_logs),
+                (TRACES_DIR, self.cfg.upload_traces),
+                (REPORTS_DIR, self.cfg.upload_trace_report),
+            )
+            if on
+        ]
         if not uploaded and subdirs:
             if self.cfg.upload_trace_report:
                 self._write_trace_report()
@@ -156,8 +182,9 @@ class MlflowSink(Sink):
 
         error = outside_except(lambda: write_trace_report(self.run_dir / TRACES_DIR, self.run_dir / REPORTS_DIR))
         if error is not None:
-            log.warning("primus tracking: no trace report for MLflow run %s: %s", self.run_id,
-                        redact_text(str(error))[:300])
+            log.warning(
+                "primus tracking: no trace report for MLflow run %s: %s", self.run_id, redact_text(str(error))[:300]
+            )
 
 
 def connect(cfg: MlflowConfig) -> MlflowRestClient | FullMlflowClient:

@@ -44,15 +44,24 @@ class FullMlflowClient:
     def set_terminated(self, run_id: str, status: str) -> None:
         self._client.set_terminated(run_id, status)
 
-    def log_batch(self, run_id: str, metrics: Sequence[MetricPoint] = (),
-                  params: Mapping[str, str] | Iterable[tuple[str, str]] = (),
-                  tags: Mapping[str, str] | Iterable[tuple[str, str]] = ()) -> None:
+    def log_batch(
+        self,
+        run_id: str,
+        metrics: Sequence[MetricPoint] = (),
+        params: Mapping[str, str] | Iterable[tuple[str, str]] = (),
+        tags: Mapping[str, str] | Iterable[tuple[str, str]] = (),
+    ) -> None:
         from mlflow.entities import Metric, Param, RunTag
 
         params = params.items() if isinstance(params, Mapping) else params
         tags = tags.items() if isinstance(tags, Mapping) else tags
-        self._client.log_batch(run_id, metrics=[Metric(*m) for m in metrics], params=[Param(k, v) for k, v in params],
-                               tags=[RunTag(k, v) for k, v in tags], synchronous=True)
+        self._client.log_batch(
+            run_id,
+            metrics=[Metric(*m) for m in metrics],
+            params=[Param(k, v) for k, v in params],
+            tags=[RunTag(k, v) for k, v in tags],
+            synchronous=True,
+        )
 
     def log_artifact(self, run_id: str, local_path: Path, artifact_path: str) -> None:
         self._client.log_artifact(run_id, str(local_path), artifact_path=artifact_path)

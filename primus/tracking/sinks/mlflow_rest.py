@@ -30,9 +30,18 @@ from primus.redaction import MASK, redact_text
 API = "/api/2.0/mlflow"
 ARTIFACTS_API = "/api/2.0/mlflow-artifacts/artifacts"
 # MLflow's own mapping (mlflow.exceptions.HTTP_STATUS_TO_ERROR_CODE) for a reply without an error_code
-STATUS_ERROR_CODES = {400: "BAD_REQUEST", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "ENDPOINT_NOT_FOUND",
-                      409: "RESOURCE_CONFLICT", 429: "RESOURCE_EXHAUSTED", 499: "CANCELLED", 501: "NOT_IMPLEMENTED",
-                      503: "TEMPORARILY_UNAVAILABLE", 504: "DEADLINE_EXCEEDED"}
+STATUS_ERROR_CODES = {
+    400: "BAD_REQUEST",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "ENDPOINT_NOT_FOUND",
+    409: "RESOURCE_CONFLICT",
+    429: "RESOURCE_EXHAUSTED",
+    499: "CANCELLED",
+    501: "NOT_IMPLEMENTED",
+    503: "TEMPORARILY_UNAVAILABLE",
+    504: "DEADLINE_EXCEEDED",
+}
 # settings only the full client implements (request-auth plugins, AWS request signing)
 FULL_CLIENT_VARIABLES = ("MLFLOW_TRACKING_AUTH", "MLFLOW_TRACKING_AWS_SIGV4")
 TRUE, FALSE = ("true", "1"), ("false", "0", "")
@@ -50,6 +59,7 @@ class MlflowRestError(RuntimeError):
 
 class RunView(NamedTuple):
     """What the sink reads of a run."""
+
     run_id: str
     status: str
     params: dict[str, str]
@@ -131,8 +141,10 @@ def ssl_context(env: Mapping[str, str] = os.environ):
     server_cert = env.get("MLFLOW_TRACKING_SERVER_CERT_PATH")
     client_cert = env.get("MLFLOW_TRACKING_CLIENT_CERT_PATH")
     if insecure and server_cert:
-        raise ValueError("MLFLOW_TRACKING_INSECURE_TLS=true and MLFLOW_TRACKING_SERVER_CERT_PATH are both set: "
-                         "MLflow accepts only one of them; unset one")
+        raise ValueError(
+            "MLFLOW_TRACKING_INSECURE_TLS=true and MLFLOW_TRACKING_SERVER_CERT_PATH are both set: "
+            "MLflow accepts only one of them; unset one"
+        )
     if insecure:
         context = ssl._create_unverified_context()
     else:
@@ -206,8 +218,12 @@ class MlflowRestClient:
         return self._call("POST", "/experiments/create", body)["experiment_id"]
 
     def create_run(self, experiment_id: str, run_name: str | None, tags: Mapping[str, str]) -> str:
-        body = {"experiment_id": str(experiment_id), "user_id": tags.get("mlflow.user", "unknown"),
-                "start_time": int(time.time() * 1000), "tags": _pairs(tags)}
+        body = {
+            "experiment_id": str(experiment_id),
+            "user_id": tags.get("mlflow.user", "unknown"),
+            "start_time": int(time.time() * 1000),
+            "tags": _pairs(tags),
+        }
         if run_name is not None:
             body["run_name"] = run_name
         return self._remember(self._call("POST", "/runs/create", body)["run"]).run_id
@@ -222,13 +238,21 @@ class MlflowRestClient:
     def set_terminated(self, run_id: str, status: str) -> None:
         self._call("POST", "/runs/update", {"run_id": run_id, "status": status, "end_time": int(time.time() * 1000)})
 
-    def log_batch(self, run_id: str, metrics: Sequence[MetricPoint] = (),
-                  params: Mapping[str, str] | Iterable[tuple[str, str]] = (),
-                  tags: Mapping[str, str] | Iterable[tuple[str, str]] = ()) -> None:
-        body = {"run_id": run_id,
-                "metrics": [{"key": m.key, "value": _number(m.value), "timestamp": m.timestamp, "step": m.step}
-                            for m in metrics],
-                "params": _pairs(params), "tags": _pairs(tags)}
+    def log_batch(
+        self,
+        run_id: str,
+        metrics: Sequence[MetricPoint] = (),
+        params: Mapping[str, str] | Iterable[tuple[str, str]] = (),
+        tags: Mapping[str, str] | Iterable[tuple[str, str]] = (),
+    ) -> None:
+        body = {
+            "run_id": run_id,
+            "metrics": [
+                {"key": m.key, "value": _number(m.value), "timestamp": m.timestamp, "step": m.step} for m in metrics
+            ],
+            "params": _pairs(params),
+            "tags": _pairs(tags),
+        }
         self._call("POST", "/runs/log-batch", body)
 
     def artifact_uri(self, run_id: str) -> str:
@@ -249,8 +273,9 @@ class MlflowRestClient:
         endpoint = f"{self.base_path}{ARTIFACTS_API}/{quote(path)}"
         size = local_path.stat().st_size
         with open(local_path, "rb") as f:
-            self._request("PUT", endpoint, f, {"Content-Type": _mime_type(local_path.name),
-                                               "Content-Length": str(size)})
+            self._request(
+                "PUT", endpoint, f, {"Content-Type": _mime_type(local_path.name), "Content-Length": str(size)}
+            )
 
     def close(self) -> None:
         with self._lock:
@@ -262,8 +287,12 @@ class MlflowRestClient:
 
     def _remember(self, run: dict) -> RunView:
         info, data = run["info"], run.get("data", {})
-        view = RunView(info["run_id"], info["status"], {p["key"]: p.get("value", "") for p in data.get("params", [])},
-                       info.get("artifact_uri", ""))
+        view = RunView(
+            info["run_id"],
+            info["status"],
+            {p["key"]: p.get("value", "") for p in data.get("params", [])},
+            info.get("artifact_uri", ""),
+        )
         self._artifact_uris[view.run_id] = view.artifact_uri
         return view
 
@@ -303,8 +332,9 @@ class MlflowRestClient:
                 self._drop()
         if self._conn is None:
             if self.scheme == "https":
-                self._conn = http.client.HTTPSConnection(self.host, self.port, timeout=self.timeout_s,
-                                                         context=self._ssl)
+                self._conn = http.client.HTTPSConnection(
+                    self.host, self.port, timeout=self.timeout_s, context=self._ssl
+                )
             else:
                 self._conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout_s)
         return self._conn

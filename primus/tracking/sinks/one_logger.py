@@ -25,10 +25,13 @@ class OneLoggerSink(Sink):
         try:
             from one_logger import OneLogger
         except ImportError as e:
-            raise SinkUnavailable("enable_one_logger is on but the one_logger package is not importable "
-                                  f"({e}); install NVIDIA's one_logger or set enable_one_logger: false") from e
-        self._logger = OneLogger(config={"project": self.cfg.project, "name": self.run_name,
-                                         "async": self.cfg.async_mode})
+            raise SinkUnavailable(
+                "enable_one_logger is on but the one_logger package is not importable "
+                f"({e}); install NVIDIA's one_logger or set enable_one_logger: false"
+            ) from e
+        self._logger = OneLogger(
+            config={"project": self.cfg.project, "name": self.run_name, "async": self.cfg.async_mode}
+        )
         return f"{self.cfg.project}/{self.run_name}"
 
     def write(self, records: Sequence[Record]) -> None:

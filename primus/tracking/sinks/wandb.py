@@ -56,8 +56,9 @@ class WandbSink(Sink):
                 raise SinkUnavailable(f"wandb.init(mode={self.cfg.mode!r}) failed: {error}") from error
             self._run = self._offline_instead(wandb, error)
         self._run.config.update({**self.meta.params, "primus_tags": self.meta.tags}, allow_val_change=True)
-        self.state.update("wandb", id=self.run_id, mode=self._run.settings.mode,
-                          sync_dir=str(self._run.settings.sync_dir))
+        self.state.update(
+            "wandb", id=self.run_id, mode=self._run.settings.mode, sync_dir=str(self._run.settings.sync_dir)
+        )
         return self.run_id
 
     def _init(self, wandb: Any, mode: str) -> Any:
@@ -65,11 +66,20 @@ class WandbSink(Sink):
         # one at a time: a node's shared delivery process opens several runs' W&B on their own threads, and the
         # variables hidden here are the whole process's
         with _INIT_LOCK, _hidden(START_POINT_VARIABLES):
-            return wandb.init(project=cfg.project, entity=cfg.entity, name=cfg.name, dir=str(cfg.save_dir),
-                              id=self.run_id, mode=mode, notes=cfg.notes, tags=cfg.tags, job_type=cfg.job_type,
-                              **self._start_point(),
-                              reinit="create_new",  # never finish a run the user's own code started
-                              settings=wandb.Settings(init_timeout=cfg.init_timeout_s, console="off"))
+            return wandb.init(
+                project=cfg.project,
+                entity=cfg.entity,
+                name=cfg.name,
+                dir=str(cfg.save_dir),
+                id=self.run_id,
+                mode=mode,
+                notes=cfg.notes,
+                tags=cfg.tags,
+                job_type=cfg.job_type,
+                **self._start_point(),
+                reinit="create_new",  # never finish a run the user's own code started
+                settings=wandb.Settings(init_timeout=cfg.init_timeout_s, console="off"),
+            )
 
     def _start_point(self) -> dict[str, str]:
         """resume_from / fork_from on this run's first start only (W&B takes neither with ``resume``); a
@@ -83,18 +93,24 @@ class WandbSink(Sink):
 
     def _offline_instead(self, wandb: Any, error: Exception) -> Any:
         if wandb.run is not None:
-            raise SinkUnavailable(f"wandb.init failed online ({error}), and another W&B run is active in this "
-                                  f"process, so it cannot restart W&B offline; `primus tracking sync` replays the "
-                                  f"journal into W&B later") from error
+            raise SinkUnavailable(
+                f"wandb.init failed online ({error}), and another W&B run is active in this "
+                f"process, so it cannot restart W&B offline; `primus tracking sync` replays the "
+                f"journal into W&B later"
+            ) from error
         wandb.teardown()  # wandb-core keeps the failed online run's id "in use" until its service restarts
         try:
             run = self._init(wandb, "offline")
         except Exception as e:
             raise SinkUnavailable(f"wandb.init failed online ({error}) and offline ({e})") from e
-        log.warning("primus tracking: W&B did not start online within init_timeout_s=%s (%s). This run is logged "
-                    "offline in %s and every step is also in the journal; upload it later with `wandb sync %s`.",
-                    self.cfg.init_timeout_s, redact_text(str(error))[:300], run.settings.sync_dir,
-                    run.settings.sync_dir)
+        log.warning(
+            "primus tracking: W&B did not start online within init_timeout_s=%s (%s). This run is logged "
+            "offline in %s and every step is also in the journal; upload it later with `wandb sync %s`.",
+            self.cfg.init_timeout_s,
+            redact_text(str(error))[:300],
+            run.settings.sync_dir,
+            run.settings.sync_dir,
+        )
         return run
 
     def write(self, records: Sequence[Record]) -> None:

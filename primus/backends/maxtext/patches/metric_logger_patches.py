@@ -20,10 +20,14 @@ from primus.patches.arguments import Arguments
 FEED = "_primus_feed"  # the TrackingMetricWriter on a tracked MetricLogger instance
 
 
-@REGISTRY.patch("maxtext.tracking.metric_logger", target="maxtext.common.metric_logger",
-                upstream=MAXTEXT, backend="maxtext",
-                description="MetricLogger.__init__/write_metrics/write_setup_info_to_tensorboard/"
-                            "flush_metrics_and_cleanup -> the hub behind TensorBoard, W&B and MLflow")
+@REGISTRY.patch(
+    "maxtext.tracking.metric_logger",
+    target="maxtext.common.metric_logger",
+    upstream=MAXTEXT,
+    backend="maxtext",
+    description="MetricLogger.__init__/write_metrics/write_setup_info_to_tensorboard/"
+    "flush_metrics_and_cleanup -> the hub behind TensorBoard, W&B and MLflow",
+)
 def _install_metric_logger(module, handle):
     import sys
 
@@ -53,8 +57,11 @@ def _install_metric_logger(module, handle):
     def write_metrics(wrapped, instance, args, kwargs):
         feed = getattr(instance, FEED, None)
         if feed is not None:
-            feed.write(write_arguments("metrics", args, kwargs), write_arguments("step", args, kwargs),
-                       write_arguments("metric_type", args, kwargs))
+            feed.write(
+                write_arguments("metrics", args, kwargs),
+                write_arguments("step", args, kwargs),
+                write_arguments("metric_type", args, kwargs),
+            )
         return wrapped(*args, **kwargs)
 
     def write_setup_info(wrapped, instance, args, kwargs):
@@ -64,15 +71,20 @@ def _install_metric_logger(module, handle):
             return result
         config = instance.config  # upstream's, seen through UpstreamWritersOff
         params = setup_arguments("params", args, kwargs)
-        feed.write_texts({"num_model_parameters": module.max_utils.calculate_num_params_from_pytree(params)},
-                         tensorboard_only=False)
+        feed.write_texts(
+            {"num_model_parameters": module.max_utils.calculate_num_params_from_pytree(params)}, tensorboard_only=False
+        )
         if feed.tensorboard:  # upstream's config dump; every tracker has the config as run params
             feed.write_texts(config.get_keys(), tensorboard_only=True)
         if feed.perf_metrics:
-            feed.perf = StepPerf(per_device_tokens=instance.metadata[module.MetadataKey.PER_DEVICE_TOKENS],
-                                 per_device_tflops=instance.metadata[module.MetadataKey.PER_DEVICE_TFLOPS],
-                                 devices=jax.devices(), dtype=str(config.dtype),
-                                 local_device=jax.local_devices()[0], peak_tflops=feed.peak_tflops)
+            feed.perf = StepPerf(
+                per_device_tokens=instance.metadata[module.MetadataKey.PER_DEVICE_TOKENS],
+                per_device_tflops=instance.metadata[module.MetadataKey.PER_DEVICE_TFLOPS],
+                devices=jax.devices(),
+                dtype=str(config.dtype),
+                local_device=jax.local_devices()[0],
+                peak_tflops=feed.peak_tflops,
+            )
         return result
 
     def flush_and_cleanup(wrapped, instance, args, kwargs):

@@ -12,10 +12,15 @@ from primus.patches import REGISTRY
 from primus.patches.arguments import Arguments
 
 
-@REGISTRY.patch("maxtext.config.primus_options", target="maxtext.configs.pyconfig",
-                upstream=MAXTEXT, backend="maxtext", required=True,
-                description="pyconfig.initialize: Primus's keys (enable_mlflow, mlflow_*) taken off the argv and "
-                            "kwargs before upstream parses them; the tracking plan checked on the built config")
+@REGISTRY.patch(
+    "maxtext.config.primus_options",
+    target="maxtext.configs.pyconfig",
+    upstream=MAXTEXT,
+    backend="maxtext",
+    required=True,
+    description="pyconfig.initialize: Primus's keys (enable_mlflow, mlflow_*) taken off the argv and "
+    "kwargs before upstream parses them; the tracking plan checked on the built config",
+)
 def _install_pyconfig(module, handle):
     from primus.backends.maxtext.primus_options import split_options
     from primus.backends.maxtext.tracking_session import explicit_run_dir, prepare_tracking

@@ -17,9 +17,26 @@ from primus.patches import PatchHandle
 # torch factories and Tensor.new_* that Megatron calls with a CUDA device (40 upstream call sites,
 # e.g. training.py:1131, clip_grads.py:108, param_and_grad_buffer.py:1177, timers.py:302).
 TORCH_FACTORIES = (
-    "tensor", "as_tensor", "zeros", "ones", "empty", "full", "rand", "randn", "randint", "arange",
-    "empty_strided", "linspace", "eye", "randperm",
-    "zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like",
+    "tensor",
+    "as_tensor",
+    "zeros",
+    "ones",
+    "empty",
+    "full",
+    "rand",
+    "randn",
+    "randint",
+    "arange",
+    "empty_strided",
+    "linspace",
+    "eye",
+    "randperm",
+    "zeros_like",
+    "ones_like",
+    "empty_like",
+    "full_like",
+    "rand_like",
+    "randn_like",
 )
 TENSOR_FACTORIES = ("new_tensor", "new_zeros", "new_ones", "new_empty", "new_full")
 
@@ -76,12 +93,18 @@ def install_cuda_tensor_type_names(megatron_core: ModuleType, handle: PatchHandl
 
 
 PATCHES = (
-    cpu_patch("megatron.cpu.device_placement", "megatron.core",
-              "device='cuda' and device=<index> become cpu in torch factories and Tensor.new_*; Tensor.cuda() "
-              "keeps the tensor (training.py:1131,1818, clip_grads.py:108, param_and_grad_buffer.py:1177)",
-              install_device_placement),
-    cpu_patch("megatron.cpu.cuda_tensor_type_names", "megatron.core",
-              "Tensor.type() names CPU tensors 'torch.cuda.<X>Tensor' for the checks in clip_grads.py:174, "
-              "distrib_optimizer.py:401, optimizer.py:1009",
-              install_cuda_tensor_type_names),
+    cpu_patch(
+        "megatron.cpu.device_placement",
+        "megatron.core",
+        "device='cuda' and device=<index> become cpu in torch factories and Tensor.new_*; Tensor.cuda() "
+        "keeps the tensor (training.py:1131,1818, clip_grads.py:108, param_and_grad_buffer.py:1177)",
+        install_device_placement,
+    ),
+    cpu_patch(
+        "megatron.cpu.cuda_tensor_type_names",
+        "megatron.core",
+        "Tensor.type() names CPU tensors 'torch.cuda.<X>Tensor' for the checks in clip_grads.py:174, "
+        "distrib_optimizer.py:401, optimizer.py:1009",
+        install_cuda_tensor_type_names,
+    ),
 )

@@ -56,16 +56,25 @@ def install_prebuilt_dataset_helpers(utils: ModuleType, handle: PatchHandle) -> 
 
 
 PATCHES = (
-    cpu_patch("megatron.cpu.allow_no_cuda", "megatron.training.training",
-              "pretrain() calls initialize_megatron(allow_no_cuda=True), past the 'Megatron requires CUDA' "
-              "assert (initialize.py:66)",
-              install_allow_no_cuda),
-    cpu_patch("megatron.cpu.one_device_during_init", "megatron.training.initialize",
-              "_initialize_distributed and _set_random_seed count one device, so the model-parallel groups and "
-              "the RNG tracker are set up (initialize.py:358,447)",
-              install_one_device_during_init),
-    cpu_patch("megatron.cpu.prebuilt_dataset_helpers", "megatron.core.datasets.utils",
-              "compile_helpers imports the prebuilt helpers_cpp instead of running make, which the wheel "
-              "cannot (no Makefile; initialize.py:178 -> datasets/utils.py:25); a source checkout compiles",
-              install_prebuilt_dataset_helpers),
+    cpu_patch(
+        "megatron.cpu.allow_no_cuda",
+        "megatron.training.training",
+        "pretrain() calls initialize_megatron(allow_no_cuda=True), past the 'Megatron requires CUDA' "
+        "assert (initialize.py:66)",
+        install_allow_no_cuda,
+    ),
+    cpu_patch(
+        "megatron.cpu.one_device_during_init",
+        "megatron.training.initialize",
+        "_initialize_distributed and _set_random_seed count one device, so the model-parallel groups and "
+        "the RNG tracker are set up (initialize.py:358,447)",
+        install_one_device_during_init,
+    ),
+    cpu_patch(
+        "megatron.cpu.prebuilt_dataset_helpers",
+        "megatron.core.datasets.utils",
+        "compile_helpers imports the prebuilt helpers_cpp instead of running make, which the wheel "
+        "cannot (no Makefile; initialize.py:178 -> datasets/utils.py:25); a source checkout compiles",
+        install_prebuilt_dataset_helpers,
+    ),
 )

@@ -19,8 +19,11 @@ def install_eager_jit_fuser(jit: ModuleType, handle: PatchHandle) -> None:
 
 
 PATCHES = (
-    cpu_patch("megatron.cpu.eager_jit_fuser", "megatron.core.jit",
-              "jit_fuser is upstream's noop_decorator, so fusions (fusions/*.py, torch_norm.py) skip the "
-              "inductor C++ build torch.compile does on CPU (core/jit.py:23)",
-              install_eager_jit_fuser),
+    cpu_patch(
+        "megatron.cpu.eager_jit_fuser",
+        "megatron.core.jit",
+        "jit_fuser is upstream's noop_decorator, so fusions (fusions/*.py, torch_norm.py) skip the "
+        "inductor C++ build torch.compile does on CPU (core/jit.py:23)",
+        install_eager_jit_fuser,
+    ),
 )

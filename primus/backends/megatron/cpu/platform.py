@@ -18,5 +18,13 @@ def on_cpu(context: PatchContext) -> bool:
 
 def cpu_patch(id: str, target: str, description: str, install: Callable[[Any, PatchHandle], None]) -> Patch:
     """A Megatron CPU-platform patch on ``target`` (the upstream module whose import installs it)."""
-    return Patch(id=id, target=target, upstream=MEGATRON, versions="",
-                 install=install, backend="megatron", condition=on_cpu, description=description)
+    return Patch(
+        id=id,
+        target=target,
+        upstream=MEGATRON,
+        versions="",
+        install=install,
+        backend="megatron",
+        condition=on_cpu,
+        description=description,
+    )

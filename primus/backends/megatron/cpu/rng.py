@@ -46,8 +46,11 @@ def install_rng_tracker_on_cpu_generator(random: ModuleType, handle: PatchHandle
 
 
 PATCHES = (
-    cpu_patch("megatron.cpu.rng_tracker_on_cpu_generator", "megatron.core.tensor_parallel.random",
-              "_get_cuda_rng_state/_set_cuda_rng_state use the CPU generator, so CudaRNGStatesTracker.add/fork "
-              "really swap dropout state (random.py:308-345)",
-              install_rng_tracker_on_cpu_generator),
+    cpu_patch(
+        "megatron.cpu.rng_tracker_on_cpu_generator",
+        "megatron.core.tensor_parallel.random",
+        "_get_cuda_rng_state/_set_cuda_rng_state use the CPU generator, so CudaRNGStatesTracker.add/fork "
+        "really swap dropout state (random.py:308-345)",
+        install_rng_tracker_on_cpu_generator,
+    ),
 )

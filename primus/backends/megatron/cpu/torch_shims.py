@@ -69,8 +69,13 @@ def install_cuda_runtime_shims(megatron_core: ModuleType, handle: PatchHandle) -
 def install_device_properties(megatron_core: ModuleType, handle: PatchHandle) -> None:
     import torch
 
-    properties = SimpleNamespace(name="cpu", major=0, minor=0, multi_processor_count=os.cpu_count() or 1,
-                                 total_memory=os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    properties = SimpleNamespace(
+        name="cpu",
+        major=0,
+        minor=0,
+        multi_processor_count=os.cpu_count() or 1,
+        total_memory=os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"),
+    )
     handle.replace(torch.cuda, "get_device_properties", lambda device=None: properties)
     handle.replace(torch.cuda, "get_device_capability", lambda device=None: (0, 0))
     # Architecture 0 (< 10) makes validate_args demand CUDA_DEVICE_MAX_CONNECTIONS=1 for TP/CP > 1
@@ -87,8 +92,14 @@ def host_memory_stats(device: Any = None) -> defaultdict[str, int]:
     rss = psutil.Process().memory_info().rss
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * (1 if sys.platform == "darwin" else 1024)
     stats: defaultdict[str, int] = defaultdict(int)  # allocation counts have no host equivalent: 0
-    stats.update({"allocated_bytes.all.current": rss, "reserved_bytes.all.current": rss,
-                  "allocated_bytes.all.peak": peak, "reserved_bytes.all.peak": peak})
+    stats.update(
+        {
+            "allocated_bytes.all.current": rss,
+            "reserved_bytes.all.current": rss,
+            "allocated_bytes.all.peak": peak,
+            "reserved_bytes.all.peak": peak,
+        }
+    )
     return stats
 
 
@@ -100,16 +111,25 @@ def install_host_memory_stats(megatron_core: ModuleType, handle: PatchHandle) ->
 
 
 PATCHES = (
-    cpu_patch("megatron.cpu.cuda_runtime_shims", "megatron.core",
-              "torch.cuda.current_device/synchronize/current_stream/Stream/get_rng_state/manual_seed work "
-              "on CPU (core/timers.py:152,303, training.py:1876, tensor_parallel/random.py:303-305)",
-              install_cuda_runtime_shims),
-    cpu_patch("megatron.cpu.device_properties", "megatron.core",
-              "torch.cuda.get_device_properties/capability report architecture 0 for TP/CP > 1 "
-              "(arguments.py:1414 -> utils/common_utils.py:504)",
-              install_device_properties),
-    cpu_patch("megatron.cpu.host_memory_stats", "megatron.core",
-              "torch.cuda.memory_stats reports host RSS so --log-memory-to-tensorboard logs real mem-* "
-              "values (training.py:2742)",
-              install_host_memory_stats),
+    cpu_patch(
+        "megatron.cpu.cuda_runtime_shims",
+        "megatron.core",
+        "torch.cuda.current_device/synchronize/current_stream/Stream/get_rng_state/manual_seed work "
+        "on CPU (core/timers.py:152,303, training.py:1876, tensor_parallel/random.py:303-305)",
+        install_cuda_runtime_shims,
+    ),
+    cpu_patch(
+        "megatron.cpu.device_properties",
+        "megatron.core",
+        "torch.cuda.get_device_properties/capability report architecture 0 for TP/CP > 1 "
+        "(arguments.py:1414 -> utils/common_utils.py:504)",
+        install_device_properties,
+    ),
+    cpu_patch(
+        "megatron.cpu.host_memory_stats",
+        "megatron.core",
+        "torch.cuda.memory_stats reports host RSS so --log-memory-to-tensorboard logs real mem-* "
+        "values (training.py:2742)",
+        install_host_memory_stats,
+    ),
 )

@@ -10,9 +10,14 @@ from primus.patches import REGISTRY
 from primus.patches.arguments import Arguments
 
 
-@REGISTRY.patch("megatron.args.primus_arguments", target="megatron.training.arguments",
-                upstream=MEGATRON, backend="megatron", required=True,
-                description="arguments.parse_args: the Primus arguments through upstream's extra_args_provider")
+@REGISTRY.patch(
+    "megatron.args.primus_arguments",
+    target="megatron.training.arguments",
+    upstream=MEGATRON,
+    backend="megatron",
+    required=True,
+    description="arguments.parse_args: the Primus arguments through upstream's extra_args_provider",
+)
 def _install_arguments(module, handle):
     from primus.backends.megatron.arguments import compose_extra_args_provider
 
@@ -26,9 +31,14 @@ def _install_arguments(module, handle):
     handle.wrap(module, "parse_args", parse_args)
 
 
-@REGISTRY.patch("megatron.args.validate", target="megatron.training.arguments",
-                upstream=MEGATRON, backend="megatron", required=True,
-                description="arguments.validate_args: check the Primus arguments and decide the trackers")
+@REGISTRY.patch(
+    "megatron.args.validate",
+    target="megatron.training.arguments",
+    upstream=MEGATRON,
+    backend="megatron",
+    required=True,
+    description="arguments.validate_args: check the Primus arguments and decide the trackers",
+)
 def _install_validation(module, handle):
     from primus.backends.megatron.training.global_vars import set_tracking_plan
 

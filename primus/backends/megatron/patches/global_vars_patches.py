@@ -12,9 +12,13 @@ from primus.patches.arguments import Arguments
 log = get_logger("primus.megatron")
 
 
-@REGISTRY.patch("megatron.tracking.writers", target="megatron.training.global_vars",
-                upstream=MEGATRON, backend="megatron",
-                description="global_vars._set_tensorboard_writer/_set_wandb_writer -> one hub behind all trackers")
+@REGISTRY.patch(
+    "megatron.tracking.writers",
+    target="megatron.training.global_vars",
+    upstream=MEGATRON,
+    backend="megatron",
+    description="global_vars._set_tensorboard_writer/_set_wandb_writer -> one hub behind all trackers",
+)
 def _install_writers(module, handle):
     from primus.backends.megatron.training import global_vars as primus_vars
 
@@ -35,10 +39,14 @@ def _install_writers(module, handle):
     handle.wrap(module, "destroy_global_vars", destroy_global_vars)
 
 
-@REGISTRY.patch("megatron.one_logger.availability", target="megatron.training.global_vars",
-                upstream=MEGATRON, backend="megatron",
-                description="global_vars._set_one_logger: one clear line instead of upstream's warning when "
-                            "the one_logger package is missing")
+@REGISTRY.patch(
+    "megatron.one_logger.availability",
+    target="megatron.training.global_vars",
+    upstream=MEGATRON,
+    backend="megatron",
+    description="global_vars._set_one_logger: one clear line instead of upstream's warning when "
+    "the one_logger package is missing",
+)
 def _install_one_logger(module, handle):
     arguments = Arguments(module._set_one_logger, "args")
 
@@ -46,8 +54,10 @@ def _install_one_logger(module, handle):
         megatron_args = arguments("args", args, kwargs)
         if megatron_args.enable_one_logger and importlib.util.find_spec("one_logger") is None:
             if megatron_args.rank == megatron_args.world_size - 1:
-                log.info("One-Logger is on (enable_one_logger) but the one_logger package is not installed: "
-                         "One-Logger telemetry is off. Install it, or pass --no-one-logger to silence this.")
+                log.info(
+                    "One-Logger is on (enable_one_logger) but the one_logger package is not installed: "
+                    "One-Logger telemetry is off. Install it, or pass --no-one-logger to silence this."
+                )
             return None
         return wrapped(*args, **kwargs)
 

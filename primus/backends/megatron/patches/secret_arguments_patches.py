@@ -17,8 +17,13 @@ from primus.patches import REGISTRY
 from primus.patches.arguments import Arguments
 
 # the arguments that name a run, its experiment or its project in MLflow and W&B
-TRACKER_NAME_ARGUMENTS = ("mlflow_run_name", "mlflow_experiment_name", "wandb_exp_name", "wandb_project",
-                          "wandb_entity")
+TRACKER_NAME_ARGUMENTS = (
+    "mlflow_run_name",
+    "mlflow_experiment_name",
+    "wandb_exp_name",
+    "wandb_project",
+    "wandb_entity",
+)
 
 
 def redacted_arguments(args) -> SimpleNamespace:
@@ -36,9 +41,11 @@ def secret_tracker_names(args) -> list[str]:
     for name in TRACKER_NAME_ARGUMENTS:
         value = getattr(args, name, None)
         if isinstance(value, str) and redact_text(value) != value:
-            problems.append(f"{name}={redact_text(value)!r} holds what looks like a credential, and it would name "
-                            f"the run in MLflow and W&B: choose a name without it (--{name.replace('_', '-')}); "
-                            f"credentials belong in environment variables such as WANDB_API_KEY")
+            problems.append(
+                f"{name}={redact_text(value)!r} holds what looks like a credential, and it would name "
+                f"the run in MLflow and W&B: choose a name without it (--{name.replace('_', '-')}); "
+                f"credentials belong in environment variables such as WANDB_API_KEY"
+            )
     return problems
 
 
@@ -49,24 +56,37 @@ def _print_redacted(wrapped, instance, args, kwargs):
     return call(*args, **kwargs)
 
 
-@REGISTRY.patch("megatron.args.print_redacted", target="megatron.training.arguments",
-                upstream=MEGATRON, backend="megatron",
-                description="arguments._print_args: the arguments printed at start-up with credentials masked")
+@REGISTRY.patch(
+    "megatron.args.print_redacted",
+    target="megatron.training.arguments",
+    upstream=MEGATRON,
+    backend="megatron",
+    description="arguments._print_args: the arguments printed at start-up with credentials masked",
+)
 def _install_print_args(module, handle):
     handle.wrap(module, "_print_args", _print_redacted)
 
 
-@REGISTRY.patch("megatron.yaml_args.print_redacted", target="megatron.training.yaml_arguments",
-                upstream=MEGATRON, backend="megatron",
-                description="yaml_arguments._print_args (--yaml-cfg): the arguments printed with credentials masked")
+@REGISTRY.patch(
+    "megatron.yaml_args.print_redacted",
+    target="megatron.training.yaml_arguments",
+    upstream=MEGATRON,
+    backend="megatron",
+    description="yaml_arguments._print_args (--yaml-cfg): the arguments printed with credentials masked",
+)
 def _install_yaml_print_args(module, handle):
     handle.wrap(module, "_print_args", _print_redacted)
 
 
-@REGISTRY.patch("megatron.args.secret_names", target="megatron.training.arguments",
-                upstream=MEGATRON, backend="megatron", required=True,
-                description="arguments.validate_args: a tracker run, experiment or project name holding a "
-                            "credential is refused before training")
+@REGISTRY.patch(
+    "megatron.args.secret_names",
+    target="megatron.training.arguments",
+    upstream=MEGATRON,
+    backend="megatron",
+    required=True,
+    description="arguments.validate_args: a tracker run, experiment or project name holding a "
+    "credential is refused before training",
+)
 def _install_name_check(module, handle):
     from primus.tracking.plan import TrackingPlanError
 

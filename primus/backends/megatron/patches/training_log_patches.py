@@ -11,11 +11,15 @@ from primus.patches import REGISTRY
 from primus.patches.arguments import Arguments
 
 
-@REGISTRY.patch("megatron.tracking.training_log", target="megatron.training.training",
-                upstream=MEGATRON, backend="megatron",
-                description="training.training_log / evaluate_and_print_results: perf figures and one log call "
-                            "per step, from the writer rank; after setup_model_and_optimizer: the utilisation "
-                            "device looked up before the first step")
+@REGISTRY.patch(
+    "megatron.tracking.training_log",
+    target="megatron.training.training",
+    upstream=MEGATRON,
+    backend="megatron",
+    description="training.training_log / evaluate_and_print_results: perf figures and one log call "
+    "per step, from the writer rank; after setup_model_and_optimizer: the utilisation "
+    "device looked up before the first step",
+)
 def _install_training_log(module, handle):
     from primus.backends.megatron.training.global_vars import get_rank_figures, get_tracking_session
 
@@ -52,14 +56,20 @@ def _install_training_log(module, handle):
     handle.wrap(module, "evaluate_and_print_results", evaluate_and_print_results)
 
 
-@REGISTRY.patch("megatron.tracking.timers", target="megatron.core.timers", upstream=MEGATRON, backend="megatron",
-                description="Timers.write: --log-timers-to-tensorboard scalars reach the hub writer (upstream writes "
-                            "only to a SummaryWriter instance or the wandb module, and drops anything else)")
+@REGISTRY.patch(
+    "megatron.tracking.timers",
+    target="megatron.core.timers",
+    upstream=MEGATRON,
+    backend="megatron",
+    description="Timers.write: --log-timers-to-tensorboard scalars reach the hub writer (upstream writes "
+    "only to a SummaryWriter instance or the wandb module, and drops anything else)",
+)
 def _install_timers_write(module, handle):
     from primus.backends.megatron.training.tracking_summary_writer import TrackingSummaryWriter
 
-    arguments = Arguments(module.Timers.write, "names", "writer", "iteration", "normalizer", "reset", "barrier",
-                          method=True)
+    arguments = Arguments(
+        module.Timers.write, "names", "writer", "iteration", "normalizer", "reset", "barrier", method=True
+    )
 
     def write(wrapped, instance, args, kwargs):
         writer, normalizer = arguments("writer", args, kwargs), arguments("normalizer", args, kwargs)
@@ -68,8 +78,12 @@ def _install_timers_write(module, handle):
         # upstream's own gather across ranks (every rank takes part), then each timer's maximum to the hub
         # upstream's write gathers the same way: its CPU is not tracking's (cpu_accounting, for the benchmarks)
         gather = cpu_accounting.theirs(instance._get_global_min_max_time)
-        times = gather(arguments("names", args, kwargs), arguments("reset", args, kwargs),
-                       arguments("barrier", args, kwargs), normalizer)
+        times = gather(
+            arguments("names", args, kwargs),
+            arguments("reset", args, kwargs),
+            arguments("barrier", args, kwargs),
+            normalizer,
+        )
         iteration = arguments("iteration", args, kwargs)
         for name, (_, max_time) in times.items():
             writer.add_scalar(name + "-time", max_time, iteration)

@@ -59,8 +59,9 @@ def set_tracking_writer(args, upstream_global_vars) -> None:
 
     run = start_run(plan.run_config(params=_plain_params(args), tags={"primus.backend": "megatron"}))
     run.install_exit_handlers()
-    writer = TrackingSummaryWriter(run, log_learning_rate=args.log_learning_rate_to_tensorboard,
-                                   log_batch_size=args.log_batch_size_to_tensorboard)
+    writer = TrackingSummaryWriter(
+        run, log_learning_rate=args.log_learning_rate_to_tensorboard, log_batch_size=args.log_batch_size_to_tensorboard
+    )
     upstream_global_vars._GLOBAL_TENSORBOARD_WRITER = writer
     _SESSION = TrackingSession(run, writer, args, perf_metrics=plan.perf_metrics)
 

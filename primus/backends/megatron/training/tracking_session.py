@@ -85,8 +85,15 @@ class TrackingSession:
         tokens = float(batch_size * args.seq_length * iterations)
         flops = self._flops(batch_size) * iterations
         self._averager.add(iterations=iterations, seconds=seconds, tokens=tokens, flops=flops)
-        perf = throughput_metrics(tokens=tokens, seconds=seconds, world_size=args.world_size, flops=flops,
-                                  device_name=self._device_name, dtype=self._dtype, given_peak=args.peak_tflops)
+        perf = throughput_metrics(
+            tokens=tokens,
+            seconds=seconds,
+            world_size=args.world_size,
+            flops=flops,
+            device_name=self._device_name,
+            dtype=self._dtype,
+            given_peak=args.peak_tflops,
+        )
         perf["perf/iteration_time_ms"] = seconds / iterations * 1e3
         perf.update(self._averager.averages(args.world_size))
         return perf
@@ -104,12 +111,14 @@ def render_console_line(iteration: int, train_iters: int | None, perf: Mapping[s
     parts = [f"iteration {iteration}/{train_iters}"]
     if "perf/tokens_per_sec_per_gpu" in perf:
         avg = perf.get("perf/tokens_per_sec_per_gpu_avg")
-        parts.append(f"tokens/s/GPU {perf['perf/tokens_per_sec_per_gpu']:.1f}"
-                     + (f" (avg {avg:.1f})" if avg is not None else ""))
+        parts.append(
+            f"tokens/s/GPU {perf['perf/tokens_per_sec_per_gpu']:.1f}" + (f" (avg {avg:.1f})" if avg is not None else "")
+        )
     if "perf/tflops_per_gpu" in perf:
         avg = perf.get("perf/tflops_per_gpu_avg")
-        parts.append(f"TFLOP/s/GPU {perf['perf/tflops_per_gpu']:.3f}"
-                     + (f" (avg {avg:.3f})" if avg is not None else ""))
+        parts.append(
+            f"TFLOP/s/GPU {perf['perf/tflops_per_gpu']:.3f}" + (f" (avg {avg:.3f})" if avg is not None else "")
+        )
     if "perf/mfu" in perf:
         parts.append(f"MFU {perf['perf/mfu']:.1%}")
     avg_ms = perf.get("perf/iteration_time_ms_avg", perf.get("perf/iteration_time_ms"))

@@ -44,8 +44,11 @@ def never_raises(method: Callable) -> Callable:
         except Exception as e:
             if not self._failed:
                 self._failed = True
-                log.warning("tracking writer failed in %s (%r); metrics of this call are dropped, training goes on",
-                            method.__name__, e)
+                log.warning(
+                    "tracking writer failed in %s (%r); metrics of this call are dropped, training goes on",
+                    method.__name__,
+                    e,
+                )
             return None
 
     return cpu_accounting.ours(guarded)  # upstream calls these in its loop: the benchmarks count their CPU
@@ -54,8 +57,11 @@ def never_raises(method: Callable) -> Callable:
 class TrackingSummaryWriter:
     def __init__(self, run, *, log_learning_rate: bool, log_batch_size: bool):
         self._run = run
-        self._dropped_prefixes = tuple(prefix for prefix, keep in (("learning-rate", log_learning_rate),
-                                                                    ("batch-size", log_batch_size)) if not keep)
+        self._dropped_prefixes = tuple(
+            prefix
+            for prefix, keep in (("learning-rate", log_learning_rate), ("batch-size", log_batch_size))
+            if not keep
+        )
         self._step: int | None = None
         self._pending: dict[str, float] = {}
         self._samples: int | None = None  # the "vs samples" tags of one step, one log call as the others

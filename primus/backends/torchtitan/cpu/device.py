@@ -31,8 +31,11 @@ def install_cpu_device(tools_utils: ModuleType, handle: PatchHandle) -> None:
 
 
 PATCHES = (
-    cpu_patch("torchtitan.cpu.device", "torchtitan.tools.utils",
-              "tools.utils.device_type/device_module: cpu and a host-memory device module instead of the "
-              "'cuda' fallback (tools/utils.py:55, trainer.py:301, metrics.py:39-62)",
-              install_cpu_device),
+    cpu_patch(
+        "torchtitan.cpu.device",
+        "torchtitan.tools.utils",
+        "tools.utils.device_type/device_module: cpu and a host-memory device module instead of the "
+        "'cuda' fallback (tools/utils.py:55, trainer.py:301, metrics.py:39-62)",
+        install_cpu_device,
+    ),
 )

@@ -41,8 +41,9 @@ class CpuDeviceModule(types.ModuleType):
 
     def __init__(self) -> None:
         super().__init__("primus_cpu_device_module")
-        self._properties = types.SimpleNamespace(name=_host_name(),
-                                                 total_memory=os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+        self._properties = types.SimpleNamespace(
+            name=_host_name(), total_memory=os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        )
 
     def __getattr__(self, name: str) -> Any:
         return getattr(torch.cpu, name)

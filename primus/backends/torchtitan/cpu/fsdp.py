@@ -30,12 +30,20 @@ def install_sum_reductions(fsdp: ModuleType, handle: PatchHandle) -> None:
 
 
 PATCHES = (
-    cpu_patch("torchtitan.cpu.fsdp_sum_reduction", "torchtitan.distributed.fsdp",
-              "distributed.fsdp.disable_fsdp_gradient_division: FSDP reduces with SUM, which gloo supports "
-              "(fsdp.py:27,316; torch _fsdp_collectives PREMUL_SUM)",
-              install_sum_reductions, versions=CONFIGURABLE),
-    cpu_patch("torchtitan.cpu.fsdp_sum_reduction_v0_2", "torchtitan.models.llama3.infra.parallelize",
-              "models.llama3.infra.parallelize.disable_fsdp_gradient_division: FSDP reduces with SUM, which gloo "
-              "supports (parallelize.py:272,360; torch _fsdp_collectives PREMUL_SUM)",
-              install_sum_reductions, versions=TOML_JOB_CONFIG),
+    cpu_patch(
+        "torchtitan.cpu.fsdp_sum_reduction",
+        "torchtitan.distributed.fsdp",
+        "distributed.fsdp.disable_fsdp_gradient_division: FSDP reduces with SUM, which gloo supports "
+        "(fsdp.py:27,316; torch _fsdp_collectives PREMUL_SUM)",
+        install_sum_reductions,
+        versions=CONFIGURABLE,
+    ),
+    cpu_patch(
+        "torchtitan.cpu.fsdp_sum_reduction_v0_2",
+        "torchtitan.models.llama3.infra.parallelize",
+        "models.llama3.infra.parallelize.disable_fsdp_gradient_division: FSDP reduces with SUM, which gloo "
+        "supports (parallelize.py:272,360; torch _fsdp_collectives PREMUL_SUM)",
+        install_sum_reductions,
+        versions=TOML_JOB_CONFIG,
+    ),
 )

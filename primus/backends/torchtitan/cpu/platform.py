@@ -15,7 +15,16 @@ def on_cpu(context: PatchContext) -> bool:
     return context.platform() == "cpu"
 
 
-def cpu_patch(id: str, target: str, description: str, install: Callable[[Any, PatchHandle], None],
-              versions: str = "") -> Patch:
-    return Patch(id=id, target=target, upstream=TORCHTITAN, versions=versions, install=install,
-                 backend="torchtitan", condition=on_cpu, description=description)
+def cpu_patch(
+    id: str, target: str, description: str, install: Callable[[Any, PatchHandle], None], versions: str = ""
+) -> Patch:
+    return Patch(
+        id=id,
+        target=target,
+        upstream=TORCHTITAN,
+        versions=versions,
+        install=install,
+        backend="torchtitan",
+        condition=on_cpu,
+        description=description,
+    )

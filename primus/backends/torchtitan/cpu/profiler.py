@@ -30,8 +30,12 @@ def install_host_profiler(profiling: ModuleType, handle: PatchHandle) -> None:
 
 
 PATCHES = (
-    cpu_patch("torchtitan.cpu.profiler_activities_v0_2", "torchtitan.tools.profiling",
-              "tools.profiling's torch.profiler.profile: only the activities present (0.2.2 passes None for a "
-              "missing GPU, profiling.py:67-76)",
-              install_host_profiler, versions=TOML_JOB_CONFIG),
+    cpu_patch(
+        "torchtitan.cpu.profiler_activities_v0_2",
+        "torchtitan.tools.profiling",
+        "tools.profiling's torch.profiler.profile: only the activities present (0.2.2 passes None for a "
+        "missing GPU, profiling.py:67-76)",
+        install_host_profiler,
+        versions=TOML_JOB_CONFIG,
+    ),
 )

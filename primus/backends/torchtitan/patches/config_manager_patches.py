@@ -25,10 +25,16 @@ def _rank() -> int:
     return int(os.environ.get("RANK", "0"))
 
 
-@REGISTRY.patch("torchtitan.config.experiment", target="torchtitan.config.manager", upstream=TORCHTITAN,
-                versions=CONFIGURABLE, backend="torchtitan", required=True,
-                description="ConfigManager._load_config: metrics config with Primus's options, experiment YAML "
-                            "sections as defaults (the command line still wins); parse_args: tracking plan checked")
+@REGISTRY.patch(
+    "torchtitan.config.experiment",
+    target="torchtitan.config.manager",
+    upstream=TORCHTITAN,
+    versions=CONFIGURABLE,
+    backend="torchtitan",
+    required=True,
+    description="ConfigManager._load_config: metrics config with Primus's options, experiment YAML "
+    "sections as defaults (the command line still wins); parse_args: tracking plan checked",
+)
 def _install_config(module: ModuleType, handle: PatchHandle) -> None:
     from primus.backends.torchtitan.experiment import experiment_params
     from primus.backends.torchtitan.metrics_options import with_primus_options
@@ -64,11 +70,17 @@ def _cli_with_experiment(tyro_cli):
     return cli
 
 
-@REGISTRY.patch("torchtitan.config.experiment_v0_2", target="torchtitan.config.manager", upstream=TORCHTITAN,
-                versions=TOML_JOB_CONFIG, backend="torchtitan", required=True,
-                description="ConfigManager._maybe_add_custom_config: JobConfig with Primus's metrics options; "
-                            "manager.tyro.cli: experiment YAML sections over the TOML job file (the command line "
-                            "still wins); parse_args: tracking plan checked")
+@REGISTRY.patch(
+    "torchtitan.config.experiment_v0_2",
+    target="torchtitan.config.manager",
+    upstream=TORCHTITAN,
+    versions=TOML_JOB_CONFIG,
+    backend="torchtitan",
+    required=True,
+    description="ConfigManager._maybe_add_custom_config: JobConfig with Primus's metrics options; "
+    "manager.tyro.cli: experiment YAML sections over the TOML job file (the command line "
+    "still wins); parse_args: tracking plan checked",
+)
 def _install_job_config(module: ModuleType, handle: PatchHandle) -> None:
     from primus.backends.torchtitan.metrics_options import primus_job_config_class
     from primus.backends.torchtitan.module_overlay import Overlay

@@ -25,8 +25,16 @@ from primus.patches.arguments import Arguments
 RANK_FIGURES = "_primus_rank_figures"  # the MetricsProcessor's RankFigures, with the across-rank figures on
 
 
-def _tracking_logger(module: ModuleType, metrics: Any, *, dump_folder: str, metrics_rank: int,
-                     params: dict[str, Any], model: dict[str, Any] | None, tag: str | None):
+def _tracking_logger(
+    module: ModuleType,
+    metrics: Any,
+    *,
+    dump_folder: str,
+    metrics_rank: int,
+    params: dict[str, Any],
+    model: dict[str, Any] | None,
+    tag: str | None,
+):
     """The logger this rank gets: None when every tracker is off (upstream builds its own); upstream's
     no-op BaseLogger on a rank that does not track; else the hub's logger. ``metrics_rank``: upstream's
     choice of the rank that logs; ``params``: the config as a dict (the run's parameters); ``model``: the
@@ -46,30 +54,54 @@ def _tracking_logger(module: ModuleType, metrics: Any, *, dump_folder: str, metr
     return start_tracking(plan, params=params, model=model, tag=tag)
 
 
-@REGISTRY.patch("torchtitan.tracking.metric_logger", target="torchtitan.components.metrics", upstream=TORCHTITAN,
-                versions=CONFIGURABLE, backend="torchtitan",
-                description="MetricsProcessor._build_metric_logger -> the hub behind every tracker")
+@REGISTRY.patch(
+    "torchtitan.tracking.metric_logger",
+    target="torchtitan.components.metrics",
+    upstream=TORCHTITAN,
+    versions=CONFIGURABLE,
+    backend="torchtitan",
+    description="MetricsProcessor._build_metric_logger -> the hub behind every tracker",
+)
 def _install_metric_logger(module: ModuleType, handle: PatchHandle) -> None:
-    arguments = Arguments(module.MetricsProcessor._build_metric_logger, "config", "dump_folder", "parallel_dims",
-                          "pp_schedule", "config_dict", "tag", method=True)
+    arguments = Arguments(
+        module.MetricsProcessor._build_metric_logger,
+        "config",
+        "dump_folder",
+        "parallel_dims",
+        "pp_schedule",
+        "config_dict",
+        "tag",
+        method=True,
+    )
 
     def build_metric_logger(wrapped, instance, args, kwargs):
         params = dict(arguments("config_dict", args, kwargs) or {})
         model = params.pop("model_spec", None)  # the model's layer-by-layer configs: not run parameters
         logger = _tracking_logger(
-            module, arguments("config", args, kwargs), dump_folder=arguments("dump_folder", args, kwargs),
-            params=params, model=model,
-            metrics_rank=module._get_metrics_rank(parallel_dims=arguments("parallel_dims", args, kwargs),
-                                                  pp_schedule=arguments("pp_schedule", args, kwargs)),
-            tag=arguments("tag", args, kwargs))
+            module,
+            arguments("config", args, kwargs),
+            dump_folder=arguments("dump_folder", args, kwargs),
+            params=params,
+            model=model,
+            metrics_rank=module._get_metrics_rank(
+                parallel_dims=arguments("parallel_dims", args, kwargs),
+                pp_schedule=arguments("pp_schedule", args, kwargs),
+            ),
+            tag=arguments("tag", args, kwargs),
+        )
         return wrapped(*args, **kwargs) if logger is None else logger
 
     handle.wrap(module.MetricsProcessor, "_build_metric_logger", build_metric_logger)
 
 
-@REGISTRY.patch("torchtitan.tracking.metric_logger_v0_2", target="torchtitan.components.metrics",
-                upstream=TORCHTITAN, versions=TOML_JOB_CONFIG, backend="torchtitan",
-                description="_build_metric_logger(job_config, parallel_dims, tag) -> the hub behind every tracker")
+@REGISTRY.patch(
+    "torchtitan.tracking.metric_logger_v0_2",
+    target="torchtitan.components.metrics",
+    upstream=TORCHTITAN,
+    versions=TOML_JOB_CONFIG,
+    backend="torchtitan",
+    description="_build_metric_logger(job_config, parallel_dims, tag) -> the hub behind every tracker",
+)
 def _install_metric_logger_function(module: ModuleType, handle: PatchHandle) -> None:
     arguments = Arguments(module._build_metric_logger, "job_config", "parallel_dims", "tag")
 
@@ -77,18 +109,27 @@ def _install_metric_logger_function(module: ModuleType, handle: PatchHandle) -> 
         job_config, parallel_dims = arguments("job_config", args, kwargs), arguments("parallel_dims", args, kwargs)
         params = job_config.to_dict()
         logger = _tracking_logger(
-            module, job_config.metrics, dump_folder=job_config.job.dump_folder, params=params,
-            model=params.get("model"), metrics_rank=module._get_metrics_rank(parallel_dims, job_config),
-            tag=arguments("tag", args, kwargs))
+            module,
+            job_config.metrics,
+            dump_folder=job_config.job.dump_folder,
+            params=params,
+            model=params.get("model"),
+            metrics_rank=module._get_metrics_rank(parallel_dims, job_config),
+            tag=arguments("tag", args, kwargs),
+        )
         return wrapped(*args, **kwargs) if logger is None else logger
 
     handle.wrap(module, "_build_metric_logger", build_metric_logger)
 
 
-@REGISTRY.patch("torchtitan.tracking.metrics_processor", target="torchtitan.components.metrics",
-                upstream=TORCHTITAN, backend="torchtitan",
-                description="MetricsProcessor.__init__ -> no mfu(%) for an unknown peak (upstream's A100 fallback); "
-                            "MetricsProcessor.log -> perf/mem/sys metrics (mlflow_upload_performance_metrics)")
+@REGISTRY.patch(
+    "torchtitan.tracking.metrics_processor",
+    target="torchtitan.components.metrics",
+    upstream=TORCHTITAN,
+    backend="torchtitan",
+    description="MetricsProcessor.__init__ -> no mfu(%) for an unknown peak (upstream's A100 fallback); "
+    "MetricsProcessor.log -> perf/mem/sys metrics (mlflow_upload_performance_metrics)",
+)
 def _install_metrics_processor(module: ModuleType, handle: PatchHandle) -> None:
     from primus.backends.torchtitan.tracking_logger import TrackingLogger
     from primus.backends.torchtitan.tracking_session import current_plan
