@@ -23,12 +23,13 @@ segment's worth, and a ``JournalReader`` keeps it open so a sink reading on does
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from primus.tracking.run_layout import JOURNAL_DIR, LEGACY_JOURNAL
 
@@ -77,8 +78,8 @@ class Segment:
     def packed(self) -> bool:
         return self.path.name.endswith(PACKED)
 
-    def open(self) -> IO[bytes]:
-        return gzip.open(self.path, "rb") if self.packed else open(self.path, "rb")
+    def open(self) -> io.BufferedIOBase:
+        return gzip.GzipFile(self.path, "rb") if self.packed else open(self.path, "rb")
 
     def size(self) -> int:
         """Its length in journal bytes (uncompressed); 0 when it is gone."""
@@ -140,7 +141,7 @@ class JournalReader:
     def __init__(self, run_dir: Path):
         self.run_dir = run_dir
         self._segments: list[Segment] = []
-        self._file: IO[bytes] | None = None
+        self._file: io.BufferedIOBase | None = None
         self._open_segment: Segment | None = None
 
     def read(self, start: int, stop: int | None = None, max_bytes: int = READ_BYTES) -> tuple[list[Record], int]:
@@ -181,13 +182,14 @@ class JournalReader:
     def _read_at(self, segment: Segment, offset: int, nbytes: int) -> bytes:
         for _ in range(3):  # a raw segment replaced by its gzipped copy, or deleted, under us: find it again
             try:
-                if self._open_segment != segment:
+                file = self._file
+                if file is None or self._open_segment != segment:
                     self.close()
-                    self._file = segment.open()
+                    self._file = file = segment.open()
                     self._open_segment = segment
-                if self._file.tell() != offset:
-                    self._file.seek(offset)  # gzip: forward from here, or from the start if going back
-                return self._read_lines(nbytes)
+                if file.tell() != offset:
+                    file.seek(offset)  # gzip: forward from here, or from the start if going back
+                return self._read_lines(file, nbytes)
             except FileNotFoundError:
                 self.close()
                 self._segments = segments(self.run_dir)
@@ -200,10 +202,11 @@ class JournalReader:
                 return b""
         return b""
 
-    def _read_lines(self, nbytes: int) -> bytes:
-        chunk = more = self._file.read(nbytes)
+    @staticmethod
+    def _read_lines(file: io.BufferedIOBase, nbytes: int) -> bytes:
+        chunk = more = file.read(nbytes)
         while more and b"\n" not in more:  # a line longer than nbytes (however long): read on to its end
-            more = self._file.read(nbytes)
+            more = file.read(nbytes)
             chunk += more
         return chunk
 
