@@ -75,6 +75,7 @@ class JournalKeeper:
         self.retention = retention
         self.sinks = tuple(sinks)
         self.cursors = cursors
+        self.deleted = 0  # segments deleted once delivered
         self._closes_after = 0  # the journal's end past which the writer has closed the last segment seen
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -143,3 +144,4 @@ class JournalKeeper:
             if following.start > delivered:
                 return
             segment.path.unlink(missing_ok=True)
+            self.deleted += 1
