@@ -123,11 +123,6 @@ def split_union(expression: str) -> list[str]:
     return [*parts, expression[start:].strip()]
 
 
-def accepts_text(expression: str) -> bool:
-    """Whether a plain string is a valid value (then command-line text is kept as it is when it fails to parse)."""
-    return check(expression, "text") is None
-
-
 def check(expression: str, value: Any) -> str | None:
     """None when ``value`` has the type ``expression`` describes; else what is wrong, for a message."""
     from pydantic import ValidationError

@@ -44,7 +44,7 @@ def render_compatibility() -> str:
 def _section(upstream: Upstream) -> str:
     pinned, others = tested_releases(upstream.distribution)
     releases = sorted({*others, *([pinned] if pinned else [])}, key=_version_key)
-    package = _package_path(upstream)
+    package = upstream.package.replace(".", "/")
     version_files = " or ".join(code(posixpath.normpath(f"{package}/{f}")) for f in upstream.version_files)
     lines = [
         f"## {upstream.name} ({code(upstream.distribution)})",
@@ -77,10 +77,6 @@ def _when(patch: Patch) -> str:
     required = "required" if patch.required else "optional"
     condition = (patch.condition.__doc__ or "on a condition").strip().splitlines()[0] if patch.condition else "always"
     return f"{required}; {condition}"
-
-
-def _package_path(upstream: Upstream) -> str:
-    return upstream.package.replace(".", "/")
 
 
 def _version_key(version: str) -> tuple[int, ...]:

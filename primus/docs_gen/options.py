@@ -62,10 +62,6 @@ def spec_purposes(spec: Path) -> dict[str, str]:
     return purposes
 
 
-def _described(param: Param, purposes: Mapping[str, str]) -> str:
-    return param.help or purposes.get(param.name, "")
-
-
 def _rows(
     params: Iterable[Param], defaults: Mapping[str, Any], purposes: Mapping[str, str], upstream_column: bool
 ) -> list[list[str]]:
@@ -79,7 +75,7 @@ def _rows(
                 *upstream,
                 p.expected(),
                 "Primus" if p.primus else "upstream",
-                _described(p, purposes),
+                p.help or purposes.get(p.name, ""),
             ]
         )
     return rows

@@ -11,11 +11,11 @@ from primus.config import Experiment, ModuleConfig
 from primus.launch.container import plan_container
 from primus.launch.credentials import environment_problems, missing_credentials
 from primus.launch.job import interpreter, prepare_job
-from primus.launch.local import plan_local_launch
 from primus.launch.passthrough import load_passthrough
 from primus.launch.plan import LaunchPlan
 from primus.launch.settings import LaunchSettings
 from primus.launch.slurm import plan_slurm
+from primus.launch.torchrun import process_argv
 from primus.patches.catalog import load_all
 from primus.tracking.plugin_sinks import requested_sinks, sink_classes
 
@@ -43,7 +43,13 @@ def plan_launch(
     if settings.launcher in ("local", "torchrun"):
         _refuse(environment_problems(module, environ))  # first: the credential check reads WANDB_MODE
         _require_credentials(module, environ, lambda name: True, home_visible=True)
-        return plan_local_launch(job, settings, environ, python)
+        # on this machine the command inherits this shell's whole environment, plus Primus's variables
+        return LaunchPlan(
+            argv=process_argv(python, job.entry, settings),
+            env={**environ, **job.env},
+            run_dir=job.run_dir,
+            shown_env=dict(job.env),
+        )
     passthrough = load_passthrough(settings.passthrough, environ)
     _require_credentials(module, environ, passthrough.allows, home_visible=not settings.in_image)
     if settings.launcher == "container":

@@ -21,7 +21,6 @@ from primus.tracking.perf import Utilisation, memory_metrics
 
 # the names gathered, in the order every rank packs them (absent on a rank: NaN, left out of that figure)
 GATHERED: tuple[str, ...] = tuple(n for n in SCHEMA if n.startswith(("mem/", "sys/")))
-STATISTICS = ("min", "mean", "max")
 
 
 def summarise(rows: Sequence[Sequence[float]], names: Sequence[str] = GATHERED) -> dict[str, float]:

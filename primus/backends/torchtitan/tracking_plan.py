@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from primus.backends.torchtitan.metrics_options import PRIMUS_FIELDS
 from primus.backends.torchtitan.wandb_settings import wandb_settings
 from primus.config.run_directory import CHECKPOINTED_RUN_DIR, choose_run_dir, timestamp
 from primus.tracking import MlflowConfig, TensorBoardConfig, TrackingConfig
@@ -96,16 +97,7 @@ def plan_tracking(
         )
     notices.raise_if_errors()
     mlflow_on = bool(getattr(metrics, "enable_mlflow", False))
-    uploads = [
-        name
-        for name in (
-            "mlflow_upload_performance_metrics",
-            "mlflow_upload_logs",
-            "mlflow_upload_traces",
-            "mlflow_upload_tracelens_report",
-        )
-        if getattr(metrics, name, False)
-    ]
+    uploads = [name for name in PRIMUS_FIELDS if name.startswith("mlflow_upload_") and getattr(metrics, name, False)]
     if uploads and not mlflow_on:
         notices.info(
             f"{', '.join('metrics.' + u for u in uploads)} ignored: MLflow is off (metrics.enable_mlflow: false)"

@@ -10,11 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 from primus.backends.megatron.tracking_plan import plan_tracking
-from primus.backends.megatron.training.rank_figures import LogStepFigures
 from primus.backends.megatron.training.tracking_session import TrackingSession
 from primus.backends.megatron.training.tracking_summary_writer import TrackingSummaryWriter
 from primus.log import get_logger, set_level
 from primus.log_capture import capture_console, stop_console_capture
+from primus.tracking.across_ranks import RankFigures
 from primus.tracking.plan import TrackingPlan
 
 log = get_logger("primus.megatron")
@@ -22,6 +22,19 @@ log = get_logger("primus.megatron")
 _PLAN: TrackingPlan | None = None
 _SESSION: TrackingSession | None = None
 _RANK_FIGURES: LogStepFigures | None = None  # every rank, with mlflow_performance_metrics_across_ranks
+
+
+class LogStepFigures:
+    """Every rank's memory and utilisation at a log step (``mlflow_performance_metrics_across_ranks``): upstream
+    calls ``training_log`` on every rank, so on log steps each rank takes part in one gather."""
+
+    def __init__(self, log_interval: int):
+        self._log_interval = log_interval
+        self._figures = RankFigures()
+
+    def at(self, iteration: int) -> dict[str, float] | None:
+        """On a log step (every rank must call it) this rank's figures and the summary over ranks, else None."""
+        return None if iteration % self._log_interval else self._figures.read()
 
 
 def set_tracking_plan(args) -> TrackingPlan:
