@@ -50,7 +50,7 @@ def verify_distribution(
         algorithm, _, expected = hash_spec.partition("=")
         checked += 1
         try:
-            with open(dist.locate_file(path), "rb") as f:
+            with open(str(dist.locate_file(path)), "rb") as f:
                 digest = hashlib.file_digest(f, algorithm).digest()
         except FileNotFoundError:
             missing.append(path)

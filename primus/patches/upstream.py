@@ -141,6 +141,7 @@ def _package_directory(package: str) -> Path | None:
         if spec is None or not spec.submodule_search_locations:
             return None
         locations = list(spec.submodule_search_locations)
+    assert locations is not None  # a package name has at least one part
     return Path(locations[0]).resolve()
 
 
@@ -151,7 +152,7 @@ def _wheel_version(upstream: Upstream, directory: Path) -> str | None:
     except importlib.metadata.PackageNotFoundError:
         return None
     relative = Path(*upstream.package.split("."), "__init__.py")
-    if Path(dist.locate_file(relative)).resolve().parent != directory:
+    if Path(str(dist.locate_file(relative))).resolve().parent != directory:
         return None
     return dist.version
 

@@ -67,7 +67,7 @@ class RankFigures:
 
     def read(self) -> dict[str, float]:
         """This rank's own figures and ``<name>/min|mean|max`` over ranks."""
-        own = memory_metrics() | self._utilisation.read()
+        own = {**memory_metrics(), **self._utilisation.read()}
         return own | self._gather.gather(own)
 
 

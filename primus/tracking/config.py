@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 from urllib.parse import urlsplit
 
 from primus.plugins import PluginError
@@ -309,6 +309,16 @@ def _resolve_console(cfg: ConsoleConfig, env: Mapping[str, str]) -> ConsoleConfi
     _positive_int("console.interval", cfg.interval, "e.g. 1 (every step) or 10")
     rank = cfg.rank if cfg.rank is not None else int(env.get("RANK", "0") or 0)
     return replace(cfg, rank=rank)
+
+
+T = TypeVar("T")
+
+
+def resolved(value: T | None, key: str) -> T:
+    """``value`` as ``TrackingConfig.resolve`` filled it in: None here is a caller that skipped ``resolve``."""
+    if value is None:
+        raise TrackingConfigError(f"tracking {key} is unset: build sinks from TrackingConfig.resolve()'s copy")
+    return value
 
 
 def _refuse(problems: list[str]) -> None:

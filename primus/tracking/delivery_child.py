@@ -240,7 +240,7 @@ def configure_process(routes: Routes, log_level: int) -> None:
     root.handlers[:] = [ForwardLogs(routes)]
     root.setLevel(log_level)
     root.propagate = False
-    root._primus_configured = True  # primus.log.get_logger must not add a console handler here
+    root._primus_configured = True  # type: ignore[attr-defined]  # primus.log.get_logger adds no console handler
     sys.stdout = ForwardedStream("stdout", routes, sys.stdout)
     sys.stderr = ForwardedStream("stderr", routes, sys.stderr)
 
@@ -311,8 +311,7 @@ def main(argv: list[str]) -> int:
 
 def exit_process() -> NoReturn:
     logging.shutdown()
-    if cpu_accounting.enabled():
-        cpu_accounting.dump()
+    cpu_accounting.dump()
     os._exit(0)  # daemon threads still blocked in a tracker client must not hold the exit
 
 

@@ -34,9 +34,9 @@ class RunMeta:
         return cls(
             params=flat_params(cfg.params),
             tags={**system_tags(), **redacted_tags(cfg.tags)},
-            mlflow=cfg.mlflow and _settings(cfg.mlflow),
-            wandb=cfg.wandb and _settings(cfg.wandb),
-            tensorboard=cfg.tensorboard and _settings(cfg.tensorboard),
+            mlflow=_settings(cfg.mlflow) if cfg.mlflow else None,
+            wandb=_settings(cfg.wandb) if cfg.wandb else None,
+            tensorboard=_settings(cfg.tensorboard) if cfg.tensorboard else None,
             run_name=cfg.run_name,
             experiment_name=cfg.experiment_name,
             plugin_sinks=list(cfg.plugin_sinks or ()),

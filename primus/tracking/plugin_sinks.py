@@ -116,7 +116,8 @@ def _sink_class(name: str, found: list, installed: list[str]) -> type[Sink]:
 
 def build_plugin_sinks(names: Collection[str], meta: RunMeta, run_dir: Path, state: RunState) -> list[Sink]:
     """The named plugin sinks of the run whose ``meta.json`` is ``meta``; PluginError as ``sink_classes``."""
+    # the plugin contract: a Sink subclass whose constructor takes the SinkContext (Sink itself takes nothing)
     return [
-        cls(SinkContext(name, run_dir, str(meta.run_name), str(meta.experiment_name), meta.params, meta.tags, state))
+        cls(SinkContext(name, run_dir, str(meta.run_name), str(meta.experiment_name), meta.params, meta.tags, state))  # type: ignore[call-arg]
         for name, cls in sink_classes(names).items()
     ]

@@ -9,6 +9,8 @@
 * ``.lock``: one live process per run directory, else two would interleave the journal (``state.RunDirLock``);
   ``.delivery.lock``: held by the process that feeds the trackers (``state.delivery_lock``).
 * ``logs/``, ``traces/``, ``reports/``: the run's own files, uploaded to MLflow when asked (``sinks.mlflow``).
+* ``tensorboard/``, ``wandb/``: TensorBoard's event files and W&B's run files, unless the user names other folders
+  (the backends' ``tracking_plan``).
 """
 
 STATE_FILE = "run.json"
@@ -21,3 +23,5 @@ DELIVERY_LOCK = ".delivery.lock"
 LOGS_DIR = "logs"
 TRACES_DIR = "traces"
 REPORTS_DIR = "reports"
+TENSORBOARD_DIR = "tensorboard"
+WANDB_DIR = "wandb"

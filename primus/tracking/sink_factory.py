@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection
 
-from primus.tracking.config import TrackingConfig
+from primus.tracking.config import TrackingConfig, resolved
 from primus.tracking.enums import SinkName
 from primus.tracking.meta import RunMeta
 from primus.tracking.plugin_sinks import build_plugin_sinks
@@ -45,11 +45,15 @@ def build_sinks(
 ) -> list[Sink]:
     """The sinks of ``names`` (from ``sink_names``). A sink imports its tracker only when it opens."""
     builders: dict[str, Callable[[], Sink]] = {
-        SinkName.CONSOLE: lambda: ConsoleSink(cfg.console),
-        SinkName.TENSORBOARD: lambda: TensorBoardSink(cfg.tensorboard),
-        SinkName.WANDB: lambda: WandbSink(cfg.wandb, meta, state, wandb_run_id),
-        SinkName.MLFLOW: lambda: MlflowSink(cfg.mlflow, meta, state, cfg.run_dir),
-        SinkName.ONE_LOGGER: lambda: OneLoggerSink(cfg.one_logger, cfg.run_name),
+        SinkName.CONSOLE: lambda: ConsoleSink(resolved(cfg.console, "console")),
+        SinkName.TENSORBOARD: lambda: TensorBoardSink(resolved(cfg.tensorboard, "tensorboard")),
+        SinkName.WANDB: lambda: WandbSink(
+            resolved(cfg.wandb, "wandb"), meta, state, resolved(wandb_run_id, "wandb run id")
+        ),
+        SinkName.MLFLOW: lambda: MlflowSink(resolved(cfg.mlflow, "mlflow"), meta, state, cfg.run_dir),
+        SinkName.ONE_LOGGER: lambda: OneLoggerSink(
+            resolved(cfg.one_logger, "one_logger"), resolved(cfg.run_name, "run_name")
+        ),
     }
     wanted = [name for name in sink_names(cfg) if name in names]
     plugins = build_plugin_sinks([n for n in wanted if n not in builders], meta, cfg.run_dir, state)

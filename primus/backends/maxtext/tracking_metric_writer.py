@@ -18,9 +18,10 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from primus.tracking import SinkName
 from primus.tracking.perf import GIB, Utilisation, memory_metrics, throughput_metrics
 
-TENSORBOARD_ONLY = ("tensorboard",)
+TENSORBOARD_ONLY = (SinkName.TENSORBOARD,)
 TRACKED_TYPES = ("train", "eval")
 FLUSH_TIMEOUT_S = 60.0
 UPSTREAM_WRITERS_OFF = {"enable_tensorboard": False, "enable_wandb": False}
@@ -155,7 +156,7 @@ class TrackingMetricWriter:
             self._flush_asked.clear()
             if self._finished:
                 return
-            self.run.flush(FLUSH_TIMEOUT_S, ("tensorboard",))
+            self.run.flush(FLUSH_TIMEOUT_S, TENSORBOARD_ONLY)
 
     def finish(self, status: str) -> None:
         self._finished = True

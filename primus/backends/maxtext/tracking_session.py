@@ -13,6 +13,7 @@ from primus.backends.maxtext.tracking_metric_writer import TrackingMetricWriter
 from primus.backends.maxtext.tracking_plan import plan_tracking
 from primus.config.environment import RUN_DIR_ENV
 from primus.log import get_logger
+from primus.tracking import RunStatus
 from primus.tracking.plan import TrackingPlan
 
 log = get_logger("primus.maxtext")
@@ -61,7 +62,7 @@ def start_tracking(plan: TrackingPlan, config: Any, announce: Callable[[int], No
 def status_for(error: BaseException | None) -> str:
     """The final status of a run whose training ends with ``error`` in flight (None: it ended normally)."""
     if error is None or (isinstance(error, SystemExit) and error.code in (0, None)):
-        return "FINISHED"
+        return RunStatus.FINISHED
     if isinstance(error, KeyboardInterrupt):
-        return "KILLED"
-    return "FAILED"
+        return RunStatus.KILLED
+    return RunStatus.FAILED

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from primus.tracking.plan import Notices
+from primus.tracking.run_layout import TENSORBOARD_DIR, WANDB_DIR
 
 _UPLOAD_FLAGS = (
     "mlflow_upload_traces",
@@ -36,7 +37,7 @@ def resolve_tensorboard_dir(args, run_dir: Path, notices: Notices) -> Path | Non
         return None
     if args.tensorboard_dir:
         return Path(args.tensorboard_dir)
-    derived = run_dir / "tensorboard"
+    derived = run_dir / TENSORBOARD_DIR
     notices.info(f"tensorboard_dir not set: TensorBoard events go to {derived}")
     return derived
 
@@ -56,7 +57,7 @@ def check_wandb(args, notices: Notices) -> bool:
 
 
 def wandb_save_dir(args, run_dir: Path) -> Path:
-    return Path(args.wandb_save_dir) if args.wandb_save_dir else run_dir / "wandb"
+    return Path(args.wandb_save_dir) if args.wandb_save_dir else run_dir / WANDB_DIR
 
 
 @dataclass(frozen=True)

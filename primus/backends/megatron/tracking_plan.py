@@ -25,6 +25,7 @@ from primus.config.run_directory import CHECKPOINTED_RUN_DIR, choose_run_dir, ti
 from primus.tracking import MlflowConfig, TensorBoardConfig, TrackingConfig, WandbConfig
 from primus.tracking.plan import Notices, TrackingPlan
 from primus.tracking.plugin_sinks import requested_sinks
+from primus.tracking.run_layout import LOGS_DIR, TRACES_DIR
 
 
 def derive_run_dir(args, now: float | None = None) -> Path:
@@ -90,7 +91,7 @@ def plan_tracking(args) -> TrackingPlan:
         # upstream's torch profiler writes <tensorboard_dir>/../torch_profile (training.train, 0.19.2); only the
         # profiler reads args.tensorboard_dir now (the TensorBoard sink has its own log_dir), so anchor it in
         # <run_dir>/traces, which the MLflow sink uploads and reports on after training
-        traces_dir = run_dir / "traces"
+        traces_dir = run_dir / TRACES_DIR
         args.tensorboard_dir = str(traces_dir / "profiler")
         recorded["primus_traces_dir"] = str(traces_dir.absolute())
         _check_profiler(args, notices)
@@ -102,7 +103,7 @@ def plan_tracking(args) -> TrackingPlan:
     return TrackingPlan(
         config if tracked else None,
         notices,
-        log_file=run_dir / "logs" / f"rank_{args.rank}.log" if mlflow and args.mlflow_upload_logs else None,
+        log_file=run_dir / LOGS_DIR / f"rank_{args.rank}.log" if mlflow and args.mlflow_upload_logs else None,
         traces_dir=traces_dir,
         perf_metrics=bool(mlflow) and args.mlflow_upload_performance_metrics,
         across_ranks=across_ranks,

@@ -42,12 +42,12 @@ def pretrain_gpt(
     pretrain(**call)
 
 
-def broadcast_batch(batch: dict[str, torch.Tensor], args: Any) -> dict[str, torch.Tensor]:
+def broadcast_batch(batch: dict[str, torch.Tensor], args: Any) -> dict[str, torch.Tensor | None]:
     """Tensor-parallel rank 0's micro-batch (``batch``; empty on the other ranks) to every rank of its
     tensor-parallel group. Upstream's helper for this took another signature in each of 0.17, 0.18 and
     0.19; this is the pretraining case of all three (no packed sequences, no multi-token prediction)."""
     shape = (args.micro_batch_size, args.seq_length)
-    layout = {
+    layout: dict[str, tuple[tuple[int, ...], torch.dtype]] = {
         "tokens": (shape, torch.int64),
         "labels": (shape, torch.int64),
         "loss_mask": (shape, torch.float32),
@@ -57,7 +57,7 @@ def broadcast_batch(batch: dict[str, torch.Tensor], args: Any) -> dict[str, torc
         layout["attention_mask"] = ((args.micro_batch_size, 1, args.seq_length, args.seq_length), torch.bool)
     device = torch.cuda.current_device() if torch.cuda.is_available() else torch.device("cpu")
     source, group = mpu.get_tensor_model_parallel_src_rank(), mpu.get_tensor_model_parallel_group()
-    received = {"attention_mask": None}
+    received: dict[str, torch.Tensor | None] = {"attention_mask": None}
     for key, (key_shape, dtype) in layout.items():
         tensor = (
             batch[key].to(device, non_blocking=True)

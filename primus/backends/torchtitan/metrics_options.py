@@ -82,7 +82,7 @@ def primus_job_config_class(job_config_class: type) -> type:
     """``job_config_class`` (upstream's ``JobConfig`` or a merge of it with a user's custom config) with
     Primus's fields in its ``metrics`` section."""
     [metrics] = [f for f in dataclasses.fields(job_config_class) if f.name == "metrics"]
-    options = primus_config_class(metrics.type)
+    options = primus_config_class(metrics.type)  # type: ignore[arg-type]  # a class: mypy holds type[Any] unhashable
     if options is metrics.type:
         return job_config_class
     return dataclasses.make_dataclass(
@@ -93,7 +93,7 @@ def primus_job_config_class(job_config_class: type) -> type:
 
 
 def with_primus_options(metrics_config: Any) -> Any:
-    cls = primus_config_class(type(metrics_config))
+    cls = primus_config_class(type(metrics_config))  # type: ignore[arg-type]  # as above
     if type(metrics_config) is cls:
         return metrics_config
     values = {f.name: getattr(metrics_config, f.name) for f in dataclasses.fields(metrics_config) if f.init}

@@ -14,6 +14,7 @@ from torchtitan.components.metrics import BaseLogger
 
 from primus import cpu_accounting
 from primus.backends.torchtitan.step_perf import StepPerf
+from primus.tracking import RunStatus
 
 
 class TrackingLogger(BaseLogger):
@@ -35,4 +36,4 @@ class TrackingLogger(BaseLogger):
     def close(self) -> None:
         # upstream's train.main() closes the trainer inside `except Exception:` before re-raising
         failed = sys.exc_info()[1] is not None
-        self.run.finish("FAILED" if failed else "FINISHED")
+        self.run.finish(RunStatus.FAILED if failed else RunStatus.FINISHED)

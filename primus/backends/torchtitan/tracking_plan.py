@@ -23,6 +23,7 @@ from primus.tracking import MlflowConfig, TensorBoardConfig, TrackingConfig
 from primus.tracking.config import JOURNAL_RETENTIONS
 from primus.tracking.plan import Notices, TrackingPlan
 from primus.tracking.plugin_sinks import requested_sinks
+from primus.tracking.run_layout import LOGS_DIR, TRACES_DIR, WANDB_DIR
 
 UPSTREAM_TB_QUEUE = 1000  # upstream's SummaryWriter(max_queue=1000)
 
@@ -139,7 +140,7 @@ def plan_tracking(
             tensorboard=TensorBoardConfig(log_dir=tb_dir, queue_size=UPSTREAM_TB_QUEUE)
             if metrics.enable_tensorboard
             else None,
-            wandb=wandb_settings(run_dir / "wandb", notices) if metrics.enable_wandb else None,
+            wandb=wandb_settings(run_dir / WANDB_DIR, notices) if metrics.enable_wandb else None,
             mlflow=MlflowConfig(
                 upload_logs="mlflow_upload_logs" in uploads,
                 upload_traces="mlflow_upload_traces" in uploads,
@@ -156,8 +157,8 @@ def plan_tracking(
         config,
         notices,
         all_ranks=bool(metrics.save_for_all_ranks),
-        log_file=run_dir / "logs" / f"rank_{rank}.log" if "mlflow_upload_logs" in uploads else None,
-        traces_dir=run_dir / "traces" if tracing else None,
+        log_file=run_dir / LOGS_DIR / f"rank_{rank}.log" if "mlflow_upload_logs" in uploads else None,
+        traces_dir=run_dir / TRACES_DIR if tracing else None,
         perf_metrics="mlflow_upload_performance_metrics" in uploads,
         across_ranks=across_ranks,
         peak_tflops=peak,

@@ -29,7 +29,7 @@ def job_config_sections(params: Mapping[str, Any]) -> dict[str, Any]:
     """0.2.2: the experiment as ``JobConfig`` sections. Primus's ``dump_folder`` (what `primus train`
     derives, 0.3's field) is ``job.dump_folder`` unless the experiment sets that; a 0.3 config function
     named in ``model`` is an error with the 0.2.2 way to say it."""
-    model = params.get(MODEL_SECTION)
+    model = params.get(MODEL_SECTION, {})
     named = [k for k in CONFIG_FUNCTION_KEYS if isinstance(model, Mapping) and k in model]
     if named:
         raise ConfigError(

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from primus.redaction import redact_text
 from primus.tracking.artifacts import upload_run_files
-from primus.tracking.config import MlflowConfig
+from primus.tracking.config import MlflowConfig, resolved
 from primus.tracking.enums import RunStatus, SinkName
 from primus.tracking.journal import METRICS, TEXT, Record
 from primus.tracking.meta import RunMeta
@@ -46,24 +46,29 @@ class MlflowSink(Sink):
         self.meta = meta
         self.state = state
         self.run_dir = run_dir
+        self.tracking_uri = resolved(cfg.tracking_uri, "mlflow.tracking_uri")
         saved = state.section("mlflow")
-        self.run_id: str | None = saved.get("run_id")
-        self._client = None
+        self.run_id = ""  # open() sets it
+        self._client: MlflowRestClient | FullMlflowClient | None = None
         self._metric_keys = MlflowKeys(saved.get("metric_keys"))
         self._tag_keys = MlflowKeys(saved.get("tag_keys") or mlflow_keys(meta.tags))
 
+    @property
+    def client(self) -> MlflowRestClient | FullMlflowClient:
+        if self._client is None:  # on first use: the full client imports mlflow
+            self._client = connect(self.cfg, self.tracking_uri)
+        return self._client
+
     def open(self) -> str:
-        if self._client is None:
-            self._client = connect(self.cfg)
         self.run_id = self._resume() or self._create()
         return self.run_id
 
     def _resume(self) -> str | None:
         saved = self.state.section("mlflow")
-        if not saved.get("run_id") or saved.get("tracking_uri") != redact_text(self.cfg.tracking_uri):
+        if not saved.get("run_id") or saved.get("tracking_uri") != redact_text(self.tracking_uri):
             return None
         try:
-            run = self._client.get_run(saved["run_id"])
+            run = self.client.get_run(saved["run_id"])
         except Exception as e:  # MlflowRestError or MlflowException: both carry MLflow's error_code
             if getattr(e, "error_code", None) != "RESOURCE_DOES_NOT_EXIST":
                 raise
@@ -74,40 +79,40 @@ class MlflowSink(Sink):
             )
             return None
         if run.status != RunStatus.RUNNING:
-            self._client.set_status(run.run_id, RunStatus.RUNNING)
+            self.client.set_status(run.run_id, RunStatus.RUNNING)
         self._log_params(run.run_id, run.params)
         return run.run_id
 
     def _create(self) -> str:
-        name = self.cfg.experiment_name
-        experiment_id = self._client.get_experiment_id(name)
+        name = resolved(self.cfg.experiment_name, "mlflow.experiment_name")
+        experiment_id = self.client.get_experiment_id(name)
         if experiment_id is None:
             try:
-                experiment_id = self._client.create_experiment(name, artifact_location=self._local_artifacts())
-            except Exception as e:  # another process created it first
-                if getattr(e, "error_code", None) != "RESOURCE_ALREADY_EXISTS":
+                experiment_id = self.client.create_experiment(name, artifact_location=self._local_artifacts())
+            except Exception as e:  # another process created it first (and it is still there)
+                if (
+                    getattr(e, "error_code", None) != "RESOURCE_ALREADY_EXISTS"
+                    or (experiment_id := self.client.get_experiment_id(name)) is None
+                ):
                     raise
-                experiment_id = self._client.get_experiment_id(name)
         self._metric_keys, self._tag_keys = MlflowKeys(), MlflowKeys(mlflow_keys(self.meta.tags))  # a new run
         tags = {self._tag_keys(k): clip(v, MLFLOW_MAX_TAG_VALUE) for k, v in self.meta.tags.items()}
-        run_id = self._client.create_run(experiment_id, self.cfg.run_name, tags)
+        run_id = self.client.create_run(experiment_id, self.cfg.run_name, tags)
         self.state.update(
             "mlflow",
             run_id=run_id,
             experiment_id=experiment_id,
-            tracking_uri=redact_text(self.cfg.tracking_uri),
+            tracking_uri=redact_text(self.tracking_uri),
             metric_keys={},
             tag_keys=self._tag_keys.assigned(),
         )
-        log.info(
-            "primus tracking: MLflow run %s in experiment %r at %s", run_id, name, redact_text(self.cfg.tracking_uri)
-        )
+        log.info("primus tracking: MLflow run %s in experiment %r at %s", run_id, name, redact_text(self.tracking_uri))
         self._log_params(run_id, {})
         return run_id
 
     def _local_artifacts(self) -> str | None:
         """A local store would put artifacts in ./mlruns of whatever the working directory is."""
-        if self.cfg.tracking_uri.startswith(("sqlite:", "file:", "/")):
+        if self.tracking_uri.startswith(("sqlite:", "file:", "/")):
             return (self.run_dir.parent / "mlartifacts").as_uri()
         return None
 
@@ -125,7 +130,7 @@ class MlflowSink(Sink):
             )
         new = [(k, v) for k, v in wanted.items() if k not in existing]
         for i in range(0, len(new), MAX_PARAMS_TAGS_PER_BATCH):
-            self._client.log_batch(run_id, params=new[i : i + MAX_PARAMS_TAGS_PER_BATCH])
+            self.client.log_batch(run_id, params=new[i : i + MAX_PARAMS_TAGS_PER_BATCH])
 
     def chunks(self, records: Sequence[Record]) -> Iterable[Sequence[Record]]:
         for i in range(0, len(records), RECORDS_PER_WRITE):
@@ -150,9 +155,9 @@ class MlflowSink(Sink):
             self.state.update("mlflow", metric_keys=self._metric_keys.assigned(), tag_keys=self._tag_keys.assigned())
         tag_list = list(tags.items())
         for i in range(0, len(tag_list), MAX_PARAMS_TAGS_PER_BATCH):
-            self._client.log_batch(self.run_id, tags=tag_list[i : i + MAX_PARAMS_TAGS_PER_BATCH])
+            self.client.log_batch(self.run_id, tags=tag_list[i : i + MAX_PARAMS_TAGS_PER_BATCH])
         for i in range(0, len(metrics), MAX_METRICS_PER_BATCH):
-            self._client.log_batch(self.run_id, metrics=metrics[i : i + MAX_METRICS_PER_BATCH])
+            self.client.log_batch(self.run_id, metrics=metrics[i : i + MAX_METRICS_PER_BATCH])
 
     def close(self, status: str, complete: bool) -> None:
         if not complete:
@@ -170,11 +175,11 @@ class MlflowSink(Sink):
         if not uploaded and subdirs:
             if self.cfg.upload_trace_report:
                 self._write_trace_report()
-            upload_run_files(self._client, self.run_id, self.run_dir, subdirs)
+            upload_run_files(self.client, self.run_id, self.run_dir, subdirs)
             self.state.update("mlflow", artifacts_uploaded=True)
-        self._client.set_terminated(self.run_id, status)
+        self.client.set_terminated(self.run_id, status)
         self.state.update("mlflow", terminated=status)
-        self._client.close()
+        self.client.close()
 
     def _write_trace_report(self) -> None:
         """Best effort: a report that cannot be built must not keep the run from ending."""
@@ -187,8 +192,8 @@ class MlflowSink(Sink):
             )
 
 
-def connect(cfg: MlflowConfig) -> MlflowRestClient | FullMlflowClient:
-    """The client for ``cfg.tracking_uri``: the light REST client for an http(s) server, else ``MlflowClient``."""
-    if needs_full_client(cfg.tracking_uri):
-        return FullMlflowClient(cfg.tracking_uri, cfg.registry_uri, cfg.request_timeout_s)
-    return MlflowRestClient(cfg.tracking_uri, cfg.request_timeout_s)
+def connect(cfg: MlflowConfig, tracking_uri: str) -> MlflowRestClient | FullMlflowClient:
+    """The client for ``tracking_uri``: the light REST client for an http(s) server, else ``MlflowClient``."""
+    if needs_full_client(tracking_uri):
+        return FullMlflowClient(tracking_uri, cfg.registry_uri, cfg.request_timeout_s)
+    return MlflowRestClient(tracking_uri, cfg.request_timeout_s)

@@ -104,8 +104,8 @@ def credentials(tracking_uri: str, env: Mapping[str, str] = os.environ, home: Pa
     if parts.username is not None or parts.password is not None:
         user, password = unquote(parts.username or ""), unquote(parts.password or "")
     else:
-        user = env.get("MLFLOW_TRACKING_USERNAME") or file_user
-        password = env.get("MLFLOW_TRACKING_PASSWORD") or file_password
+        user = env.get("MLFLOW_TRACKING_USERNAME") or file_user or ""
+        password = env.get("MLFLOW_TRACKING_PASSWORD") or file_password or ""
     token = env.get("MLFLOW_TRACKING_TOKEN")
     if parts.username is not None or user and password:
         basic = base64.b64encode(f"{user}:{password}".encode()).decode()

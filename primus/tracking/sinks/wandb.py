@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from primus.redaction import redact_text
-from primus.tracking.config import WandbConfig
+from primus.tracking.config import WandbConfig, resolved
 from primus.tracking.enums import RunStatus, SinkName
 from primus.tracking.journal import METRICS, TEXT, Record
 from primus.tracking.meta import RunMeta
@@ -49,8 +49,9 @@ class WandbSink(Sink):
             import wandb
         except ImportError as e:
             raise SinkUnavailable(f"wandb is not importable ({e}): pip install wandb, or turn W&B off") from e
-        self.cfg.save_dir.mkdir(parents=True, exist_ok=True)
-        error = outside_except(lambda: setattr(self, "_run", self._init(wandb, self.cfg.mode)))
+        resolved(self.cfg.save_dir, "wandb.save_dir").mkdir(parents=True, exist_ok=True)
+        mode = resolved(self.cfg.mode, "wandb.mode")
+        error = outside_except(lambda: setattr(self, "_run", self._init(wandb, mode)))
         if error is not None:
             if self.cfg.mode != "online":
                 raise SinkUnavailable(f"wandb.init(mode={self.cfg.mode!r}) failed: {error}") from error

@@ -16,6 +16,7 @@ from primus import cpu_accounting
 from primus.backends.maxtext.upstream_versions import MAXTEXT
 from primus.patches import REGISTRY
 from primus.patches.arguments import Arguments
+from primus.tracking import RunStatus
 
 FEED = "_primus_feed"  # the TrackingMetricWriter on a tracked MetricLogger instance
 
@@ -95,7 +96,7 @@ def _install_metric_logger(module, handle):
         try:
             result = wrapped(*args, **kwargs)  # writes the last, deferred step through write_metrics
         except BaseException:
-            feed.finish("FAILED")
+            feed.finish(RunStatus.FAILED)
             raise
         feed.finish(status_for(in_flight))
         return result

@@ -12,9 +12,10 @@ import time
 from collections.abc import Mapping
 
 from primus.backends.megatron.training.tracking_summary_writer import TrackingSummaryWriter
+from primus.tracking import SinkName
 from primus.tracking.perf import IntervalAverager, Utilisation, memory_metrics, throughput_metrics
 
-MLFLOW_ONLY = ("mlflow",)
+MLFLOW_ONLY = (SinkName.MLFLOW,)
 # upstream's training_log sends this only to its own W&B writer, which the hub replaces
 SAMPLES_VS_STEPS = "samples vs steps"
 

@@ -16,10 +16,11 @@ from typing import Any
 
 from primus import cpu_accounting
 from primus.log import get_logger
+from primus.tracking import SinkName
 
 log = get_logger("primus.megatron")
 
-TENSORBOARD_ONLY = ("tensorboard",)
+TENSORBOARD_ONLY = (SinkName.TENSORBOARD,)
 _VS_SAMPLES = " vs samples"
 _DROPPED, _VS_SAMPLES_TAG, _STEP_TAG = range(3)  # what a tag is, judged once per tag name
 
