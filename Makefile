@@ -1,7 +1,8 @@
 # Two commands do everything on a fresh machine:
 #   make run    set up .venv (Python 3.12, pinned upstream), then the main job: a tiny CPU Megatron
 #               pretraining with TensorBoard + MLflow (local sqlite store) tracking on
-#   make test   set up .venv, then run the test suite (starts its own MLflow server on 127.0.0.1)
+#   make test   set up .venv, lint and type-check primus/, then run the test suite (starts its own MLflow server
+#               on 127.0.0.1)
 SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -30,7 +31,7 @@ $(STAMP): third_party/requirements.txt third_party/constraints.txt setup.cfg pyp
 run: setup
 	$(PY) -m primus.cli.main train --config configs/megatron/tiny_cpu.yaml
 
-test: setup
+test: setup lint
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # ruff (lint and format check) and mypy over primus/ (settings: pyproject.toml)
