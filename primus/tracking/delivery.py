@@ -260,7 +260,9 @@ class DeliveryProcess:
         except queue.Full:
             pass
         if not self._send({"t": "close", "status": status, "within_s": max(0.0, deadline - time.monotonic())}):
-            self._kill()  # it reads no input: it cannot be told to finish
+            # it reads no input (it died, or is stuck): it cannot be told to finish. Not killed at the deadline, so
+            # the reader still says that delivery stopped (a shared process's death reaches it only as EOF).
+            self._stop_child()
 
     def join(self, deadline: float) -> bool:
         """True when the child reported its end before ``deadline`` (plus a short grace); else it is killed."""
@@ -300,7 +302,11 @@ class DeliveryProcess:
             w.lost_on_the_way += sum(r.is_for(w.name) for r in records)
 
     def _kill(self) -> None:
+        """Past the exit deadline: the run's own report names what was left undelivered."""
         self._killed = True
+        self._stop_child()
+
+    def _stop_child(self) -> None:
         if self._proc is not None and self._proc.poll() is None:
             self._proc.kill()
             self._proc.wait()
