@@ -30,6 +30,8 @@ def test_the_decorator_registers_the_patch_as_declared_and_keeps_the_function(re
                           description="says patched")(install) is install
     assert registry.patches() == [Patch("d.dec", name, gate, f"=={PACKAGING}", install, required=True,
                                         description="says patched")]
+    registry.patch("d.any", target=name, upstream=gate)(install)
+    assert registry.patches()[-1].versions == "", "no range given: every release the upstream supports"
     registry.activate()
     assert importlib.import_module(name).greet("x") == "patched x"
 
