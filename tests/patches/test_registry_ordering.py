@@ -55,10 +55,10 @@ def test_activate_then_import(registry, upstream):
     registry.register(greet_patch(name))
     registry.activate()
     assert name not in sys.modules, "activation must not import the target"
-    assert [r.status for r in registry.records()] == ["pending"]
+    assert [(r.status, r.reason) for r in registry.records()] == [("pending", f"waiting for `import {name}`")]
     module = importlib.import_module(name)
     assert module.greet("b") == "HELLO B"
-    assert [r.status for r in registry.records()] == ["applied"]
+    assert [(r.status, r.reason) for r in registry.records()] == [("applied", "")]
 
 
 def test_double_activate_installs_one_wrapper(registry, upstream, caplog):
