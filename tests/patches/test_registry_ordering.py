@@ -68,7 +68,7 @@ def test_double_activate_installs_one_wrapper(registry, upstream, caplog):
     registry.activate()
     with caplog.at_level(logging.WARNING, logger="primus.patches"):
         registry.activate()
-    assert "primus patches are already active; activate() ignored" in caplog.text
+    assert "primus patches are already active; activate() ignored" in caplog.messages
     assert len(installs) == 1
     assert is_wrapped(module.greet) and not is_wrapped(module.greet.__wrapped__)
     assert module.greet("c") == "HELLO C"
