@@ -297,3 +297,10 @@ def test_undo_under_a_plain_decorator_leaves_ours_in_place_but_off_and_says_so(r
     assert [r.getMessage() for r in caplog.records] == [
         f"primus patch u.decorated: {module.__name__}.greet was replaced again by someone else; left as it is"]
     assert module.greet("a") == "theirs hello a"  # ours cannot be spliced out from under a closure: it passes through
+
+
+def test_a_condition_judged_before_activation_sees_a_default_context(registry, upstream):
+    """What `primus patches` does: the global registry is judged without being activated."""
+    seen = []
+    patch = Patch("d.cond", upstream(), None, "", lambda m, h: None, condition=lambda ctx: seen.append(ctx) or True)
+    assert registry.eligibility(patch).ok and seen == [PatchContext()]
