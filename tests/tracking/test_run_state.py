@@ -3,11 +3,12 @@
 import fcntl
 import multiprocessing
 import os
+import stat
 
 import pytest
 
-from primus.tracking.run_layout import LOCK_FILE
-from primus.tracking.state import CursorStore, RunDirBusyError, RunDirLock, RunState
+from primus.tracking.run_layout import DELIVERY_LOCK, LOCK_FILE
+from primus.tracking.state import CursorStore, RunDirBusyError, RunDirLock, RunState, delivery_lock
 
 
 def write_section(run_dir, name, count):
@@ -43,6 +44,7 @@ def test_a_cursor_that_cannot_be_saved_warns_once_and_is_saved_with_the_next_del
     (cursors.dir / "mlflow.json").rmdir()
     cursors.save("mlflow", "run-1", 30)
     assert (cursors.load("mlflow", "run-1"), cursors.load("mlflow", "run-2"), cursors.offset("mlflow")) == (30, 0, 30)
+    assert CursorStore(tmp_path).offset("mlflow") == 30, "a second store opens the same cursors"
     (cursors.dir / "mlflow.json").unlink()
     (cursors.dir / "mlflow.json").mkdir()  # failing again after it recovered: said again
     cursors.save("mlflow", "run-1", 40)
@@ -72,8 +74,26 @@ def test_a_busy_run_directory_names_the_pid_holding_it_until_it_is_released(tmp_
     RunDirLock(tmp_path).acquire().release()
 
 
-def test_a_holder_that_wrote_no_pid_is_named_another_process(tmp_path):
-    with open(tmp_path / LOCK_FILE, "w") as held:
+@pytest.mark.parametrize(("written", "named"), [(b"", "another process"), (b"\xff12", "\ufffd12")])
+def test_a_holder_that_wrote_no_pid_or_bytes_that_are_not_text_is_still_named(tmp_path, written, named):
+    with open(tmp_path / LOCK_FILE, "wb") as held:
+        held.write(written)
+        held.flush()
         fcntl.flock(held, fcntl.LOCK_EX)
-        with pytest.raises(RunDirBusyError, match="in use by pid another process:"):
+        with pytest.raises(RunDirBusyError, match=f"in use by pid {named}:"):
             RunDirLock(tmp_path).acquire()
+
+
+def test_the_lock_files_are_made_readable_by_all_and_writable_by_the_owner_and_the_delivery_lock_left_unlocked(tmp_path):
+    umask = os.umask(0)
+    os.umask(umask)
+    RunDirLock(tmp_path).release()  # never acquired: nothing to release
+    RunDirLock(tmp_path).acquire().release()
+    fd = delivery_lock(tmp_path)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        assert os.write(fd, b"x") == 1, "opened for writing"
+    finally:
+        os.close(fd)
+    for name in (LOCK_FILE, DELIVERY_LOCK):
+        assert stat.S_IMODE((tmp_path / name).stat().st_mode) == 0o644 & ~umask
