@@ -4,6 +4,7 @@ function and the argument."""
 
 from __future__ import annotations
 
+import functools
 import importlib
 
 import pytest
@@ -43,6 +44,23 @@ def test_an_argument_not_passed_is_replaced_by_keyword_and_a_keyword_only_one_is
     arguments = Arguments(_log, "extra", "tag")
     assert arguments.replace("extra", 1, (3, 0.5), {}) == ((3, 0.5), {"extra": 1})
     assert arguments("tag", (3, 0.5, None), {"tag": "eval"}) == "eval"
+
+
+def test_a_keyword_only_argument_after_star_args_is_read_from_kwargs_and_a_positional_one_replaced_in_place():
+    def upstream(a, b, *rest, tag="x"):
+        pass
+
+    arguments = Arguments(upstream, "a", "tag")
+    assert arguments("tag", (1, 2, 3, 4), {"tag": "y"}) == "y"
+    assert arguments.replace("a", 0, (1, 2, 3), {}) == ((0, 2, 3), {})
+
+
+def test_every_missing_argument_is_named_and_a_callable_without_a_qualname_by_its_repr():
+    partial = functools.partial(_log, 1)
+    with pytest.raises(TypeError) as raised:
+        Arguments(partial, "step", "epoch")
+    assert f"upstream's {partial!r}(loss, extra=None, *, tag='train') has no argument 'step', 'epoch':" in str(
+        raised.value)
 
 
 def test_a_required_argument_not_passed_is_named():

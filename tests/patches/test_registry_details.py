@@ -13,6 +13,7 @@ import torch
 import wrapt
 from test_registry_failures import PACKAGING, packaging_upstream, passthrough, wrapping
 
+from primus import cpu_accounting
 from primus.patches import Patch, PatchError
 from primus.patches.registry import PLATFORM_ENV, PatchContext, detect_platform
 from primus.patches.upstream import locate
@@ -29,6 +30,8 @@ def test_the_decorator_registers_the_patch_as_declared_and_keeps_the_function(re
                           description="says patched")(install) is install
     assert registry.patches() == [Patch("d.dec", name, gate, f"=={PACKAGING}", install, required=True,
                                         description="says patched")]
+    registry.patch("d.any", target=name, upstream=gate)(install)
+    assert registry.patches()[-1].versions == "", "no range given: every release the upstream supports"
     registry.activate()
     assert importlib.import_module(name).greet("x") == "patched x"
 
@@ -133,20 +136,33 @@ def test_keyword_arguments_reach_upstream_once_the_wrapper_failed(registry, upst
     assert module.calls == ["a", "b"]
 
 
-def test_a_tracking_patch_wraps_as_any_other(registry, upstream):
+def test_a_tracking_patch_wraps_as_any_other_and_alone_is_counted_by_cpu_accounting(registry, upstream, monkeypatch):
     module = importlib.import_module(upstream())
-    seen = []
+    seen, counted = [], []
+    monkeypatch.setattr(cpu_accounting, "wrapper", lambda guarded, entry: counted.append(entry) or guarded)
 
     def shout(wrapped, instance, args, kwargs):
         seen.append(args)
         return wrapped(*args, **kwargs).upper()
 
     registry.register(Patch("core.tracking.greet", module.__name__, None, "", wrapping("greet", shout)))
+    registry.register(Patch("core.other.explode", module.__name__, None, "", wrapping("explode", passthrough)))
     registry.activate()
     assert module.greet("t") == "HELLO T" and seen == [("t",)]
-    assert [r.status for r in registry.records()] == ["applied"]
+    assert counted == ["core.tracking.greet:greet"]
+    assert [r.status for r in registry.records()] == ["applied", "applied"]
     registry.deactivate()
-    assert [(r.status, r.reason) for r in registry.records()] == [("undone", "")]
+    assert [(r.status, r.reason) for r in registry.records()] == [("undone", "")] * 2
+
+
+def test_an_inherited_method_replaced_on_a_subclass_is_deleted_from_it_again_on_undo(registry, upstream):
+    module = importlib.import_module(upstream())
+    registry.register(Patch("test.inherited", module.__name__, None, "",
+                            lambda mod, handle: handle.replace(mod.Child, "greet", lambda self, name: "replaced")))
+    registry.activate()
+    assert module.Child().greet("j") == "replaced"
+    registry.deactivate()
+    assert "greet" not in vars(module.Child) and module.Child().greet("j") == "hi j"
 
 
 @pytest.mark.parametrize(("versions", "condition", "status"), [
@@ -281,3 +297,10 @@ def test_undo_under_a_plain_decorator_leaves_ours_in_place_but_off_and_says_so(r
     assert [r.getMessage() for r in caplog.records] == [
         f"primus patch u.decorated: {module.__name__}.greet was replaced again by someone else; left as it is"]
     assert module.greet("a") == "theirs hello a"  # ours cannot be spliced out from under a closure: it passes through
+
+
+def test_a_condition_judged_before_activation_sees_a_default_context(registry, upstream):
+    """What `primus patches` does: the global registry is judged without being activated."""
+    seen = []
+    patch = Patch("d.cond", upstream(), None, "", lambda m, h: None, condition=lambda ctx: seen.append(ctx) or True)
+    assert registry.eligibility(patch).ok and seen == [PatchContext()]

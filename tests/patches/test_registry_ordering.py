@@ -55,10 +55,10 @@ def test_activate_then_import(registry, upstream):
     registry.register(greet_patch(name))
     registry.activate()
     assert name not in sys.modules, "activation must not import the target"
-    assert [r.status for r in registry.records()] == ["pending"]
+    assert [(r.status, r.reason) for r in registry.records()] == [("pending", f"waiting for `import {name}`")]
     module = importlib.import_module(name)
     assert module.greet("b") == "HELLO B"
-    assert [r.status for r in registry.records()] == ["applied"]
+    assert [(r.status, r.reason) for r in registry.records()] == [("applied", "")]
 
 
 def test_double_activate_installs_one_wrapper(registry, upstream, caplog):
@@ -68,7 +68,7 @@ def test_double_activate_installs_one_wrapper(registry, upstream, caplog):
     registry.activate()
     with caplog.at_level(logging.WARNING, logger="primus.patches"):
         registry.activate()
-    assert "already active" in caplog.text
+    assert "primus patches are already active; activate() ignored" in caplog.messages
     assert len(installs) == 1
     assert is_wrapped(module.greet) and not is_wrapped(module.greet.__wrapped__)
     assert module.greet("c") == "HELLO C"

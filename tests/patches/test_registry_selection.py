@@ -36,7 +36,7 @@ def test_none(registry, two_patches, monkeypatch):
     registry.activate()
     assert two_patches.greet("a") == "hello a"
     assert statuses(registry) == {"p.one": "skipped", "p.two": "skipped"}
-    assert all("not selected" in r.reason for r in registry.records())
+    assert all("not selected" in r.reason and r.where == "" for r in registry.records())
 
 
 def test_list(registry, two_patches, monkeypatch):
@@ -59,6 +59,18 @@ def test_disable_removes_ids(registry, two_patches, monkeypatch):
     monkeypatch.setenv(DISABLE_ENV, "p.one")
     registry.activate()
     assert two_patches.greet("a") == "hello a two"
+
+
+@pytest.mark.parametrize(("select", "only", "selected"), [
+    (None, None, {"p.two"}), ("  ", None, {"p.two"}), ("none", None, set()), ("p.one,p.two", None, {"p.two"}),
+    ("none", ["p.one", "p.two"], {"p.two"})])
+def test_disabled_ids_are_taken_out_of_every_kind_of_selection(registry, two_patches, monkeypatch, select, only,
+                                                               selected):
+    monkeypatch.setenv(DISABLE_ENV, "p.one")
+    if select is not None:
+        monkeypatch.setenv(SELECT_ENV, select)
+    selection = registry.selection(only)
+    assert {patch_id for patch_id in ("p.one", "p.two") if patch_id in selection} == selected
 
 
 def test_with_disable_set_a_patch_registered_after_activation_is_still_hooked(registry, upstream, monkeypatch):
