@@ -8,10 +8,13 @@
 * ``cursors/<sink>.json``: how far each sink delivered (``state.CursorStore``).
 * ``.lock``: one live process per run directory, else two would interleave the journal (``state.RunDirLock``);
   ``.delivery.lock``: held by the process that feeds the trackers (``state.delivery_lock``).
-* ``logs/``, ``traces/``, ``reports/``: the run's own files, uploaded to MLflow when asked (``sinks.mlflow``).
+* ``logs/``, ``traces/``, ``reports/``: the run's own files, uploaded to MLflow when asked (``sinks.mlflow``);
+  ``logs/rank_<n>.log``: a rank's console (``rank_log_file``).
 * ``tensorboard/``, ``wandb/``: TensorBoard's event files and W&B's run files, unless the user names other folders
   (the backends' ``tracking_plan``).
 """
+
+from pathlib import Path
 
 STATE_FILE = "run.json"
 META_FILE = "meta.json"
@@ -25,3 +28,8 @@ TRACES_DIR = "traces"
 REPORTS_DIR = "reports"
 TENSORBOARD_DIR = "tensorboard"
 WANDB_DIR = "wandb"
+
+
+def rank_log_file(run_dir: Path, rank: int) -> Path:
+    """Where a rank's console is copied for upload."""
+    return run_dir / LOGS_DIR / f"rank_{rank}.log"

@@ -25,7 +25,7 @@ from primus.config.run_directory import CHECKPOINTED_RUN_DIR, choose_run_dir, ti
 from primus.tracking import MlflowConfig, TensorBoardConfig, TrackingConfig, WandbConfig
 from primus.tracking.plan import Notices, TrackingPlan
 from primus.tracking.plugin_sinks import requested_sinks
-from primus.tracking.run_layout import LOGS_DIR, TRACES_DIR
+from primus.tracking.run_layout import TRACES_DIR, rank_log_file
 
 
 def derive_run_dir(args, now: float | None = None) -> Path:
@@ -103,7 +103,7 @@ def plan_tracking(args) -> TrackingPlan:
     return TrackingPlan(
         config if tracked else None,
         notices,
-        log_file=run_dir / LOGS_DIR / f"rank_{args.rank}.log" if mlflow and args.mlflow_upload_logs else None,
+        log_file=rank_log_file(run_dir, args.rank) if mlflow and args.mlflow_upload_logs else None,
         traces_dir=traces_dir,
         perf_metrics=bool(mlflow) and args.mlflow_upload_performance_metrics,
         across_ranks=across_ranks,

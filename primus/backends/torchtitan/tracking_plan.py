@@ -23,7 +23,7 @@ from primus.tracking import MlflowConfig, TensorBoardConfig, TrackingConfig
 from primus.tracking.config import JOURNAL_RETENTIONS
 from primus.tracking.plan import Notices, TrackingPlan
 from primus.tracking.plugin_sinks import requested_sinks
-from primus.tracking.run_layout import LOGS_DIR, TRACES_DIR, WANDB_DIR
+from primus.tracking.run_layout import TRACES_DIR, WANDB_DIR, rank_log_file
 
 UPSTREAM_TB_QUEUE = 1000  # upstream's SummaryWriter(max_queue=1000)
 
@@ -157,7 +157,7 @@ def plan_tracking(
         config,
         notices,
         all_ranks=bool(metrics.save_for_all_ranks),
-        log_file=run_dir / LOGS_DIR / f"rank_{rank}.log" if "mlflow_upload_logs" in uploads else None,
+        log_file=rank_log_file(run_dir, rank) if "mlflow_upload_logs" in uploads else None,
         traces_dir=run_dir / TRACES_DIR if tracing else None,
         perf_metrics="mlflow_upload_performance_metrics" in uploads,
         across_ranks=across_ranks,
