@@ -89,8 +89,6 @@ def sync_run(
             sinks.append(MlflowSink(meta.mlflow_config(_mlflow_uri(meta, tracking_uri)), meta, state, run_dir))
         wandb_state = state.section("wandb")
         if meta.wandb and wandb_state.get("id"):
-            if wandb_state.get("mode") == "offline":
-                report.wandb_offline_dir = wandb_state.get("sync_dir")
             if CursorStore(run_dir).load(SinkName.WANDB, wandb_state["id"]) < journal_end(run_dir):
                 sinks.append(WandbSink(meta.wandb_config(), meta, state, wandb_state["id"]))
         try:
@@ -107,6 +105,10 @@ def sync_run(
             report.delivered[w.sink.name] = done
             if w.last_error:
                 report.errors[w.sink.name] = w.last_error
+        if meta.wandb:  # read after delivery: a W&B run opened by this sync may have gone offline too
+            wandb_state = state.section("wandb")
+            if wandb_state.get("mode") == "offline":
+                report.wandb_offline_dir = wandb_state.get("sync_dir")
         return report
     finally:
         os.close(delivering)

@@ -12,8 +12,9 @@ import time
 
 import pytest
 from support.plugin_dists import SINK_DOWN, read_sink_record
+from support.readers import read_wandb_history, wandb_run_ids
 
-from primus.tracking.journal import METRICS, encode, journal_end
+from primus.tracking.journal import METRICS, JournalReader, encode, journal_end
 from primus.tracking.journal_writer import JournalWriter
 from primus.tracking.meta import RunMeta
 from primus.tracking.run_layout import DELIVERY_LOCK
@@ -113,6 +114,43 @@ def test_an_offline_wandb_run_already_delivered_names_its_folder_for_wandb_sync(
     report = sync_run(run_dir, timeout_s=30)
     assert report.wandb_offline_dir == "/runs/wandb/offline-run-abc123"
     assert report.delivered == {"demo": True}  # nothing left for W&B: no W&B sink opened
+
+
+def _record_ends(run_dir):
+    reader = JournalReader(run_dir)
+    try:
+        records, _ = reader.read(0)
+    finally:
+        reader.close()
+    return [r.end for r in records]
+
+
+@pytest.mark.parametrize("opened_before", [True, False])
+def test_a_wandb_run_that_lags_the_journal_gets_the_rest_in_the_same_run(run_dir, wandb_offline, opened_before):
+    """The W&B delivery died after 5 steps: sync resumes that W&B run (offline here) from its cursor and says
+    which folder `wandb sync` uploads, whether or not the run had got as far as opening W&B before it died."""
+    meta = RunMeta.load(run_dir)
+    meta.wandb = {"project": "lagging", "mode": "offline", "save_dir": str(wandb_offline), "init_timeout_s": 30.0}
+    meta.save(run_dir)
+    RunState(run_dir).update("wandb", id="lag12345", **({"mode": "offline"} if opened_before else {}))
+    CursorStore(run_dir).save("wandb", "lag12345", _record_ends(run_dir)[4])  # steps 0..4 were delivered
+    report = sync_run(run_dir, timeout_s=60)
+    assert report.delivered == {"wandb": True, "demo": True}, report.errors
+    rows = [r for r in read_wandb_history(wandb_offline) if "loss" in r]
+    assert [r["_step"] for r in rows] == list(range(5, STEPS))
+    assert [r["loss"] for r in rows] == [step / 4 for step in range(5, STEPS)]
+    assert wandb_run_ids(wandb_offline) == {"lag12345"}
+    saved = RunState(run_dir).section("wandb")
+    assert saved["mode"] == "offline" and report.wandb_offline_dir == saved["sync_dir"]
+    assert str(wandb_offline) in saved["sync_dir"] and "lag12345" in saved["sync_dir"]
+    assert CursorStore(run_dir).load("wandb", "lag12345") == journal_end(run_dir)
+
+
+def test_a_wandb_id_left_in_run_json_without_wandb_in_the_runs_settings_opens_no_wandb_run(run_dir, wandb_offline):
+    """A run directory reused with W&B turned off keeps the old run's W&B id in run.json: nothing goes there."""
+    RunState(run_dir).update("wandb", id="stale123")
+    assert sync_run(run_dir, timeout_s=30).delivered == {"demo": True}
+    assert wandb_run_ids(wandb_offline) == set()
 
 
 def test_a_directory_without_a_journal_is_refused_naming_it(tmp_path):
