@@ -84,6 +84,27 @@ def test_the_quick_pre_checks_never_skip_a_line_that_holds_a_secret(text):
     assert redact_text(text) != text
 
 
+def test_a_line_holding_every_hint_and_every_secret_word_is_still_redacted():
+    """The pre-checks skip a pass only when a line holds none of its hints: one that holds all of them is read."""
+    from primus.redaction import _SECRET_WORDS, _SHAPE_HINTS
+
+    every_hint = " ".join((*_SHAPE_HINTS, *_SECRET_WORDS))
+    assert redact_text(f"{every_hint} ghp_{'a' * 36}") == f"{every_hint} {MASK}"
+    assert redact_text(f"{every_hint} MY_PASSWORD=opensesame") == f"{every_hint} MY_PASSWORD={MASK}"
+
+
+def test_the_environments_secrets_are_judged_once_until_it_changes(monkeypatch):
+    """Judging every variable's name per console line cost ~1 ms of the training thread: the values are kept
+    (the same tuple) while the environment is unchanged, and judged again when it changes."""
+    from primus.redaction import _secret_env_values
+
+    monkeypatch.setenv("CACHED_SERVICE_TOKEN", "cached-value-1")
+    first = _secret_env_values()
+    assert "cached-value-1" in first and _secret_env_values() is first
+    monkeypatch.setenv("CACHED_SERVICE_TOKEN", "cached-value-2")
+    assert "cached-value-2" in _secret_env_values() and "cached-value-1" not in _secret_env_values()
+
+
 def test_a_secret_containing_another_is_hidden_whole(monkeypatch):
     monkeypatch.setenv("SHORT_TOKEN", "abc123")
     monkeypatch.setenv("LONG_TOKEN", "prefix-abc123-tail")
