@@ -1,0 +1,184 @@
+"""The hub's own logic, fast, with a real journal and no tracker: texts as they are journaled, what a resumed run
+says once about the steps it leaves out, and the direct route when the journal cannot be written (a journal whose
+disk we say is full, and workers that record what they are handed). The full-disk run end to end, on a real tmpfs,
+is test_journal_full_disk.py."""
+
+from __future__ import annotations
+
+import errno
+import logging
+import time
+
+import pytest
+from support.journal_files import journal_lines
+
+from primus.tracking.hub import MAX_TEXT_CHARS, MetricsHub, NotJournaled
+from primus.tracking.journal import METRICS, TEXT
+from primus.tracking.journal_writer import JournalWriter
+
+
+def _closed(hub: MetricsHub) -> list[dict]:
+    hub.close("FINISHED", time.monotonic() + 30)
+    return journal_lines(hub.journal.dir.parent)
+
+
+def test_texts_are_journaled_redacted_by_tag_and_shape_and_cut_at_the_limit(tmp_path):
+    hub = MetricsHub(JournalWriter(tmp_path), [], capacity=100)
+    hub.start()
+    hub.log_text("config", "token ghp_" + "a" * 36, step=3, only=["wandb"])
+    hub.log_text("hf_api_key", "plain-value-of-a-key")
+    hub.log_text("notes", "x" * (MAX_TEXT_CHARS + 10), step=4)
+    texts = [(r["s"], r["d"], r.get("o")) for r in _closed(hub) if r["k"] == TEXT]
+    assert texts == [
+        (3, {"tag": "config", "text": "token ***"}, ["wandb"]),
+        (0, {"tag": "hf_api_key", "text": "***"}, None),
+        (4, {"tag": "notes", "text": "x" * MAX_TEXT_CHARS}, None),
+    ]
+
+
+def test_texts_past_the_queue_or_after_close_are_counted_as_refused(tmp_path):
+    hub = MetricsHub(JournalWriter(tmp_path), [], capacity=2)  # not started: nothing drains the queue
+    for n in range(4):
+        hub.log_text("t", f"text {n}", step=n)
+    assert hub.refused == 2
+    hub.start()
+    lines = _closed(hub)
+    hub.log_text("t", "after the end")  # intake is closed
+    assert [r["d"]["text"] for r in lines if r["k"] == TEXT] == ["text 0", "text 1"]
+    assert lines[-1]["d"]["dropped"] == {"queue_full": 2}
+    assert hub.refused == 1
+
+
+def test_a_resumed_hub_says_once_from_which_step_it_tracks_again(tmp_path, primus_caplog):
+    primus_caplog.set_level(logging.INFO, logger="primus.tracking")
+    hub = MetricsHub(JournalWriter(tmp_path), [], capacity=100, tracked_until={None: 5, ("tb",): 2})
+    hub.start()
+    for step in range(3, 9):
+        hub.log(step, {"loss": 1.0})
+    hub.log(1, {"loss": 1.0}, only=["tb"])
+    _closed(hub)
+    said = [r.getMessage() for r in primus_caplog.records if "already tracked" in r.getMessage()]
+    assert said == [
+        "primus tracking: resumed at step 3, which an earlier process of this run already tracked (up to step 5): "
+        "steps trained again since the checkpoint are not tracked twice"
+    ]
+    assert hub.dropped == {"already_tracked": 4}
+
+
+def test_what_the_journal_could_not_take_is_described_by_kind_and_the_steps_it_spans():
+    lost = NotJournaled()
+    lost.add(TEXT, 0)
+    assert lost.describe() == "1 records (1 texts)"  # a text's step is not a training step
+    for step in (7, 4, 5):  # out of order: steps of several destinations interleave
+        lost.add(METRICS, step)
+    assert (lost.first_step, lost.last_step, lost.total) == (4, 7, 4)
+    assert lost.describe() == "4 records (3 metrics, 1 texts, steps 4-7)"
+
+
+class _FullDisk(JournalWriter):
+    """A journal whose disk is full while ``full`` is set (the real tmpfs case is test_journal_full_disk.py)."""
+
+    full = True
+    error = OSError(errno.ENOSPC, "No space left on device")
+
+    def append(self, lines):
+        if self.full:
+            raise self.error
+        return super().append(lines)
+
+
+class _Route:
+    """Stands for a worker's direct route: records what the hub hands over."""
+
+    def __init__(self):
+        self.handed: list[tuple[int, list]] = []
+
+    def deliver_direct(self, after, records):
+        self.handed.append((after, records))
+
+
+class _Worker:
+    """Stands for a sink's worker: only what the hub calls."""
+
+    def __init__(self, route: _Route):
+        self.name, self.direct_route, self.ends = "stand-in", route, []
+
+    def start(self):
+        pass
+
+    def notify(self, end):
+        self.ends.append(end)
+
+    def close(self, status, deadline):
+        pass
+
+    def join(self, deadline):
+        return True
+
+
+def _hub_on_a_full_disk(tmp_path, routes):
+    journal = _FullDisk(tmp_path)
+    workers = [_Worker(route) for route in routes]
+    return MetricsHub(journal, workers, capacity=100, tick_s=0.01), journal, workers
+
+
+def test_records_the_journal_cannot_take_go_to_each_route_once_and_the_outage_is_said_once(tmp_path, primus_caplog):
+    shared = _Route()
+    hub, journal, workers = _hub_on_a_full_disk(tmp_path, [shared, shared, _Route()])  # two sinks, one process
+    journal.full = False
+    hub.start()
+    hub.log(1, {"loss": 1.0})
+    assert hub.flush(30, sinks=())  # drained: the stand-in workers deliver nothing
+    journaled = journal.size
+    journal.full = True
+    for step in (2, 3):
+        hub.log(step, {"loss": float(step)})
+        assert hub.flush(30, sinks=())
+    hub.log_text("note", "kept")
+    assert hub.flush(30, sinks=())
+    journal.full = False
+    hub.log(4, {"loss": 4.0})
+    assert hub.flush(30, sinks=())
+
+    assert (
+        len(shared.handed) == 3 and shared.handed == workers[2].direct_route.handed
+    )  # a route once, however many sinks
+    assert {after for after, _ in shared.handed} == {journaled}  # to deliver after what the journal holds
+    assert [(r.kind, r.step) for _, records in shared.handed for r in records] == [
+        (METRICS, 2),
+        (METRICS, 3),
+        (TEXT, 0),
+    ]
+    assert hub.not_journaled.describe() == "3 records (2 metrics, 1 texts, steps 2-3)"
+    assert hub.not_journaled.error == "No space left on device"
+    said = [r.getMessage() for r in primus_caplog.records if r.levelno == logging.WARNING]
+    assert said == [
+        f"primus tracking: could not write the journal {journal.dir} (No space left on device): records go directly "
+        "to the trackers that are up until it can be written again; the end of the run says how many and where "
+        "they went",
+        f"primus tracking: the journal {journal.dir} is written again; 3 records went directly to the trackers "
+        "meanwhile",
+    ]
+    assert workers[0].ends[-1] == journal.size  # told the journal's new end once it is written again
+    end = _closed(hub)[-1]["d"]
+    assert end["event"] == "end" and end["not_journaled"] == {"metrics": 2, "texts": 1}
+
+
+@pytest.mark.parametrize(
+    ("error", "said"),
+    [
+        (OSError("the volume went away"), "the volume went away"),
+        (OSError(errno.EIO, "Input/output error"), "Input/output error"),
+    ],
+)
+def test_the_journals_first_error_is_kept_as_the_system_says_it(tmp_path, error, said):
+    hub, journal, _ = _hub_on_a_full_disk(tmp_path, [_Route()])
+    journal.error = error
+    hub.start()
+    hub.log(1, {"loss": 1.0})
+    assert hub.flush(30, sinks=())
+    journal.error = OSError(errno.ENOSPC, "No space left on device")  # a later, different error
+    hub.log(2, {"loss": 1.0})
+    assert hub.flush(30, sinks=())
+    assert hub.not_journaled.error == said
+    hub.close("FINISHED", time.monotonic() + 30)
