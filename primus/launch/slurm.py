@@ -17,6 +17,7 @@ from primus.launch.plan import LaunchPlan, Shell, assignments, shell_line
 from primus.launch.settings import LaunchSettings
 from primus.launch.slurm_images import PYXIS, apptainer_prefix, pyxis_first_host, pyxis_options
 from primus.launch.torchrun import torchrun_argv
+from primus.tracking.run_layout import LOGS_DIR
 
 FIRST_HOST = 'MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)'
 
@@ -38,7 +39,7 @@ def plan_slurm(
             run_dir=job.run_dir,
             make_dirs=(job.run_dir,) if image else (),
         )  # a mount's source must exist
-    logs = job.run_dir / "logs"
+    logs = job.run_dir / LOGS_DIR
     # srun in a batch job does not take --cpus-per-task from it on every Slurm release: it is said again
     cpus = [f"--cpus-per-task={s.cpus_per_task}"] if s.cpus_per_task else []
     script = batch_script([f"--export={_export(allowed) if pyxis else 'ALL'}", *cpus, *step])
