@@ -88,9 +88,9 @@ def test_a_line_holding_every_hint_and_every_secret_word_is_still_redacted():
     """The pre-checks skip a pass only when a line holds none of its hints: one that holds all of them is read."""
     from primus.redaction import _SECRET_WORDS, _SHAPE_HINTS
 
-    every_hint = " | ".join((*_SHAPE_HINTS, *_SECRET_WORDS))  # "|" keeps "token authorization" from being a token
-    assert redact_text(f"{every_hint} ghp_{'a' * 36}") == f"{every_hint} {MASK}"
-    assert redact_text(f"{every_hint} MY_PASSWORD=opensesame") == f"{every_hint} MY_PASSWORD={MASK}"
+    every_hint = " | ".join((*_SHAPE_HINTS, *_SECRET_WORDS))  # "|": no hint reads as a token
+    assert redact_text(f"ghp_{'a' * 36} | {every_hint}") == f"{MASK} | {every_hint}"
+    assert redact_text(f"MY_PASSWORD=opensesame | {every_hint}") == f"MY_PASSWORD={MASK} | {every_hint}"
 
 
 def test_the_environments_secrets_are_judged_once_until_it_changes(monkeypatch):
