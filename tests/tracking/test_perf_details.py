@@ -252,5 +252,5 @@ def test_one_sampling_thread_serves_every_read():
 def test_the_sampling_thread_does_not_hold_the_process_at_exit():
     # a trainer that ends with its Utilisation still referenced (a module global here) must exit
     script = "from primus.tracking.perf import Utilisation\nu = Utilisation(interval_s=0.05)\nu.read()\n"
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
