@@ -15,7 +15,8 @@ from primus.config import yaml12
 
 UPSTREAM_BASE_CONFIG = "base.yml"
 PARENT_KEY = "base_config"
-_SOURCE_PREFIX = "src/maxtext/configs/"  # a path inside a MaxText checkout, which upstream maps to its installed configs
+# a path inside a MaxText checkout, which upstream maps to its installed configs folder
+_SOURCE_PREFIX = "src/maxtext/configs/"
 
 
 def keys_set_by_config_files(config_file: str, configs_dir: str) -> frozenset[str]:

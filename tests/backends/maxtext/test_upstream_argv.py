@@ -86,6 +86,7 @@ def test_a_chain_that_loops_or_names_a_missing_parent_ends_there(tmp_path):
     (tmp_path / "b.yml").write_text("base_config: a.yml\nenable_wandb: true\n")
     (tmp_path / "c.yml").write_text("base_config: missing.yml\nenable_tensorboard: true\n")
     looped = with_experiment(["train.py", str(tmp_path / "a.yml")], EXPERIMENT, None, PRESET_ONLY, str(folder))
-    assert passed(looped) == {"enable_tensorboard": False, "steps": 20}  # upstream, loading the same chain next, reports the loop
+    # upstream, loading the same chain next, reports the loop
+    assert passed(looped) == {"enable_tensorboard": False, "steps": 20}
     missing = with_experiment(["train.py", str(tmp_path / "c.yml")], EXPERIMENT, None, PRESET_ONLY, str(folder))
     assert passed(missing) == {"log_period": 100, "enable_wandb": False, "steps": 20}
