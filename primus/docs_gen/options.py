@@ -34,8 +34,9 @@ UPSTREAM_NAMES = {
 # where the preset's value of an upstream key gives way to the user's own upstream config
 PRESET_GIVES_WAY = {
     "maxtext": "The preset's value of an upstream key gives way to your own MaxText config file (`my.yml` in "
-    "`train.py my.yml`, and the parents it names with `base_config:`, short of MaxText's `base.yml`) where that "
-    "file sets the key; the experiment's `overrides` and the command line win over the file.",
+    "`primus-run --config exp.yaml python -m maxtext.trainers.pre_train.train my.yml`, and the parents it "
+    "names with `base_config:`, short of MaxText's `base.yml`) where that file sets the key; the experiment's "
+    "`overrides` and the command line win over the file.",
 }
 
 
