@@ -31,6 +31,13 @@ UPSTREAM_NAMES = {
     "torchtitan": "torchtitan config field",
     "maxtext": "MaxText config key",
 }
+# where the preset's value of an upstream key gives way to the user's own upstream config
+PRESET_GIVES_WAY = {
+    "maxtext": "The preset's value of an upstream key gives way to your own MaxText config file (`my.yml` in "
+    "`primus-run --config exp.yaml python -m maxtext.trainers.pre_train.train my.yml`, and the parents it "
+    "names with `base_config:`, short of MaxText's `base.yml`) where that file sets the key; the experiment's "
+    "`overrides` and the command line win over the file.",
+}
 
 
 def preset_defaults(framework: str) -> dict[str, Any]:
@@ -100,7 +107,10 @@ def _backend_section(framework: str, purposes: Mapping[str, str]) -> str:
     ]
     parts = [
         f"## {BACKEND_TITLES[framework]} (`framework: {framework}`)",
-        f"Logging and tracking parameters: what `config: {PRESET}` sets, and Primus's own.",
+        " ".join(
+            [f"Logging and tracking parameters: what `config: {PRESET}` sets, and Primus's own."]
+            + ([PRESET_GIVES_WAY[framework]] if framework in PRESET_GIVES_WAY else [])
+        ),
         table(header, _rows(main, defaults, purposes, upstream_column)),
     ]
     parts.append(_upstream_section(framework, schema, {p.name for p in main}))

@@ -1,5 +1,6 @@
 """Patch on maxtext.configs.pyconfig: the experiment's MaxText parameters (PRIMUS_CONFIG, under `primus train`
-or `primus-run --config`) ahead of the command line's, Primus's keys taken off it, and the tracking decided
+or `primus-run --config`) ahead of the command line's (the module preset's defaults only where the user's own
+config file does not set the key), Primus's keys taken off it, and the tracking decided
 (and checked) as soon as upstream has built the config — ``train.initialize`` calls it before any model exists.
 
 Required: without it ``enable_mlflow=true`` is an unknown key to upstream, and a bad tracking setting would
@@ -25,15 +26,18 @@ def _install_pyconfig(module, handle):
     from primus.backends.maxtext.primus_options import split_options
     from primus.backends.maxtext.tracking_session import explicit_run_dir, prepare_tracking
     from primus.backends.maxtext.upstream_argv import with_experiment
-    from primus.config.environment import module_params_from_env
+    from primus.config.environment import module_from_env
 
     arguments = Arguments(module.initialize, "argv")
 
     def initialize(wrapped, instance, args, kwargs):
         argv = arguments("argv", args, kwargs)
-        params = module_params_from_env("maxtext")
-        if params is not None:
-            argv = with_experiment(argv or [""], params, explicit_run_dir())
+        experiment = module_from_env("maxtext")
+        if experiment is not None:
+            preset_only = experiment.preset_defaults - experiment.primus_keys  # Primus's keys: never in its file
+            argv = with_experiment(
+                argv or [""], experiment.params, explicit_run_dir(), preset_only, module.MAXTEXT_CONFIGS_DIR
+            )
         upstream_argv, kwargs, options = split_options(argv or [], kwargs)
         args, kwargs = arguments.replace("argv", upstream_argv if argv is not None else None, args, kwargs)
         config = wrapped(*args, **kwargs)
