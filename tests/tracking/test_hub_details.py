@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import errno
 import logging
+import subprocess
+import sys
+import threading
 import time
 
 import pytest
 from support.journal_files import journal_lines
 
 from primus.tracking.hub import MAX_TEXT_CHARS, MetricsHub, NotJournaled
-from primus.tracking.journal import METRICS, TEXT
+from primus.tracking.journal import EVENT, METRICS, TEXT, journal_end
 from primus.tracking.journal_writer import JournalWriter
 
 
@@ -101,7 +104,7 @@ class _Worker:
     """Stands for a sink's worker: only what the hub calls."""
 
     def __init__(self, route: _Route):
-        self.name, self.direct_route, self.ends = "stand-in", route, []
+        self.name, self.direct_route, self.ends, self.closed = "stand-in", route, [], []
 
     def start(self):
         pass
@@ -110,7 +113,7 @@ class _Worker:
         self.ends.append(end)
 
     def close(self, status, deadline):
-        pass
+        self.closed.append((status, deadline))
 
     def join(self, deadline):
         return True
@@ -182,3 +185,130 @@ def test_the_journals_first_error_is_kept_as_the_system_says_it(tmp_path, error,
     assert hub.flush(30, sinks=())
     assert hub.not_journaled.error == said
     hub.close("FINISHED", time.monotonic() + 30)
+
+
+def test_events_metrics_and_texts_carry_the_time_they_were_logged_in_milliseconds(tmp_path):
+    hub = MetricsHub(JournalWriter(tmp_path), [], capacity=100)
+    hub.start()
+    before = time.time()
+    hub.event("start", pid=123)
+    hub.log(1, {"loss": 1.0}, only="tb")  # one destination given as a plain name
+    hub.log_text("t", "x")
+    lines = _closed(hub)
+    after = time.time()
+    assert [(r["k"], r["s"], r.get("o")) for r in lines] == [
+        (EVENT, 0, None),
+        (METRICS, 1, ["tb"]),
+        (TEXT, 0, None),
+        (EVENT, 0, None),
+    ]
+    assert lines[0]["d"] == {"event": "start", "pid": 123} and lines[-1]["d"]["event"] == "end"
+    assert all(int(before * 1000) <= r["t"] <= int(after * 1000) + 1 for r in lines)
+
+
+def test_metrics_past_the_queue_and_values_that_are_not_numbers_are_counted_and_said_once(tmp_path, primus_caplog):
+    hub = MetricsHub(JournalWriter(tmp_path), [], capacity=2)  # not started: nothing drains the queue
+    hub.log(0, None)
+    hub.log(0, [1.0])
+    for step in range(4):
+        hub.log(step, {"loss": 1.0, "note": "n/a"})
+    hub.start()
+    lines = _closed(hub)
+    assert [(r["s"], r["d"]) for r in lines if r["k"] == METRICS] == [(0, {"loss": 1.0}), (1, {"loss": 1.0})]
+    assert lines[-1]["d"]["dropped"] == {"queue_full": 2, "not_a_mapping": 2, "invalid_value": 2}
+    said = [r.getMessage() for r in primus_caplog.records if "not a number" in r.getMessage()]
+    assert said == ["primus tracking: metric 'note' has a value that is not a number (str); it is skipped"]
+
+
+def test_the_first_step_left_out_is_said_against_its_own_destinations_last_tracked_step(tmp_path, primus_caplog):
+    primus_caplog.set_level(logging.INFO, logger="primus.tracking")
+    hub = MetricsHub(JournalWriter(tmp_path), [], capacity=100, tracked_until={None: 9, ("tb",): 2})
+    hub.start()
+    hub.log(1, {"loss": 1.0}, only=["tb"])
+    _closed(hub)
+    assert [r.getMessage() for r in primus_caplog.records if "already tracked" in r.getMessage()] == [
+        "primus tracking: resumed at step 1, which an earlier process of this run already tracked (up to step 2): "
+        "steps trained again since the checkpoint are not tracked twice"
+    ]
+
+
+def test_the_hub_journals_on_its_own_tick_without_being_asked(tmp_path):
+    hub = MetricsHub(JournalWriter(tmp_path), [], capacity=100)
+    hub.start()
+    hub.log(1, {"loss": 1.0})
+    deadline = time.monotonic() + 30  # many ticks of 0.1 s, on a loaded box
+    while journal_end(tmp_path) == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert journal_end(tmp_path) > 0
+    hub.close("FINISHED", time.monotonic() + 30)
+
+
+class _Stuck(JournalWriter):
+    """A journal whose disk hangs: an append waits until ``release`` is set."""
+
+    release_after_s = 60.0
+
+    def __init__(self, run_dir):
+        super().__init__(run_dir)
+        self.release = threading.Event()
+
+    def append(self, lines):
+        self.release.wait(self.release_after_s)
+        return super().append(lines)
+
+
+def test_a_hanging_disk_makes_flush_and_close_give_up_at_their_deadlines(tmp_path):
+    """A hung journal write must not hold the training thread past what it was given: flush says False, close
+    returns by its deadline (no end record: the disk hangs), and the workers are still told to close."""
+    journal = _Stuck(tmp_path)
+    worker = _Worker(_Route())
+    hub = MetricsHub(journal, [worker], capacity=100)
+    hub.start()
+    hub.log(1, {"loss": 1.0})
+    started = time.monotonic()
+    assert hub.flush(0.5) is False
+    late = hub.close("FINISHED", time.monotonic() + 0.5)
+    assert time.monotonic() - started < journal.release_after_s / 2  # gave up long before the disk came back
+    assert worker.closed == [("FINISHED", pytest.approx(started + 0.5, abs=30))] and late == []
+    journal.release.set()
+
+
+def test_close_returns_the_workers_that_did_not_finish_in_time(tmp_path):
+    done, stuck = _Worker(_Route()), _Worker(_Route())
+    stuck.join = lambda deadline: False
+    hub = MetricsHub(JournalWriter(tmp_path), [done, stuck], capacity=100)
+    hub.start()
+    assert hub.close("FAILED", time.monotonic() + 30) == [stuck]
+    assert [w.closed[0][0] for w in (done, stuck)] == ["FAILED", "FAILED"]
+
+
+def test_a_bug_while_journaling_is_said_once_redacted_and_the_hub_goes_on(tmp_path, primus_caplog):
+    journal = _FullDisk(tmp_path)
+    journal.error = RuntimeError("bug near password=hunter2hunter2")  # not an OSError: not a full disk
+    hub = MetricsHub(journal, [], capacity=100)
+    hub.start()
+    for step in (1, 2):
+        hub.log(step, {"loss": 1.0})
+        assert hub.flush(30, sinks=())
+    journal.full = False
+    hub.log(3, {"loss": 1.0})
+    lines = _closed(hub)
+    said = [r.getMessage() for r in primus_caplog.records if r.levelno == logging.WARNING]
+    assert said == [
+        f"primus tracking: could not journal the queued records in {journal.dir}: RuntimeError('bug near password=***')"
+    ]
+    assert [r["s"] for r in lines if r["k"] == METRICS] == [3]
+
+
+def test_a_process_that_never_closes_its_hub_still_exits(tmp_path):
+    """The hub's thread is a daemon named for what it is (it shows in py-spy and faulthandler dumps): a trainer
+    that exits without finishing its run is not held by it (the exit handlers end the run, not the thread)."""
+    code = (
+        "import sys, threading; from pathlib import Path\n"
+        "from primus.tracking.hub import MetricsHub; from primus.tracking.journal_writer import JournalWriter\n"
+        "hub = MetricsHub(JournalWriter(Path(sys.argv[1])), [], capacity=10); hub.start(); hub.log(1, {'x': 1})\n"
+        "print([t.name for t in threading.enumerate() if t.daemon])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "primus-tracking-hub" in done.stdout
