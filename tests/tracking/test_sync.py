@@ -9,10 +9,11 @@ from __future__ import annotations
 import fcntl
 import threading
 import time
+from collections import Counter
 
 import pytest
 from support.plugin_dists import SINK_DOWN, read_sink_record
-from support.readers import read_wandb_history, wandb_run_ids
+from support.readers import read_wandb_history, wandb_files, wandb_records, wandb_run_ids
 
 from primus.tracking.journal import METRICS, JournalReader, encode, journal_end
 from primus.tracking.journal_writer import JournalWriter
@@ -137,13 +138,18 @@ def test_a_wandb_run_that_lags_the_journal_gets_the_rest_in_the_same_run(run_dir
     report = sync_run(run_dir, timeout_s=60)
     assert report.delivered == {"wandb": True, "demo": True}, report.errors
     rows = [r for r in read_wandb_history(wandb_offline) if "loss" in r]
-    assert [r["_step"] for r in rows] == list(range(5, STEPS))
+    assert [r["_step"] for r in rows] == list(range(5, STEPS)), _what_wandb_wrote(wandb_offline)
     assert [r["loss"] for r in rows] == [step / 4 for step in range(5, STEPS)]
     assert wandb_run_ids(wandb_offline) == {"lag12345"}
     saved = RunState(run_dir).section("wandb")
     assert saved["mode"] == "offline" and report.wandb_offline_dir == saved["sync_dir"]
     assert str(wandb_offline) in saved["sync_dir"] and "lag12345" in saved["sync_dir"]
     assert CursorStore(run_dir).load("wandb", "lag12345") == journal_end(run_dir)
+
+
+def _what_wandb_wrote(root):
+    """For a failure's message: each run file and its record types (this test once read no history under load)."""
+    return {str(p): Counter(r.WhichOneof("record_type") for r in wandb_records(p)) for p in wandb_files(root)}
 
 
 def test_a_wandb_id_left_in_run_json_without_wandb_in_the_runs_settings_opens_no_wandb_run(run_dir, wandb_offline):
