@@ -5,6 +5,8 @@ every sink has by then, without waiting past its deadline for a pass that hangs.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import threading
 import time
 
@@ -86,3 +88,86 @@ def test_stopping_does_not_wait_past_its_deadline_for_a_pass_that_hangs(tmp_path
     finally:
         threading.Thread(target=lambda: open(first.path, "wb").close(), daemon=True).start()  # let the pass end
     assert deadline_s * 0.9 <= waited < deadline_s + 5  # the deadline, not the pass, and more than nothing
+
+
+def test_with_retention_delivered_the_sinks_cursors_are_read_again_without_a_new_write(tmp_path, monkeypatch):
+    """A sink catches up long after the last write (a tracker back after an outage): the keeper deletes what it
+    has on its own next look, every CHECK_S, not only when the journal grows."""
+    monkeypatch.setattr("primus.tracking.journal_keeper.CHECK_S", 0.05)
+    run_dir = tmp_path / "run"
+    write_journal(run_dir, range(30), segment_bytes=300)
+    cursors = CursorStore(run_dir)
+    found = segments(run_dir)
+    keeper = JournalKeeper(run_dir, "delivered", ["a"], cursors)
+    keeper.start()
+    while not all(s.packed for s in segments(run_dir)[:-2]):  # its first pass: compressed, nothing delivered yet
+        time.sleep(0.01)
+    time.sleep(0.2)
+    assert keeper.deleted == 0
+    cursors.save("a", "run-a", found[1].start)  # the first segment is delivered: nothing is written after
+    deadline = time.monotonic() + 30
+    while keeper.deleted == 0 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert keeper.deleted == 1 and segments(run_dir)[0].start == found[1].start
+    keeper.stop(time.monotonic() + 30)
+
+
+def test_with_retention_keep_nothing_is_deleted_even_when_every_sink_has_it(tmp_path):
+    run_dir = tmp_path / "run"
+    write_journal(run_dir, range(30), segment_bytes=300)
+    cursors = CursorStore(run_dir)
+    found = segments(run_dir)
+    cursors.save("a", "run-a", found[-1].start + 100)
+    keeper = JournalKeeper(run_dir, "keep", ["a"], cursors)
+    keeper.start()
+    keeper.stop(time.monotonic() + 30)
+    assert [s.start for s in segments(run_dir)] == [s.start for s in found] and keeper.deleted == 0
+
+
+def test_a_housekeeping_error_is_said_once_and_the_segments_stay(tmp_path, primus_caplog):
+    run_dir = tmp_path / "run"
+    write_journal(run_dir, range(30), segment_bytes=300)
+    cursors = CursorStore(run_dir)
+    (run_dir / "cursors" / "a.json").mkdir()  # the cursor cannot be read: every pass fails
+    found = segments(run_dir)
+    keeper = JournalKeeper(run_dir, "delivered", ["a"], cursors)
+    keeper.start()
+    keeper.notify(found[-1].start + 10_000)  # another pass
+    keeper.stop(time.monotonic() + 30)  # and the last one
+    said = [r.getMessage() for r in primus_caplog.records if "housekeeping" in r.getMessage()]
+    assert said == [
+        f"primus tracking: journal housekeeping in {run_dir} failed ([Errno 21] Is a directory: "
+        f"'{run_dir / 'cursors' / 'a.json'}'); segments stay as they are"
+    ]
+    assert [s.start for s in segments(run_dir)] == [s.start for s in found]
+
+
+def test_stopping_in_the_middle_of_a_compression_leaves_the_segment_raw(tmp_path):
+    """The run's end does not wait for a long compression: it stops within a MiB, the raw segment stays whole."""
+    run_dir = tmp_path / "run"
+    write_journal(run_dir, range(400), segment_bytes=24 * CHUNK, pad=CHUNK // 20)  # a first segment of ~20 MiB
+    write_journal(run_dir, range(400, 402), segment_bytes=24 * CHUNK, pad=13 * CHUNK)  # two more segments
+    first = segments(run_dir)[0]
+    assert len(segments(run_dir)) == 3 and first.size() > 16 * CHUNK
+    keeper = JournalKeeper(run_dir, "keep", [], CursorStore(run_dir))
+    keeper.start()
+    deadline = time.monotonic() + 30
+    while not [n for n in os.listdir(run_dir / "journal") if n.endswith(".tmp")] and time.monotonic() < deadline:
+        time.sleep(0.001)  # the compression is under way
+    keeper.stop(time.monotonic() + 60)
+    assert not segments(run_dir)[0].packed
+    assert [r["s"] for r in journal_lines(run_dir)] == list(range(402))
+
+
+def test_a_process_that_never_stops_its_keeper_still_exits(tmp_path):
+    """The keeper's thread is a daemon named for what it is (py-spy and faulthandler dumps show it)."""
+    write_journal(tmp_path, range(3), segment_bytes=300)
+    code = (
+        "import sys, threading; from pathlib import Path\n"
+        "from primus.tracking.journal_keeper import JournalKeeper; from primus.tracking.state import CursorStore\n"
+        "run = Path(sys.argv[1]); JournalKeeper(run, 'keep', [], CursorStore(run)).start()\n"
+        "print([t.name for t in threading.enumerate() if t.daemon])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "primus-tracking-journal" in done.stdout
