@@ -64,6 +64,15 @@ def test_segments_rotate_at_their_size_and_read_as_one_journal_compressed_or_not
     assert records and pos <= found[3].start and records[0].end > middle.start + 1
 
 
+def test_a_journal_ends_where_its_last_segment_ends_and_an_empty_one_at_0(tmp_path):
+    (tmp_path / "journal").mkdir()
+    assert journal_end(tmp_path) == 0  # nothing logged yet: a sink's cursor 0 has it all
+    logged_run(tmp_path / "run", range(50))
+    last = segments(tmp_path / "run")[-1]
+    written = sum(f.stat().st_size for f in segment_files(tmp_path / "run"))  # none compressed
+    assert journal_end(tmp_path / "run") == last.start + last.size() == written
+
+
 def test_the_tail_is_read_from_the_last_segments_only(tmp_path):
     run_dir = tmp_path / "run"
     logged_run(run_dir, range(300))
