@@ -466,8 +466,11 @@ def recorded_sleeps(monkeypatch, real=False):
 
 def test_the_backoff_doubles_up_to_its_cap(tmp_path, cursors, monkeypatch):
     sleeps = recorded_sleeps(monkeypatch)
+    ends = journal_records(tmp_path, range(1))
     sink = RecordingSink(cursors, failing_opens=range(1, 8))
-    closed(started(sink, tmp_path, cursors))
+    worker = started(sink, tmp_path, cursors, ends[-1])
+    assert sink.wait_for(1)  # before close: its deadline would cut the sleeps
+    closed(worker)
     first, cap = worker_module.BACKOFF_FIRST_S, worker_module.BACKOFF_MAX_S
     expected = [first]
     while len(expected) < 7:
@@ -482,6 +485,7 @@ def test_the_backoff_starts_again_after_a_delivery(tmp_path, cursors, monkeypatc
     worker = started(sink, tmp_path, cursors, ends[0])
     assert sink.wait_for(1)
     worker.notify(ends[-1])
+    assert sink.wait_for(2)
     closed(worker)
     first = worker_module.BACKOFF_FIRST_S
     assert sink.got == [0, 1] and sleeps == [first, 2 * first, first, 2 * first]
