@@ -38,8 +38,10 @@ class RecordingSink(Sink):
         write_error=None,
         open_error=None,
         close_error=None,
+        per_write=2,
     ):
         self.cursors = cursors
+        self.per_write = per_write
         self.durability = durability
         self.min_interval_s = min_interval_s
         self.failing_opens, self.failing_writes = set(failing_opens), set(failing_writes)
@@ -60,8 +62,11 @@ class RecordingSink(Sink):
         return "target"
 
     def chunks(self, records):
-        for i in range(0, len(records), 2):
-            yield records[i : i + 2]
+        if self.per_write is None:
+            yield from super().chunks(records)
+            return
+        for i in range(0, len(records), self.per_write):
+            yield records[i : i + self.per_write]
 
     def write(self, records):
         self.writes += 1
@@ -116,10 +121,19 @@ def started(sink, tmp_path, cursors, end=None):
     return worker
 
 
-def closed(worker, status="FINISHED", deadline_s=WAIT_S):
-    worker.close(status, time.monotonic() + deadline_s)
-    assert worker.join(time.monotonic() + deadline_s + WAIT_S)
+def closed(worker, status="FINISHED", deadline_s=None):
+    """Close and join. With no ``deadline_s`` the deadline is far off and the worker must end well before it,
+    once everything is delivered."""
+    worker.close(status, time.monotonic() + (deadline_s or 3 * WAIT_S))
+    assert worker.join(time.monotonic() + (deadline_s or 0) + WAIT_S)
     return worker
+
+
+def wait_until(condition):
+    deadline = time.monotonic() + WAIT_S
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return condition()
 
 
 def warnings(caplog, text):
@@ -138,9 +152,13 @@ def test_every_record_for_the_sink_is_delivered_once_in_order_from_the_saved_cur
     ends = journal_records(tmp_path, range(10), only={4: ("other",), 5: ("rec", "other"), 9: ("other",)})
     cursors.save("rec", "target", ends[2])  # steps 0-2 were delivered by an earlier process
     sink = RecordingSink(cursors)
-    worker = started(sink, tmp_path, cursors)
-    assert worker.pending_bytes == 0
+    worker = SinkWorker(sink, tmp_path, cursors)
+    assert worker.name == "rec" and worker.pending_bytes == 0 and worker.failures == 0
+    assert worker.last_error == "" and worker.disabled is False and worker.direct_lost == 0
+    assert worker.thread.daemon and worker.thread.name == "primus-tracking-rec"  # a stuck sink never holds the exit
     worker.notify(ends[-1])
+    assert worker.pending_bytes == ends[-1]  # nothing delivered yet
+    worker.start()
     closed(worker)
     assert sink.got == [3, 5, 6, 7, 8]
     assert [c[1] for c in sink.calls if c[0] == "write"] == [[3, 5], [6, 7], [8]]
@@ -159,6 +177,14 @@ def test_a_cursor_saved_for_another_target_is_not_used(tmp_path, cursors):
     assert sink.got == [0, 1, 2]
 
 
+def test_a_sink_is_never_written_an_empty_batch(tmp_path, cursors):
+    ends = journal_records(tmp_path, range(3), only={0: ("other",), 1: ("other",), 2: ("other",)})
+    sink = RecordingSink(cursors, per_write=None)  # Sink.chunks: one batch, even of nothing
+    closed(started(sink, tmp_path, cursors, ends[-1]))
+    assert sink.writes == 0 and sink.calls == [("close", "FINISHED", True)]
+    assert cursors.load("rec", "target") == ends[-1]
+
+
 def test_only_up_to_the_notified_end_is_delivered(tmp_path, cursors):
     ends = journal_records(tmp_path, range(6))
     sink = RecordingSink(cursors)
@@ -172,15 +198,17 @@ def test_only_up_to_the_notified_end_is_delivered(tmp_path, cursors):
     assert sink.got == list(range(6))
 
 
-def test_a_line_still_being_written_waits_for_its_end(tmp_path, cursors):
+def test_a_line_still_being_written_waits_for_its_end(tmp_path, cursors, monkeypatch):
+    monkeypatch.setattr(worker_module, "FLUSH_EVERY_S", 0.0)
     ends = journal_records(tmp_path, range(2))
     line = encode(METRICS, 2, 1002, {"loss": 2.0})
     with open(tmp_path / "journal" / "00000000000000000000.jsonl", "ab") as f:
         f.write(line[:10])  # the writer's os.write seen half done
         f.flush()
-        sink = RecordingSink(cursors)
+        sink = RecordingSink(cursors, Durability.ON_FLUSH)
         worker = started(sink, tmp_path, cursors, ends[-1] + len(line))
         assert sink.wait_for(2)
+        assert wait_until(lambda: cursors.offset("rec") == ends[-1])  # what came before is flushed all the same
         f.write(line[10:])
     worker.notify(ends[-1] + len(line))
     closed(worker)
@@ -190,15 +218,27 @@ def test_a_line_still_being_written_waits_for_its_end(tmp_path, cursors):
 # -- the cursor by durability ------------------------------------------------------------------
 
 
-def test_on_write_the_cursor_is_saved_after_each_write(tmp_path, cursors):
+def test_a_journal_ending_in_a_torn_line_is_never_complete(tmp_path, cursors):
+    ends = journal_records(tmp_path, range(2))
+    with open(tmp_path / "journal" / "00000000000000000000.jsonl", "ab") as f:
+        f.write(b'{"k":"m","s":2')  # a writer killed mid-line
+    sink = RecordingSink(cursors)
+    worker = started(sink, tmp_path, cursors, ends[-1] + 100)
+    assert sink.wait_for(2)
+    closed(worker, deadline_s=0.3)
+    assert sink.got == [0, 1] and not [c for c in sink.calls if c[0] == "close"] and worker.pending_bytes == 100
+
+
+def test_on_write_the_cursor_is_saved_after_each_write(tmp_path, cursors, monkeypatch):
+    monkeypatch.setattr(worker_module, "FLUSH_EVERY_S", 0.0)
     ends = journal_records(tmp_path, range(5))
     sink = RecordingSink(cursors, Durability.ON_WRITE)
     worker = started(sink, tmp_path, cursors, ends[-1])
     assert sink.wait_for(5)
     assert [c[2] for c in sink.calls if c[0] == "write"] == [0, ends[1], ends[3]]
-    assert worker.request_flush(ends[-1]).wait(WAIT_S)  # the worker is past its last write
-    assert cursors.load("rec", "target") == ends[-1]  # a crash now resends nothing
+    assert wait_until(lambda: cursors.load("rec", "target") == ends[-1])  # a crash now resends nothing
     closed(worker)
+    assert "flush" not in [c[0] for c in sink.calls]  # nothing to make durable: never flushed unasked
 
 
 def test_on_flush_the_cursor_is_saved_only_once_the_sink_flushed(tmp_path, cursors, monkeypatch):
@@ -209,7 +249,8 @@ def test_on_flush_the_cursor_is_saved_only_once_the_sink_flushed(tmp_path, curso
     assert sink.wait_for(3)
     assert cursors.offset("rec") == 0  # delivered, not flushed: a crash now resends it
     assert worker.request_flush(ends[2]).wait(WAIT_S)
-    assert sink.calls[-1] == ("flush", 0) and cursors.load("rec", "target") == ends[2]  # a crash now resends nothing
+    assert [c for c in sink.calls if c[0] == "flush"] == [("flush", 0)]  # once, asked for
+    assert cursors.load("rec", "target") == ends[2]  # a crash now resends nothing
     worker.notify(ends[-1])
     assert sink.wait_for(5)
     assert cursors.load("rec", "target") == ends[2]
@@ -218,15 +259,14 @@ def test_on_flush_the_cursor_is_saved_only_once_the_sink_flushed(tmp_path, curso
 
 
 def test_on_flush_the_sink_is_flushed_every_flush_every_s_without_a_request(tmp_path, cursors, monkeypatch):
-    monkeypatch.setattr(worker_module, "FLUSH_EVERY_S", 0.0)
+    monkeypatch.setattr(worker_module, "FLUSH_EVERY_S", 3600.0)
     ends = journal_records(tmp_path, range(3))
     sink = RecordingSink(cursors, Durability.ON_FLUSH)
     worker = started(sink, tmp_path, cursors, ends[-1])
     assert sink.wait_for(3)
-    deadline = time.monotonic() + WAIT_S
-    while cursors.offset("rec") != ends[-1] and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert ("flush", 0) in sink.calls and cursors.load("rec", "target") == ends[-1]
+    monkeypatch.setattr(worker_module, "FLUSH_EVERY_S", 0.0)  # due now, with nothing new to wake the worker
+    assert wait_until(lambda: cursors.offset("rec") == ends[-1])
+    assert ("flush", 0) in sink.calls
     closed(worker)
 
 
@@ -299,9 +339,12 @@ def test_direct_records_past_direct_max_are_lost(tmp_path, cursors, monkeypatch)
     worker.deliver_direct(0, direct([102, 103]))  # 4 held would pass 3: the whole batch is lost
     worker.deliver_direct(0, direct([104]))  # 3 held: still room
     worker.start()
+    assert sink.wait_for(3)
+    worker.deliver_direct(0, direct([105, 106, 107]))  # those delivered are no longer held
+    assert sink.wait_for(6)
     closed(worker)
-    assert sink.got == [100, 101, 104]
-    assert worker.direct_delivered == 3 and worker.direct_lost == 2
+    assert sink.got == [100, 101, 104, 105, 106, 107]
+    assert worker.direct_delivered == 6 and worker.direct_lost == 2
 
 
 def test_direct_records_held_when_the_worker_gives_up_or_after_it_ended_are_lost(tmp_path, cursors, monkeypatch):
@@ -374,6 +417,34 @@ def test_out_of_time_the_tracker_run_is_left_open_for_sync(tmp_path, cursors, mo
     closed(worker, deadline_s=0.3)
     assert sink.got == [] and not [c for c in sink.calls if c[0] == "close"] and worker.failures > 1
     assert worker.pending_bytes == ends[-1] and cursors.offset("rec") == 0
+
+
+def test_a_close_past_its_deadline_still_ends_the_tracker_run_when_everything_was_delivered(tmp_path, cursors):
+    ends = journal_records(tmp_path, range(2))
+    sink = RecordingSink(cursors, Durability.ON_CLOSE)
+    worker = started(sink, tmp_path, cursors, ends[-1])
+    assert sink.wait_for(2)
+    worker.close("FINISHED", time.monotonic())
+    assert worker.join(time.monotonic() + WAIT_S)
+    assert sink.calls[-1] == ("close", "FINISHED", True) and cursors.load("rec", "target") == ends[-1]
+
+
+def test_a_sink_that_never_opened_by_the_deadline_is_never_written_or_closed(tmp_path, cursors, monkeypatch):
+    fast_backoff(monkeypatch)
+    ends = journal_records(tmp_path, range(2))
+    sink = RecordingSink(cursors, failing_opens=range(1, 10**6))
+    worker = started(sink, tmp_path, cursors, ends[-1])
+    closed(worker, deadline_s=0.3)
+    assert sink.opens > 1 and sink.writes == 0 and sink.calls == [] and worker.failures == sink.opens
+
+
+def test_join_returns_false_at_its_deadline_while_the_worker_runs(tmp_path, cursors):
+    worker = started(RecordingSink(cursors), tmp_path, cursors)
+    begun = time.monotonic()
+    assert not worker.join(begun)  # a deadline passed: no wait at all
+    assert not worker.join(time.monotonic() + 0.1)
+    assert time.monotonic() - begun < 1.5  # each join waits out its own deadline (now, 0.1 s), not a second more
+    closed(worker)
 
 
 def test_a_failing_sink_close_is_warned_redacted_and_cut_not_raised(tmp_path, cursors, primus_caplog):
