@@ -154,7 +154,7 @@ def test_every_record_for_the_sink_is_delivered_once_in_order_from_the_saved_cur
     sink = RecordingSink(cursors)
     worker = SinkWorker(sink, tmp_path, cursors)
     assert worker.name == "rec" and worker.pending_bytes == 0 and worker.failures == 0
-    assert worker.last_error == "" and worker.disabled is False and worker.direct_lost == 0
+    assert worker.last_error == "" and worker.disabled is False and worker.finished is False
     assert worker.thread.daemon and worker.thread.name == "primus-tracking-rec"  # a stuck sink never holds the exit
     worker.notify(ends[-1])
     assert worker.pending_bytes == ends[-1]  # nothing delivered yet
@@ -469,6 +469,7 @@ def test_a_sink_unavailable_at_open_is_off_for_the_run_with_one_warning(tmp_path
     worker = started(sink, tmp_path, cursors, ends[-1])
     assert worker.join(time.monotonic() + WAIT_S)  # ends by itself, no close needed
     assert worker.disabled and sink.opens == 1 and sink.calls == [] and worker.failures == 0
+    assert worker.start_cursor == worker.cursor == 0  # what sync's progress line reads: nothing sent
     assert [r.getMessage() for r in primus_caplog.records] == [
         "primus tracking: rec is off for this run: mode refused for http://bob:***@tracker.example"
     ]
