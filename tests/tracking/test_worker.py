@@ -298,7 +298,8 @@ def test_direct_records_come_after_the_journal_up_to_their_offset_then_the_journ
     ends = journal_records(tmp_path, range(5))
     sink = RecordingSink(cursors)
     worker = SinkWorker(sink, tmp_path, cursors)
-    worker.deliver_direct(ends[2], direct([100, 101, 102], ends[2]) + direct([103], ends[2], ("other",)))
+    mixed = direct([100, 101], ends[2]) + direct([103], ends[2], ("other",)) + direct([102], ends[2], ("other", "rec"))
+    worker.deliver_direct(ends[2], mixed)
     worker.deliver_direct(ends[2], direct([104], ends[2], ("other",)))  # nothing for this sink: nothing held
     worker.notify(ends[-1])  # the journal goes on past them before the worker's first look
     worker.start()
@@ -338,13 +339,14 @@ def test_direct_records_past_direct_max_are_lost(tmp_path, cursors, monkeypatch)
     worker.deliver_direct(0, direct([100, 101]))
     worker.deliver_direct(0, direct([102, 103]))  # 4 held would pass 3: the whole batch is lost
     worker.deliver_direct(0, direct([104]))  # 3 held: still room
+    worker.deliver_direct(0, direct([108]))  # full
     worker.start()
     assert sink.wait_for(3)
     worker.deliver_direct(0, direct([105, 106, 107]))  # those delivered are no longer held
     assert sink.wait_for(6)
     closed(worker)
     assert sink.got == [100, 101, 104, 105, 106, 107]
-    assert worker.direct_delivered == 6 and worker.direct_lost == 2
+    assert worker.direct_delivered == 6 and worker.direct_lost == 3
 
 
 def test_direct_records_held_when_the_worker_gives_up_or_after_it_ended_are_lost(tmp_path, cursors, monkeypatch):
