@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import errno
 import logging
-import subprocess
-import sys
 import threading
 import time
 
 import pytest
 from support.journal_files import journal_lines
+from support.threads import daemon_threads_at_exit
 
 from primus.tracking.hub import MAX_TEXT_CHARS, MetricsHub, NotJournaled
 from primus.tracking.journal import EVENT, METRICS, TEXT, journal_end
@@ -303,12 +302,8 @@ def test_a_bug_while_journaling_is_said_once_redacted_and_the_hub_goes_on(tmp_pa
 def test_a_process_that_never_closes_its_hub_still_exits(tmp_path):
     """The hub's thread is a daemon named for what it is (it shows in py-spy and faulthandler dumps): a trainer
     that exits without finishing its run is not held by it (the exit handlers end the run, not the thread)."""
-    code = (
-        "import sys, threading; from pathlib import Path\n"
+    started = (
         "from primus.tracking.hub import MetricsHub; from primus.tracking.journal_writer import JournalWriter\n"
-        "hub = MetricsHub(JournalWriter(Path(sys.argv[1])), [], capacity=10); hub.start(); hub.log(1, {'x': 1})\n"
-        "print([t.name for t in threading.enumerate() if t.daemon])\n"
+        "hub = MetricsHub(JournalWriter(run), [], capacity=10); hub.start(); hub.log(1, {'x': 1})"
     )
-    done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    assert "primus-tracking-hub" in done.stdout
+    assert "primus-tracking-hub" in daemon_threads_at_exit(started, tmp_path)

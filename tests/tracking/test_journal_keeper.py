@@ -5,13 +5,12 @@ every sink has by then, without waiting past its deadline for a pass that hangs.
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import threading
 import time
 
 import pytest
 from support.journal_files import journal_lines, segment_files
+from support.threads import daemon_threads_at_exit
 
 from primus.tracking.journal import METRICS, encode, segments
 from primus.tracking.journal_keeper import CHUNK, JournalKeeper, Stopped, compress
@@ -162,12 +161,8 @@ def test_stopping_in_the_middle_of_a_compression_leaves_the_segment_raw(tmp_path
 def test_a_process_that_never_stops_its_keeper_still_exits(tmp_path):
     """The keeper's thread is a daemon named for what it is (py-spy and faulthandler dumps show it)."""
     write_journal(tmp_path, range(3), segment_bytes=300)
-    code = (
-        "import sys, threading; from pathlib import Path\n"
+    started = (
         "from primus.tracking.journal_keeper import JournalKeeper; from primus.tracking.state import CursorStore\n"
-        "run = Path(sys.argv[1]); JournalKeeper(run, 'keep', [], CursorStore(run)).start()\n"
-        "print([t.name for t in threading.enumerate() if t.daemon])\n"
+        "JournalKeeper(run, 'keep', [], CursorStore(run)).start()"
     )
-    done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    assert "primus-tracking-journal" in done.stdout
+    assert "primus-tracking-journal" in daemon_threads_at_exit(started, tmp_path)
