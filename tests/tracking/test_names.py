@@ -56,6 +56,25 @@ def test_refused_names_become_readable_keys_without_a_hash(name, key):
     assert MlflowKeys()(name) == key
 
 
+@pytest.mark.parametrize("name", ["_", "x", "a__b" + "x" * 246, "_" + "y" * 249])
+def test_names_mlflow_accepts_keep_themselves_from_one_character_to_the_limit(name):
+    assert mlflow_accepts(name)
+    assert mlflow_key(name) == name and MlflowKeys()(name) == name
+
+
+def test_a_name_whose_hashed_keys_are_all_taken_still_gets_a_key_of_its_own():
+    """Each key the long name would get is taken by another name in turn (as a resumed run's map could hold
+    them): past every hashed key it gets a counted one, still one that MLflow accepts and nobody else holds."""
+    name = "x" * 300
+    taken: dict[str, str] = {}
+    for n in range(40):  # 33 hashed keys (8 to 40 hex digits), then counted ones
+        keys = MlflowKeys(taken)
+        key = keys(name)
+        assert mlflow_accepts(key), key
+        assert key not in taken.values() and keys(name) == key
+        taken[f"other {n}"] = key
+
+
 def test_every_key_of_a_run_is_accepted_by_mlflow_and_the_map_is_one_to_one():
     names = MEGATRON + TORCHTITAN + HOSTILE + list(SCHEMA)
     keys = MlflowKeys()
