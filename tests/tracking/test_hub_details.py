@@ -12,7 +12,7 @@ import time
 
 import pytest
 from support.journal_files import journal_lines
-from support.threads import daemon_threads_at_exit
+from support.threads import threads_started_by
 
 from primus.tracking.hub import MAX_TEXT_CHARS, MetricsHub, NotJournaled
 from primus.tracking.journal import EVENT, METRICS, TEXT, journal_end
@@ -299,11 +299,9 @@ def test_a_bug_while_journaling_is_said_once_redacted_and_the_hub_goes_on(tmp_pa
     assert [r["s"] for r in lines if r["k"] == METRICS] == [3]
 
 
-def test_a_process_that_never_closes_its_hub_still_exits(tmp_path):
-    """The hub's thread is a daemon named for what it is (it shows in py-spy and faulthandler dumps): a trainer
-    that exits without finishing its run is not held by it (the exit handlers end the run, not the thread)."""
-    started = (
-        "from primus.tracking.hub import MetricsHub; from primus.tracking.journal_writer import JournalWriter\n"
-        "hub = MetricsHub(JournalWriter(run), [], capacity=10); hub.start(); hub.log(1, {'x': 1})"
-    )
-    assert "primus-tracking-hub" in daemon_threads_at_exit(started, tmp_path)
+def test_the_hub_runs_on_one_daemon_thread_named_for_it(tmp_path):
+    """Named, it shows for what it is in py-spy and faulthandler dumps; a daemon, it does not hold a trainer
+    that exits without finishing its run."""
+    hub = MetricsHub(JournalWriter(tmp_path), [], capacity=10)
+    assert threads_started_by(hub.start) == [("primus-tracking-hub", True)]
+    hub.close("FINISHED", time.monotonic() + 30)

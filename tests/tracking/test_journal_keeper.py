@@ -10,7 +10,7 @@ import time
 
 import pytest
 from support.journal_files import journal_lines, segment_files
-from support.threads import daemon_threads_at_exit
+from support.threads import threads_started_by
 
 from primus.tracking.journal import METRICS, encode, segments
 from primus.tracking.journal_keeper import CHUNK, JournalKeeper, Stopped, compress
@@ -158,11 +158,9 @@ def test_stopping_in_the_middle_of_a_compression_leaves_the_segment_raw(tmp_path
     assert [r["s"] for r in journal_lines(run_dir)] == list(range(402))
 
 
-def test_a_process_that_never_stops_its_keeper_still_exits(tmp_path):
-    """The keeper's thread is a daemon named for what it is (py-spy and faulthandler dumps show it)."""
+def test_the_keeper_runs_on_one_daemon_thread_named_for_it(tmp_path):
+    """Named for py-spy and faulthandler dumps; a daemon, so a trainer that never stops it still exits."""
     write_journal(tmp_path, range(3), segment_bytes=300)
-    started = (
-        "from primus.tracking.journal_keeper import JournalKeeper; from primus.tracking.state import CursorStore\n"
-        "JournalKeeper(run, 'keep', [], CursorStore(run)).start()"
-    )
-    assert "primus-tracking-journal" in daemon_threads_at_exit(started, tmp_path)
+    keeper = JournalKeeper(tmp_path, "keep", [], CursorStore(tmp_path))
+    assert threads_started_by(keeper.start) == [("primus-tracking-journal", True)]
+    keeper.stop(time.monotonic() + 30)
