@@ -19,7 +19,6 @@ SEGMENT_BYTES = 64 << 20
 
 class JournalWriter:
     def __init__(self, run_dir: Path, segment_bytes: int = SEGMENT_BYTES):
-        self.run_dir = run_dir
         self.dir = run_dir / JOURNAL_DIR
         self.segment_bytes = segment_bytes
         self.dir.mkdir(exist_ok=True)
