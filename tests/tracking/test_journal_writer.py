@@ -10,7 +10,7 @@ import stat
 
 from support.journal_files import journal_lines, segment_files
 
-from primus.tracking.journal import METRICS, encode, journal_end, read_all, segments
+from primus.tracking.journal import METRICS, JournalReader, encode, journal_end, read_all, segments
 from primus.tracking.journal_keeper import compress
 from primus.tracking.journal_writer import JournalWriter
 
@@ -77,3 +77,23 @@ def test_an_older_single_journal_is_not_adopted_over_a_first_segment_already_the
     (tmp_path / "journal.jsonl").write_bytes(_line(99))  # an older primus wrote into this run directory too
     JournalWriter(tmp_path).close()
     assert [r["s"] for r in journal_lines(tmp_path)] == [0]
+    assert [s.path.name for s in segments(tmp_path)] == [segment_files(tmp_path)[0].name]  # not the older file
+
+
+def test_a_reader_finds_a_segment_compressed_or_deleted_since_it_last_looked(tmp_path):
+    """A sink's reader keeps the segment list it saw; the keeper then compresses (or deletes) a segment it
+    goes back to: it finds the gzipped copy and reads the same records, or reads nothing where it is gone."""
+    writer = JournalWriter(tmp_path, segment_bytes=3 * len(_line(0)))
+    for first in (0, 3, 6):
+        writer.append([_line(step) for step in range(first, first + 3)])
+    writer.close()
+    found = segments(tmp_path)
+    reader = JournalReader(tmp_path)
+    records, end = reader.read(0)
+    assert [r.step for r in records] == [0, 1, 2] and end == found[1].start
+    assert [r.step for r in reader.read(found[1].start)[0]] == [3, 4, 5]  # the reader moved on to the next file
+    compress(found[0])
+    assert reader.read(0) == (records, end)  # its raw file is gone: the copy holds the same lines
+    found[1].path.unlink()  # delivered everywhere, deleted
+    assert reader.read(found[1].start) == ([], found[1].start)
+    reader.close()
