@@ -42,16 +42,17 @@ def test_segments_are_readable_by_their_owner_only(tmp_path):
 def test_a_new_process_goes_on_after_the_last_segment_even_when_every_one_is_compressed(tmp_path):
     writer = JournalWriter(tmp_path, segment_bytes=3 * len(_line(0)))
     writer.append([_line(step) for step in range(3)])
-    writer.append([_line(step) for step in range(3, 5)])  # a shorter second segment
+    writer.append([_line(step) for step in range(3, 5)])  # segments of 3, 2 and 3 lines
+    writer.append([_line(step) for step in range(5, 8)])
     writer.close()
     for segment in segments(tmp_path):
         compress(segment)  # `primus tracking sync` and the keeper leave a finished run like this
     end = journal_end(tmp_path)
     resumed = JournalWriter(tmp_path, segment_bytes=3 * len(_line(0)))
-    assert resumed.append([_line(6)]) == end + len(_line(6))  # offsets go on from the compressed ones
+    assert resumed.append([_line(8)]) == end + len(_line(8))  # offsets go on from the compressed ones
     resumed.close()
-    assert [s.start for s in segments(tmp_path)] == [0, 3 * len(_line(0)), end]
-    assert [r.step for r in read_all(tmp_path)] == [0, 1, 2, 3, 4, 6]
+    assert [s.start for s in segments(tmp_path)] == [0, 3 * len(_line(0)), 5 * len(_line(0)), end]
+    assert [r.step for r in read_all(tmp_path)] == list(range(9))
 
 
 def test_a_raw_segment_left_beside_its_complete_copy_is_removed_by_the_next_process(tmp_path):
