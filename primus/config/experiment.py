@@ -63,10 +63,15 @@ class ModuleConfig:
     # spec's defaults, which a job file of upstream's own (a TOML, a config function) may set otherwise
     preset_defaults: frozenset[str] = frozenset()
 
+    @property
+    def upstream_preset_defaults(self) -> frozenset[str]:
+        """Upstream's keys (not Primus's own) whose value only the module preset gave."""
+        return self.preset_defaults - self.primus_keys
+
     def upstream_params_given(self) -> dict[str, Any]:
         """``params`` without upstream's keys that only the module preset set, for laying over a config that
         upstream built from the user's own job file: the job's values win over the preset's defaults."""
-        return without_paths(self.params, self.preset_defaults - self.primus_keys)
+        return without_paths(self.params, self.upstream_preset_defaults)
 
 
 @dataclass(frozen=True)

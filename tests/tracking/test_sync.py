@@ -15,7 +15,7 @@ import pytest
 from support.plugin_dists import SINK_DOWN, read_sink_record
 from support.readers import read_wandb_history, wandb_files, wandb_records, wandb_run_ids
 
-from primus.tracking.journal import METRICS, JournalReader, encode, journal_end
+from primus.tracking.journal import METRICS, encode, journal_end, read_all
 from primus.tracking.journal_writer import JournalWriter
 from primus.tracking.meta import RunMeta
 from primus.tracking.run_layout import DELIVERY_LOCK
@@ -120,12 +120,7 @@ def test_an_offline_wandb_run_already_delivered_names_its_folder_for_wandb_sync(
 
 
 def _record_ends(run_dir):
-    reader = JournalReader(run_dir)
-    try:
-        records, _ = reader.read(0)
-    finally:
-        reader.close()
-    return [r.end for r in records]
+    return [r.end for r in read_all(run_dir)]
 
 
 @pytest.mark.parametrize("opened_before", [True, False])

@@ -22,14 +22,13 @@ _SOURCE_PREFIX = "src/maxtext/configs/"
 def keys_set_by_config_files(config_file: str, configs_dir: str) -> frozenset[str]:
     """Every key set by ``config_file`` or one of its parents short of upstream's ``base.yml`` in
     ``configs_dir`` (MaxText's ``MAXTEXT_CONFIGS_DIR``)."""
-    upstream_base = os.path.realpath(os.path.join(configs_dir, UPSTREAM_BASE_CONFIG))
+    # upstream's base.yml, then each file read: a parent named twice (upstream would recurse without end), like a
+    # missing file, stops the walk there, and upstream, loading the same chain next, reports it
+    stop = {os.path.realpath(os.path.join(configs_dir, UPSTREAM_BASE_CONFIG))}
     path = _resolve_config_path(config_file, configs_dir)
     keys: set[str] = set()
-    seen: set[str] = set()
-    # a missing file, or a parent named twice (upstream would recurse without end): the walk stops there and
-    # upstream, loading the same chain next, reports it
-    while os.path.isfile(path) and os.path.realpath(path) not in seen | {upstream_base}:
-        seen.add(os.path.realpath(path))
+    while os.path.isfile(path) and (real := os.path.realpath(path)) not in stop:
+        stop.add(real)
         tree = yaml12.load_file(Path(path))
         tree = tree if isinstance(tree, Mapping) else {}  # an empty file sets nothing
         keys |= set(tree) - {PARENT_KEY}

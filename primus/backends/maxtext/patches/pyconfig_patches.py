@@ -34,9 +34,12 @@ def _install_pyconfig(module, handle):
         argv = arguments("argv", args, kwargs)
         experiment = module_from_env("maxtext")
         if experiment is not None:
-            preset_only = experiment.preset_defaults - experiment.primus_keys  # Primus's keys: never in its file
             argv = with_experiment(
-                argv or [""], experiment.params, explicit_run_dir(), preset_only, module.MAXTEXT_CONFIGS_DIR
+                argv or [""],
+                experiment.params,
+                explicit_run_dir(),
+                experiment.upstream_preset_defaults,
+                module.MAXTEXT_CONFIGS_DIR,
             )
         upstream_argv, kwargs, options = split_options(argv or [], kwargs)
         args, kwargs = arguments.replace("argv", upstream_argv if argv is not None else None, args, kwargs)
