@@ -13,6 +13,7 @@ from __future__ import annotations
 import fcntl
 import json
 import logging
+import math
 import os
 import signal
 import sys
@@ -166,7 +167,7 @@ def stats(workers: Iterable[SinkWorker], done: dict[str, bool] | None = None) ->
 
 def follow(run_dir, workers: list[SinkWorker], replies: Replies, stop: threading.Event) -> None:
     """Tell the workers how far the journal goes, and the training process how far they got, until ``stop``."""
-    size, sent, last_sent = -1, None, 0.0
+    size, sent, last_sent = -1, None, -math.inf  # stats at once, however long the machine has been up
     while not stop.is_set():
         now = journal_end(run_dir)
         if now != size:

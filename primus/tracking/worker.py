@@ -83,7 +83,7 @@ class SinkWorker:
         self._end = 0
         self._wake = threading.Event()
         self._urgent = threading.Event()  # a flush or close request: ends a pacing wait early
-        self._last_delivery = 0.0
+        self._last_delivery: float | None = None  # none yet: the first delivery is never held back
         self._lock = threading.Lock()
         self._flushes: list[tuple[int, threading.Event]] = []
         self._close: tuple[str, float] | None = None
@@ -224,7 +224,7 @@ class SinkWorker:
 
     def _pace(self) -> None:
         """Wait out the sink's min_interval_s since the last delivery, unless a flush or close is asked for."""
-        while self._close is None and not self._flushes:
+        while self._close is None and not self._flushes and self._last_delivery is not None:
             gap = self.sink.min_interval_s - (time.monotonic() - self._last_delivery)
             if gap <= 0:
                 return

@@ -117,6 +117,14 @@ class Recorder(http.server.BaseHTTPRequestHandler):
 
     def do_GET(self):
         type(self).seen.append({**self.headers, "path": self.path})
+        self._answer()
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        type(self).seen.append({**self.headers, "path": self.path, "body": json.loads(body)})
+        self._answer()
+
+    def _answer(self):
         status, body = self.reply
         data = json.dumps(body).encode()
         self.send_response(status)
@@ -247,6 +255,19 @@ def test_tls_settings_decide_the_handshake(serve, tmp_path):
         ssl_context({"MLFLOW_TRACKING_CLIENT_CERT_PATH": str(tmp_path / "missing.pem")})
 
 
+def test_nan_and_the_infinities_are_sent_as_protobufs_json_strings(serve):
+    """MLflow's REST API parses a metric's value as protobuf JSON: a bare NaN or Infinity is not JSON at all."""
+    client = MlflowRestClient(f"http://127.0.0.1:{serve()}", TIMEOUT_S, {})
+    values = [1.5, -0.0, math.nan, math.inf, -math.inf, sys.float_info.max]
+    client.log_batch("r1", [MetricPoint("m", v, 1000, step) for step, v in enumerate(values)])
+    client.close()
+    sent = Recorder.seen[-1]
+    assert sent["path"].endswith("/api/2.0/mlflow/runs/log-batch")
+    assert [m["value"] for m in sent["body"]["metrics"]] == [1.5, -0.0, "NaN", "Infinity", "-Infinity",
+                                                             sys.float_info.max]
+    assert [m["step"] for m in sent["body"]["metrics"]] == list(range(len(values)))
+
+
 def test_a_dead_or_silent_server_fails_within_the_timeout():
     timeout_s = 1.0
     with socket.socket() as closed:
@@ -259,10 +280,23 @@ def test_a_dead_or_silent_server_fails_within_the_timeout():
     with socket.socket() as silent:  # accepts connections (the kernel's backlog), never answers: a hung server
         silent.bind(("127.0.0.1", 0))
         silent.listen(8)
+        client = MlflowRestClient(f"http://127.0.0.1:{silent.getsockname()[1]}", timeout_s, {})
+        outcome: list[BaseException | None] = []
         start = time.monotonic()
-        with pytest.raises(MlflowRestError, match="timed out"):
-            MlflowRestClient(f"http://127.0.0.1:{silent.getsockname()[1]}", timeout_s, {}).get_run("r1")
+        call = threading.Thread(target=lambda: outcome.append(_raised(lambda: client.get_run("r1"))), daemon=True)
+        call.start()
+        call.join(timeout_s * 30)  # its own bound, far past the timeout: a call without one would wait forever
+        assert outcome, f"get_run on a silent server was still waiting after {timeout_s * 30:.0f} s: no HTTP timeout"
+        assert isinstance(outcome[0], MlflowRestError) and "timed out" in str(outcome[0]), outcome
         assert time.monotonic() - start < timeout_s * 3  # one attempt, no retries
+
+
+def _raised(call) -> BaseException | None:
+    try:
+        call()
+    except BaseException as e:  # noqa: BLE001 - handed to the test's thread to judge
+        return e
+    return None
 
 
 def test_uris_and_settings_only_the_full_client_serves():

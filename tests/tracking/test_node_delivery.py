@@ -23,7 +23,7 @@ from primus.tracking import TensorBoardConfig, TrackingConfig, start_run
 from primus.tracking import node_delivery
 from primus.tracking.delivery_child import Replies, Routes
 from primus.tracking.node_delivery import node_address
-from primus.tracking.node_delivery_main import NodeDelivery
+from primus.tracking.node_delivery_main import IDLE_CHECK_S, NodeDelivery
 from primus.tracking.state import RunState
 
 EXIT_DEADLINE_S = 60.0
@@ -75,28 +75,44 @@ def assert_gone(pid: int, within_s: float) -> None:
         time.sleep(0.05)
 
 
+def mlflow_status_once_ended(mlflow_client, run_dir, within_s: float) -> str:
+    """The status the delivery gave the run's MLflow run, once it ended it."""
+    give_up = time.monotonic() + within_s
+    while (status := mlflow_client.get_run(RunState(run_dir).section("mlflow")["run_id"]).info.status) == "RUNNING":
+        assert time.monotonic() < give_up, f"the MLflow run of {run_dir} was not ended"
+        time.sleep(0.1)
+    return status
+
+
 @pytest.mark.slow
-def test_a_nodes_ranks_share_one_delivery_process_and_a_dead_rank_ends_only_its_run(tmp_path, mlflow_client):
-    """Rank 0 starts the shared process and is SIGKILLed first: its run is delivered and KILLED, rank 1 goes
-    on logging into the same process and finishes; then the process leaves."""
+@pytest.mark.parametrize(("ending", "status", "exit_code"), [("kill", "KILLED", -signal.SIGKILL),
+                                                              ("finish", "FINISHED", 0)])
+def test_a_nodes_ranks_share_one_delivery_process_and_a_rank_that_ends_ends_only_its_run(
+        tmp_path, mlflow_client, ending, status, exit_code):
+    """Rank 0 starts the shared process and ends first (SIGKILLed, or finished): its run is delivered and ended;
+    the process stays for rank 1, which logs its second half into it only after rank 0's run ended, and finishes;
+    then the process leaves."""
     job = tmp_path / "job"
-    ranks = [start_rank(job, 0, "kill")]
+    ranks = [start_rank(job, 0, ending)]
     shared = delivery_pid(job / "rank_0", EXIT_DEADLINE_S)
     ranks.append(start_rank(job, 1, "finish"))
     assert delivery_pid(job / "rank_1", EXIT_DEADLINE_S) == shared
     (job / "go_0").touch()
-    assert ranks[0].wait(EXIT_DEADLINE_S) == -signal.SIGKILL
-    (job / "go_1").touch()  # rank 1 logs its second half after rank 0 died
+    assert ranks[0].wait(EXIT_DEADLINE_S) == exit_code
+    assert mlflow_status_once_ended(mlflow_client, job / "rank_0", EXIT_DEADLINE_S) == status
+    time.sleep(10 * IDLE_CHECK_S)  # ten of the process's checks for whether to leave, with rank 1's run still open
+    assert psutil.pid_exists(shared) and psutil.Process(shared).status() != psutil.STATUS_ZOMBIE
+    (job / "go_1").touch()  # rank 1 logs its second half after rank 0's run ended
     assert ranks[1].wait(2 * EXIT_DEADLINE_S) == 0, (tmp_path / "rank_1.log").read_text()
     assert shared not in {r.pid for r in ranks}
     assert_gone(shared, EXIT_DEADLINE_S)  # the killed run's delivery may take up to its deadline
     assert not node_address(job)[0].exists()
 
-    for rank, status in ((0, "KILLED"), (1, "FINISHED")):
+    for rank, ended in ((0, status), (1, "FINISHED")):
         state = RunState(job / f"rank_{rank}")
-        assert state.section("run")["status"] == status
+        assert state.section("run")["status"] == ended
         run = mlflow_client.get_run(state.section("mlflow")["run_id"])
-        assert (run.info.run_name, run.info.status) == (f"node-rank{rank}", status)
+        assert (run.info.run_name, run.info.status) == (f"node-rank{rank}", ended)
         assert mlflow_history(mlflow_client, run.info.run_id, "loss") == STEPS
         tb = read_tb_scalars(job / f"tb_{rank}")["loss"]
         assert [s for s, _ in tb] == [s for s, _ in STEPS]
@@ -131,16 +147,17 @@ def tb_run(tmp_path, rank: int, group) -> object:
                                     delivery_group=group, exit_deadline_s=EXIT_DEADLINE_S))
 
 
-@pytest.mark.parametrize("folder", ["under a file", "open to others"])
+@pytest.mark.parametrize("folder", ["under a file", "open to others", "open to the group 0o770", "read by the group 0o750"])
 def test_a_rank_that_cannot_use_the_node_folder_starts_its_own_delivery_process(tmp_path, monkeypatch,
                                                                                 primus_caplog, folder):
     primus_caplog.set_level(logging.WARNING, logger="primus.tracking")
     if folder == "under a file":
         (tmp_path / "a-file").write_text("")
         monkeypatch.setattr(node_delivery, "node_dir", lambda: tmp_path / "a-file" / "delivery")
-    else:  # another user could have made it: the run's pipes must not reach their process
-        (tmp_path / "shared").mkdir(mode=0o777)
-        (tmp_path / "shared").chmod(0o777)
+    else:  # another user could have made it, or reach into it: the run's pipes must not reach their process
+        mode = {"open to others": 0o777}.get(folder) or int(folder.rpartition(" ")[2], 8)
+        (tmp_path / "shared").mkdir()
+        (tmp_path / "shared").chmod(mode)
         monkeypatch.setattr(node_delivery, "node_dir", lambda: tmp_path / "shared")
     run = tb_run(tmp_path, 0, tmp_path)
     run.log(1, {"loss": 1.0})

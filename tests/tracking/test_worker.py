@@ -613,7 +613,9 @@ def test_pacing_spaces_deliveries_by_min_interval(tmp_path, cursors):
 
 def test_pacing_ends_early_for_a_flush_and_for_a_close(tmp_path, cursors):
     ends = journal_records(tmp_path, range(3))
-    sink = RecordingSink(cursors, min_interval_s=3600.0)  # far past what this test waits
+    # longer than this machine has been up (its monotonic clock), and far past what this test waits: the first
+    # delivery must not be paced from a clock's zero (a machine booted less than min_interval_s ago held it back)
+    sink = RecordingSink(cursors, min_interval_s=time.monotonic() + 3600.0)
     worker = started(sink, tmp_path, cursors, ends[0])
     assert sink.wait_for(1)  # the first delivery is not held back
     worker.notify(ends[1])
