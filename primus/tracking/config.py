@@ -115,9 +115,15 @@ class TrackingConfig:
     delivery_group: Path | None = None
     # trackers other distributions add (entry-point group primus.sinks), by name. None: PRIMUS_SINKS
     plugin_sinks: tuple[str, ...] | None = None
+    # set by resolve(): a backend resolves its plan's config before training, and start_run must not do it again
+    # (checking the WANDB_* variables may start W&B's settings check in a subprocess; warnings would be said twice)
+    is_resolved: bool = field(default=False, compare=False, repr=False)
 
     def resolve(self, env: Mapping[str, str] | None = None) -> TrackingConfig:
-        """A copy with every None that has a default filled in; raises TrackingConfigError."""
+        """A copy with every None that has a default filled in (itself when already resolved); raises
+        TrackingConfigError."""
+        if self.is_resolved:
+            return self
         env = os.environ if env is None else env
         _require(str(self.run_dir).strip() != "", "run_dir", self.run_dir, "give the run its own directory")
         run_dir = Path(self.run_dir).expanduser().absolute()
@@ -162,6 +168,7 @@ class TrackingConfig:
             wandb=self.wandb and _resolve_wandb(self.wandb, run_dir, run_name, env),
             mlflow=self.mlflow and _resolve_mlflow(self.mlflow, run_dir, experiment_name, run_name, env),
             console=self.console and _resolve_console(self.console, env),
+            is_resolved=True,
         )
 
 

@@ -1,3 +1,4 @@
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -87,3 +88,24 @@ def test_a_secret_in_a_bad_value_is_not_echoed():
     with pytest.raises(TrackingConfigError) as e:
         resolve({"WANDB_MODE": "https://u:hunter2hunter2@x"}, wandb=WandbConfig())
     assert "hunter2" not in str(e.value)
+
+
+def test_a_config_is_resolved_once_from_the_backends_plan_to_the_run(tmp_path, primus_caplog, monkeypatch):
+    """A backend resolves its plan's config before training (Notices.resolved); start_run takes it as it is: the
+    W&B settings check runs once (a subprocess where wandb is not imported yet) and a warning is said once."""
+    from primus.tracking import environment, start_run
+    from primus.tracking.plan import Notices
+
+    checks = []
+    run_check = environment.subprocess.run
+    monkeypatch.setattr(environment.subprocess, "run",
+                        lambda cmd, *a, **kw: checks.append(cmd[-1]) or run_check(cmd, *a, **kw))
+    monkeypatch.delitem(environment.sys.modules, "wandb", raising=False)  # else judged here, in this process
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    config = Notices().resolved(TrackingConfig(run_dir=tmp_path / "run", journal_max_bytes=2000,
+                                               wandb=WandbConfig()))
+    assert config.resolve() is config
+    start_run(replace(config, params={"lr": 0.1})).finish()
+    assert checks.count("primus.tracking.wandb_settings_check") == 1
+    warnings = [r for r in primus_caplog.records if "journal_max_bytes=2000 is ignored" in r.getMessage()]
+    assert len(warnings) == 1
