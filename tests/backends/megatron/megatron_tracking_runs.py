@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from support.host_reads import host_reads_env
 from support.journal_files import run_dirs_under
 from support.readers import mlflow_history, read_tb_scalars, read_wandb_history, wandb_files, wandb_run_ids
 from support.upstreams import releases, upstream_env
@@ -170,6 +171,7 @@ def start(launcher: Callable[..., Any], mlflow_uri: str, *names: str) -> None:
                 env = {"WANDB_MODE": "offline", "MLFLOW_TRACKING_URI": mlflow_uri}
                 if run.release:
                     env |= upstream_env("megatron-core", run.release)
+                env |= host_reads_env(env)  # counts Primus's host reads of tensors (test_no_host_reads.py)
                 _STARTED[name] = _POOL.submit(launcher, name, *run.args, nproc=run.nproc, env=env)
 
 

@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 
 import pytest
+from support.host_reads import host_reads, host_reads_env
 from support.journal_files import run_dirs_under
 from support.readers import mlflow_history, read_tb_scalars, read_wandb_history, wandb_files, wandb_records
 from titan_runs import RELEASES, STEPS, TRACKED_ON_CPU, UPSTREAM_KEYS, V0_2
@@ -248,7 +249,7 @@ def fsdp_every_rank(titan_run, mlflow_server):
     return titan_run("fsdp-all-ranks", "--parallelism.data-parallel-shard-degree", "2", "--metrics.enable-tensorboard",
                      "--metrics.enable-mlflow", "--metrics.save-for-all-ranks",
                      "--metrics.mlflow-experiment-name", "titan-fsdp-all-ranks", nproc=2, launcher="primus-run",
-                     env={"MLFLOW_TRACKING_URI": mlflow_server.uri, **WANDB_ENV})
+                     env={"MLFLOW_TRACKING_URI": mlflow_server.uri, **WANDB_ENV, **host_reads_env({})})
 
 
 def test_save_for_all_ranks_gives_one_run_per_rank(fsdp_every_rank, mlflow_client):
@@ -283,7 +284,7 @@ def fsdp_metrics_rank(titan_run, mlflow_server):
                      "--metrics.enable-tensorboard", "--metrics.enable-mlflow",
                      "--metrics.mlflow-upload-performance-metrics", "--metrics.mlflow-performance-metrics-across-ranks",
                      "--metrics.mlflow-experiment-name", "titan-fsdp-rank0", nproc=2,
-                     env={"MLFLOW_TRACKING_URI": mlflow_server.uri})
+                     env={"MLFLOW_TRACKING_URI": mlflow_server.uri, **host_reads_env({})})
 
 
 SYSTEM_KEYS = sorted(k for k in PERF_KEYS if k.startswith(("mem/", "sys/")))
@@ -305,3 +306,18 @@ def test_only_the_metrics_rank_tracks_by_default(fsdp_metrics_rank, fsdp_every_r
     scalars = assert_tb_has_every_step(logdir, TRACKED_ON_CPU | PERF_KEYS | ACROSS_RANKS_KEYS)
     every_rank = read_tb_scalars(tb_dirs(fsdp_every_rank.dump)[0])
     assert scalars["loss_metrics/global_avg_loss"] == every_rank["loss_metrics/global_avg_loss"]
+
+
+@pytest.mark.parametrize("name", ["fsdp_metrics_rank", "fsdp_every_rank"])
+def test_primus_reads_no_tensor_to_the_host(name, request):
+    """No device synchronisation of ours, counted on CPU in both ranks' processes: Primus's code reads no tensor
+    upstream computed (the MetricsProcessor hands the hub host floats it has already read), on logged steps or
+    any other; only the host tensors of its own gather over ranks (metrics rank run: every rank gathers)."""
+    run = request.getfixturevalue(name)
+    run.assert_trained()
+    trainers = [r for r in host_reads(run.dump.parent) if r["rank"] is not None]
+    assert len(trainers) == 2, trainers
+    for record in trainers:
+        assert record["reads"] == [], record["reads"]
+        assert {e["site"].rpartition(":")[0] for e in record["own_host_tensors"]} <= {"tracking/across_ranks.py"}
+    assert all(r["own_host_tensors"] for r in trainers) == (name == "fsdp_metrics_rank")

@@ -1,0 +1,64 @@
+"""No device synchronisation of ours, proven on CPU: during real Megatron trainings (2 ranks with every tracker
+and the perf set gathered over ranks; TensorBoard + W&B logging every other iteration), Primus's code reads no
+tensor to the host but the scalars upstream hands the writer it takes for its TensorBoard/W&B writer — the read
+upstream's own ``SummaryWriter.add_scalar`` makes of the same value, at the same call, on logged steps only —
+and the host tensors of its own gather over ranks. Counted by ``support/host_reads_site/sitecustomize.py`` in every
+process (each process that exits writes its record)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from megatron_tracking_runs import RUNS, result
+from support.host_reads import host_reads, host_reads_env
+
+import primus
+
+# Upstream's training_log hands the loss as a tensor: "lm loss" and its "lm loss vs samples" twin per logged step
+WRITER_READ = ("backends/megatron/training/tracking_summary_writer.py", "to_float")
+GATHER_READ = ("tracking/across_ranks.py", "RankGather.gather")
+
+
+def sites(entries: list[dict]) -> set[tuple[str, str]]:
+    return {(e["site"].rpartition(":")[0], e["function"]) for e in entries}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("name", "logged_steps", "ranks_gathering"), [("dp2_all", 3, 2), ("tb_wandb", 2, 0)])
+def test_primus_reads_no_tensor_but_what_upstreams_writer_would(megatron_run, mlflow_server, name, logged_steps,
+                                                                ranks_gathering):
+    run = result(megatron_run, mlflow_server.uri, name)
+    assert run.returncode == 0, run.explain()
+    records = host_reads(run.log_path.parent)
+    trainers = [r for r in records if r["rank"] is not None]
+    assert len(trainers) == RUNS[name].nproc, records  # every rank's process counted
+    for record in trainers:
+        assert sites(record["reads"]) <= {WRITER_READ}, record["reads"]
+        assert all(e["thread"] == "MainThread" for e in record["reads"]), record["reads"]
+        assert len(record["reads"]) <= 2 * logged_steps, record["reads"]  # upstream's calls, each step logged
+        assert sites(record["own_host_tensors"]) <= {GATHER_READ}, record["own_host_tensors"]
+    assert sum(bool(r["own_host_tensors"]) for r in trainers) == ranks_gathering  # the gather ran where it should
+    assert sum(len(r["reads"]) for r in trainers) > 0  # the writer rank's conversions were seen: the count works
+
+
+def test_the_count_sees_a_read_in_primus_code_and_none_elsewhere(tmp_path):
+    """The instrument itself: a read from a file of the primus package is counted, the same read elsewhere not;
+    a tensor Primus made on the host is listed apart."""
+    ours = str(primus.__path__[0]) + "/tracking/not_a_module.py"
+    code = textwrap.dedent(f"""
+        import torch
+        t = torch.ones(2) * 3
+        exec(compile("float(t[0]); t.tolist(); t.to('cpu'); t.to(torch.float64); mine = torch.zeros(2); mine.tolist()",
+                     {ours!r}, "exec"))
+        float(t[1]); t.tolist()
+    """)
+    subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=host_reads_env({}) | {"PATH": ""}, check=True,
+                   timeout=120)
+    [record] = host_reads(tmp_path)
+    assert [(e["read"], e["site"]) for e in record["reads"]] == [
+        ("__float__", "tracking/not_a_module.py:1"), ("tolist", "tracking/not_a_module.py:1"),
+        ("to", "tracking/not_a_module.py:1")]
+    assert [e["read"] for e in record["own_host_tensors"]] == ["tolist"]
