@@ -53,14 +53,34 @@ def test_vs_samples_tags_of_one_step_become_one_log_call(run):
         ("log", 8, {"lm loss vs samples": 6.9, "learning-rate vs samples": 0.1}, ("tensorboard",))]
 
 
-def test_tensors_become_floats(run):
+def test_tensors_are_handed_on_unread_and_numbers_as_floats(run):
+    """The training thread never reads a tensor here (on a GPU, .item() waits for the step): the hub does."""
     import torch
     w = TrackingSummaryWriter(run, log_learning_rate=True, log_batch_size=True)
-    w.add_scalar("lm loss", torch.tensor([2.5]), 1)
-    w.add_scalar("grad-norm", torch.tensor(1.25), 1)
+    loss, norm = torch.tensor([2.5]), torch.tensor(1.25)
+    w.add_scalar("lm loss", loss, 1)
+    w.add_scalar("grad-norm", norm, 1)
+    w.add_scalar("batch-size", 8, 1)
     w.flush()
-    assert run.calls == [("log", 1, {"lm loss": 2.5, "grad-norm": 1.25}, None)]
-    assert all(type(v) is float for v in run.calls[0][2].values())
+    [(_, step, metrics, only)] = run.calls
+    assert (step, only) == (1, None) and metrics["lm loss"] is loss and metrics["grad-norm"] is norm
+    assert metrics["batch-size"] == 8.0 and type(metrics["batch-size"]) is float
+
+
+def test_tensors_reach_the_journal_as_floats(tmp_path):
+    import torch
+
+    from primus.tracking import TrackingConfig, start_run
+    from primus.tracking.journal import METRICS, read_all
+
+    tracked = start_run(TrackingConfig(run_dir=tmp_path))
+    w = TrackingSummaryWriter(tracked, log_learning_rate=True, log_batch_size=True)
+    w.add_scalar("lm loss", torch.tensor([2.5]), 1)
+    w.add_scalar("grad-norm", torch.tensor(1.25, dtype=torch.float64), 1)
+    w.flush()
+    tracked.finish()
+    [record] = [r for r in read_all(tmp_path) if r.kind == METRICS]
+    assert (record.step, record.data) == (1, {"lm loss": 2.5, "grad-norm": 1.25})
 
 
 def test_dropped_upstream_switches_are_honoured(run):

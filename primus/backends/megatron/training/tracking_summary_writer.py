@@ -25,12 +25,11 @@ _VS_SAMPLES = " vs samples"
 _DROPPED, _VS_SAMPLES_TAG, _STEP_TAG = range(3)  # what a tag is, judged once per tag name
 
 
-def to_float(value: Any) -> float:
-    """Upstream passes Python numbers, 0-d or 1-element tensors; float() handles all three."""
-    if type(value) is float:  # the common case, without the attribute lookup that fails
+def as_metric(value: Any) -> Any:
+    """Upstream passes Python numbers, 0-d or 1-element tensors. A tensor goes on as it is: the hub turns it into a
+    float on its own thread, so the training thread never waits here for the device to finish the step."""
+    if type(value) is float or hasattr(value, "item"):  # the common case first
         return value
-    if hasattr(value, "item"):
-        value = value.item()
     return float(value)
 
 
@@ -64,9 +63,9 @@ class TrackingSummaryWriter:
             if not keep
         )
         self._step: int | None = None
-        self._pending: dict[str, float] = {}
+        self._pending: dict[str, Any] = {}  # floats, or upstream's tensors (read on the hub's thread)
         self._samples: int | None = None  # the "vs samples" tags of one step, one log call as the others
-        self._pending_vs_samples: dict[str, float] = {}
+        self._pending_vs_samples: dict[str, Any] = {}
         self._kinds: dict[str, int] = {}
         self._failed = False
 
@@ -79,7 +78,7 @@ class TrackingSummaryWriter:
         if kind == _DROPPED:
             return
         step = int(global_step or 0)
-        value = to_float(scalar_value)
+        value = as_metric(scalar_value)
         if kind == _VS_SAMPLES_TAG:
             if step != self._samples:
                 self._emit_vs_samples()
