@@ -18,6 +18,7 @@ import pytest
 from maxtext_runs import (EVAL_KEYS, SCHEDULE, STEPS, TINY_CPU, TRAIN_KEYS, TRAIN_STEPS, UPSTREAM_TRAIN,
                           WANDB_PROJECT, assert_every_step, assert_every_tracker_holds_every_step,
                           every_tracker_args, only_run, tiny_cpu_args)
+from support.host_reads import host_reads, host_reads_env
 from support.journal_files import run_dirs_under
 from support.readers import mlflow_history, read_tb_scalars, wandb_files, wandb_records
 
@@ -37,11 +38,11 @@ def runs(start, maxtext_python, primus_run_command, mlflow_server, tmp_path_fact
         "all": start("all-sinks", [
             sys.executable, "-m", "primus.cli.main", "train", "--config", str(TINY_CPU), *SCHEDULE,
             *every_tracker_args("maxtext-all-sinks")],
-            env={**mlflow, "PRIMUS_WORKSPACE": str(workspace), "HF_TOKEN": HF_TOKEN}),
+            env={**mlflow, "PRIMUS_WORKSPACE": str(workspace), "HF_TOKEN": HF_TOKEN, **host_reads_env({})}),
         "mlflow_only": start("mlflow-only", [
             *primus_run_command, "--config", str(TINY_CPU), maxtext_python, *UPSTREAM_TRAIN, *SCHEDULE,
             "enable_tensorboard=false", "mlflow_experiment_name=maxtext-mlflow-only", "run_name=mlflow-only",
-            "base_output_directory=out"], env=mlflow),
+            "base_output_directory=out"], env={**mlflow, **host_reads_env({})}),
         "diverges": start("diverges", [
             *primus_run_command, "--config", str(TINY_CPU), maxtext_python, *UPSTREAM_TRAIN, f"steps={STEPS}",
             "learning_rate=1e30", "enable_tensorboard=false", "mlflow_experiment_name=maxtext-diverges",
@@ -135,3 +136,16 @@ def test_a_run_upstream_aborts_is_failed_with_its_metrics_delivered(runs, mlflow
     assert mlflow_run.info.status == "FAILED"
     losses = mlflow_history(mlflow_client, mlflow_run.info.run_id, "learning/loss")
     assert math.isfinite(losses[0][1]) and math.isnan(losses[-1][1])  # up to and including the NaN step
+
+
+@pytest.mark.parametrize("name", ["all", "mlflow_only"])
+def test_primus_reads_no_array_on_the_training_thread(runs, name):
+    """No device synchronisation of ours, counted on CPU (``support/host_reads_site``): upstream hands its
+    metrics as JAX arrays of a step the device has finished; Primus reads them only on the hub's thread (what
+    upstream's own TensorBoard and W&B writers read, at the same logged steps), never on the training thread."""
+    run = runs[name]
+    assert run.returncode == 0, run.output[-3000:]
+    [trainer] = [r for r in host_reads(run.workdir) if any("maxtext" in a or "train" in a for a in r["argv"])]
+    assert trainer["reads"], "no read of upstream's metrics was seen: the count is not working"
+    assert {(e["site"].rpartition(":")[0], e["function"], e["thread"]) for e in trainer["reads"]} == {
+        ("tracking/hub.py", "MetricsHub._floats", "primus-tracking-hub")}, trainer["reads"]

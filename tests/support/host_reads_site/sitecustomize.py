@@ -1,12 +1,12 @@
-"""Counts the host reads of tensors made by Primus's own code, in every Python process that has this folder on
-PYTHONPATH and ``PRIMUS_TEST_HOST_READS`` set to a folder (a test's instrument, never the product's): each
-process writes ``<folder>/<pid>.json`` at exit, listing every read of a tensor — ``.item()``, ``.tolist()``,
-``.cpu()``, ``.numpy()``, ``float(t)``, ``int(t)``, ``bool(t)``, ``.to("cpu")`` — whose nearest caller outside
-torch is a file of the ``primus`` package (a read inside an upstream callable that Primus's pass-through wrapper
-called is upstream's). Tensors Primus itself made on the
-host (the perf figures' gather over ranks packs host floats into a CPU tensor) are not upstream's values: their
-reads are listed apart. Then it chains the next ``sitecustomize`` on the path (primus-run's bootstrap or a
-user's), as any user's would be."""
+"""Counts the host reads of device arrays made by Primus's own code, in every Python process that has this folder on
+PYTHONPATH and ``PRIMUS_TEST_HOST_READS`` set to a folder (a test's instrument, never the product's): each process
+writes ``<folder>/<pid>.json`` at exit, listing every read — torch's ``.item()``, ``.tolist()``, ``.cpu()``,
+``.numpy()``, ``.to("cpu")``, ``float(t)``, ``int(t)``, ``bool(t)``; JAX's ``float(a)``, ``np.asarray(a)``,
+``.item()``, ``.tolist()``, ``jax.device_get``, ``block_until_ready`` — whose nearest caller outside torch/JAX/NumPy
+is a file of the ``primus`` package, with its thread (a read inside an upstream callable that Primus's
+pass-through wrapper called is upstream's). Tensors Primus itself made on the host (the perf figures' gather over
+ranks packs host floats into a CPU tensor) are not upstream's values: their reads are listed apart. Then it chains
+the next ``sitecustomize`` on the path (a user's), as any user's would be."""
 
 from __future__ import annotations
 
@@ -22,8 +22,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 OUT = os.environ.get("PRIMUS_TEST_HOST_READS")
 OUT = OUT and str(Path(OUT).absolute())  # a relative folder: the one the process started in
-READS = ("item", "tolist", "cpu", "numpy", "__float__", "__int__", "__bool__", "__index__", "to")
-FACTORIES = ("tensor", "as_tensor", "empty", "empty_like", "zeros", "zeros_like", "ones", "full")
+TORCH_READS = ("item", "tolist", "cpu", "numpy", "__float__", "__int__", "__bool__", "__index__", "to")
+TORCH_FACTORIES = ("tensor", "as_tensor", "empty", "empty_like", "zeros", "zeros_like", "ones", "full")
+JAX_READS = ("item", "tolist", "__array__", "__float__", "__int__", "__bool__", "__index__", "block_until_ready")
 
 
 def _chain_next_sitecustomize() -> None:
@@ -39,75 +40,120 @@ def _chain_next_sitecustomize() -> None:
             return
 
 
-def _instrument(torch) -> None:
-    import primus
-    from primus.patches.handle import _UpstreamCall
+def _folder(module) -> str:
+    return str(Path(module.__file__).resolve().parent) + os.sep
 
-    upstream_call = _UpstreamCall.__call__.__code__  # a C callable of upstream's called through it reads, not Primus
 
-    ours_root = str(Path(primus.__file__).resolve().parent) + os.sep
-    torch_root = str(Path(torch.__file__).resolve().parent) + os.sep
-    # what a tensor factory passes through on its way from its caller (the CPU platform's device placement)
-    pass_through = (ours_root + "patches" + os.sep, *(str(p) + os.sep for p in Path(ours_root).glob("backends/*/cpu")))
-    made_here: set[int] = set()  # ids of live tensors Primus made (a tensor's == is elementwise: no WeakSet)
-    reads: list[dict] = []
-    own: list[dict] = []
-    lock = threading.Lock()
+class Reads:
+    """The reads seen in this process, attributed to their nearest caller outside the array libraries."""
 
-    def caller(through: tuple[str, ...] = ()):
-        """The nearest frame outside torch, this file and the folders ``through``: (file, line, function)."""
+    def __init__(self):
+        import primus
+        from primus.patches.handle import _UpstreamCall
+
+        self.ours = _folder(primus)
+        # a C callable of upstream's called through Primus's pass-through: the read is upstream's
+        self.upstream_call = _UpstreamCall.__call__.__code__
+        # what a tensor factory passes through on its way from its caller (the CPU platform's device placement)
+        self.pass_through = (self.ours + "patches" + os.sep,
+                             *(str(p) + os.sep for p in Path(self.ours).glob("backends/*/cpu")))
+        self.libraries: tuple[str, ...] = ()
+        self.made_here: set[int] = set()  # ids of live tensors Primus made (a tensor's == is elementwise)
+        self.reads: list[dict] = []
+        self.own: list[dict] = []
+        self.lock = threading.Lock()
+        self.inside = threading.local()
+        atexit.register(self.dump)
+
+    def caller(self, through: tuple[str, ...] = ()) -> tuple[str, int, str]:
+        """The nearest frame outside the array libraries, this file and ``through``: (file, line, function)."""
         frame = sys._getframe(2)
         while frame is not None:
             name = frame.f_code.co_filename
-            if frame.f_code is upstream_call and not through:  # a C callable of upstream's read, called through it
+            if frame.f_code is self.upstream_call and not through:
                 return "<upstream>", 0, "?"
-            if not name.startswith((torch_root, *through)) and name != __file__:
+            if not name.startswith((*self.libraries, *through)) and name != __file__:
                 return name, frame.f_lineno, frame.f_code.co_qualname
             frame = frame.f_back
         return "?", 0, "?"
 
-    def to_host(args, kwargs) -> bool:
-        devices = (*args, kwargs.get("device"))
-        return any(str(d).startswith("cpu") for d in devices if isinstance(d, (str, torch.device)))
+    def note(self, how: str, array, file: str, line: int, function: str, own: bool = False) -> None:
+        entry = {"site": f"{file[len(self.ours):]}:{line}", "function": function, "read": how,
+                 "device": str(getattr(array, "device", "?")), "thread": threading.current_thread().name}
+        with self.lock:
+            (self.own if own else self.reads).append(entry)
 
-    def read_wrapper(method_name, original):
-        def read(self, *args, **kwargs):
-            file, line, function = caller()
-            if file.startswith(ours_root):
-                if method_name != "to" or to_host(args, kwargs):
-                    entry = {"site": f"{file[len(ours_root):]}:{line}", "function": function, "read": method_name,
-                             "device": str(self.device), "thread": threading.current_thread().name}
-                    with lock:
-                        (own if id(self) in made_here and self.device.type == "cpu" else reads).append(entry)
-            return original(self, *args, **kwargs)
+    def reading(self, how: str, original, counts=lambda args, kwargs: True):
+        def read(array, *args, **kwargs):
+            if getattr(self.inside, "read", False):  # a read within a read (np.asarray -> _value): one read
+                return original(array, *args, **kwargs)
+            file, line, function = self.caller()
+            if file.startswith(self.ours) and counts(args, kwargs):
+                mine = id(array) in self.made_here and str(getattr(array, "device", "")) == "cpu"
+                self.note(how, array, file, line, function, own=mine)
+            self.inside.read = True
+            try:
+                return original(array, *args, **kwargs)
+            finally:
+                self.inside.read = False
 
         return read
 
-    def factory_wrapper(original):
+    def making(self, original):
         def make(*args, **kwargs):
-            tensor = original(*args, **kwargs)
-            if caller(pass_through)[0].startswith(ours_root):
-                made_here.add(id(tensor))
-                weakref.finalize(tensor, made_here.discard, id(tensor))
-            return tensor
+            made = original(*args, **kwargs)
+            if self.caller(self.pass_through)[0].startswith(self.ours):
+                self.made_here.add(id(made))
+                weakref.finalize(made, self.made_here.discard, id(made))
+            return made
 
         return make
 
-    for name in READS:
-        setattr(torch.Tensor, name, read_wrapper(name, getattr(torch.Tensor, name)))
-    for name in FACTORIES:
-        setattr(torch, name, factory_wrapper(getattr(torch, name)))
-
-    def dump():
+    def dump(self) -> None:
         Path(OUT).mkdir(parents=True, exist_ok=True)
-        data = {"argv": sys.argv, "rank": os.environ.get("RANK"), "reads": reads, "own_host_tensors": own}
+        data = {"argv": sys.argv, "rank": os.environ.get("RANK"), "reads": self.reads, "own_host_tensors": self.own}
         (Path(OUT) / f"{os.getpid()}.json").write_text(json.dumps(data, indent=1))
 
-    atexit.register(dump)
+
+_READS: list[Reads] = []
+
+
+def _reads() -> Reads:
+    if not _READS:
+        _READS.append(Reads())
+    return _READS[0]
+
+
+def _instrument_torch(torch) -> None:
+    reads = _reads()
+    reads.libraries += (_folder(torch),)
+
+    def to_host(args, kwargs) -> bool:  # .to(...) reads only when it goes to the host
+        devices = (*args, kwargs.get("device"))
+        return any(str(d).startswith("cpu") for d in devices if isinstance(d, (str, torch.device)))
+
+    for name in TORCH_READS:
+        counts = to_host if name == "to" else (lambda args, kwargs: True)
+        setattr(torch.Tensor, name, reads.reading(name, getattr(torch.Tensor, name), counts))
+    for name in TORCH_FACTORIES:
+        setattr(torch, name, reads.making(getattr(torch, name)))
+
+
+def _instrument_jax(jax) -> None:
+    import numpy
+    from jax._src.array import ArrayImpl
+
+    reads = _reads()
+    reads.libraries += (_folder(jax), _folder(numpy), str(Path(_folder(jax)).parent / "jaxlib") + os.sep)
+    for name in JAX_READS:
+        setattr(ArrayImpl, name, reads.reading(name, getattr(ArrayImpl, name)))
+    value = ArrayImpl._value  # a property: what jax.device_get and printing read
+    ArrayImpl._value = property(reads.reading("_value", value.fget))
 
 
 if OUT:
     import wrapt
 
-    wrapt.register_post_import_hook(_instrument, "torch")
+    wrapt.register_post_import_hook(_instrument_torch, "torch")
+    wrapt.register_post_import_hook(_instrument_jax, "jax")
 _chain_next_sitecustomize()
