@@ -41,6 +41,9 @@ def render_metrics() -> str:
                 "MaxText's `learning/loss`), so existing dashboards keep working. Primus's own metrics are named "
                 "`<group>/<what>[_<unit>]`:",
                 schema,
+                "Where they go, on every backend: `mlflow_upload_performance_metrics` (with MLflow on) turns the "
+                "`perf/*`, `mem/*` and `sys/*` set on, and every enabled tracker gets it, like every other metric "
+                "(TensorBoard, W&B, MLflow, plugin trackers); the option decides what is measured, not where it goes.",
                 "The `mem/*` and `sys/*` names are the logging rank's own readings. With "
                 "`mlflow_performance_metrics_across_ranks` (Megatron, TorchTitan `metrics.`; with "
                 "`mlflow_upload_performance_metrics`) each of "

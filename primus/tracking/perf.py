@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -113,6 +113,59 @@ def throughput_metrics(
         if peak:
             out["perf/mfu"] = tflops / peak
     return out
+
+
+class StepPerf:
+    """The perf set of one log interval, one class for every backend (each maps upstream's values onto it):
+    throughput from what the interval consumed (the job's tokens and model FLOPs, its wall time and steps), and
+    the system figures (host and device memory, host and device utilisation). Host numbers at a log step only: no
+    device value is read. ``device_name`` and ``dtype`` pick the datasheet peak for MFU unless ``peak_tflops`` is
+    given; ``device_memory`` reads a framework's allocator counters (JAX's) where torch's are not the ones."""
+
+    def __init__(
+        self,
+        *,
+        dtype: str,
+        device_name: str | None = None,
+        peak_tflops: float | None = None,
+        visible_ordinal: int | None = None,
+        device_memory: Callable[[], Mapping[str, float]] | None = None,
+    ):
+        self.device_name = device_name
+        self._dtype = dtype
+        self._peak = peak_tflops
+        self._device_memory = device_memory
+        self._utilisation = Utilisation(visible_ordinal)
+
+    def begin(self) -> None:
+        """Upstream has picked its device: find it and take the first reading now, once, rather than in the
+        first logged step (~4 ms there: NVML/amdsmi are looked up)."""
+        self._utilisation.read()
+
+    def interval(
+        self, *, tokens: float, seconds: float, steps: int, world_size: int, flops: float | None
+    ) -> dict[str, float]:
+        """tokens/s, TFLOP/s, MFU and the time per step of an interval of ``steps`` steps."""
+        out = throughput_metrics(
+            tokens=tokens,
+            seconds=seconds,
+            world_size=world_size,
+            flops=flops,
+            device_name=self.device_name,
+            dtype=self._dtype,
+            given_peak=self._peak,
+        )
+        if steps > 0 and seconds > 0:
+            out["perf/iteration_time_ms"] = seconds / steps * 1e3
+        return out
+
+    def system(self) -> dict[str, float]:
+        """This rank's memory and utilisation now (every tracker gets them, as every other figure)."""
+        out = memory_metrics()
+        if self._device_memory is not None:
+            out.update(self._device_memory())
+        out.update(self._utilisation.read())
+        return out
 
 
 class IntervalAverager:

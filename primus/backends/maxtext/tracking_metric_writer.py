@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from primus.tracking import SinkName
-from primus.tracking.perf import GIB, Utilisation, memory_metrics, throughput_metrics
+from primus.tracking.perf import GIB, StepPerf
 
 TENSORBOARD_ONLY = (SinkName.TENSORBOARD,)
 TRACKED_TYPES = ("train", "eval")
@@ -47,10 +47,10 @@ def flat_scalars(metrics: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-class StepPerf:
+class StepScalarsPerf:
     """The perf/memory/utilisation set (``mlflow_upload_performance_metrics``) for one train step, from
-    structured values only: upstream's step time and its per-device token and FLOP counts for a step.
-    Device memory is the JAX allocator's counters (a host-side read; absent on CPU)."""
+    structured values only: upstream's step time and its per-device token and FLOP counts for a step, mapped onto
+    the perf set (``StepPerf``). Device memory is the JAX allocator's counters (a host-side read; absent on CPU)."""
 
     def __init__(
         self,
@@ -66,29 +66,22 @@ class StepPerf:
         self._flops = float(per_device_tflops) * 1e12 * len(devices)
         self._devices = len(devices)
         self._device = devices[0] if local_device is None else local_device  # this process's own
-        self._device_kind = getattr(self._device, "device_kind", None)
-        self._dtype = dtype
-        self._peak = peak_tflops
-        # JAX's local_hardware_id: the device's ordinal among those this process sees (CUDA/HIP visible list)
-        self._utilisation = Utilisation(getattr(self._device, "local_hardware_id", None))
-        self._utilisation.read()  # the device is known: looked up and sampled now, once, not in the first step
+        self._perf = StepPerf(
+            dtype=dtype,
+            device_name=getattr(self._device, "device_kind", None),
+            peak_tflops=peak_tflops,
+            # JAX's local_hardware_id: the device's ordinal among those this process sees (CUDA/HIP visible list)
+            visible_ordinal=getattr(self._device, "local_hardware_id", None),
+            device_memory=self._device_memory,
+        )
+        self._perf.begin()  # the device is known: looked up and sampled now, once, not in the first step
 
     def measure(self, scalars: Mapping[str, Any]) -> dict[str, float]:
         seconds = float(scalars.get("perf/step_time_seconds", 0.0))
-        out = throughput_metrics(
-            tokens=self._tokens,
-            seconds=seconds,
-            world_size=self._devices,
-            flops=self._flops,
-            device_name=self._device_kind,
-            dtype=self._dtype,
-            given_peak=self._peak,
+        out = self._perf.interval(
+            tokens=self._tokens, seconds=seconds, steps=1, world_size=self._devices, flops=self._flops
         )
-        if seconds > 0:
-            out["perf/iteration_time_ms"] = seconds * 1e3
-        out.update(memory_metrics())
-        out.update(self._device_memory())
-        out.update(self._utilisation.read())
+        out.update(self._perf.system())
         return out
 
     def _device_memory(self) -> dict[str, float]:
@@ -115,7 +108,7 @@ class TrackingMetricWriter:
         self.tensorboard = run.config.tensorboard is not None
         self.perf_metrics = perf_metrics
         self.peak_tflops = peak_tflops
-        self.perf: StepPerf | None = None  # set once upstream has computed its per-step token/FLOP counts
+        self.perf: StepScalarsPerf | None = None  # set once upstream has computed its per-step token/FLOP counts
         self._log_period = log_period  # upstream flushes TensorBoard every log_period train steps
         self._announce = announce  # upstream's "To see full metrics" line, when TensorBoard is on
         self._flusher: threading.Thread | None = None

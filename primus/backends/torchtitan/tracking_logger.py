@@ -13,12 +13,12 @@ from typing import Any
 from torchtitan.components.metrics import BaseLogger
 
 from primus import cpu_accounting
-from primus.backends.torchtitan.step_perf import StepPerf
+from primus.backends.torchtitan.step_perf import ProcessorPerf
 from primus.tracking import RunStatus
 
 
 class TrackingLogger(BaseLogger):
-    def __init__(self, run, *, tag: str | None = None, perf: StepPerf | None = None):
+    def __init__(self, run, *, tag: str | None = None, perf: ProcessorPerf | None = None):
         self.run = run
         self.tag = tag
         self.perf = perf  # set when the perf metric set is on; read by the wrapped MetricsProcessor.log

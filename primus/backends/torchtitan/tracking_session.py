@@ -52,7 +52,7 @@ def start_tracking(plan: TrackingPlan, *, params: dict[str, Any], model: dict[st
     """Start the run on this rank and return the logger upstream's processor will use. ``params``: upstream's
     config as a dict (every release has its ``training`` and ``metrics`` sections); ``model``: the dict that
     names the model (its ``name`` and ``flavor`` become tags)."""
-    from primus.backends.torchtitan.step_perf import StepPerf
+    from primus.backends.torchtitan.step_perf import ProcessorPerf
     from primus.backends.torchtitan.tracking_logger import TrackingLogger
     from primus.tracking import start_run
 
@@ -62,7 +62,7 @@ def start_tracking(plan: TrackingPlan, *, params: dict[str, Any], model: dict[st
     run.install_exit_handlers()
     perf = None
     if plan.perf_metrics:
-        perf = StepPerf(
+        perf = ProcessorPerf(
             str(params.get("training", {}).get("mixed_precision_param", "bfloat16")),
             log_freq=int(params.get("metrics", {}).get("log_freq", 1)),
             peak_tflops=plan.peak_tflops,

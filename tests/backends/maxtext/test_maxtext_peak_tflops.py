@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from primus.backends.maxtext.primus_options import split_options
-from primus.backends.maxtext.tracking_metric_writer import StepPerf
+from primus.backends.maxtext.tracking_metric_writer import StepScalarsPerf
 from primus.backends.maxtext.tracking_plan import plan_tracking
 from primus.config import ConfigError
 
@@ -40,8 +40,8 @@ class Device:
 
 def test_mfu_against_the_given_peak_and_none_without_one():
     scalars = {"perf/step_time_seconds": 0.5}
-    given = StepPerf(per_device_tokens=100, per_device_tflops=1.0, devices=[Device(), Device()], dtype="bfloat16",
+    given = StepScalarsPerf(per_device_tokens=100, per_device_tflops=1.0, devices=[Device(), Device()], dtype="bfloat16",
                      local_device=Device(), peak_tflops=4.0).measure(scalars)
     assert given["perf/tflops_per_gpu"] == pytest.approx(2.0) and given["perf/mfu"] == pytest.approx(0.5)
-    table = StepPerf(per_device_tokens=100, per_device_tflops=1.0, devices=[Device()], dtype="bfloat16")
+    table = StepScalarsPerf(per_device_tokens=100, per_device_tflops=1.0, devices=[Device()], dtype="bfloat16")
     assert "perf/mfu" not in table.measure(scalars)

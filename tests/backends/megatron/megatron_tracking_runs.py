@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,7 @@ SAMPLES_VS_STEPS = "samples vs steps"
 UPSTREAM = ("lm loss", "learning-rate", "loss-scale", "grad-norm", SAMPLES_VS_STEPS)
 PERF = ("perf/tokens_per_sec", "perf/tokens_per_sec_per_gpu", "perf/tflops_per_gpu", "perf/iteration_time_ms")
 PERF_AVG = ("perf/iteration_time_ms_avg", "perf/tokens_per_sec_per_gpu_avg", "perf/tflops_per_gpu_avg")
-# mlflow_upload_performance_metrics on a CPU host: no device memory or utilisation to read
+# mlflow_upload_performance_metrics on a CPU host (every tracker gets them): no device memory or utilisation to read
 SYSTEM = ("mem/host_rss_gib", "mem/host_peak_rss_gib", "sys/cpu_util_pct", "sys/host_mem_used_pct")
 ACROSS_RANKS = tuple(f"{name}/{stat}" for name in SYSTEM for stat in ("min", "mean", "max"))
 # timers.write at --timing-log-level 1 on one CPU process: the timers upstream started (the others are absent)
@@ -60,18 +60,16 @@ class RunSpec:
     on: frozenset[str]
     experiment: str  # every run names its MLflow experiment (ignored when MLflow is off) for the look-up
     expected: Mapping[str, list[int]]  # {tag: steps} for every enabled sink
-    mlflow_only: Mapping[str, list[int]] = field(default_factory=dict)  # mem/* and sys/*: MLflow alone
     args: tuple[str, ...] = ()
     iterations: int = 3
     nproc: int = 1
     release: str | None = None  # another supported megatron-core release (upstream-matrix.txt); None: the pinned one
 
 
-def spec(name: str, on: Iterable[str], *args: str, expected: Mapping[str, list[int]],
-         mlflow_only: Mapping[str, list[int]] | None = None, iterations: int = 3, nproc: int = 1,
-         release: str | None = None) -> RunSpec:
+def spec(name: str, on: Iterable[str], *args: str, expected: Mapping[str, list[int]], iterations: int = 3,
+         nproc: int = 1, release: str | None = None) -> RunSpec:
     on = frozenset(on)
-    return RunSpec(on, f"h6-{name}", expected, mlflow_only or {},
+    return RunSpec(on, f"h6-{name}", expected,
                    (*toggles(TB in on, WANDB in on, MLFLOW in on), "--mlflow-experiment-name", f"h6-{name}", *args),
                    iterations, nproc, release)
 
@@ -82,14 +80,15 @@ AVG_STEPS = [3]  # log_avg_skip_iterations 2 (the default): log entries 1 (clock
 
 
 def every_tracker_on(name: str, release: str | None = None) -> RunSpec:
-    """Every tracker on, named; the perf set goes to MLflow; One-Logger options accepted without the package."""
+    """Every tracker on, named; the perf set (with MLflow on) goes to every tracker; One-Logger options accepted
+    without the package."""
     return spec(name, SINKS, "--log-throughput", "--log-params-norm", "--mlflow-run-name", f"h6-{name}-run",
                 "--wandb-project", "h6-project", "--wandb-exp-name", f"h6-{name}-wandb", "--wandb-entity", "h6-team",
                 "--wandb-save-dir", "my-wandb", "--mlflow-upload-performance-metrics",
                 "--one-logger-project", "h6", "--one-logger-run-name", "h6-one", "--one-logger-async",
                 "--app-tag-run-name", "h6-app", "--app-tag-run-version", "1.2.3",
-                expected=at(STEPS, *UPSTREAM, "params-norm") | at(PERF_STEPS, *PERF) | at(AVG_STEPS, *PERF_AVG),
-                mlflow_only=at(PERF_STEPS, *SYSTEM), release=release)
+                expected=at(STEPS, *UPSTREAM, "params-norm") | at(PERF_STEPS, *PERF, *SYSTEM)
+                | at(AVG_STEPS, *PERF_AVG), release=release)
 
 
 RUNS: dict[str, RunSpec] = {
@@ -125,7 +124,7 @@ RUNS: dict[str, RunSpec] = {
                    "--mlflow-upload-traces", "--mlflow-upload-tracelens-report", "--profile", "--use-pytorch-profiler", "--profile-step-start", "1",
                    "--profile-step-end", "2", "--log-avg-skip-iterations", "0", "--timing-log-level", "1",
                    "--timing-log-option", "max",
-                   expected=at(STEPS, *UPSTREAM) | at(PERF_STEPS, *PERF, *PERF_AVG), mlflow_only=at(PERF_STEPS, *SYSTEM)),
+                   expected=at(STEPS, *UPSTREAM) | at(PERF_STEPS, *PERF, *PERF_AVG, *SYSTEM)),
     # TensorBoard + W&B, 4 iterations: tensorboard_log_interval 2 halves the steps, log_interval 3 sets the
     # console cadence (iterations 1 and 3) independently.
     "tb_wandb": spec("tb_wandb", (TB, WANDB), "--wandb-project", "h6-intervals", "--train-iters", "4",
@@ -137,9 +136,9 @@ RUNS: dict[str, RunSpec] = {
     "dp2_all": spec("dp2_all", SINKS, "--wandb-project", "h6-dp2", "--log-throughput",
                     "--mlflow-upload-performance-metrics", "--mlflow-performance-metrics-across-ranks",
                     "--log-timers-to-tensorboard", "--log-avg-skip-iterations", "0",
-                    expected=at(STEPS, *UPSTREAM, "throughput") | at(PERF_STEPS, *PERF, *PERF_AVG, "iteration-time"),
-                    nproc=2,
-                    mlflow_only=at(PERF_STEPS, *SYSTEM, *ACROSS_RANKS)),
+                    expected=at(STEPS, *UPSTREAM, "throughput")
+                    | at(PERF_STEPS, *PERF, *PERF_AVG, "iteration-time", *SYSTEM, *ACROSS_RANKS),
+                    nproc=2),
     "pp2_wandb": spec("pp2_wandb", (WANDB,), "--wandb-project", "h6-pp2", "--pipeline-model-parallel-size", "2",
                       "--log-throughput", expected=at(STEPS, *UPSTREAM) | at(PERF_STEPS, *PERF)
                       | at(AVG_STEPS, *PERF_AVG), nproc=2),
@@ -259,7 +258,7 @@ def assert_sinks(run: Any, spec_: RunSpec, client: Any) -> None:
     if MLFLOW in spec_.on:
         assert len(runs) == 1, [r.info.run_name for r in runs]
         assert_same(runs[0].info.status, "FINISHED", "MLflow run status")
-        want = {mlflow_key(tag): s for tag, s in {**expected, **spec_.mlflow_only}.items()}
+        want = {mlflow_key(tag): s for tag, s in expected.items()}
         assert_same(mlflow_steps(client, runs[0]), want, "MLflow steps")
     else:
         assert runs == [], [r.info.run_name for r in runs]

@@ -21,7 +21,7 @@ a parameter's effect is shown against a run without it. Where each parameter is 
 | log_*_to_tensorboard switches (§3)              | tb, wandb vs all  | their tags present / learning-rate, loss-scale gone |
 | wandb_project, _exp_name, _entity, _save_dir (§4)| all              | the W&B run record and where its file is          |
 | mlflow_run_name, mlflow_experiment_name (§5)    | all               | the MLflow run's name and experiment              |
-| mlflow_upload_performance_metrics (§5)          | all, mlflow, tb   | mem/*, sys/* in MLflow only; implies perf/*; ignored with MLflow off |
+| mlflow_upload_performance_metrics (§5)          | all, mlflow, tb   | mem/*, sys/* in every tracker; implies perf/*; ignored with MLflow off |
 | mlflow_upload_logs, _traces, _tracelens (§5)    | mlflow            | this run's files as MLflow artifacts              |
 | enable_one_logger and its options (§6)          | all vs tb         | one line saying the package is missing            |
 """
@@ -37,6 +37,7 @@ from megatron_tracking_runs import (
     MEMORY,
     PERF,
     PERF_AVG,
+    PERF_STEPS,
     RUNS,
     SAMPLES_VS_STEPS,
     SYSTEM,
@@ -249,11 +250,12 @@ def test_mlflow_run_and_experiment_names(run_of, mlflow_client):
     assert only_mlflow_run(mlflow_client, "all").info.run_name == "h6-all-run"
 
 
-def test_mlflow_performance_metrics_go_to_mlflow_only(run_of, mlflow_client):
+def test_mlflow_performance_metrics_go_to_every_tracker(run_of, mlflow_client):
+    """One rule on every backend: the set is computed when MLflow uploads it, and every tracker gets it."""
     all_root = root(run_of("all"))
     assert set(SYSTEM) <= set(only_mlflow_run(mlflow_client, "all").data.metrics)
     for steps in (tb_steps(all_root), wandb_steps(all_root)):
-        assert not [tag for tag in steps if tag.startswith(("mem/", "sys/"))]
+        assert {tag: steps[tag] for tag in steps if tag.startswith(("mem/", "sys/"))} == {t: PERF_STEPS for t in SYSTEM}
     # without --log-throughput: the perf upload turns the throughput calculation on
     assert set(PERF) <= set(only_mlflow_run(mlflow_client, "mlflow").data.metrics)
     # MLflow off: ignored, and said so

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from primus.backends.torchtitan.metrics_options import primus_config_class
-from primus.backends.torchtitan.step_perf import StepPerf
+from primus.backends.torchtitan.step_perf import ProcessorPerf
 from primus.backends.torchtitan.tracking_plan import plan_tracking
 from primus.tracking.plan import TrackingPlanError
 
@@ -38,15 +38,15 @@ def test_a_bad_peak_is_refused_before_training(tmp_path, bad):
 
 
 def processor(device_name: str):
-    """The counters StepPerf reads from upstream's MetricsProcessor: 1000 tokens per 1 s, 1e9 FLOPs per token."""
+    """The counters ProcessorPerf reads from upstream's MetricsProcessor: 1000 tokens per 1 s, 1e9 FLOPs per token."""
     return SimpleNamespace(time_last_log=time.perf_counter() - 1.0, ntokens_since_last_log=1000,
                            parallel_dims=SimpleNamespace(world_size=1, non_data_parallel_size=1),
                            num_flops_per_token=1e9, device_memory_monitor=SimpleNamespace(device_name=device_name))
 
 
 def test_mfu_against_the_given_peak_else_the_table_else_none():
-    given = StepPerf("bfloat16", log_freq=1, peak_tflops=2.0).measure(processor("CPU"), 1)
+    given = ProcessorPerf("bfloat16", log_freq=1, peak_tflops=2.0).measure(processor("CPU"), 1)
     assert given["perf/mfu"] == pytest.approx(given["perf/tflops_per_gpu"] / 2.0)
-    assert "perf/mfu" not in StepPerf("bfloat16", log_freq=1).measure(processor("CPU"), 1)
-    table = StepPerf("bfloat16", log_freq=1).measure(processor("NVIDIA H100 NVL"), 1)
+    assert "perf/mfu" not in ProcessorPerf("bfloat16", log_freq=1).measure(processor("CPU"), 1)
+    table = ProcessorPerf("bfloat16", log_freq=1).measure(processor("NVIDIA H100 NVL"), 1)
     assert table["perf/mfu"] == pytest.approx(table["perf/tflops_per_gpu"] / 835.5)

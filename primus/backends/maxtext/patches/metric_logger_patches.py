@@ -34,7 +34,7 @@ def _install_metric_logger(module, handle):
 
     import jax
 
-    from primus.backends.maxtext.tracking_metric_writer import StepPerf, UpstreamWritersOff
+    from primus.backends.maxtext.tracking_metric_writer import StepScalarsPerf, UpstreamWritersOff
     from primus.backends.maxtext.tracking_session import plan_for, start_tracking, status_for
 
     cls = module.MetricLogger
@@ -78,7 +78,7 @@ def _install_metric_logger(module, handle):
         if feed.tensorboard:  # upstream's config dump; every tracker has the config as run params
             feed.write_texts(config.get_keys(), tensorboard_only=True)
         if feed.perf_metrics:
-            feed.perf = StepPerf(
+            feed.perf = StepScalarsPerf(
                 per_device_tokens=instance.metadata[module.MetadataKey.PER_DEVICE_TOKENS],
                 per_device_tflops=instance.metadata[module.MetadataKey.PER_DEVICE_TFLOPS],
                 devices=jax.devices(),

@@ -12,10 +12,8 @@ import time
 from collections.abc import Mapping
 
 from primus.backends.megatron.training.tracking_summary_writer import TrackingSummaryWriter
-from primus.tracking import SinkName
-from primus.tracking.perf import IntervalAverager, Utilisation, memory_metrics, throughput_metrics
+from primus.tracking.perf import IntervalAverager, StepPerf
 
-MLFLOW_ONLY = (SinkName.MLFLOW,)
 # upstream's training_log sends this only to its own W&B writer, which the hub replaces
 SAMPLES_VS_STEPS = "samples vs steps"
 
@@ -30,16 +28,16 @@ class TrackingSession:
         self._averager = IntervalAverager(args.log_avg_skip_iterations, args.log_avg_reset_interval)
         self._throughput_on = writer is not None and (args.log_throughput or perf_metrics)  # upload implies it
         self._console_on = args.log_throughput or args.log_progress
-        self._utilisation = Utilisation() if perf_metrics else None  # the perf set's system figures
-        self._device_name, self._dtype = _device_and_dtype(args)
+        self._perf = StepPerf(dtype=_dtype(args), device_name=_device_name(args), peak_tflops=args.peak_tflops)
+        self._system_on = perf_metrics  # the perf set's memory and utilisation
         self._last: tuple[int, float] | None = None  # (iteration, perf_counter) at the previous log step
         self._flops_per_batch: dict[int, float] = {}  # upstream's formula depends on the batch size only
 
     def before_training(self) -> None:
         """Upstream has picked its device: the utilisation's device is looked up and first sampled now, once,
         rather than in the first logged step (~4 ms there: NVML/amdsmi are looked up)."""
-        if self._utilisation is not None:
-            self._utilisation.read()
+        if self._system_on:
+            self._perf.begin()
 
     def after_training_log(self, iteration: int, system: Mapping[str, float] | None = None) -> None:
         """Called after upstream's training_log: adds perf figures on log steps, then sends the step.
@@ -48,13 +46,12 @@ class TrackingSession:
             self.writer.add_scalar(SAMPLES_VS_STEPS, self._args.consumed_train_samples, iteration)
         perf = self._log_step_perf(iteration)
         if self.writer is not None:
-            self.writer.emit(perf if self._throughput_on else None, step=iteration)
+            figures = perf if self._throughput_on else None
+            if figures is not None and self._system_on:  # the perf set: to every tracker, as the others
+                figures |= self._perf.system() if system is None else system
+            self.writer.emit(figures, step=iteration)
         if perf is None:
             return
-        if self._utilisation is not None:  # the perf set is uploaded
-            if system is None:
-                system = {**memory_metrics(), **self._utilisation.read()}
-            self.run.log(iteration, system, only=MLFLOW_ONLY)
         if self._console_on:
             # one write, not print's two: each write of stdout runs W&B's console hooks (megatron.core.timers
             # imports wandb, which patches sys.stdout.write)
@@ -86,16 +83,9 @@ class TrackingSession:
         tokens = float(batch_size * args.seq_length * iterations)
         flops = self._flops(batch_size) * iterations
         self._averager.add(iterations=iterations, seconds=seconds, tokens=tokens, flops=flops)
-        perf = throughput_metrics(
-            tokens=tokens,
-            seconds=seconds,
-            world_size=args.world_size,
-            flops=flops,
-            device_name=self._device_name,
-            dtype=self._dtype,
-            given_peak=args.peak_tflops,
+        perf = self._perf.interval(
+            tokens=tokens, seconds=seconds, steps=iterations, world_size=args.world_size, flops=flops
         )
-        perf["perf/iteration_time_ms"] = seconds / iterations * 1e3
         perf.update(self._averager.averages(args.world_size))
         return perf
 
@@ -134,11 +124,14 @@ def _hms(seconds: float) -> str:
     return f"{s // 3600:d}:{s % 3600 // 60:02d}:{s % 60:02d}"
 
 
-def _device_and_dtype(args) -> tuple[str | None, str]:
+def _dtype(args) -> str:
+    return "bf16" if args.bf16 else "fp16" if args.fp16 else "fp32"
+
+
+def _device_name(args) -> str | None:
     """Device name for the MFU peak; None (no MFU) under FP8, where a dense-peak MFU misleads."""
     import torch
 
-    dtype = "bf16" if args.bf16 else "fp16" if args.fp16 else "fp32"
     if getattr(args, "fp8", None) or not torch.cuda.is_available():
-        return None, dtype
-    return torch.cuda.get_device_name(), dtype
+        return None
+    return torch.cuda.get_device_name()
