@@ -25,6 +25,7 @@ CORE_TESTS = [
     "tests/config/test_upstream_tables.py",
     "tests/config/test_yaml12.py",  # pyyaml: the YAML 1.2 loader built on its (C) SafeLoader
     "tests/config/test_experiment_loading.py",
+    "tests/cli/test_config_cmd.py",  # `primus config validate` and `show`: all of the above, end to end
     "tests/tracking/test_perf.py",  # psutil: host memory and utilisation
     "tests/tracking/test_hub.py",  # the tracking core
 ]
