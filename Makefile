@@ -9,13 +9,18 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.primus-installed
 export OMP_NUM_THREADS ?= 1
 
-.PHONY: setup setup-maxtext setup-upstream-matrix run test lint bench mutation clean
-setup: $(STAMP) setup-maxtext setup-upstream-matrix
+.PHONY: setup setup-maxtext setup-upstream-matrix setup-dependency-floors run test lint bench mutation clean
+setup: $(STAMP) setup-maxtext setup-upstream-matrix setup-dependency-floors
 
 # The other supported upstream releases (third_party/upstream-matrix.txt), each in a folder that tests put on
 # PYTHONPATH: small wheels, no second torch. Instant once built.
 setup-upstream-matrix: $(STAMP) setup-maxtext
 	scripts/setup-upstream-matrix.sh
+
+# The lowest releases of the core's dependencies that setup.cfg allows, in .venv/floors, where
+# tests/test_dependency_floors.py runs the core on them: small wheels, --no-deps. Instant once built.
+setup-dependency-floors: $(STAMP)
+	scripts/setup-dependency-floors.sh
 
 # MaxText (JAX) lives in its own environment: its pins must not fight torch's. Idempotent and instant
 # once built (the script keeps its own stamp of what it installed).
