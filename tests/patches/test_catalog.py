@@ -79,8 +79,10 @@ def test_a_source_tree_that_is_not_installed_is_refused_with_the_fix(tmp_path):
 
     for package in (primus, wrapt, packaging):
         (tmp_path / package.__name__).symlink_to(Path(package.__file__).parent)
-    done = subprocess.run([sys.executable, "-S", "-c", _BARE_TREE, str(tmp_path)], capture_output=True, text=True,
-                          timeout=60)
+    # isolated (-I: neither the working directory, where a build leaves primus_tracking.egg-info, nor PYTHONPATH),
+    # without site-packages (-S)
+    done = subprocess.run([sys.executable, "-I", "-S", "-c", _BARE_TREE, str(tmp_path)], capture_output=True,
+                          text=True, timeout=60)
     assert done.returncode == 1
     assert ("ValueError: primus's own patches cannot be found: they are entry points (group primus.patches) of the "
             "distribution primus-tracking, which is not installed") in done.stderr
