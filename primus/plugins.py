@@ -4,7 +4,7 @@ pyproject, ``entry_points.txt`` in their dist-info):
 * ``primus.sinks``: ``NAME = package.module:SinkClass``, a tracker (``primus.tracking.plugin_sinks``), on when
   PRIMUS_SINKS names it;
 * ``primus.patches``: ``NAME = package.module``, a module that declares patches (``primus.patches.catalog``),
-  loaded with Primus's own declarations.
+  loaded after Primus's own declarations (entry points of the same group).
 
 A plugin that cannot be loaded is a ``PluginError`` naming the distribution and the entry point, raised
 before training starts."""

@@ -19,10 +19,10 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from support.launch import start, wait_or_kill
 
-from primus.backends.maxtext.upstream_versions import MAXTEXT
-from primus.backends.megatron.upstream_versions import MEGATRON
+from primus.upstreams.maxtext import MAXTEXT
+from primus.upstreams.megatron import MEGATRON
 from primus.backends.torchtitan.assets import ASSETS_ENV
-from primus.backends.torchtitan.upstream_versions import TORCHTITAN
+from primus.upstreams.torchtitan import TORCHTITAN
 
 pytestmark = pytest.mark.slow
 

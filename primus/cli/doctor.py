@@ -18,7 +18,7 @@ from dataclasses import asdict
 from primus.cli.plugin_lines import format_plugin_lines, plugin_rows, requested_sinks_problem
 from primus.cli.upstream_lines import format_row, upstream_rows
 from primus.patches.integrity import IntegrityReport, verify_distribution
-from primus.patches.upstream import SOURCE_TREE, WHEEL
+from primus.upstreams.release import SOURCE_TREE, WHEEL
 
 REPORTED_DISTRIBUTIONS = ("torch", "wandb", "mlflow", "tensorboard", "wrapt")
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from functools import partial
 from importlib.metadata import EntryPoint
 
-from primus.patches.catalog import PATCH_GROUP, load_patch_plugin
+from primus.patches.catalog import PATCH_GROUP, load_patch_plugin, plugin_patch_entry_points
 from primus.plugins import plugin_entry_points
 from primus.tracking.plugin_sinks import SINK_GROUP, SINKS_ENV, requested_sinks, sink_classes
 
@@ -25,13 +25,14 @@ class PluginRow:
 
 
 def plugin_rows() -> list[PluginRow]:
-    checks: dict[str, Callable[[EntryPoint], object]] = {
-        SINK_GROUP: lambda ep: sink_classes([ep.name]),
-        PATCH_GROUP: load_patch_plugin,
+    # Each group's plugins (Primus's own patch modules are not plugins) and how a job loads one.
+    checks: dict[str, tuple[list[EntryPoint], Callable[[EntryPoint], object]]] = {
+        SINK_GROUP: (plugin_entry_points(SINK_GROUP), lambda ep: sink_classes([ep.name])),
+        PATCH_GROUP: (plugin_patch_entry_points(), load_patch_plugin),
     }
     rows = []
-    for group, check in checks.items():
-        for ep in plugin_entry_points(group):
+    for group, (found, check) in checks.items():
+        for ep in found:
             dist = ep.dist
             rows.append(
                 PluginRow(

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from primus.patches import REGISTRY
 from primus.patches.catalog import upstreams
-from primus.patches.upstream import locate
+from primus.upstreams.release import locate
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from pathlib import Path
 from primus.docs_gen.markdown import code, table
 from primus.patches import REGISTRY, Patch
 from primus.patches.catalog import upstreams
-from primus.patches.upstream import Upstream, in_range
+from primus.upstreams.release import Upstream, in_range
 
 THIRD_PARTY = Path(__file__).resolve().parents[2] / "third_party"
 PINNED_FILES = ("requirements.txt", "maxtext-requirements.txt")

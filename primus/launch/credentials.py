@@ -15,8 +15,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import SimpleNamespace
 
-from primus.backends.megatron.tracker_settings import mlflow_enabled, wandb_enabled
 from primus.config import ModuleConfig
+from primus.config.schemas.megatron import mlflow_enabled, wandb_enabled
 from primus.tracking.credentials import WANDB_OFFLINE_MODES, has_wandb_credentials
 from primus.tracking.environment import mlflow_environment_problems, wandb_environment_problems
 

@@ -1,6 +1,6 @@
 """The patch registry: declare a patch once, install it lazily, apply it at most once, undo it.
 
-A patch names the upstream module it targets, its ``Upstream`` (``upstream.py``: which releases the
+A patch names the upstream module it targets, its ``Upstream`` (``primus/upstreams/``: which releases the
 backend supports, read from the code imported) and the releases it was written for (``versions``,
 within the upstream's range; empty: all of it). Where upstream changed between releases, a backend
 declares one patch per range and the registry installs the one that matches: a supported release
@@ -25,7 +25,7 @@ import wrapt
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from primus.patches.handle import PatchHandle
-from primus.patches.upstream import Found, Upstream, in_range, locate
+from primus.upstreams.release import Found, Upstream, in_range, locate
 
 log = logging.getLogger("primus.patches")
 

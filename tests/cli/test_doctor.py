@@ -100,6 +100,9 @@ def test_plugins_are_loaded_and_a_broken_or_missing_one_fails(tmp_path):
                           text=True, timeout=300)
     assert done.returncode == 1, done.stderr
     report = json.loads(done.stdout)
+    # Primus's own patch modules are entry points too, not plugins: only the two installed ones are listed
+    assert [(row["group"], row["name"]) for row in report["plugins"]] == [("primus.sinks", "demo"),
+                                                                          ("primus.patches", "demo")]
     rows = {row["group"]: row for row in report["plugins"]}
     assert rows["primus.sinks"] == {"group": "primus.sinks", "name": "demo", "value": "primus_demo_tracker:DemoSink",
                                     "distribution": "primus-demo-tracker", "version": "0.3", "problem": ""}

@@ -16,7 +16,7 @@ PACKAGING = importlib.metadata.version("packaging")
 
 DECLARATIONS = f'''
 from primus.patches import REGISTRY, Patch
-from primus.patches.upstream import Upstream
+from primus.upstreams.release import Upstream
 
 def noop(module, handle):
     pass

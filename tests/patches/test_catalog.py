@@ -1,5 +1,6 @@
-"""The catalog loads the declaring modules: Primus's own, those other distributions register (entry-point group
-primus.patches), and PRIMUS_EXTRA_PATCH_MODULES (test/extension hook)."""
+"""The catalog loads the declaring modules: Primus's own and those other distributions register (entry-point group
+primus.patches), then PRIMUS_EXTRA_PATCH_MODULES (test/extension hook). Primus's own come from its installed
+metadata: without it (a source tree on PYTHONPATH) loading is an error, never a run with no patch."""
 
 from __future__ import annotations
 
@@ -9,10 +10,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.demo_wheel import install_demo_wheel
 from support.plugin_dists import PATCH_ID, install_patch_plugin
 
+import primus
 from primus.patches import REGISTRY
-from primus.patches.catalog import EXTRA_MODULES_ENV, declaring_modules, load_all
+from primus.patches.catalog import EXTRA_MODULES_ENV, declaring_modules, load_all, own_entry_points
 from primus.patches.registry import PLATFORM_ENV, detect_platform
 
 
@@ -44,7 +47,53 @@ def test_a_backends_patches_folder_holds_only_modules_that_register_patches():
     assert {name.split(".")[2] for name in names} == {"megatron", "torchtitan", "maxtext"}
     assert set(registered) == set(names)
     assert [name for name in names if registered[name] == "0"] == [], "move helpers beside patches/, not in it"
-    assert set(names) <= set(declaring_modules()), "every module that registers patches is in the catalog"
+    assert {ep.module for ep in own_entry_points()} == set(names), "each is an entry point of ours (setup.cfg)"
+
+
+def test_primus_own_modules_load_first_by_name_then_the_plugins_then_the_extra_ones(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(install_patch_plugin(tmp_path / "site")))
+    monkeypatch.setenv(EXTRA_MODULES_ENV, "json")
+    own = [(ep.name, ep.module) for ep in own_entry_points()]
+    assert own == sorted(own) and len(own) == 10
+    assert declaring_modules() == (*(module for _, module in own), "primus_demo_patches.declarations", "json")
+
+
+def test_the_secret_name_check_wraps_validate_args_outside_the_planning():
+    """Patches on one function wrap it in load order: the check must refuse a secret before the plan is made."""
+    order = [module.rpartition(".")[2] for module in declaring_modules()]
+    assert order.index("arguments_patches") < order.index("secret_arguments_patches")
+
+
+# Primus as a bare source tree on sys.path, with only the packages the catalog imports, and no metadata.
+_BARE_TREE = """
+import sys
+sys.path[:0] = sys.argv[1:]
+from primus.patches.catalog import load_all
+load_all()
+"""
+
+
+def test_a_source_tree_that_is_not_installed_is_refused_with_the_fix(tmp_path):
+    import packaging
+    import wrapt
+
+    for package in (primus, wrapt, packaging):
+        (tmp_path / package.__name__).symlink_to(Path(package.__file__).parent)
+    # isolated (-I: neither the working directory, where a build leaves primus_tracking.egg-info, nor PYTHONPATH),
+    # without site-packages (-S)
+    done = subprocess.run([sys.executable, "-I", "-S", "-c", _BARE_TREE, str(tmp_path)], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 1
+    assert ("ValueError: primus's own patches cannot be found: they are entry points (group primus.patches) of the "
+            "distribution primus-tracking, which is not installed") in done.stderr
+    assert "`pip install -e " in done.stderr
+
+
+def test_metadata_installed_before_the_entry_points_is_refused(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(install_demo_wheel(tmp_path, {}, name=primus.DISTRIBUTION, version="0.0.1",
+                                                       entry_points={"console_scripts": {"primus": "m:f"}})))
+    with pytest.raises(ValueError, match="primus-tracking, which 0.0.1 is installed without them .*reinstall it"):
+        load_all()
 
 
 def test_extra_modules_are_appended(monkeypatch):

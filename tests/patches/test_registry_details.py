@@ -16,7 +16,7 @@ from test_registry_failures import PACKAGING, packaging_upstream, passthrough, w
 from primus import cpu_accounting
 from primus.patches import Patch, PatchError
 from primus.patches.registry import PLATFORM_ENV, PatchContext, detect_platform
-from primus.patches.upstream import locate
+from primus.upstreams.release import locate
 
 
 def test_the_decorator_registers_the_patch_as_declared_and_keeps_the_function(registry, upstream):

@@ -13,7 +13,7 @@ import packaging
 import pytest
 
 from primus.patches import DuplicatePatchError, Patch, PatchError
-from primus.patches.upstream import Upstream, in_range
+from primus.upstreams.release import Upstream, in_range
 
 PACKAGING = importlib.metadata.version("packaging")  # a real installed distribution to gate on
 

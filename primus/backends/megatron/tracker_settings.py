@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from primus.config.schemas.megatron import mlflow_enabled, wandb_enabled
 from primus.tracking.plan import Notices
 from primus.tracking.run_layout import TENSORBOARD_DIR, WANDB_DIR
 
@@ -42,12 +43,6 @@ def resolve_tensorboard_dir(args, run_dir: Path, notices: Notices) -> Path | Non
     return derived
 
 
-def wandb_enabled(args) -> bool:
-    if args.disable_wandb is None:
-        return bool(args.wandb_project)
-    return not args.disable_wandb
-
-
 def check_wandb(args, notices: Notices) -> bool:
     """Whether W&B is on; warns when it is on without credentials."""
     if not wandb_enabled(args):
@@ -64,10 +59,6 @@ def wandb_save_dir(args, run_dir: Path) -> Path:
 class MlflowNames:
     experiment_name: str | None
     run_name: str
-
-
-def mlflow_enabled(args) -> bool:
-    return not args.disable_mlflow
 
 
 def resolve_mlflow(args, run_name: str, notices: Notices) -> MlflowNames | None:

@@ -40,7 +40,7 @@ PARAMS = [
 
 def table() -> Path:
     """The generated table of the maxtext release installed here (else the newest)."""
-    from primus.backends.maxtext.upstream_versions import MAXTEXT  # the backend declares its upstream
+    from primus.upstreams.maxtext import MAXTEXT  # a declaration; imports no upstream
 
     return upstream_tables.select("maxtext", upstream_tables.installed(MAXTEXT))
 

@@ -19,9 +19,9 @@ import sys
 import typing
 from typing import Any
 
-from primus.backends.maxtext.upstream_versions import MAXTEXT  # a declaration; imports no upstream
 from primus.config import type_expressions
 from primus.config.schemas import upstream_tables
+from primus.upstreams.maxtext import MAXTEXT  # a declaration; imports no upstream
 
 BACKEND = "maxtext"
 ROOT = "maxtext.configs.types:MaxTextConfig"

@@ -45,6 +45,19 @@ PRIMUS_PARAMS = [
     journal_retention_param(),
 ]
 
+
+# What the tracker toggles mean, beside their declaration: the backend's plan (on Megatron's arguments) and the
+# launcher's credential check (on the experiment's params, before anything starts) must decide alike.
+def wandb_enabled(args) -> bool:
+    if args.disable_wandb is None:  # upstream's own rule when the toggle is not given
+        return bool(args.wandb_project)
+    return not args.disable_wandb
+
+
+def mlflow_enabled(args) -> bool:
+    return not args.disable_mlflow
+
+
 # Bounds of upstream arguments whose meaning makes the range obvious. Upstream checks few of them, late
 # (a bare assert in validate_args at best): log_interval=0 fails on `iteration % 0` at the first step,
 # tensorboard_queue_size=0 makes the writer's queue unbounded (queue.Queue(0)), seed=0 is refused only once the

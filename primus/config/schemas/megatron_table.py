@@ -45,7 +45,7 @@ def minor_of(version: str | None) -> str | None:
 def installed_version() -> str | None:
     """The release of the Megatron Python would import, read from its megatron/core/package_info.py without
     importing megatron (whose ``__version__`` gains the commit of any git repository it sits in)."""
-    from primus.backends.megatron.upstream_versions import MEGATRON  # a declaration; imports no upstream
+    from primus.upstreams.megatron import MEGATRON  # a declaration; imports no upstream
 
     return upstream_tables.installed(MEGATRON)
 

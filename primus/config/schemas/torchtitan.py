@@ -57,7 +57,7 @@ PARAMS = [
 
 def table() -> Path:
     """The generated table of the torchtitan release installed here (else the newest)."""
-    from primus.backends.torchtitan.upstream_versions import TORCHTITAN  # the backend declares its upstream
+    from primus.upstreams.torchtitan import TORCHTITAN  # a declaration; imports no upstream
 
     return upstream_tables.select("torchtitan", upstream_tables.installed(TORCHTITAN))
 

@@ -26,9 +26,9 @@ import sys
 import typing
 from typing import Any
 
-from primus.backends.torchtitan.upstream_versions import TORCHTITAN  # a declaration; imports no upstream
 from primus.config import type_expressions
 from primus.config.schemas import upstream_tables
+from primus.upstreams.torchtitan import TORCHTITAN  # a declaration; imports no upstream
 
 BACKEND = "torchtitan"
 ROOTS = {"0.3": "torchtitan.trainer:Trainer.Config", "0.2": "torchtitan.config.job_config:JobConfig"}

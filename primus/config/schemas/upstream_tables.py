@@ -50,9 +50,9 @@ def tables(backend: str) -> dict[tuple[int, ...], Path]:
 
 
 def installed(upstream: Any) -> str | None:
-    """The release of ``upstream`` (a ``primus.patches.upstream.Upstream``) Python would import here, read from
+    """The release of ``upstream`` (a ``primus.upstreams.release.Upstream``) Python would import here, read from
     its files without importing it; None when it is not installed."""
-    from primus.patches.upstream import locate
+    from primus.upstreams.release import locate
 
     return locate(upstream).version
 

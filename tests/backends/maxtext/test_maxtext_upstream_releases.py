@@ -24,7 +24,7 @@ from support.launch import run_env
 from support.readers import mlflow_history
 from support.upstreams import releases, upstream_env, upstream_path
 
-from primus.backends.maxtext.upstream_versions import MAXTEXT
+from primus.upstreams.maxtext import MAXTEXT
 from primus.docs_gen import compatibility
 
 pytestmark = pytest.mark.slow

@@ -13,10 +13,10 @@ With every tracker off, upstream's methods run unchanged."""
 from __future__ import annotations
 
 from primus import cpu_accounting
-from primus.backends.maxtext.upstream_versions import MAXTEXT
 from primus.patches import REGISTRY
 from primus.patches.arguments import Arguments
 from primus.tracking import RunStatus
+from primus.upstreams.maxtext import MAXTEXT
 
 FEED = "_primus_feed"  # the TrackingMetricWriter on a tracked MetricLogger instance
 

@@ -8,9 +8,9 @@ surface only after compilation."""
 
 from __future__ import annotations
 
-from primus.backends.maxtext.upstream_versions import MAXTEXT
 from primus.patches import REGISTRY
 from primus.patches.arguments import Arguments
+from primus.upstreams.maxtext import MAXTEXT
 
 
 @REGISTRY.patch(

@@ -1,4 +1,4 @@
-"""What every Megatron CPU-platform patch shares: the upstream (``upstream_versions.MEGATRON``; the CPU
+"""What every Megatron CPU-platform patch shares: the upstream (``primus.upstreams.megatron.MEGATRON``; the CPU
 platform was verified end to end on 0.19.2, 1 process, DP=2, TP=2, PP=2) and the condition that turns
 it on (no accelerator, or PRIMUS_PLATFORM=cpu)."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from primus.backends.megatron.upstream_versions import MEGATRON
 from primus.patches import Patch, PatchContext, PatchHandle
+from primus.upstreams.megatron import MEGATRON
 
 
 def on_cpu(context: PatchContext) -> bool:

@@ -5,9 +5,9 @@ Both are required: a Primus argument that upstream's parser does not know would 
 
 from __future__ import annotations
 
-from primus.backends.megatron.upstream_versions import MEGATRON
 from primus.patches import REGISTRY
 from primus.patches.arguments import Arguments
+from primus.upstreams.megatron import MEGATRON
 
 
 @REGISTRY.patch(

@@ -1,6 +1,7 @@
 """Declares the Megatron CPU platform: every patch that lets unmodified megatron-core train on a host
 without an accelerator (1 process or torchrun with gloo; DP, TP and PP), declared in ``primus/backends/megatron/cpu/``
-by what they patch. Listed in ``primus/patches/catalog.py``; importing this module registers the patches."""
+by what they patch. An entry point of the group ``primus.patches`` (``setup.cfg``); importing this module
+registers the patches."""
 
 from __future__ import annotations
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import importlib.util
 
-from primus.backends.megatron.upstream_versions import MEGATRON
 from primus.log import get_logger
 from primus.patches import REGISTRY
 from primus.patches.arguments import Arguments
+from primus.upstreams.megatron import MEGATRON
 
 log = get_logger("primus.megatron")
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from primus.backends.megatron.upstream_versions import MEGATRON
 from primus.patches import REGISTRY
 from primus.patches.arguments import Arguments
+from primus.upstreams.megatron import MEGATRON
 
 # the arguments that name a run, its experiment or its project in MLflow and W&B
 TRACKER_NAME_ARGUMENTS = (

@@ -6,9 +6,9 @@ logged step."""
 from __future__ import annotations
 
 from primus import cpu_accounting
-from primus.backends.megatron.upstream_versions import MEGATRON
 from primus.patches import REGISTRY
 from primus.patches.arguments import Arguments
+from primus.upstreams.megatron import MEGATRON
 
 
 @REGISTRY.patch(

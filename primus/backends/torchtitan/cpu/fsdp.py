@@ -9,9 +9,9 @@ from __future__ import annotations
 from types import ModuleType
 
 from primus.backends.torchtitan.cpu.platform import cpu_patch
-from primus.backends.torchtitan.upstream_versions import CONFIGURABLE, TOML_JOB_CONFIG
 from primus.patches import PatchHandle
 from primus.patches.arguments import Arguments
+from primus.upstreams.torchtitan import CONFIGURABLE, TOML_JOB_CONFIG
 
 
 def install_sum_reductions(fsdp: ModuleType, handle: PatchHandle) -> None:

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from primus.backends.torchtitan.upstream_versions import TORCHTITAN
 from primus.patches import Patch, PatchContext, PatchHandle
+from primus.upstreams.torchtitan import TORCHTITAN
 
 
 def on_cpu(context: PatchContext) -> bool:

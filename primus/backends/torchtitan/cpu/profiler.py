@@ -10,8 +10,8 @@ from types import ModuleType
 
 from primus.backends.torchtitan.cpu.platform import cpu_patch
 from primus.backends.torchtitan.module_overlay import Overlay
-from primus.backends.torchtitan.upstream_versions import TOML_JOB_CONFIG
 from primus.patches import PatchHandle
+from primus.upstreams.torchtitan import TOML_JOB_CONFIG
 
 
 def _present_activities_only(profile):

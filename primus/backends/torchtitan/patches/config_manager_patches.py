@@ -2,7 +2,7 @@
 upstream's config, and the tracking decided (and checked) as soon as the config is parsed.
 
 Required: without them a `--metrics.enable-mlflow` flag is an unknown argument, and a bad setting would
-surface only after the model was built. One patch per upstream generation (upstream_versions.py), the same steps:
+surface only after the model was built. One patch per upstream generation (primus/upstreams/torchtitan.py), the same steps:
 Primus's fields in the metrics config, the experiment's sections on the config upstream built before it
 parses the command line, the tracking planned from the parsed config.
 
@@ -17,8 +17,8 @@ from __future__ import annotations
 import os
 from types import ModuleType
 
-from primus.backends.torchtitan.upstream_versions import CONFIGURABLE, TOML_JOB_CONFIG, TORCHTITAN
 from primus.patches import REGISTRY, PatchHandle
+from primus.upstreams.torchtitan import CONFIGURABLE, TOML_JOB_CONFIG, TORCHTITAN
 
 
 def _rank() -> int:

@@ -3,7 +3,7 @@
 Upstream's metric-logger builder returns a TrackingLogger on the metrics rank (upstream's rule: rank 0, or the
 first rank of the last pipeline stage) or on every rank with ``save_for_all_ranks``, instead of upstream's
 TensorBoard/W&B LoggerContainer; ranks that do not track get upstream's no-op BaseLogger. With every
-tracker off, upstream's own builder runs unchanged. The builder differs by release (upstream_versions.py), one patch
+tracker off, upstream's own builder runs unchanged. The builder differs by release (primus/upstreams/torchtitan.py), one patch
 each: 0.3's ``MetricsProcessor._build_metric_logger`` (keyword arguments), 0.2.2's module-level
 ``_build_metric_logger(job_config, parallel_dims, tag)``.
 
@@ -18,9 +18,9 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
-from primus.backends.torchtitan.upstream_versions import CONFIGURABLE, TOML_JOB_CONFIG, TORCHTITAN
 from primus.patches import REGISTRY, PatchHandle
 from primus.patches.arguments import Arguments
+from primus.upstreams.torchtitan import CONFIGURABLE, TOML_JOB_CONFIG, TORCHTITAN
 
 RANK_FIGURES = "_primus_rank_figures"  # the MetricsProcessor's RankFigures, with the across-rank figures on
 

@@ -11,7 +11,7 @@ import textwrap
 import pytest
 from support.demo_wheel import install_demo_wheel
 
-from primus.patches.upstream import SOURCE_TREE, WHEEL, Upstream, locate, read_version
+from primus.upstreams.release import SOURCE_TREE, WHEEL, Upstream, locate, read_version
 
 DEMO = Upstream("Demo", "demo-upstream", "demo_upstream", ">=1,<2")
 

@@ -12,7 +12,7 @@ one-step deferred writes, the last step written by ``flush_metrics_and_cleanup``
   file beside Primus's), never abort on a NaN/Inf loss (a diverging run cannot end FAILED), and their
   ``maxtext`` is a namespace package (no ``__init__.py``)."""
 
-from primus.patches.upstream import Upstream
+from primus.upstreams.release import Upstream
 
 MAXTEXT = Upstream(
     name="MaxText",

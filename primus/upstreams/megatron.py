@@ -2,7 +2,7 @@
 ``megatron.training`` (0.17 on; 0.16 and older wheels have none), and source checkouts of them, judged by
 their own ``megatron/core/package_info.py``."""
 
-from primus.patches.upstream import Upstream
+from primus.upstreams.release import Upstream
 
 MEGATRON = Upstream(
     name="Megatron",

@@ -10,7 +10,7 @@ installs the one whose range matches); the logic they share knows no version.
   ``MetricsProcessor._build_metric_logger`` with keyword arguments, FSDP in ``distributed/fsdp.py``,
   learning rate logged as ``lr/<optimizer>``."""
 
-from primus.patches.upstream import Upstream
+from primus.upstreams.release import Upstream
 
 TOML_JOB_CONFIG = ">=0.2.2,<0.3"
 CONFIGURABLE = ">=0.3.0,<0.4"

@@ -1,0 +1,80 @@
+"""Layers import one way (docs/design: config, patches, tracking, then backends, then the commands). Read from the
+source with `ast`, so a lazy import inside a function counts as much as one at the top of a module:
+
+* nothing outside ``primus/backends`` imports a backend: the patch catalog finds the backends' declaring modules
+  through entry points, and the launcher dispatches to a backend by running its entry module by name;
+* ``primus/upstreams`` (each upstream's declaration and how its imported release is found) sits at the bottom:
+  it imports nothing of Primus but itself, so every layer can read the supported ranges."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PRIMUS = Path(__file__).resolve().parents[1] / "primus"
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Every module ``path`` imports, relative imports resolved, ``from a import b`` counted as ``a.b``."""
+    package = ".".join(path.relative_to(PRIMUS.parent).with_suffix("").parts)
+    if path.name != "__init__.py":
+        package = package.rpartition(".")[0]
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                base = f"{parent}.{base}" if base else parent
+            names.add(base)
+            names.update(f"{base}.{alias.name}" for alias in node.names)
+    return names
+
+
+def modules_under(*folders: str) -> list[Path]:
+    return sorted(p for folder in folders for p in (PRIMUS / folder).rglob("*.py"))
+
+
+def outside_backends() -> list[Path]:
+    return sorted(p for p in PRIMUS.rglob("*.py") if "backends" not in p.relative_to(PRIMUS).parts)
+
+
+def offenders(paths: list[Path], forbidden) -> dict[str, list[str]]:
+    found = {str(p.relative_to(PRIMUS)): sorted(filter(forbidden, imported_modules(p))) for p in paths}
+    return {path: names for path, names in found.items() if names}
+
+
+def is_backend(name: str) -> bool:
+    return name == "primus.backends" or name.startswith("primus.backends.")
+
+
+def test_no_layer_below_the_backends_imports_one():
+    assert offenders(outside_backends(), is_backend) == {}
+
+
+def test_the_upstream_declarations_import_nothing_of_primus_but_themselves():
+    def primus_outside(name: str) -> bool:
+        return name.split(".")[0] == "primus" and not name.startswith("primus.upstreams")
+
+    assert modules_under("upstreams"), "primus/upstreams is where the upstream declarations live"
+    assert offenders(modules_under("upstreams"), primus_outside) == {}
+
+
+@pytest.mark.parametrize("source, expected", [
+    ("import primus.backends.megatron.patches", {"primus.backends.megatron.patches"}),
+    ("from primus.backends.maxtext.upstream_versions import MAXTEXT",
+     {"primus.backends.maxtext.upstream_versions", "primus.backends.maxtext.upstream_versions.MAXTEXT"}),
+    ("from primus import backends", {"primus", "primus.backends"}),
+    ("def f():\n    from ..backends import megatron", {"primus.backends", "primus.backends.megatron"}),
+])
+def test_every_form_of_import_is_seen(tmp_path, monkeypatch, source, expected):
+    """The walk itself: absolute, from-, package and relative imports, inside a function too."""
+    fake = tmp_path / "primus"
+    (fake / "config").mkdir(parents=True)
+    (fake / "config" / "module.py").write_text(source)
+    monkeypatch.setattr(f"{__name__}.PRIMUS", fake)
+    assert imported_modules(fake / "config" / "module.py") == expected
