@@ -6,7 +6,8 @@ most 1000, with the timestamp the training thread took, so a resend after an out
 (run, key, timestamp, step, value) key instead of duplicating.
 
 Names MLflow refuses get readable keys (``names.MlflowKeys``); the run's map is kept in ``run.json`` beside
-its run id, so a resumed job or ``primus tracking sync`` gives every name the key it had."""
+its run id, so a resumed job or ``primus tracking sync`` gives every name the key it had. At the end, the run's own
+files go up as its artifacts (``mlflow_artifacts.py``)."""
 
 from __future__ import annotations
 
