@@ -54,7 +54,7 @@ class WandbConfig:
     mode: str | None = None
     init_timeout_s: float | None = None  # None: WANDB_INIT_TIMEOUT (W&B's own variable), else 30 s
     # what wandb.init is given as it is (TorchTitan's WANDB_RUN_* variables); None: wandb's own default
-    run_id: str | None = None  # the W&B run's id; None: one chosen once and kept in the run directory
+    run_id: str | None = None  # the W&B run's id; None: one chosen once, kept in the run directory, set here
     notes: str | None = None
     tags: tuple[str, ...] | None = None
     job_type: str | None = None
