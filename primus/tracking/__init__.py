@@ -1,5 +1,5 @@
-"""Tracking core (layer 3): the metrics hub, its sinks (console, journal, TensorBoard, W&B, MLflow,
-One-Logger, and trackers other distributions add: ``plugin_sinks``), lossless delivery and the run lifecycle.
+"""Tracking core (layer 3): the metrics hub, the journal, its sinks (TensorBoard, W&B, MLflow, and trackers other
+distributions add: ``plugin_sinks``; all found through ``sink_registry``), lossless delivery and the run lifecycle.
 Backend-agnostic: nothing here imports a backend or a trainer, and trackers are imported lazily by their sink, so
 importing this is cheap.
 
@@ -10,9 +10,7 @@ importing this is cheap.
 """
 
 from primus.tracking.config import (
-    ConsoleConfig,
     MlflowConfig,
-    OneLoggerConfig,
     TensorBoardConfig,
     TrackingConfig,
     TrackingConfigError,
@@ -22,9 +20,7 @@ from primus.tracking.enums import RunStatus, SinkName
 from primus.tracking.run import Run, start_run
 
 __all__ = [
-    "ConsoleConfig",
     "MlflowConfig",
-    "OneLoggerConfig",
     "Run",
     "RunStatus",
     "SinkName",

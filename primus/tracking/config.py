@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, TextIO, TypeVar
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from primus.plugins import PluginError
@@ -54,7 +54,7 @@ class WandbConfig:
     mode: str | None = None
     init_timeout_s: float | None = None  # None: WANDB_INIT_TIMEOUT (W&B's own variable), else 30 s
     # what wandb.init is given as it is (TorchTitan's WANDB_RUN_* variables); None: wandb's own default
-    run_id: str | None = None  # the W&B run's id; None: one chosen once and kept in the run directory
+    run_id: str | None = None  # the W&B run's id; None: one chosen once, kept in the run directory, set here
     notes: str | None = None
     tags: tuple[str, ...] | None = None
     job_type: str | None = None
@@ -76,20 +76,6 @@ class MlflowConfig:
 
 
 @dataclass(frozen=True)
-class ConsoleConfig:
-    interval: int = 1  # print steps that are a multiple of this
-    rank: int | None = None  # shown in the line prefix when WORLD_SIZE > 1; None: the RANK env var
-    stream: TextIO | None = None  # None: sys.stdout at the time of writing
-
-
-@dataclass(frozen=True)
-class OneLoggerConfig:
-    project: str = "megatron-lm"
-    run_name: str | None = None
-    async_mode: bool = False
-
-
-@dataclass(frozen=True)
 class TrackingConfig:
     run_dir: Path
     experiment_name: str | None = None  # None: MLFLOW_EXPERIMENT_NAME, as MLflow's own client reads it, else "primus"
@@ -97,8 +83,6 @@ class TrackingConfig:
     tensorboard: TensorBoardConfig | None = None
     wandb: WandbConfig | None = None
     mlflow: MlflowConfig | None = None
-    console: ConsoleConfig | None = None
-    one_logger: OneLoggerConfig | None = None
     params: Mapping[str, Any] = field(default_factory=dict)
     tags: Mapping[str, str] = field(default_factory=dict)
     exit_deadline_s: float = 30.0
@@ -167,7 +151,6 @@ class TrackingConfig:
             tensorboard=self.tensorboard and _resolve_tensorboard(self.tensorboard),
             wandb=self.wandb and _resolve_wandb(self.wandb, run_dir, run_name, env),
             mlflow=self.mlflow and _resolve_mlflow(self.mlflow, run_dir, experiment_name, run_name, env),
-            console=self.console and _resolve_console(self.console, env),
             is_resolved=True,
         )
 
@@ -310,12 +293,6 @@ def _check_databricks(uri: str, experiment_name: str, env: Mapping[str, str]) ->
         experiment_name,
         f"Databricks experiment names are workspace paths: use e.g. '/Users/<you>/{experiment_name}'",
     )
-
-
-def _resolve_console(cfg: ConsoleConfig, env: Mapping[str, str]) -> ConsoleConfig:
-    _positive_int("console.interval", cfg.interval, "e.g. 1 (every step) or 10")
-    rank = cfg.rank if cfg.rank is not None else int(env.get("RANK", "0") or 0)
-    return replace(cfg, rank=rank)
 
 
 T = TypeVar("T")

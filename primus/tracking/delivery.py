@@ -91,9 +91,8 @@ DIRECT_BATCHES = 1000  # hub ticks of records not journaled, queued for the pipe
 
 @dataclass(frozen=True)
 class DeliverySpec:
-    config: TrackingConfig  # resolved; without console stream, params and tags (the child reads meta.json)
+    config: TrackingConfig  # resolved, with the W&B run id; without params and tags (the child reads meta.json)
     sinks: tuple[str, ...]
-    wandb_run_id: str | None
     log_level: int
 
     def encode(self) -> bytes:

@@ -28,7 +28,7 @@ from primus.tracking.delivery import DeliverySpec, message
 from primus.tracking.enums import RunStatus
 from primus.tracking.journal import decode, journal_end, last_end_status
 from primus.tracking.meta import RunMeta
-from primus.tracking.sink_factory import build_sinks
+from primus.tracking.sink_registry import build_sinks
 from primus.tracking.state import CursorStore, RunState
 from primus.tracking.worker import SinkWorker
 
@@ -263,7 +263,7 @@ def deliver(
         state.update("run", delivery_pid=os.getpid())  # which process delivers it (several runs may share one)
     except OSError:  # a full disk: delivery matters more than this note
         pass
-    sinks = build_sinks(cfg, RunMeta.load(cfg.run_dir), state, spec.wandb_run_id, spec.sinks)
+    sinks = build_sinks(spec.sinks, cfg, RunMeta.load(cfg.run_dir), state)
     cursors = CursorStore(cfg.run_dir)
     workers = [SinkWorker(s, cfg.run_dir, cursors) for s in sinks]
     for w in workers:

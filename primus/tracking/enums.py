@@ -24,8 +24,6 @@ ENDED = (RunStatus.FINISHED, RunStatus.FAILED, RunStatus.KILLED)  # what a run m
 
 
 class SinkName(StrEnum):
-    CONSOLE = "console"
     TENSORBOARD = "tensorboard"
     WANDB = "wandb"
     MLFLOW = "mlflow"
-    ONE_LOGGER = "one_logger"

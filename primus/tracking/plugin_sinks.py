@@ -15,44 +15,17 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Mapping
 
 from primus.plugins import PluginError, describe, load_plugin, plugin_entry_points
 from primus.tracking.enums import SinkName
 from primus.tracking.sink import Sink
-from primus.tracking.state import RunState
-
-if TYPE_CHECKING:
-    from primus.tracking.meta import RunMeta
+from primus.tracking.sink import SinkContext as SinkContext  # where plugins found it first
 
 SINKS_ENV = "PRIMUS_SINKS"
 SINK_GROUP = "primus.sinks"
 RESERVED = (*SinkName, "run")  # a plugin's name keys its cursor file and its section of run.json
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
-
-
-@dataclass(frozen=True)
-class SinkContext:
-    """What a plugin sink is told about its run (from the run directory, so sync can build it later)."""
-
-    name: str  # the sink's name: its entry point's
-    run_dir: Path
-    run_name: str
-    experiment_name: str
-    params: Mapping[str, Any]  # redacted
-    tags: Mapping[str, str]  # redacted, with the system tags (git commit, host, ...)
-    _state: RunState = field(repr=False)
-
-    def saved(self) -> dict[str, Any]:
-        """What ``save`` stored in an earlier process of this run (e.g. the tracker's run id, to resume it)."""
-        return self._state.section(self.name)
-
-    def save(self, **values: Any) -> None:
-        """Keep JSON values in the run directory for the next process of this run (a restart, a sync)."""
-        self._state.update(self.name, **values)
 
 
 def requested_sinks(environ: Mapping[str, str] = os.environ) -> tuple[str, ...]:
@@ -112,12 +85,3 @@ def _sink_class(name: str, found: list, installed: list[str]) -> type[Sink]:
             f"the entry point's name, {name!r}"
         )
     return cls
-
-
-def build_plugin_sinks(names: Collection[str], meta: RunMeta, run_dir: Path, state: RunState) -> list[Sink]:
-    """The named plugin sinks of the run whose ``meta.json`` is ``meta``; PluginError as ``sink_classes``."""
-    # the plugin contract: a Sink subclass whose constructor takes the SinkContext (Sink itself takes nothing)
-    return [
-        cls(SinkContext(name, run_dir, str(meta.run_name), str(meta.experiment_name), meta.params, meta.tags, state))  # type: ignore[call-arg]
-        for name, cls in sink_classes(names).items()
-    ]

@@ -27,7 +27,7 @@ from primus.tracking.journal_writer import JournalWriter
 from primus.tracking.lifecycle import ExitHandlers
 from primus.tracking.meta import RunMeta
 from primus.tracking.run_layout import LOGS_DIR, TRACES_DIR
-from primus.tracking.sink_factory import build_sinks, out_of_process, sink_names
+from primus.tracking.sink_registry import build_sinks, sink_names
 from primus.tracking.state import CursorStore, RunDirLock, RunState
 from primus.tracking.worker import SinkWorker, Worker
 
@@ -97,23 +97,16 @@ class Run:
         return chosen
 
     def _make_workers(self, meta: RunMeta) -> list[Worker]:
-        """Threads here for the console and One-Logger; the trackers' sinks in the delivery process unless
-        ``delivery="thread"``."""
+        """The sinks in the delivery process, or on threads here with ``delivery="thread"``."""
         cfg = self.config
+        if cfg.wandb:  # the id chosen above, for the W&B sink wherever it runs
+            cfg = replace(cfg, wandb=replace(cfg.wandb, run_id=self.wandb_run_id))
         names = sink_names(cfg)
-        remote = [n for n in names if out_of_process(n)] if cfg.delivery == "process" else []
-        local = build_sinks(cfg, meta, self._state, self.wandb_run_id, [n for n in names if n not in remote])
+        if cfg.delivery == "process" and names:
+            spec = DeliverySpec(replace(cfg, params={}, tags={}), tuple(names), log.getEffectiveLevel())
+            return list(DeliveryProcess(spec, self.run_dir).workers)
         cursors = CursorStore(self.run_dir)
-        workers: list[Worker] = [SinkWorker(s, self.run_dir, cursors) for s in local]
-        if remote:
-            spec = DeliverySpec(
-                replace(cfg, console=None, one_logger=None, params={}, tags={}),
-                tuple(remote),
-                self.wandb_run_id,
-                log.getEffectiveLevel(),
-            )
-            workers += DeliveryProcess(spec, self.run_dir).workers
-        return workers
+        return [SinkWorker(s, self.run_dir, cursors) for s in build_sinks(names, cfg, meta, self._state)]
 
     # -- training thread -----------------------------------------------------------------
     @cpu_accounting.ours  # the benchmarks count the training thread's CPU spent here

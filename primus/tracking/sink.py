@@ -1,15 +1,51 @@
-"""The one interface every tracker sink implements. A sink runs on its own worker thread
-(``worker.py``), so it may block and may raise: the worker retries, counts and warns. Another distribution
-adds a sink through the entry-point group ``primus.sinks`` (``plugin_sinks.py``)."""
+"""The one interface every tracker sink implements, and the one thing each is built with. A sink runs on its
+own worker thread (``worker.py``), so it may block and may raise: the worker retries, counts and warns. Every
+sink class, built-in or added by another distribution (entry-point group ``primus.sinks``, ``plugin_sinks.py``),
+is built with one argument, a ``SinkContext``; ``sink_registry.py`` finds the class by name and builds it."""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, ClassVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from primus.tracking.journal import Record
+
+if TYPE_CHECKING:
+    from primus.tracking.config import TrackingConfig
+    from primus.tracking.state import RunState
+
+
+@dataclass(frozen=True)
+class SinkContext:
+    """What a sink is told about its run (from the run directory, so sync can build it later)."""
+
+    name: str  # the sink's name: a built-in's ``SinkName``, a plugin's entry point's
+    run_dir: Path
+    run_name: str
+    experiment_name: str
+    params: Mapping[str, Any]  # redacted
+    tags: Mapping[str, str]  # redacted, with the system tags (git commit, host, ...)
+    _state: RunState = field(repr=False)
+    # the run's settings, resolved (in ``primus tracking sync``: as meta.json kept them); a built-in sink reads
+    # its own section, a plugin reads its settings from the environment
+    config: TrackingConfig = field(repr=False)
+
+    def saved(self) -> dict[str, Any]:
+        """What ``save`` stored in an earlier process of this run (e.g. the tracker's run id, to resume it)."""
+        return self._state.section(self.name)
+
+    def save(self, **values: Any) -> None:
+        """Keep JSON values in the run directory for the next process of this run (a restart, a sync)."""
+        self._state.update(self.name, **values)
+
+    @property
+    def saved_in(self) -> Path:
+        """The file ``save`` writes (for messages)."""
+        return self._state.path
 
 
 class SinkUnavailable(RuntimeError):
@@ -26,6 +62,8 @@ class Durability(Enum):
 
 
 class Sink(ABC):
+    """A subclass's constructor takes one ``SinkContext`` (``Sink`` itself takes nothing)."""
+
     name: ClassVar[str]  # a built-in sink's ``SinkName``; a plugin's entry-point name
     durability: ClassVar[Durability] = Durability.ON_WRITE
     # > 0: deliver at most this often (fewer, larger batches). For clients whose every request costs

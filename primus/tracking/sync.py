@@ -18,19 +18,17 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from primus.plugins import PluginError
 from primus.redaction import MASK
+from primus.tracking.config import TrackingConfig
 from primus.tracking.enums import RunStatus, SinkName
 from primus.tracking.journal import has_journal, journal_end
 from primus.tracking.meta import RunMeta
-from primus.tracking.plugin_sinks import build_plugin_sinks
 from primus.tracking.run_layout import JOURNAL_DIR
-from primus.tracking.sink import Sink
-from primus.tracking.sinks.mlflow import MlflowSink
-from primus.tracking.sinks.wandb import WandbSink
+from primus.tracking.sink_registry import build_sinks
 from primus.tracking.state import CursorStore, RunDirLock, RunState, delivery_lock
 from primus.tracking.worker import SinkWorker
 
@@ -84,15 +82,19 @@ def sync_run(
         if status == RunStatus.RUNNING:  # nobody holds the lock, so the process ended without finishing
             status = RunStatus.KILLED
         report = SyncReport(status=status)
-        sinks: list[Sink] = []
-        if meta.mlflow:
-            sinks.append(MlflowSink(meta.mlflow_config(_mlflow_uri(meta, tracking_uri)), meta, state, run_dir))
-        wandb_state = state.section("wandb")
-        if meta.wandb and wandb_state.get("id"):
-            if CursorStore(run_dir).load(SinkName.WANDB, wandb_state["id"]) < journal_end(run_dir):
-                sinks.append(WandbSink(meta.wandb_config(), meta, state, wandb_state["id"]))
+        names: list[str] = [SinkName.MLFLOW] if meta.mlflow else []
+        wandb_id = state.section(SinkName.WANDB).get("id")
+        if meta.wandb and wandb_id and CursorStore(run_dir).load(SinkName.WANDB, wandb_id) < journal_end(run_dir):
+            names.append(SinkName.WANDB)
+        cfg = TrackingConfig(  # the settings the run started with, as meta.json kept them
+            run_dir=run_dir,
+            experiment_name=meta.experiment_name,
+            run_name=meta.run_name,
+            mlflow=meta.mlflow_config(_mlflow_uri(meta, tracking_uri)) if meta.mlflow else None,
+            wandb=replace(meta.wandb_config(), run_id=wandb_id) if SinkName.WANDB in names else None,
+        )
         try:
-            sinks += build_plugin_sinks(meta.plugin_sinks, meta, run_dir, state)
+            sinks = build_sinks([*names, *meta.plugin_sinks], cfg, meta, state)
         except PluginError as e:
             raise SyncError(f"the run had plugin sinks {meta.plugin_sinks}: {e}") from None
         workers = [SinkWorker(s, run_dir, CursorStore(run_dir)) for s in sinks]

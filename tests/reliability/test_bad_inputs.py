@@ -18,7 +18,7 @@ from support.disks import fill
 from support.journal_files import run_dirs_under
 
 from primus.cli.main import main
-from primus.tracking import (ConsoleConfig, MlflowConfig, TensorBoardConfig, TrackingConfig, TrackingConfigError,
+from primus.tracking import (MlflowConfig, TensorBoardConfig, TrackingConfig, TrackingConfigError,
                              WandbConfig, start_run)
 
 REPO = Path(__file__).resolve().parents[2]
@@ -280,7 +280,6 @@ TRACKING_CASES = {
     "exit deadline zero": (dict(exit_deadline_s=0), {}, "exit_deadline_s=0 is not valid: give a positive number"),
     "journal segment zero": (dict(journal_segment_bytes=0), {},
                              "journal_segment_bytes=0 is not valid: give a positive integer"),
-    "console interval zero": (dict(console=ConsoleConfig(interval=0)), {}, "console.interval=0 is not valid"),
     "TensorBoard dir empty": (dict(tensorboard=TensorBoardConfig(log_dir="")), {},
                               "tensorboard.log_dir='' is not valid: set tensorboard_dir to a directory"),
     "MLflow URI host:port without scheme": (dict(mlflow=MlflowConfig()), {"MLFLOW_TRACKING_URI": "localhost:5000"},

@@ -108,19 +108,6 @@ def test_worker_retries_until_every_record_is_delivered_once(tmp_path, monkeypat
     assert read_to == end and records[-1].data["event"] == "end"
 
 
-def test_missing_one_logger_is_one_clear_message(tmp_path, primus_caplog):
-    from primus.tracking import OneLoggerConfig
-
-    primus_caplog.set_level(logging.WARNING, logger="primus.tracking")
-    run = start_run(TrackingConfig(run_dir=tmp_path, one_logger=OneLoggerConfig()))
-    run.log(0, {"loss": 1.0})
-    assert run.flush(10)
-    run.finish()
-    assert [r.getMessage() for r in primus_caplog.records] == [
-        "primus tracking: one_logger is off for this run: enable_one_logger is on but the one_logger package is "
-        "not importable (No module named 'one_logger'); install NVIDIA's one_logger or set enable_one_logger: false"]
-
-
 def test_importing_the_tracking_core_imports_no_tracker_and_no_backend():
     import subprocess
     import sys

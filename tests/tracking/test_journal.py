@@ -4,7 +4,6 @@ directory's single journal.jsonl still read and adopted. Read back the plain way
 
 from __future__ import annotations
 
-import io
 import os
 import shutil
 
@@ -13,7 +12,7 @@ from support.readers import mlflow_history
 
 from primus.cli.main import main as primus_cli
 
-from primus.tracking import ConsoleConfig, MlflowConfig, TrackingConfig, start_run
+from primus.tracking import MlflowConfig, TensorBoardConfig, TrackingConfig, start_run
 from primus.tracking.journal import (EVENT, METRICS, READ_BYTES, JournalReader, encode, journal_end, last_end_status,
                                      last_steps, read_all, segments)
 from primus.tracking.journal_keeper import JournalKeeper, Stopped, compress
@@ -143,16 +142,17 @@ def test_an_older_run_directorys_single_journal_syncs_as_it_is(tmp_path, mlflow_
 
 
 def test_retention_delivered_deletes_what_every_sink_has_and_keeps_what_one_lacks(tmp_path):
-    console = ConsoleConfig(stream=io.StringIO())
+    tensorboard = TensorBoardConfig(log_dir=tmp_path / "tb")
     kept = tmp_path / "kept"
-    logged_run(kept, range(200), console=console, journal_retention="delivered", delivery="thread", exit_deadline_s=1,
+    logged_run(kept, range(200), tensorboard=tensorboard, journal_retention="delivered", delivery="thread",
+               exit_deadline_s=1,
                mlflow=MlflowConfig(tracking_uri="http://127.0.0.1:9"))  # nothing listens: MLflow has nothing
     assert len(segment_files(kept)) >= 3 and metric_steps(kept) == list(range(200))
 
     trimmed = tmp_path / "trimmed"
-    logged_run(trimmed, range(200), console=console, journal_retention="delivered")
+    logged_run(trimmed, range(200), tensorboard=tensorboard, journal_retention="delivered")
     [last] = segments(trimmed)  # only the segment being written is left
-    assert last.start > 0 and journal_end(trimmed) == CursorStore(trimmed).offset("console")
+    assert last.start > 0 and journal_end(trimmed) == CursorStore(trimmed).offset("tensorboard")
     records, pos = JournalReader(trimmed).read(0)  # a cursor before it moves on to it
     assert (records, pos) == ([], last.start)
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from primus.tracking.artifacts import upload_run_files
+from primus.tracking.sinks.mlflow_artifacts import upload_run_files
 from primus.tracking.sinks.mlflow_rest import (
     MetricPoint,
     MlflowRestClient,

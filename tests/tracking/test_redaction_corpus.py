@@ -4,14 +4,13 @@ server's database, or on the console and in the logs."""
 
 from __future__ import annotations
 
-import io
 import logging
 import secrets
 import time
 
 import pytest
 
-from primus.tracking import (ConsoleConfig, MlflowConfig, TensorBoardConfig, TrackingConfig, WandbConfig,
+from primus.tracking import (MlflowConfig, TensorBoardConfig, TrackingConfig, WandbConfig,
                              start_run)
 
 pytestmark = pytest.mark.slow
@@ -49,11 +48,10 @@ def test_no_secret_reaches_any_sink_file_or_console(tmp_path, mlflow_server, wan
     shaped = [v for k, v in params.items() if k in SHAPED]
     texts = {**{k: str(v) for k, v in params.items() if not isinstance(v, dict)}, "notes": " ".join(map(str, shaped)) + f" {env_secret}"}
     primus_caplog.set_level(logging.DEBUG)
-    console = io.StringIO()
     uri = mlflow_server.uri.replace("http://", f"http://primus:{uri_password}@")
     run = start_run(TrackingConfig(run_dir=tmp_path / "run", experiment_name="redaction", params=params, tags=tags,
                                    tensorboard=TensorBoardConfig(tmp_path / "tb"), wandb=WandbConfig(),
-                                   mlflow=MlflowConfig(tracking_uri=uri), console=ConsoleConfig(stream=console)))
+                                   mlflow=MlflowConfig(tracking_uri=uri)))
     for step in range(3):
         run.log(step, {"loss": 1.0 + step})
     for tag, text in texts.items():
@@ -76,7 +74,7 @@ def test_no_secret_reaches_any_sink_file_or_console(tmp_path, mlflow_server, wan
     assert mlrun.data.tags["text/hf_token"] == "***" and mlrun.data.tags["text/notes"].count("***") >= 10
     assert any("failed" in r.getMessage() for r in primus_caplog.records)  # the dead server was reported
     out = capsys.readouterr()
-    surfaces = {"console sink": console.getvalue(), "stdout": out.out, "stderr": out.err, "log": primus_caplog.text,
+    surfaces = {"stdout": out.out, "stderr": out.err, "log": primus_caplog.text,
                 "mlflow params/tags": repr(mlrun.data.params) + repr(mlrun.data.tags)}
     for path in [*tmp_path.rglob("*"), *mlflow_server.root.glob("mlflow.db*")]:
         if path.is_file() and not path.is_symlink():

@@ -3,14 +3,13 @@ real MLflow server, read back. Every step and value must be present exactly once
 
 from __future__ import annotations
 
-import io
 import time
 
 import pytest
 from support.journal_files import journal_lines
 from support.readers import mlflow_history, read_tb_scalars, read_wandb_history, wandb_run_ids
 
-from primus.tracking import (ConsoleConfig, MlflowConfig, TensorBoardConfig, TrackingConfig, WandbConfig,
+from primus.tracking import (MlflowConfig, TensorBoardConfig, TrackingConfig, WandbConfig,
                              start_run)
 from primus.tracking.names import MlflowKeys, mlflow_key
 
@@ -23,9 +22,9 @@ def value(step: int, i: int) -> float:
     return step * 0.5 + i + 0.25  # exact in float32, so TensorBoard compares exactly too
 
 
-def config(tmp_path, name, console=None, **kw) -> TrackingConfig:
+def config(tmp_path, name, **kw) -> TrackingConfig:
     return TrackingConfig(run_dir=tmp_path / "run", experiment_name=name, tensorboard=TensorBoardConfig(tmp_path / "tb"),
-                          wandb=WandbConfig(project="primus-tests"), mlflow=MlflowConfig(), console=console,
+                          wandb=WandbConfig(project="primus-tests"), mlflow=MlflowConfig(),
                           params={"lr": 3e-4, "model": {"layers": 2}}, tags={"team": "tracking"},
                           exit_deadline_s=180, **kw)
 
@@ -49,8 +48,7 @@ def assert_every_step_once(tmp_path, client, run, wandb_root, steps):
 
 
 def test_all_sinks_receive_every_step_exactly_once(tmp_path, mlflow_client, wandb_offline):
-    console = io.StringIO()
-    run = start_run(config(tmp_path, "e2e", console=ConsoleConfig(interval=10, stream=console)))
+    run = start_run(config(tmp_path, "e2e"))
     log_steps(run, range(30))
     run.log(640, {"lm loss vs samples": 0.5}, only=["tensorboard"])  # an x-axis only TensorBoard has
     run.log_text("notes", "hello from the test", step=3)
@@ -70,8 +68,6 @@ def test_all_sinks_receive_every_step_exactly_once(tmp_path, mlflow_client, wand
     assert mlrun.data.tags["primus.version.mlflow"] == "3.17.2"
     assert "primus.patches" in mlrun.data.tags
     assert wandb_run_ids(wandb_offline) == {run.wandb_run_id}
-    assert [line.split(" | ")[0] for line in console.getvalue().splitlines()] == [
-        "[primus] step 0", "[primus] step 10", "[primus] step 20"]
     journal = journal_lines(tmp_path / "run")
     assert [r["s"] for r in journal if r["k"] == "m"] == [*range(30), 640]
     assert journal[-3]["o"] == ["tensorboard"]

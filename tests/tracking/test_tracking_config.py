@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from primus.tracking import (ConsoleConfig, MlflowConfig, TensorBoardConfig, TrackingConfig, TrackingConfigError,
+from primus.tracking import (MlflowConfig, TensorBoardConfig, TrackingConfig, TrackingConfigError,
                              WandbConfig)
 
 
@@ -42,7 +42,6 @@ def test_mlflow_experiment_from_the_run_else_the_environment_else_primus():
     (dict(journal_segment_bytes=0), "journal_segment_bytes=0", "positive integer"),
     (dict(journal_retention="deliverd"), "journal_retention='deliverd'", "keep, delivered"),
     (dict(tensorboard=TensorBoardConfig(Path("/tmp/tb"), queue_size=0)), "tensorboard.queue_size=0", "positive"),
-    (dict(console=ConsoleConfig(interval=0)), "console.interval=0", "positive integer"),
     (dict(wandb=WandbConfig(init_timeout_s=0)), "wandb.init_timeout_s=0", "positive number"),
     (dict(delivery="subprocess"), "delivery='subprocess'", "process, thread"),
     (dict(wandb=WandbConfig(fork_from="abc")), "wandb.fork_from='abc'", "'<run id>?_step=<step>'"),

@@ -6,27 +6,25 @@ most 1000, with the timestamp the training thread took, so a resend after an out
 (run, key, timestamp, step, value) key instead of duplicating.
 
 Names MLflow refuses get readable keys (``names.MlflowKeys``); the run's map is kept in ``run.json`` beside
-its run id, so a resumed job or ``primus tracking sync`` gives every name the key it had."""
+its run id, so a resumed job or ``primus tracking sync`` gives every name the key it had. At the end, the run's own
+files go up as its artifacts (``mlflow_artifacts.py``)."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 
 from primus.redaction import redact_text
-from primus.tracking.artifacts import upload_run_files
 from primus.tracking.config import MlflowConfig, resolved
 from primus.tracking.enums import RunStatus, SinkName
 from primus.tracking.journal import METRICS, TEXT, Record
-from primus.tracking.meta import RunMeta
 from primus.tracking.names import MlflowKeys, mlflow_keys
 from primus.tracking.params import MLFLOW_MAX_PARAM_VALUE, MLFLOW_MAX_TAG_VALUE, clip
 from primus.tracking.run_layout import LOGS_DIR, REPORTS_DIR, TRACES_DIR
-from primus.tracking.sink import Sink, outside_except
+from primus.tracking.sink import Sink, SinkContext, outside_except
+from primus.tracking.sinks.mlflow_artifacts import upload_run_files
 from primus.tracking.sinks.mlflow_full import FullMlflowClient
 from primus.tracking.sinks.mlflow_rest import MetricPoint, MlflowRestClient, needs_full_client
-from primus.tracking.state import RunState
 
 log = logging.getLogger("primus.tracking")
 
@@ -41,17 +39,16 @@ class MlflowSink(Sink):
     # every 0.1 s hub tick would take that from the training thread's GIL 10 times a second.
     min_interval_s = 1.0
 
-    def __init__(self, cfg: MlflowConfig, meta: RunMeta, state: RunState, run_dir: Path):
-        self.cfg = cfg
-        self.meta = meta
-        self.state = state
-        self.run_dir = run_dir
-        self.tracking_uri = resolved(cfg.tracking_uri, "mlflow.tracking_uri")
-        saved = state.section("mlflow")
+    def __init__(self, context: SinkContext):
+        self.context = context
+        self.cfg = resolved(context.config.mlflow, "mlflow")
+        self.run_dir = context.run_dir
+        self.tracking_uri = resolved(self.cfg.tracking_uri, "mlflow.tracking_uri")
+        saved = context.saved()
         self.run_id = ""  # open() sets it
         self._client: MlflowRestClient | FullMlflowClient | None = None
         self._metric_keys = MlflowKeys(saved.get("metric_keys"))
-        self._tag_keys = MlflowKeys(saved.get("tag_keys") or mlflow_keys(meta.tags))
+        self._tag_keys = MlflowKeys(saved.get("tag_keys") or mlflow_keys(context.tags))
 
     @property
     def client(self) -> MlflowRestClient | FullMlflowClient:
@@ -64,7 +61,7 @@ class MlflowSink(Sink):
         return self.run_id
 
     def _resume(self) -> str | None:
-        saved = self.state.section("mlflow")
+        saved = self.context.saved()
         if not saved.get("run_id") or saved.get("tracking_uri") != redact_text(self.tracking_uri):
             return None
         try:
@@ -75,7 +72,7 @@ class MlflowSink(Sink):
             log.warning(
                 "primus tracking: MLflow run %s saved in %s no longer exists; starting a new run",
                 saved["run_id"],
-                self.state.path,
+                self.context.saved_in,
             )
             return None
         if run.status != RunStatus.RUNNING:
@@ -95,11 +92,10 @@ class MlflowSink(Sink):
                     or (experiment_id := self.client.get_experiment_id(name)) is None
                 ):
                     raise
-        self._metric_keys, self._tag_keys = MlflowKeys(), MlflowKeys(mlflow_keys(self.meta.tags))  # a new run
-        tags = {self._tag_keys(k): clip(v, MLFLOW_MAX_TAG_VALUE) for k, v in self.meta.tags.items()}
+        self._metric_keys, self._tag_keys = MlflowKeys(), MlflowKeys(mlflow_keys(self.context.tags))  # a new run
+        tags = {self._tag_keys(k): clip(v, MLFLOW_MAX_TAG_VALUE) for k, v in self.context.tags.items()}
         run_id = self.client.create_run(experiment_id, self.cfg.run_name, tags)
-        self.state.update(
-            "mlflow",
+        self.context.save(
             run_id=run_id,
             experiment_id=experiment_id,
             tracking_uri=redact_text(self.tracking_uri),
@@ -119,8 +115,8 @@ class MlflowSink(Sink):
     def _log_params(self, run_id: str, existing: dict[str, str]) -> None:
         """Params are immutable in MLflow: log the missing ones, warn about changed ones (a resumed
         job with a different config), never fail the run over them."""
-        keys = mlflow_keys(self.meta.params)
-        wanted = {keys[k]: clip(v, MLFLOW_MAX_PARAM_VALUE) for k, v in self.meta.params.items()}
+        keys = mlflow_keys(self.context.params)
+        wanted = {keys[k]: clip(v, MLFLOW_MAX_PARAM_VALUE) for k, v in self.context.params.items()}
         changed = sorted(k for k, v in wanted.items() if k in existing and existing[k] != v)
         if changed:
             log.warning(
@@ -152,7 +148,7 @@ class MlflowSink(Sink):
         }
         if known != (len(self._metric_keys), len(self._tag_keys)):
             # before the send: a key MLflow has seen is the name's key for good
-            self.state.update("mlflow", metric_keys=self._metric_keys.assigned(), tag_keys=self._tag_keys.assigned())
+            self.context.save(metric_keys=self._metric_keys.assigned(), tag_keys=self._tag_keys.assigned())
         tag_list = list(tags.items())
         for i in range(0, len(tag_list), MAX_PARAMS_TAGS_PER_BATCH):
             self.client.log_batch(self.run_id, tags=tag_list[i : i + MAX_PARAMS_TAGS_PER_BATCH])
@@ -162,7 +158,7 @@ class MlflowSink(Sink):
     def close(self, status: str, complete: bool) -> None:
         if not complete:
             return  # the run stays RUNNING until `primus tracking sync` delivers the rest
-        uploaded = self.state.section("mlflow").get("artifacts_uploaded")
+        uploaded = self.context.saved().get("artifacts_uploaded")
         subdirs = [
             d
             for d, on in (
@@ -176,9 +172,9 @@ class MlflowSink(Sink):
             if self.cfg.upload_trace_report:
                 self._write_trace_report()
             upload_run_files(self.client, self.run_id, self.run_dir, subdirs)
-            self.state.update("mlflow", artifacts_uploaded=True)
+            self.context.save(artifacts_uploaded=True)
         self.client.set_terminated(self.run_id, status)
-        self.state.update("mlflow", terminated=status)
+        self.context.save(terminated=status)
         self.client.close()
 
     def _write_trace_report(self) -> None:

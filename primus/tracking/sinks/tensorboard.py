@@ -8,18 +8,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from primus.tracking.config import TensorBoardConfig
+from primus.tracking.config import resolved
 from primus.tracking.enums import SinkName
 from primus.tracking.journal import METRICS, TEXT, Record
-from primus.tracking.sink import Durability, Sink
+from primus.tracking.sink import Durability, Sink, SinkContext
 
 
 class TensorBoardSink(Sink):
     name = SinkName.TENSORBOARD
     durability = Durability.ON_FLUSH  # events sit in the writer's queue until flush()
 
-    def __init__(self, cfg: TensorBoardConfig):
-        self.cfg = cfg
+    def __init__(self, context: SinkContext):
+        self.cfg = resolved(context.config.tensorboard, "tensorboard")
         self._writer: Any = None
         self._add_step = self._add_each
 

@@ -14,12 +14,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from primus.redaction import redact_text
-from primus.tracking.config import WandbConfig, resolved
+from primus.tracking.config import resolved
 from primus.tracking.enums import RunStatus, SinkName
 from primus.tracking.journal import METRICS, TEXT, Record
-from primus.tracking.meta import RunMeta
-from primus.tracking.sink import Durability, Sink, SinkUnavailable, outside_except
-from primus.tracking.state import RunState
+from primus.tracking.sink import Durability, Sink, SinkContext, SinkUnavailable, outside_except
 
 log = logging.getLogger("primus.tracking")
 
@@ -37,11 +35,10 @@ class WandbSink(Sink):
     # same W&B run, which keeps the steps it already has and ignores the repeats.
     durability = Durability.ON_CLOSE
 
-    def __init__(self, cfg: WandbConfig, meta: RunMeta, state: RunState, run_id: str):
-        self.cfg = cfg
-        self.meta = meta
-        self.state = state
-        self.run_id = run_id
+    def __init__(self, context: SinkContext):
+        self.context = context
+        self.cfg = resolved(context.config.wandb, "wandb")
+        self.run_id = resolved(self.cfg.run_id, "wandb.run_id")  # the run's own: chosen at its start, kept
         self._run: Any = None
 
     def open(self) -> str:
@@ -56,10 +53,8 @@ class WandbSink(Sink):
             if self.cfg.mode != "online":
                 raise SinkUnavailable(f"wandb.init(mode={self.cfg.mode!r}) failed: {error}") from error
             self._run = self._offline_instead(wandb, error)
-        self._run.config.update({**self.meta.params, "primus_tags": self.meta.tags}, allow_val_change=True)
-        self.state.update(
-            "wandb", id=self.run_id, mode=self._run.settings.mode, sync_dir=str(self._run.settings.sync_dir)
-        )
+        self._run.config.update({**self.context.params, "primus_tags": self.context.tags}, allow_val_change=True)
+        self.context.save(id=self.run_id, mode=self._run.settings.mode, sync_dir=str(self._run.settings.sync_dir))
         return self.run_id
 
     def _init(self, wandb: Any, mode: str) -> Any:
@@ -85,7 +80,7 @@ class WandbSink(Sink):
     def _start_point(self) -> dict[str, str]:
         """resume_from / fork_from on this run's first start only (W&B takes neither with ``resume``); a
         restarted job resumes the run that start made, under the id kept in the run directory."""
-        first_start = "mode" not in self.state.section("wandb")
+        first_start = "mode" not in self.context.saved()
         if first_start and self.cfg.resume_from:
             return {"resume_from": self.cfg.resume_from}
         if first_start and self.cfg.fork_from:
