@@ -40,13 +40,13 @@ def _install_arguments(module, handle):
     description="arguments.validate_args: check the Primus arguments and decide the trackers",
 )
 def _install_validation(module, handle):
-    from primus.backends.megatron.training.global_vars import set_tracking_plan
+    from primus.backends.megatron.training.global_vars import TRACKING
 
     arguments = Arguments(module.validate_args, "args")
 
     def validate_args(wrapped, instance, args, kwargs):
         result = wrapped(*args, **kwargs)
-        set_tracking_plan(arguments("args", args, kwargs))
+        TRACKING.plan_for(arguments("args", args, kwargs))
         return result
 
     handle.wrap(module, "validate_args", validate_args)

@@ -20,18 +20,18 @@ log = get_logger("primus.megatron")
     description="global_vars._set_tensorboard_writer/_set_wandb_writer -> one hub behind all trackers",
 )
 def _install_writers(module, handle):
-    from primus.backends.megatron.training import global_vars as primus_vars
+    from primus.backends.megatron.training.global_vars import TRACKING
 
     arguments = Arguments(module._set_tensorboard_writer, "args")
 
     def set_tensorboard_writer(wrapped, instance, args, kwargs):
-        primus_vars.set_tracking_writer(arguments("args", args, kwargs), module)
+        TRACKING.start(arguments("args", args, kwargs), module)
 
     def set_wandb_writer(wrapped, instance, args, kwargs):
         return None  # W&B is a sink of the hub set up above; upstream's wandb.init must not run
 
     def destroy_global_vars(wrapped, instance, args, kwargs):
-        primus_vars.finish_tracking()
+        TRACKING.finish()
         return wrapped(*args, **kwargs)
 
     handle.wrap(module, "_set_tensorboard_writer", set_tensorboard_writer)

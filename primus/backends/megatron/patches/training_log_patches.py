@@ -21,34 +21,28 @@ from primus.upstreams.megatron import MEGATRON
     "device looked up before the first step",
 )
 def _install_training_log(module, handle):
-    from primus.backends.megatron.training.global_vars import get_rank_figures, get_tracking_session
+    from primus.backends.megatron.training.global_vars import TRACKING
+    from primus.backends.megatron.training.tracking_session import StepFunctions
 
     training_log_arguments = Arguments(module.training_log, "iteration")
+    Arguments(module.num_floating_point_operations, "args", "batch_size")  # called so by the session
+    TRACKING.step_functions = StepFunctions(module.num_floating_point_operations, module.get_num_microbatches)
 
     def training_log(wrapped, instance, args, kwargs):
         result = wrapped(*args, **kwargs)
-        iteration = training_log_arguments("iteration", args, kwargs)
-        figures = get_rank_figures()
-        system = figures.at(iteration) if figures is not None else None  # every rank takes part in the gather
-        session = get_tracking_session()
-        if session is not None:
-            session.after_training_log(iteration, system)
+        TRACKING.after_training_log(training_log_arguments("iteration", args, kwargs))
         return result
 
     def evaluate_and_print_results(wrapped, instance, args, kwargs):
         result = wrapped(*args, **kwargs)
-        session = get_tracking_session()
-        if session is not None:
-            session.emit()  # validation scalars of this step go out now, not with the next step
+        TRACKING.after_evaluation()
         return result
 
     # after it, not around train(): the device is picked by then, and a wrapper around the whole loop would
     # make every step's hook part of one call in the benchmarks' CPU accounting
     def setup_model_and_optimizer(wrapped, instance, args, kwargs):
         result = wrapped(*args, **kwargs)
-        session = get_tracking_session()
-        if session is not None:
-            session.before_training()
+        TRACKING.before_training()
         return result
 
     handle.wrap(module, "setup_model_and_optimizer", setup_model_and_optimizer)

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple
 
 from primus.backends.megatron.training.tracking_summary_writer import TrackingSummaryWriter
 from primus.tracking.perf import IntervalAverager, StepPerf
@@ -18,13 +19,24 @@ from primus.tracking.perf import IntervalAverager, StepPerf
 SAMPLES_VS_STEPS = "samples vs steps"
 
 
+class StepFunctions(NamedTuple):
+    """Upstream's functions a logged step calls, bound when the training_log patch installs: a release that
+    renamed one fails at start-up, naming the patch, not in the first logged step."""
+
+    num_floating_point_operations: Callable[[Any, int], float]  # (args, batch_size): one batch's model FLOPs
+    get_num_microbatches: Callable[[], int]
+
+
 class TrackingSession:
     """``run`` and ``writer`` are None when every tracker is off: the console figures still come."""
 
-    def __init__(self, run, writer: TrackingSummaryWriter | None, args, *, perf_metrics: bool):
+    def __init__(
+        self, run, writer: TrackingSummaryWriter | None, args, step: StepFunctions | None, *, perf_metrics: bool
+    ):
         self.run = run
         self.writer = writer
         self._args = args
+        self._step = step  # None only without the training_log patch, which is what asks for figures
         self._averager = IntervalAverager(args.log_avg_skip_iterations, args.log_avg_reset_interval)
         self._throughput_on = writer is not None and (args.log_throughput or perf_metrics)  # upload implies it
         self._console_on = args.log_throughput or args.log_progress
@@ -76,10 +88,9 @@ class TrackingSession:
         return self._interval_perf(iteration - previous[0], now - previous[1])
 
     def _interval_perf(self, iterations: int, seconds: float) -> dict[str, float]:
-        from megatron.core.num_microbatches_calculator import get_num_microbatches
-
-        args = self._args
-        batch_size = args.micro_batch_size * args.data_parallel_size * get_num_microbatches()
+        args, step = self._args, self._step
+        assert step is not None, "the training_log patch binds upstream's step functions before it asks for figures"
+        batch_size = args.micro_batch_size * args.data_parallel_size * step.get_num_microbatches()
         tokens = float(batch_size * args.seq_length * iterations)
         flops = self._flops(batch_size) * iterations
         self._averager.add(iterations=iterations, seconds=seconds, tokens=tokens, flops=flops)
@@ -92,9 +103,9 @@ class TrackingSession:
     def _flops(self, batch_size: int) -> float:
         flops = self._flops_per_batch.get(batch_size)
         if flops is None:
-            from megatron.training.training import num_floating_point_operations
-
-            flops = self._flops_per_batch[batch_size] = float(num_floating_point_operations(self._args, batch_size))
+            assert self._step is not None
+            flops = float(self._step.num_floating_point_operations(self._args, batch_size))
+            self._flops_per_batch[batch_size] = flops
         return flops
 
 
