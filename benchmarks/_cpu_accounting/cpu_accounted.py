@@ -5,7 +5,7 @@ Ours (the CPU they take from the thread that calls them): the run's log calls; M
 TorchTitan's logger, which upstream calls in its loop; every ``.tracking.`` patch's wrapper, as ``<id>:<name>``,
 its call of upstream's function theirs. Theirs (upstream's code that ours calls): Megatron's timers gather (its
 own ``Timers.write`` gathers the same way), MaxText's console line. The delivery process notes its start-up (CPU
-and peak RSS once every sink of its first run has opened or given up) and dumps as it leaves with ``os._exit``.
+and peak RSS as the last sink of its first run has opened or given up) and dumps as it leaves with ``os._exit``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import functools
 import os
 import sys
 import threading
-import time
 
 import cpu_accounting
 import wrapt
@@ -31,7 +30,6 @@ THEIRS = {  # module -> upstream's functions our code calls
     "maxtext.utils.max_logging": ("log",),
 }
 TRACKING_PATCH = ".tracking."  # in a patch's id: its wrappers are tracking's, counted as ours
-STARTUP_POLL_S = 0.01
 
 
 def install() -> None:
@@ -95,38 +93,44 @@ def _in_delivery_process() -> bool:
 
 
 class _Startup:
-    """The delivery process's start-up: its CPU and peak RSS once every sink of its first run has opened (or
-    given up). That run's workers are those made on the thread that made the first (one run's delivery per
-    thread), all made before any starts."""
+    """The delivery process's start-up: its CPU and peak RSS as the last sink of its first run has opened (or
+    given up: ``SinkWorker._open`` returned). That run's workers are those made on the thread that made the first
+    (one run's delivery per thread), all made before any starts."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.thread: threading.Thread | None = None
-        self.workers: list = []
+        self.opening: set = set()  # the first run's workers whose sink has not opened yet
+        self.noted = False
 
     def worker_made(self, init, worker, args, kwargs) -> None:
         init(*args, **kwargs)
         if self.thread is None and not _in_delivery_process():
             return
         with self.lock:
-            first = self.thread is None
-            if first:
+            if self.thread is None:
                 self.thread = threading.current_thread()
             if threading.current_thread() is self.thread:
-                self.workers.append(worker)
-        if first:
-            threading.Thread(target=self.note_when_open, name="cpu-accounting-startup", daemon=True).start()
+                self.opening.add(worker)
 
-    def note_when_open(self) -> None:
-        while not all(w.target or w.disabled or w.finished for w in self.workers):
-            time.sleep(STARTUP_POLL_S)
-        cpu_accounting.note(
-            startup_cpu_s=cpu_accounting.process_cpu_s(), startup_rss_mib=cpu_accounting.peak_rss_mib()
-        )
+    def sink_opened(self, open_sink, worker, args, kwargs):
+        try:
+            return open_sink(*args, **kwargs)
+        finally:
+            with self.lock:
+                self.opening.discard(worker)
+                last = self.thread is not None and not self.opening and not self.noted
+                self.noted |= last
+            if last:
+                cpu_accounting.note(
+                    startup_cpu_s=cpu_accounting.process_cpu_s(), startup_rss_mib=cpu_accounting.peak_rss_mib()
+                )
 
 
 def _watch_delivery_startup(worker_module) -> None:
-    wrapt.wrap_function_wrapper(worker_module, "SinkWorker.__init__", _Startup().worker_made)
+    startup = _Startup()
+    wrapt.wrap_function_wrapper(worker_module, "SinkWorker.__init__", startup.worker_made)
+    wrapt.wrap_function_wrapper(worker_module, "SinkWorker._open", startup.sink_opened)
 
 
 def _dump_before_exit(exit_now, instance, args, kwargs):

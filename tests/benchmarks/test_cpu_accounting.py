@@ -145,8 +145,9 @@ DELIVERY = textwrap.dedent("""
     import os, sys
     from pathlib import Path
     from primus.tracking import TensorBoardConfig, TrackingConfig, start_run
-    root = Path(sys.argv[1])
-    run = start_run(TrackingConfig(run_dir=root / "run", console=None, tensorboard=TensorBoardConfig(root / "tb")))
+    root, shared = Path(sys.argv[1]), sys.argv[2] == "shared"
+    run = start_run(TrackingConfig(run_dir=root / "run", console=None, tensorboard=TensorBoardConfig(root / "tb"),
+                                   delivery_group=root / "job" if shared else None))
     for step in range(5):
         run.log(step, {"loss": 1.0})
     run.finish()
@@ -154,17 +155,23 @@ DELIVERY = textwrap.dedent("""
 """)
 
 
-def test_the_delivery_process_notes_its_startup_and_dumps_as_it_leaves(tmp_path):
-    accounts = tmp_path / "accounts"
-    trainer = int(python(DELIVERY, _measure.accounting_env(accounting_off(), str(accounts)), str(tmp_path)))
-    by_pid = {dump["pid"]: dump for dump in cpu_accounting.read(accounts)}
-    assert set(by_pid) >= {trainer} and len(by_pid) == 2
-    [delivery] = [dump for pid, dump in by_pid.items() if pid != trainer]
+@pytest.mark.parametrize("delivery", ["own", "shared"])  # the run's own delivery process, the node's shared one
+def test_the_delivery_process_notes_its_startup_and_dumps_as_it_leaves(tmp_path, delivery):
+    # through run_measured, in a Python of its own (it makes its process a child subreaper for good), which
+    # waits for the shared process, no child of the trainer, to leave
+    measure = (f"import json, sys; sys.path.insert(0, {str(BENCHMARKS)!r}); import _measure; "
+               f"d = _measure.run_measured([sys.executable, '-c', {DELIVERY!r}, {str(tmp_path)!r}, {delivery!r}], "
+               "dict(__import__('os').environ)); print(json.dumps([d.returncode, d.output, d.accounts, d.delivery]))")
+    code, output, accounts, [startup] = json.loads(python(measure, accounting_off()))
+    assert code == 0, output
+    trainer = int(output.split()[-1])
+    by_pid = {dump["pid"]: dump for dump in accounts}
+    assert len(by_pid) == 2 and startup["pid"] != trainer
     # once TensorBoard's writer opened, after the interpreter and its imports; the whole process's figures after it
     # (VmHWM read on two threads may differ by the RSS counts a thread has not yet folded in: a few pages)
-    assert 0.05 < delivery["startup_cpu_s"] <= delivery["process_cpu_s"]
-    assert 10 < delivery["startup_rss_mib"] < delivery["peak_rss_mib"] + 1
-    assert "startup_cpu_s" not in by_pid[trainer] and by_pid[trainer]["threads"]["MainThread"]["entries"]["Run.log"][0] == 5
+    assert 0.05 < startup["startup_cpu_s"] <= startup["process_cpu_s"]
+    assert 10 < startup["startup_rss_mib"] < startup["peak_rss_mib"] + 1
+    assert by_pid[trainer]["threads"]["MainThread"]["entries"]["Run.log"][0] == 5
 
 
 @pytest.mark.slow  # imports Megatron, TorchTitan and MaxText
