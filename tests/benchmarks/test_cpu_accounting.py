@@ -104,7 +104,7 @@ RUN = textwrap.dedent("""
     module = importlib.import_module("fake_upstream")
     assert [module.greet("t"), module.explode("e")] == ["HELLO T", "E"]
     registry.deactivate()
-    run = start_run(TrackingConfig(run_dir=root / "run", console=None))
+    run = start_run(TrackingConfig(run_dir=root / "run"))
     for step in range(3):
         run.log(step, {"loss": 1.0})
     run.log_text("note", "text")
@@ -146,7 +146,7 @@ DELIVERY = textwrap.dedent("""
     from pathlib import Path
     from primus.tracking import TensorBoardConfig, TrackingConfig, start_run
     root, shared = Path(sys.argv[1]), sys.argv[2] == "shared"
-    run = start_run(TrackingConfig(run_dir=root / "run", console=None, tensorboard=TensorBoardConfig(root / "tb"),
+    run = start_run(TrackingConfig(run_dir=root / "run", tensorboard=TensorBoardConfig(root / "tb"),
                                    delivery_group=root / "job" if shared else None))
     for step in range(5):
         run.log(step, {"loss": 1.0})
