@@ -4,8 +4,9 @@ interleaved pairs with the uncertainty that noise leaves in them.
 * ``run_measured`` runs one command to its end and returns its output with (1) the CPU of its whole process
   tree: the trainer, torchrun's workers, the delivery process and wandb's service, which outlives the process
   that started it (this process becomes a child subreaper, so orphans are re-parented here and reaped, with
-  their CPU); (2) Primus's own CPU accounting (``primus.cpu_accounting``, on for the run): the training
-  thread's CPU inside our hooks and the hub, and the delivery process's start-up CPU and peak RSS.
+  their CPU); (2) the CPU accounting (``_cpu_accounting/``, on for the run: this folder on its PYTHONPATH wraps
+  Primus's entry points from outside): the training thread's CPU inside our hooks and the hub, and the delivery
+  process's start-up CPU and peak RSS.
   One measured command at a time: the tree CPU is this process's children's CPU before and after.
 * ``pair_ratios`` turns (baseline, variant) pairs measured side by side into the per-pair ratios, their median
   and a bootstrap 90 % interval of the median; when the interval holds 1 the verdict is "not distinguishable
@@ -20,6 +21,7 @@ import random
 import resource
 import statistics
 import subprocess
+import sys
 import tempfile
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -27,8 +29,11 @@ from pathlib import Path
 
 import psutil
 
-from primus.cpu_accounting import ENV as ACCOUNTING_ENV
-from primus.cpu_accounting import read as read_accounts
+ACCOUNTING_SITE = Path(__file__).resolve().parent / "_cpu_accounting"
+sys.path.append(str(ACCOUNTING_SITE))
+
+from cpu_accounting import ENV as ACCOUNTING_ENV  # noqa: E402
+from cpu_accounting import read as read_accounts  # noqa: E402
 
 PR_SET_CHILD_SUBREAPER = 36
 ORPHANS_WAIT_S = 60.0  # wandb's service ends shortly after the process that started it
@@ -41,7 +46,7 @@ class Measured:
     output: str
     returncode: int
     tree_cpu_s: float  # user + system CPU of the command and every process it started
-    accounts: list[dict]  # primus.cpu_accounting's dumps, one per process that imported primus
+    accounts: list[dict]  # the CPU accounting's dumps, one per process that imported primus
 
     def entries(self) -> dict[str, list[int]]:
         """Our entry points' [calls, ns of thread CPU], over the trainer's processes and threads."""
@@ -92,10 +97,17 @@ def run_measured(command: Sequence[str], env: dict[str, str], cwd: Path | str | 
     reap_orphans(keep)  # an earlier unmeasured run's, not this one's
     with tempfile.TemporaryDirectory(prefix="primus-cpu-") as accounts:
         before = children_cpu_s()
-        done = subprocess.run(list(command), env={**env, ACCOUNTING_ENV: accounts}, cwd=cwd,
+        done = subprocess.run(list(command), env=accounting_env(env, accounts), cwd=cwd,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         reap_orphans(keep)
         return Measured(done.stdout, done.returncode, children_cpu_s() - before, read_accounts(Path(accounts)))
+
+
+def accounting_env(env: Mapping[str, str], accounts: str) -> dict[str, str]:
+    """``env`` with the CPU accounting on, its dumps to ``accounts``: its folder first on PYTHONPATH."""
+    existing = env.get("PYTHONPATH")  # its empty entries stay (the working directory); unset adds none
+    path = [str(ACCOUNTING_SITE), *(existing.split(os.pathsep) if existing else [])]
+    return {**env, ACCOUNTING_ENV: accounts, "PYTHONPATH": os.pathsep.join(path)}
 
 
 def median_interval(values: Sequence[float], level: float = 0.90) -> tuple[float, float]:

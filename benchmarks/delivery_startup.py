@@ -3,7 +3,7 @@
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/delivery_startup.py [--runs 3]
 
 Each run is a fresh Python that starts a tracking run with TensorBoard, W&B (offline) and MLflow, logs 30 steps
-of 30 metrics, and finishes; Primus's CPU accounting (``primus.cpu_accounting``) has the delivery process report
+of 30 metrics, and finishes; the benchmarks' CPU accounting (``_cpu_accounting/``) has the delivery process report
 its CPU from its first instant until every sink has opened (interpreter, imports, MLflow's run, ``wandb.init``)
 and its peak RSS (VmHWM, over the whole process's life; wandb's own service is a separate process, not
 included). Three cases: an MLflow tracking server on 127.0.0.1 (the light REST client; the goal line), a new

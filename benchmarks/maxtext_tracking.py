@@ -14,7 +14,7 @@ writing the previous step's metrics), from its metrics file, median over the sec
 trackers start on background threads during the first seconds (MLflow's local sqlite store creates its schema,
 wandb starts its service), which on a small CPU box competes with the first training steps. Prints the ratios
 primus-all/off and primus-tb-wb/upstream-tb-wb (goal <= 1.02). Then CPU, which noise barely moves: each variant
-once more, alone (_measure.run_measured, Primus's CPU accounting on): the whole process tree's CPU (trainer,
+once more, alone (_measure.run_measured, the benchmarks' CPU accounting on): the whole process tree's CPU (trainer,
 delivery process, wandb's service) per 1,000 logged steps, start-up included, and the training thread's CPU in our
 code per logged step (primus-all: upstream's MetricLogger.write_metrics hook, with the perf figures inside it).
 """

@@ -14,7 +14,7 @@ interleaved round by round (A B C D, then B C D A, ...) so load on the machine h
 Step time: upstream's own "elapsed time per iteration (ms)" (its interval timer spans the whole loop, writer
 calls included), iterations 3..N, median per run. Each round is one pair of every ratio: primus-all/off,
 primus-all-threads/off, primus-tb-wb/upstream-tb-wb (goal <= 1.02), upstream-tb-wb/off (_measure.pair_ratios).
-CPU, which noise barely moves (_measure.run_measured; every run has Primus's CPU accounting on, two clock reads
+CPU, which noise barely moves (_measure.run_measured; every run has the benchmarks' CPU accounting on, two clock reads
 per hook call): the training thread's CPU inside our hooks and the hub per logged step (primus-all, the whole
 step hook (upstream's training_log, our writer calls inside it) / logged steps; and the whole run's, its start
 included), and the whole process tree's CPU

@@ -13,7 +13,7 @@ Step time: the gaps between upstream's own console step lines (log_freq 1), step
 gaps that ended while both processes of the pair were training (the one that starts training later
 would otherwise get the machine to itself at the end).
 Prints the ratios primus-all/off and primus-tb-wb/upstream-tb-wb (goal <= 1.02). Then CPU, which noise barely
-moves: each variant once more, alone (_measure.run_measured, Primus's CPU accounting on): the whole process
+moves: each variant once more, alone (_measure.run_measured, the benchmarks' CPU accounting on): the whole process
 tree's CPU (trainer, torchrun, delivery process, wandb's service) per 1,000 logged steps, start-up included, and
 the training thread's CPU in our code per logged step (primus-all: upstream's MetricsProcessor.log hook, with
 the perf figures and our logger inside it).

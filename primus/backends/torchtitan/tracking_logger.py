@@ -12,7 +12,6 @@ from typing import Any
 
 from torchtitan.components.metrics import BaseLogger
 
-from primus import cpu_accounting
 from primus.backends.torchtitan.step_perf import ProcessorPerf
 from primus.tracking import RunStatus
 
@@ -24,7 +23,6 @@ class TrackingLogger(BaseLogger):
         self.perf = perf  # set when the perf metric set is on; read by the wrapped MetricsProcessor.log
         self.dropped: frozenset[str] = frozenset()  # upstream's names not tracked (upstream_mfu)
 
-    @cpu_accounting.ours  # upstream calls these: the benchmarks count their CPU
     def log(self, metrics: dict[str, Any], step: int) -> None:
         if self.dropped:
             metrics = {k: v for k, v in metrics.items() if k not in self.dropped}
@@ -32,7 +30,6 @@ class TrackingLogger(BaseLogger):
             metrics = {f"{self.tag}/{k}": v for k, v in metrics.items()}
         self.run.log(step, metrics)
 
-    @cpu_accounting.ours
     def close(self) -> None:
         # upstream's train.main() closes the trainer inside `except Exception:` before re-raising
         failed = sys.exc_info()[1] is not None

@@ -12,7 +12,6 @@ With every tracker off, upstream's methods run unchanged."""
 
 from __future__ import annotations
 
-from primus import cpu_accounting
 from primus.patches import REGISTRY
 from primus.patches.arguments import Arguments
 from primus.tracking import RunStatus
@@ -50,8 +49,7 @@ def _install_metric_logger(module, handle):
         args, kwargs = init_arguments.replace("config", UpstreamWritersOff(config), args, kwargs)
         wrapped(*args, **kwargs)
         line = f"To see full metrics 'tensorboard --logdir={config.tensorboard_dir}'"  # upstream's, at its flushes
-        # upstream's own line where its own flush would print it: upstream's CPU, as in a run without Primus
-        announce = cpu_accounting.theirs(module.max_logging.log)
+        announce = module.max_logging.log  # upstream's own line where its own flush would print it
         on_flush = (lambda step: announce(line)) if config.enable_tensorboard else None
         setattr(instance, FEED, start_tracking(plan, config, on_flush))
 

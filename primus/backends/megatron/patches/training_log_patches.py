@@ -5,7 +5,6 @@ logged step."""
 
 from __future__ import annotations
 
-from primus import cpu_accounting
 from primus.patches import REGISTRY
 from primus.patches.arguments import Arguments
 from primus.upstreams.megatron import MEGATRON
@@ -70,9 +69,7 @@ def _install_timers_write(module, handle):
         if not isinstance(writer, TrackingSummaryWriter) or normalizer <= 0.0:
             return wrapped(*args, **kwargs)
         # upstream's own gather across ranks (every rank takes part), then each timer's maximum to the hub
-        # upstream's write gathers the same way: its CPU is not tracking's (cpu_accounting, for the benchmarks)
-        gather = cpu_accounting.theirs(instance._get_global_min_max_time)
-        times = gather(
+        times = instance._get_global_min_max_time(
             arguments("names", args, kwargs),
             arguments("reset", args, kwargs),
             arguments("barrier", args, kwargs),

@@ -1,14 +1,13 @@
-"""Opt-in CPU accounting for the benchmarks: how much thread CPU our code takes from the threads that call it.
+"""The benchmarks' CPU counters: how much thread CPU our code takes from the threads that call it.
 
-``PRIMUS_CPU_ACCOUNTING=<directory>`` (read once, at import) turns it on. Then every entry point upstream calls
-into (each patch's wrapper, the Megatron writer proxy, the TorchTitan logger, the run's log calls) counts the
-thread CPU time (``time.thread_time_ns``) it spends, less the time spent back in upstream's code it calls
-(``wrapped``). The clock reads themselves are charged to no one (each interval charged less one read's measured
-cost), and ours called from ours reads no clock. At exit each process writes ``cpu-<pid>.json`` there: per thread,
-the nanoseconds, and per outermost entry point its calls, nanoseconds and each call's nanoseconds. The delivery
-process adds its start-up (CPU until every sink opened, peak RSS).
-
-Off (the default), ``ours`` returns the function itself and ``enabled()`` is False: nothing is added anywhere.
+Nothing here runs in production: ``sitecustomize.py`` (this folder, on PYTHONPATH of a measured run) calls
+``cpu_accounted.install``, which wraps Primus's entry points from outside with these counters once Primus is
+imported. Each counted call takes the thread CPU time (``time.thread_time_ns``) it spends, less the time spent
+back in upstream's code it calls (``theirs``). The clock reads themselves are charged to no one (each interval
+charged less one read's measured cost), and ours called from ours reads no clock. At exit each process that
+counted writes ``cpu-<pid>.json`` to the directory ``$PRIMUS_CPU_ACCOUNTING``: per thread, the nanoseconds, and per
+outermost entry point its calls, nanoseconds and each call's nanoseconds, plus what ``note`` added (the delivery
+process's start-up). Importing this module starts nothing (``_measure`` reads the dumps through it).
 """
 
 from __future__ import annotations
@@ -24,15 +23,10 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any
 
 ENV = "PRIMUS_CPU_ACCOUNTING"
-_DIR = os.environ.get(ENV) or None
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def enabled() -> bool:
-    return _DIR is not None
+_dir: str | None = None  # set by start: where this process's dump goes
 
 
 class _Thread(threading.local):
@@ -50,8 +44,18 @@ class _Thread(threading.local):
 
 
 _THREADS: list[tuple[str, _Thread]] = []
-_LOCAL: _Thread  # set at the bottom when on; read only when on
+_LOCAL: _Thread  # set by start
+_CLOCK_COST_NS = 0
 _extra: dict[str, Any] = {}
+
+
+def start(directory: str) -> None:
+    """Count in this process from now on; its figures go to ``directory`` when it exits."""
+    global _dir, _LOCAL, _CLOCK_COST_NS
+    _CLOCK_COST_NS = _clock_cost_ns()
+    _LOCAL = _Thread()  # threading.local: __init__ runs again in each thread that uses it
+    _dir = directory
+    atexit.register(dump)
 
 
 def _clock_cost_ns(reads: int = 1001) -> int:
@@ -93,11 +97,9 @@ def _pop() -> None:
     account.since = time.thread_time_ns()
 
 
-def ours(fn: F) -> F:
-    """Count ``fn``'s thread CPU as ours (nested calls of ours are counted once)."""
-    if _DIR is None:
-        return fn
-    entry = fn.__qualname__
+def ours(fn: Callable, entry: str) -> Callable:
+    """``fn`` with its thread CPU counted as ours, as ``entry`` (nested calls of ours are counted once). A plain
+    closure, not a wrapt wrapper: a method's wrapt binding would add its cost to each call from our own code."""
 
     @functools.wraps(fn)
     def counted(*args, **kwargs):
@@ -110,12 +112,12 @@ def ours(fn: F) -> F:
         finally:
             _pop()
 
-    return cast(F, counted)
+    return counted
 
 
 class _Theirs:
-    """Upstream's function called from our code (its thread CPU is not ours); a slotted object, not a
-    ``functools.wraps`` closure: a patch wrapper makes one per call, which would charge ~4 us to us each time."""
+    """Upstream's function called from our code (its thread CPU is not ours); a slotted object, not a closure:
+    a patch wrapper makes one per call, which would charge ~4 us to us each time."""
 
     __slots__ = ("__wrapped__",)
 
@@ -133,20 +135,19 @@ class _Theirs:
         return getattr(self.__wrapped__, name)
 
 
-def theirs(fn: F) -> F:
-    """Upstream's ``fn`` called from our code: its thread CPU is not ours."""
-    if _DIR is None:
-        return fn
-    return cast(F, _Theirs(fn))
+def theirs(wrapped, instance, args, kwargs):
+    """A wrapt wrapper for upstream's function that our code calls: its thread CPU is not ours. Called by
+    upstream itself (nothing of ours running), it is upstream's already and passes straight through."""
+    stack = _LOCAL.stack
+    if stack and stack[-1]:
+        return _Theirs(wrapped)(*args, **kwargs)
+    return wrapped(*args, **kwargs)
 
 
 def wrapper(patch_wrapper: Callable, entry: str) -> Callable:
     """A wrapt wrapper ``(wrapped, instance, args, kwargs)`` counted as ours (as ``entry``), its call of
     ``wrapped`` as theirs."""
-    if _DIR is None:
-        return patch_wrapper
 
-    @functools.wraps(patch_wrapper)
     def counted(wrapped, instance, args, kwargs):
         _push(True, entry)
         try:
@@ -177,8 +178,8 @@ def peak_rss_mib() -> float:
 
 
 def dump() -> None:
-    """Write this process's figures (also called by a process that leaves with ``os._exit``)."""
-    if _DIR is None:
+    """Write this process's figures (again, if it already did: the latest stand)."""
+    if _dir is None:
         return
     threads: dict[str, dict[str, Any]] = {}
     for name, account in list(_THREADS):
@@ -198,7 +199,7 @@ def dump() -> None:
         "clock_cost_ns": _CLOCK_COST_NS,
         **_extra,
     }
-    path = Path(_DIR) / f"cpu-{os.getpid()}.json"
+    path = Path(_dir) / f"cpu-{os.getpid()}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(body))
 
@@ -206,10 +207,3 @@ def dump() -> None:
 def read(directory: Path) -> list[dict[str, Any]]:
     """Every process's dump in ``directory``."""
     return [json.loads(p.read_text()) for p in sorted(Path(directory).glob("cpu-*.json"))]
-
-
-_CLOCK_COST_NS = 0
-if _DIR is not None:
-    _CLOCK_COST_NS = _clock_cost_ns()
-    _LOCAL = _Thread()  # threading.local: __init__ runs again in each thread that uses it
-    atexit.register(dump)
