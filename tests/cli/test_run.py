@@ -36,8 +36,9 @@ heavy = sorted(m for m in sys.modules if m.split(".")[0] in {HEAVY!r})
 from primus.patches import REGISTRY
 pending = [r.status for r in REGISTRY.records() if r.id == "demo.shout"]
 import demo_target
-print(json.dumps({{"heavy": heavy, "pending": pending, "greet": demo_target.greet("x"),
-                  "rank": os.environ.get("RANK"), "config": os.environ.get("PRIMUS_CONFIG")}}))
+# one write per line: torchrun's two workers share this pipe, and unbuffered, print's text and its newline are two
+sys.stdout.write(json.dumps({{"heavy": heavy, "pending": pending, "greet": demo_target.greet("x"),
+                             "rank": os.environ.get("RANK"), "config": os.environ.get("PRIMUS_CONFIG")}}) + "\\n")
 '''
 
 

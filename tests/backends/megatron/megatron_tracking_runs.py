@@ -179,6 +179,13 @@ def result(launcher: Callable[..., Any], mlflow_uri: str, name: str):
     return _STARTED[name].result()
 
 
+def finished(name: str):
+    """A run already started (``start``), once it has ended."""
+    with _LOCK:
+        started = _STARTED[name]
+    return started.result()
+
+
 # -- read-back --------------------------------------------------------------------------------
 def tb_event_files(root: Path) -> list[Path]:
     return sorted(root.rglob("events.out.tfevents.*"))

@@ -42,6 +42,7 @@ from megatron_tracking_runs import (
     SAMPLES_VS_STEPS,
     SYSTEM,
     TIMERS_LEVEL_1,
+    finished,
     mlflow_runs,
     result,
     start,
@@ -81,6 +82,9 @@ def root(run):
 
 
 def only_mlflow_run(client, name):
+    """The MLflow run of catalogue run ``name``, once its training has ended (a test may ask before it asked for
+    the training itself: the runs start in the background)."""
+    assert finished(name).returncode == 0
     [run] = mlflow_runs(client, RUNS[name].experiment)
     return run
 
@@ -118,7 +122,7 @@ def test_running_averages_skip_and_reset(run_of, mlflow_client):
     wandb_root = root(run_of("wandb"))
     for avg in PERF_AVG:
         assert wandb_values(wandb_root, avg) == pytest.approx(wandb_values(wandb_root, avg.removesuffix("_avg")))
-    # skip 0, reset 10: the average at step 3 covers the intervals ending at steps 2 and 3
+    # skip 0, reset 10: the average at step 3 covers the intervals ending at steps 2 and 3 (once that run has ended)
     run_id = only_mlflow_run(mlflow_client, "mlflow").info.run_id
     times = dict(mlflow_history(mlflow_client, run_id, "perf/iteration_time_ms"))
     averages = dict(mlflow_history(mlflow_client, run_id, "perf/iteration_time_ms_avg"))
