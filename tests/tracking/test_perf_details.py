@@ -334,7 +334,7 @@ def test_a_steps_system_figures_are_memory_device_memory_and_utilisation(monkeyp
     assert (m["mem/allocated_gib"], m["mem/reserved_gib"], m["mem/peak_allocated_gib"]) == (1.5, 2.25, 1.75)
     assert {k: m[k] for k in jax_memory} == jax_memory
     assert m["sys/gpu_util_pct"] == 42.0
-    assert 0.0 < m["mem/host_rss_gib"] <= m["mem/host_peak_rss_gib"]
+    assert m["mem/host_rss_gib"] > 0 and m["mem/host_peak_rss_gib"] > 0  # the kernel updates the peak lazily
 
 
 def test_a_steps_system_figures_without_an_accelerator_or_device_memory_reader(monkeypatch):
