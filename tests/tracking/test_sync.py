@@ -106,6 +106,7 @@ def test_a_tracker_still_down_is_reported_not_delivered_with_its_error(run_dir):
     assert "the demo tracker is down" in report.errors["demo"]
     assert _steps(run_dir) == [] and CursorStore(run_dir).offset("demo") == 0
     assert seen[-1].bytes_sent == 0 and seen[-1].bytes_total == journal_end(run_dir)
+    assert len(seen) <= 1.0 / 0.2 + 2  # a line every progress_every_s at most, and the last one
 
 
 def test_an_offline_wandb_run_already_delivered_names_its_folder_for_wandb_sync(run_dir):
