@@ -57,6 +57,12 @@ def test_a_run_that_died_running_is_delivered_whole_and_closed_killed(run_dir):
     assert report.wandb_offline_dir is None
 
 
+def test_a_plugin_sink_gets_the_runs_settings_as_meta_json_kept_them(run_dir):
+    assert sync_run(run_dir, timeout_s=30).ok
+    opened = [line for line in read_sink_record(run_dir) if "open" in line]
+    assert [(o["run_name"], o["experiment"], o["config"]) for o in opened] == [("r", "e", ["e", "r", False])]
+
+
 @pytest.mark.parametrize("saved", [None, "FINISHED", "FAILED"])
 def test_the_status_the_run_asked_for_is_kept(run_dir, saved):
     if saved:
