@@ -4,7 +4,7 @@ PYTHONPATH (or sys.path): one registering a tracker in ``primus.sinks``, one reg
 
 The demo tracker appends what it receives to ``<run dir>/demo_sink.jsonl``: one line per metrics record
 (step, timestamp, values, and the pid of the process that delivered it), one at open (the run's context, the
-target it resumed) and one at close (status, complete). While ``<run dir>/demo_sink_down`` exists it fails
+target it resumed, and the names and W&B presence of the run's config it was given) and one at close (status, complete). While ``<run dir>/demo_sink_down`` exists it fails
 to open, as a tracker whose server is down."""
 
 from __future__ import annotations
@@ -46,7 +46,8 @@ class DemoSink(Sink):
         self.context.save(run_id=run_id)
         c = self.context
         self._append({{"open": run_id, "run_name": c.run_name, "experiment": c.experiment_name,
-                      "params": len(c.params), "tags": sorted(c.tags)}})
+                      "params": len(c.params), "tags": sorted(c.tags),
+                      "config": [c.config.experiment_name, c.config.run_name, c.config.wandb is not None]}})
         return run_id
 
     def write(self, records):

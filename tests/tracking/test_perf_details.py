@@ -255,3 +255,99 @@ def test_the_first_read_starts_one_daemon_sampling_thread_named_for_it():
     referenced exits."""
     u = perf.Utilisation(interval_s=0.05)
     assert threads_started_by(u.read) == [("primus-utilisation", True)]
+
+
+# StepPerf: the one perf-figures class every backend maps upstream's values onto
+
+
+def test_a_step_intervals_figures_are_exact_with_the_runs_peak():
+    step = perf.StepPerf(dtype="bf16", device_name="a device of no datasheet", peak_tflops=2000.0)
+    assert step.interval(tokens=8000, seconds=2.0, steps=4, world_size=4, flops=8e15) == {
+        "perf/tokens_per_sec": 4000.0,
+        "perf/tokens_per_sec_per_gpu": 1000.0,
+        "perf/tflops_per_gpu": 1000.0,  # 8e15 FLOP over 2 s on 4 devices
+        "perf/mfu": 0.5,
+        "perf/iteration_time_ms": 500.0,  # 2 s over 4 steps
+    }
+
+
+def test_a_step_intervals_mfu_is_against_the_datasheet_for_the_device_and_dtype_without_a_peak():
+    step = perf.StepPerf(dtype="fp8", device_name="NVIDIA H100 80GB HBM3")
+    m = step.interval(tokens=8000, seconds=2.0, steps=1, world_size=4, flops=8e15)
+    assert m["perf/mfu"] == 1000.0 / 1978.9  # the H100's fp8 peak, not its bf16 one
+    assert m["perf/iteration_time_ms"] == 2000.0
+
+
+def test_a_step_interval_without_a_known_peak_or_flops_has_no_mfu():
+    unknown = perf.StepPerf(dtype="bf16", device_name="a device of no datasheet")
+    assert unknown.interval(tokens=100, seconds=0.5, steps=2, world_size=1, flops=1e12) == {
+        "perf/tokens_per_sec": 200.0,
+        "perf/tokens_per_sec_per_gpu": 200.0,
+        "perf/tflops_per_gpu": 2.0,
+        "perf/iteration_time_ms": 250.0,
+    }
+    no_flops = perf.StepPerf(dtype="bf16", device_name="NVIDIA H100", peak_tflops=1.0)
+    assert set(no_flops.interval(tokens=100, seconds=0.5, steps=2, world_size=1, flops=None)) == {
+        "perf/tokens_per_sec",
+        "perf/tokens_per_sec_per_gpu",
+        "perf/iteration_time_ms",
+    }
+
+
+@pytest.mark.parametrize(("steps", "seconds"), [(0, 2.0), (-1, 2.0)])
+def test_the_time_per_step_needs_steps(steps, seconds):
+    m = perf.StepPerf(dtype="bf16").interval(tokens=100, seconds=seconds, steps=steps, world_size=1, flops=None)
+    assert m == {"perf/tokens_per_sec": 50.0, "perf/tokens_per_sec_per_gpu": 50.0}
+
+
+@pytest.mark.parametrize("seconds", [0.0, -1.0])
+def test_an_interval_the_clock_did_not_time_gives_nothing(seconds):
+    step = perf.StepPerf(dtype="bf16", peak_tflops=1.0)
+    assert step.interval(tokens=100, seconds=seconds, steps=1, world_size=1, flops=1e12) == {}
+
+
+class _StandInNvml:
+    """What Utilisation asks of NVML, for one device of a given utilisation; counts the device look-ups."""
+
+    def __init__(self, monkeypatch, gpu_util: int):
+        self.ordinals: list[int] = []
+        pynvml = types.ModuleType("pynvml")
+        pynvml.nvmlDeviceGetUtilizationRates = lambda handle: types.SimpleNamespace(gpu=gpu_util)  # type: ignore[attr-defined]
+        monkeypatch.setitem(sys.modules, "pynvml", pynvml)
+        monkeypatch.setattr(perf, "nvml_handle", self._handle)
+
+    def _handle(self, ordinal, environ):
+        self.ordinals.append(ordinal)
+        return object()
+
+
+def test_a_steps_system_figures_are_memory_device_memory_and_utilisation(monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", _stand_in_torch(ALLOCATOR_STATS))
+    _StandInNvml(monkeypatch, gpu_util=42)
+    jax_memory = {"mem/bytes_in_use_gib": 3.5, "mem/bytes_limit_gib": 80.0}
+    m = perf.StepPerf(dtype="bf16", visible_ordinal=0, device_memory=lambda: dict(jax_memory)).system()
+    assert set(m) == HOST_KEYS | DEVICE_KEYS | set(jax_memory) | {
+        "sys/cpu_util_pct",
+        "sys/host_mem_used_pct",
+        "sys/gpu_util_pct",
+    }
+    assert (m["mem/allocated_gib"], m["mem/reserved_gib"], m["mem/peak_allocated_gib"]) == (1.5, 2.25, 1.75)
+    assert {k: m[k] for k in jax_memory} == jax_memory
+    assert m["sys/gpu_util_pct"] == 42.0
+    assert m["mem/host_rss_gib"] > 0 and m["mem/host_peak_rss_gib"] > 0  # the kernel updates the peak lazily
+
+
+def test_a_steps_system_figures_without_an_accelerator_or_device_memory_reader(monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", _stand_in_torch(ALLOCATOR_STATS, available=False))
+    monkeypatch.setattr(perf, "nvml_handle", lambda ordinal, environ: None)
+    monkeypatch.setattr(perf, "amdsmi_handle", lambda ordinal, environ: None)
+    assert set(perf.StepPerf(dtype="bf16").system()) == HOST_KEYS | {"sys/cpu_util_pct", "sys/host_mem_used_pct"}
+
+
+def test_begin_finds_the_visible_device_and_takes_the_first_reading(monkeypatch):
+    nvml = _StandInNvml(monkeypatch, gpu_util=7)
+    step = perf.StepPerf(dtype="bf16", visible_ordinal=3)
+    assert threads_started_by(step.begin) == [("primus-utilisation", True)]
+    assert nvml.ordinals == [3]  # JAX's local device, found once at begin(), not the local rank's
+    assert step.system()["sys/gpu_util_pct"] == 7.0
+    assert nvml.ordinals == [3]

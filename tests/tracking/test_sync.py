@@ -57,6 +57,12 @@ def test_a_run_that_died_running_is_delivered_whole_and_closed_killed(run_dir):
     assert report.wandb_offline_dir is None
 
 
+def test_a_plugin_sink_gets_the_runs_settings_as_meta_json_kept_them(run_dir):
+    assert sync_run(run_dir, timeout_s=30).ok
+    opened = [line for line in read_sink_record(run_dir) if "open" in line]
+    assert [(o["run_name"], o["experiment"], o["config"]) for o in opened] == [("r", "e", ["e", "r", False])]
+
+
 @pytest.mark.parametrize("saved", [None, "FINISHED", "FAILED"])
 def test_the_status_the_run_asked_for_is_kept(run_dir, saved):
     if saved:
@@ -106,6 +112,7 @@ def test_a_tracker_still_down_is_reported_not_delivered_with_its_error(run_dir):
     assert "the demo tracker is down" in report.errors["demo"]
     assert _steps(run_dir) == [] and CursorStore(run_dir).offset("demo") == 0
     assert seen[-1].bytes_sent == 0 and seen[-1].bytes_total == journal_end(run_dir)
+    assert len(seen) <= 1.0 / 0.2 + 2  # a line every progress_every_s at most, and the last one
 
 
 def test_an_offline_wandb_run_already_delivered_names_its_folder_for_wandb_sync(run_dir):
