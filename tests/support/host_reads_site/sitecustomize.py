@@ -11,6 +11,7 @@ the next ``sitecustomize`` on the path (a user's), as any user's would be."""
 from __future__ import annotations
 
 import atexit
+import importlib.machinery
 import importlib.util
 import json
 import os
@@ -28,16 +29,14 @@ JAX_READS = ("item", "tolist", "__array__", "__float__", "__int__", "__bool__", 
 
 
 def _chain_next_sitecustomize() -> None:
-    """The next one after this folder on the path (one before it, primus-run's bootstrap, chained this one)."""
-    entries = [Path(e).resolve() for e in sys.path if e]
-    after = entries[entries.index(HERE) + 1 :] if HERE in entries else []
-    for entry in after:
-        candidate = entry / "sitecustomize.py"
-        if candidate.is_file():
-            spec = importlib.util.spec_from_file_location("_chained_sitecustomize", candidate)
-            module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
-            return
+    """The next one after this folder on the path (one before it, primus-run's bootstrap, chained this one), found
+    and registered as ``sitecustomize`` the way the bootstrap and the benchmarks' accounting chain theirs."""
+    here = [Path(p or os.curdir).resolve() for p in sys.path].index(HERE)
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", sys.path[here + 1 :])
+    if spec is not None and spec.loader is not None:
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["sitecustomize"] = module
+        spec.loader.exec_module(module)
 
 
 def _folder(module) -> str:
