@@ -16,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from primus.tracking.alerts import ALERT_EVENT, Alert
 from primus.tracking.config import TrackingConfig, TrackingConfigError, WandbConfig
 from primus.tracking.delivery import DeliveryProcess, DeliverySpec
 from primus.tracking.enums import ENDED, RunStatus
@@ -118,6 +119,11 @@ class Run:
         """Text for TensorBoard ``add_text``, W&B summary and an MLflow tag; redacted (by tag name and
         by shape) before it is journaled. ``only`` as for ``log``."""
         self._hub.log_text(tag, text, step, only)
+
+    def alert(self, alert: Alert, notified: bool = False) -> None:
+        """Journal an alert (``alerts.py``) for every tracker; ``notified``: its console line and webhook were
+        already sent (by the delivery process that raised it), else that process sends them when it reads it."""
+        self._hub.event(ALERT_EVENT, **alert.event(notified))
 
     def flush(self, timeout_s: float, sinks: Collection[str] | None = None) -> bool:
         """Wait until every running sink (or those named) has delivered what was logged so far; False on
