@@ -21,7 +21,7 @@ from primus.tracking.enums import RunStatus, SinkName
 from primus.tracking.journal import METRICS, TEXT, Record
 from primus.tracking.names import MlflowKeys, mlflow_keys
 from primus.tracking.params import MLFLOW_MAX_PARAM_VALUE, MLFLOW_MAX_TAG_VALUE, clip
-from primus.tracking.run_layout import LOGS_DIR, REPORTS_DIR, TRACES_DIR
+from primus.tracking.run_layout import LOGS_DIR, REPORTS_DIR, STACKS_DIR, TRACES_DIR
 from primus.tracking.sink import Sink, SinkContext, outside_except
 from primus.tracking.sinks.mlflow_artifacts import upload_run_files
 from primus.tracking.sinks.mlflow_full import FullMlflowClient
@@ -175,6 +175,7 @@ class MlflowSink(Sink):
             d
             for d, on in (
                 (LOGS_DIR, self.cfg.upload_logs),
+                (STACKS_DIR, self.cfg.upload_logs),  # a hung run's stacks, beside its console
                 (TRACES_DIR, self.cfg.upload_traces),
                 (REPORTS_DIR, self.cfg.upload_trace_report),
             )
