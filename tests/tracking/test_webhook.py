@@ -3,73 +3,22 @@ no message."""
 
 from __future__ import annotations
 
-import json
 import logging
-import socket
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from support.webhook_server import SECRET_PATH, Receiver, free_port
 
 from primus.tracking.webhook import WEBHOOK_ENV, Webhook
-
-SECRET_PATH = "/services/T000/B000/XXXXXXXXXXXXsecretpath"
-
-
-class Receiver:
-    """An HTTP server that keeps what it is posted; ``delay_s`` before answering, ``status`` to answer."""
-
-    def __init__(self, port: int = 0, delay_s: float = 0.0, status: int = 200):
-        self.bodies: list[dict] = []
-        self.paths: list[str] = []
-        self.delay_s, self.status = delay_s, status
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                receiver.paths.append(self.path)
-                time.sleep(receiver.delay_s)
-                if receiver.status == 200:
-                    receiver.bodies.append(body)
-                self.send_response(receiver.status)
-                self.end_headers()
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-        self.port = self.server.server_address[1]
-        self.url = f"http://127.0.0.1:{self.port}{SECRET_PATH}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
-
-
-@pytest.fixture
-def receiver():
-    r = Receiver()
-    yield r
-    r.close()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 BODY = {"text": "[primus] ALERT stalled ...", "kind": "stalled", "iteration": 7}
 
 
-def test_an_alert_is_posted_as_json(receiver):
-    hook = Webhook(receiver.url)
+def test_an_alert_is_posted_as_json(webhook_receiver):
+    hook = Webhook(webhook_receiver.url)
     hook.send(BODY)
     assert hook.close(time.monotonic() + 10)
-    assert receiver.bodies == [BODY] and receiver.paths == [SECRET_PATH]
+    assert webhook_receiver.bodies == [BODY] and webhook_receiver.paths == [SECRET_PATH]
 
 
 def test_a_webhook_down_at_first_gets_the_alert_once_it_is_up(caplog):
@@ -117,12 +66,12 @@ def test_a_webhook_that_stays_down_is_given_up_at_the_deadline_with_a_warning_wi
     assert SECRET_PATH not in caplog.text and "127.0.0.1" not in caplog.text
 
 
-def test_a_refused_url_is_not_retried(receiver):
-    receiver.status = 404
-    hook = Webhook(receiver.url, backoff_first_s=0.1)
+def test_a_refused_url_is_not_retried(webhook_receiver):
+    webhook_receiver.status = 404
+    hook = Webhook(webhook_receiver.url, backoff_first_s=0.1)
     hook.send(BODY)
     assert not hook.close(time.monotonic() + 5)
-    assert receiver.paths == [SECRET_PATH]  # one attempt
+    assert webhook_receiver.paths == [SECRET_PATH]  # one attempt
 
 
 def test_no_webhook_without_the_variable():
