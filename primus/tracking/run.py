@@ -29,7 +29,7 @@ from primus.tracking.lifecycle import ExitHandlers
 from primus.tracking.meta import RunMeta
 from primus.tracking.run_layout import LOGS_DIR, TRACES_DIR
 from primus.tracking.sink_registry import build_sinks, sink_names
-from primus.tracking.stacks import register_for_stacks
+from primus.tracking.stacks import register_for_stacks, release_stacks
 from primus.tracking.state import CursorStore, RunDirLock, RunState
 from primus.tracking.webhook import Webhook
 from primus.tracking.worker import SinkWorker, Worker
@@ -89,7 +89,7 @@ class Run:
         self._owner_pid = os.getpid()
         self._exit_handlers = ExitHandlers(self.finish)
         self._last_step = 0  # for the iteration a failed or killed alert names
-        register_for_stacks(self.run_dir)
+        self._stacks = register_for_stacks(self.run_dir)
         self._watch_health(self._journal.size)
         self._hub.event("start", pid=os.getpid(), run_name=cfg.run_name, resumed=self.resumed)
         self._hub.start()
@@ -226,6 +226,8 @@ class Run:
         if status != RunStatus.FINISHED:  # before the end record: told by the health watch, which reads it
             why = self._exit_handlers.why or f"the run ended {status}"
             self.alert(Alert(AlertKind(status.lower()), self._last_step, why, time.time()))
+        if self._stacks is not None:  # before the upload of the run's files, which only a stall's stacks join
+            release_stacks(self._stacks)
         late = self._hub.close(status, deadline)
         if self._watch is not None:
             self._watch.finish(deadline)

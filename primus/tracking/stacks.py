@@ -2,7 +2,7 @@
 
 A rank calls ``register_for_stacks`` at start-up: it opens ``stacks/<host>-<pid>.txt`` (its header names the
 process, so a reused pid is never signalled) and has ``faulthandler`` write every thread's stack there on
-``STACK_SIGNAL``. faulthandler's handler is C code that runs at once, without the GIL: it works while the
+``STACK_SIGNAL``; at its end (``release_stacks``, or at exit) a file that holds no stacks is removed. faulthandler's handler is C code that runs at once, without the GIL: it works while the
 rank's main thread is blocked in a collective or any other C call. At a ``stalled`` alert the delivery process
 (``health_watch.py``) calls ``dump_stacks``: it appends a line saying why to each file of a live rank on its own
 host and signals that rank. The files are uploaded with the logs (``mlflow_upload_logs``).
@@ -15,6 +15,7 @@ process can only be signalled from its own node.
 
 from __future__ import annotations
 
+import atexit
 import faulthandler
 import logging
 import os
@@ -33,7 +34,7 @@ log = logging.getLogger("primus.tracking")
 
 STACK_SIGNAL = signal.SIGUSR2  # SIGUSR1 is Slurm's and Lightning's usual pre-emption notice
 _HEADER = re.compile(r"# primus: stacks of pid (?P<pid>\d+) on (?P<host>\S+), started (?P<created>[\d.]+)")
-_registered: list[TextIO] = []  # kept open for faulthandler, for the life of the process
+_registered: dict[Path, TextIO] = {}  # kept open for faulthandler until released
 
 
 def stacks_file(run_dir: Path, host: str, pid: int) -> Path:
@@ -53,8 +54,26 @@ def register_for_stacks(run_dir: Path) -> Path | None:
     file.write(f"# primus: stacks of pid {pid} on {host}, started {psutil.Process(pid).create_time():.2f}\n")
     file.flush()
     faulthandler.register(STACK_SIGNAL, file=file, all_threads=True, chain=False)
-    _registered.append(file)
+    _registered[path] = file
+    atexit.register(release_stacks, path)
     return path
+
+
+def release_stacks(path: Path) -> None:
+    """No more stacks on the signal; the file goes unless it holds a dump (so only a stall's stacks are uploaded)."""
+    file = _registered.pop(path, None)
+    if file is None:
+        return
+    faulthandler.unregister(STACK_SIGNAL)
+    file.close()
+    try:
+        with open(path, encoding="utf-8") as f:
+            dumped = len(f.readlines()) > 1
+        if not dumped:
+            path.unlink()
+            path.parent.rmdir()  # the last rank's: no stacks/ folder in a run that never stalled
+    except OSError:  # another rank's file is still there, or it is gone
+        pass
 
 
 def dump_stacks(run_dir: Path, why: str) -> list[int]:

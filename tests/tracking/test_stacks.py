@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from primus.tracking.stacks import STACK_SIGNAL, dump_stacks, register_for_stacks
+from primus.tracking.stacks import STACK_SIGNAL, dump_stacks, register_for_stacks, release_stacks
 
 BLOCKED_IN_READ = textwrap.dedent(
     """
@@ -135,3 +135,14 @@ def test_a_rank_blocked_in_a_gloo_collective_shows_the_collective(tmp_path):
         assert "in all_reduce" in text  # torch.distributed's frame, waiting in C
     finally:
         stop(*env_ranks)
+
+
+def test_a_file_without_stacks_is_removed_at_the_end_and_one_with_stacks_kept(tmp_path):
+    path = register_for_stacks(tmp_path / "quiet")
+    release_stacks(path)
+    assert not (tmp_path / "quiet" / "stacks").exists()
+    path = register_for_stacks(tmp_path / "stalled")
+    assert dump_stacks(tmp_path / "stalled", "stalled") == [os.getpid()]
+    wait_for_text(path, "test_a_file_without_stacks_is_removed")
+    release_stacks(path)
+    assert path.is_file()
