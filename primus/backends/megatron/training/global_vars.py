@@ -17,6 +17,7 @@ from primus.log import get_logger, set_level
 from primus.log_capture import capture_console, stop_console_capture
 from primus.tracking.across_ranks import RankFigures
 from primus.tracking.plan import TrackingPlan
+from primus.tracking.stacks import register_for_stacks
 
 log = get_logger("primus.megatron")
 
@@ -60,6 +61,8 @@ class MegatronTracking:
         plan = self.plan if self.plan is not None else self.plan_for(args)
         self.rank_figures = LogStepFigures(args.log_interval) if plan.across_ranks else None
         if args.rank != args.world_size - 1:
+            if plan.config is not None:  # the writer's delivery process saves this rank's stacks at a stall
+                register_for_stacks(plan.config.run_dir)
             return
         plan.notices.emit(log)
         step = self.step_functions  # None: the training_log patch is off, and nothing asks the session for figures
