@@ -20,6 +20,7 @@ from primus.tracking.alerts import ALERT_EVENT, Alert, AlertKind
 from primus.tracking.config import TrackingConfig, TrackingConfigError, WandbConfig
 from primus.tracking.delivery import DeliveryProcess, DeliverySpec
 from primus.tracking.enums import ENDED, RunStatus
+from primus.tracking.health import BUSY_EVENT
 from primus.tracking.health_watch import HealthWatch
 from primus.tracking.hub import ALREADY_TRACKED, MetricsHub
 from primus.tracking.journal import last_steps
@@ -157,6 +158,11 @@ class Run:
         """Journal an alert (``alerts.py``) for every tracker; ``notified``: its console line and webhook were
         already sent (by the delivery process that raised it), else that process sends them when it reads it."""
         self._hub.event(ALERT_EVENT, **alert.event(notified))
+
+    def busy(self, what: str, on: bool) -> None:
+        """Journal that a long pause in steps is expected (``what``: "checkpoint save", "evaluation") or over:
+        the stall alert allows it more time (``health.HealthSettings.busy_s``)."""
+        self._hub.event(BUSY_EVENT, what=what, on=on)
 
     def flush(self, timeout_s: float, sinks: Collection[str] | None = None) -> bool:
         """Wait until every running sink (or those named) has delivered what was logged so far; False on

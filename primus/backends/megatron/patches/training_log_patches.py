@@ -33,7 +33,11 @@ def _install_training_log(module, handle):
         return result
 
     def evaluate_and_print_results(wrapped, instance, args, kwargs):
-        result = wrapped(*args, **kwargs)
+        TRACKING.busy("evaluation", True)  # no step is logged meanwhile: not a stall
+        try:
+            result = wrapped(*args, **kwargs)
+        finally:
+            TRACKING.busy("evaluation", False)
         TRACKING.after_evaluation()
         return result
 

@@ -92,6 +92,11 @@ class MegatronTracking:
         if self.session is not None:
             self.session.after_training_log(iteration, system)
 
+    def busy(self, what: str, on: bool) -> None:
+        """The writer rank journals an expected pause in steps (an evaluation), so the stall alert allows for it."""
+        if self.session is not None and self.session.run is not None:
+            self.session.run.busy(what, on)
+
     def after_evaluation(self) -> None:
         if self.session is not None:
             self.session.emit()  # validation scalars of this step go out now, not with the next step

@@ -1,0 +1,33 @@
+"""Run health on real Megatron runs (the session's shared trainings): an evaluation is journaled as an expected
+pause (so a long one is no stall), a healthy run raises no alert, and a two-rank run that never stalled leaves no
+stacks files (each rank registered for them at start-up and removed its empty file at its end)."""
+
+from __future__ import annotations
+
+import pytest
+from megatron_tracking_runs import result
+from support.journal_files import journal_lines, run_dirs_under
+
+pytestmark = pytest.mark.slow
+
+
+def events(run_dir, name):
+    return [r["d"] for r in journal_lines(run_dir) if r["k"] == "e" and r["d"].get("event") == name]
+
+
+def test_evaluations_are_marked_busy_and_a_healthy_run_has_no_alert(megatron_run, mlflow_server):
+    run = result(megatron_run, mlflow_server.uri, "tb")  # evaluates at iteration 3, then validation and test
+    assert run.returncode == 0, run.explain()
+    [run_dir] = run_dirs_under(run.log_path.parent)
+    marks = [(d["what"], d["on"]) for d in events(run_dir, "busy")]
+    assert marks == [("evaluation", True), ("evaluation", False)] * 3
+    assert events(run_dir, "alert") == []
+    assert "[primus] ALERT" not in run.output
+
+
+def test_a_two_rank_run_that_never_stalled_leaves_no_stacks(megatron_run, mlflow_server):
+    run = result(megatron_run, mlflow_server.uri, "dp2_all")
+    assert run.returncode == 0, run.explain()
+    [run_dir] = run_dirs_under(run.log_path.parent)
+    assert not (run_dir / "stacks").exists()
+    assert events(run_dir, "alert") == []
