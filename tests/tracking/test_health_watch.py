@@ -88,3 +88,25 @@ def test_without_a_tracker_the_run_watches_itself_and_a_nan_is_told(tmp_path, mo
     assert [(b["kind"], b["iteration"]) for b in webhook_receiver.bodies] == [("nan", 2)]
     assert [a["kind"] for a in alerts_in_journal(tmp_path / "run")] == ["nan"]
     assert "[primus] ALERT nan run run iteration 2: loss_metrics/global_avg_loss is nan" in capfd.readouterr().err
+
+
+def test_in_the_nodes_shared_delivery_process_each_run_is_watched_on_its_own(tmp_path, capfd, webhook_receiver,
+                                                                              monkeypatch):
+    """Two runs of one job share the node's delivery process: the run that stalls is told once, to its own trainer,
+    and journaled in its own run only."""
+    monkeypatch.setenv(WEBHOOK_ENV, webhook_receiver.url)
+    runs = {name: start_run(TrackingConfig(run_dir=tmp_path / name, run_name=name, delivery_group=tmp_path,
+                                           tensorboard=TensorBoardConfig(tmp_path / f"tb_{name}"),
+                                           health=STALL if name == "stalls" else HealthSettings(startup_s=600)))
+            for name in ("stalls", "steady")}
+    for step in range(1, 4):
+        for run in runs.values():
+            run.log(step, {"lm loss": 3.0})
+        time.sleep(0.1)
+    wait_for(lambda: webhook_receiver.bodies, what="the stalled alert")
+    for run in runs.values():
+        run.finish()
+    assert [(b["kind"], b["run"]) for b in webhook_receiver.bodies] == [("stalled", "stalls")]
+    assert [a["kind"] for a in alerts_in_journal(tmp_path / "stalls")] == ["stalled"]
+    assert alerts_in_journal(tmp_path / "steady") == []
+    assert capfd.readouterr().err.count("[primus] ALERT stalled run stalls") == 1
