@@ -9,6 +9,7 @@ import time
 
 from support.journal_files import journal_lines
 from support.readers import read_tb_texts
+from support.timing import wait_for
 from support.webhook_server import SECRET_PATH
 
 from primus.tracking import TensorBoardConfig, TrackingConfig, start_run
@@ -16,15 +17,6 @@ from primus.tracking.health import HealthSettings
 from primus.tracking.webhook import WEBHOOK_ENV
 
 STALL = HealthSettings(stall_after_s=1.5, startup_s=60)
-
-
-def wait_for(predicate, timeout_s=30.0, what=""):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def alerts_in_journal(run_dir):
@@ -38,16 +30,16 @@ def test_a_stall_is_told_while_it_lasts_with_the_stacks_then_resumed(tmp_path, m
     for step in range(1, 6):
         run.log(step, {"lm loss": 3.0, "perf/tokens_per_sec": 1000.0})
         time.sleep(0.1)
-    wait_for(lambda: webhook_receiver.bodies, what="the stalled alert at the webhook")
+    wait_for(lambda: webhook_receiver.bodies, 30, what="the stalled alert at the webhook")
     [stalled] = webhook_receiver.bodies
     assert stalled["kind"] == "stalled" and stalled["iteration"] == 5
     assert stalled["run"] == "run" and stalled["experiment"] == "health" and stalled["host"] == os.uname().nodename
     assert stalled["text"].startswith("[primus] ALERT stalled run run iteration 5: no step for ")
     [stacks] = (tmp_path / "run" / "stacks").glob(f"*-{os.getpid()}.txt")
-    wait_for(lambda: "test_a_stall_is_told_while_it_lasts" in stacks.read_text(), what="this process's stacks")
+    wait_for(lambda: "test_a_stall_is_told_while_it_lasts" in stacks.read_text(), 30, what="this process's stacks")
 
     run.log(6, {"lm loss": 3.0})
-    wait_for(lambda: len(webhook_receiver.bodies) == 2, what="the resumed alert")
+    wait_for(lambda: len(webhook_receiver.bodies) == 2, 30, what="the resumed alert")
     assert webhook_receiver.bodies[1]["kind"] == "resumed" and webhook_receiver.bodies[1]["iteration"] == 6
     run.finish()
 
@@ -83,7 +75,7 @@ def test_without_a_tracker_the_run_watches_itself_and_a_nan_is_told(tmp_path, mo
     run = start_run(TrackingConfig(run_dir=tmp_path / "run"))
     run.log(1, {"loss_metrics/global_avg_loss": 5.0})
     run.log(2, {"loss_metrics/global_avg_loss": float("nan")})
-    wait_for(lambda: webhook_receiver.bodies, what="the nan alert")
+    wait_for(lambda: webhook_receiver.bodies, 30, what="the nan alert")
     run.finish()
     assert [(b["kind"], b["iteration"]) for b in webhook_receiver.bodies] == [("nan", 2)]
     assert [a["kind"] for a in alerts_in_journal(tmp_path / "run")] == ["nan"]
@@ -103,7 +95,7 @@ def test_in_the_nodes_shared_delivery_process_each_run_is_watched_on_its_own(tmp
         for run in runs.values():
             run.log(step, {"lm loss": 3.0})
         time.sleep(0.1)
-    wait_for(lambda: webhook_receiver.bodies, what="the stalled alert")
+    wait_for(lambda: webhook_receiver.bodies, 30, what="the stalled alert")
     for run in runs.values():
         run.finish()
     assert [(b["kind"], b["run"]) for b in webhook_receiver.bodies] == [("stalled", "stalls")]

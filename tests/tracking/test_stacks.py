@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from support.timing import wait_for
 
 from primus.tracking.stacks import STACK_SIGNAL, dump_stacks, register_for_stacks, release_stacks
 
@@ -66,14 +67,9 @@ def start(tmp_path: Path, code: str, *args: str) -> subprocess.Popen:
     return proc
 
 
-def wait_for_text(path: Path, text: str, timeout_s: float = 30) -> str:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        found = path.read_text()
-        if text in found:
-            return found
-        time.sleep(0.1)
-    raise AssertionError(f"{text!r} not in {path}:\n{path.read_text()}")
+def wait_for_text(path: Path, text: str) -> str:
+    wait_for(lambda: text in path.read_text(), 30, f"{text!r} in {path}")
+    return path.read_text()
 
 
 def stop(*procs):

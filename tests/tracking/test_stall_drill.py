@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from support.readers import mlflow_history
+from support.timing import wait_for
 from support.webhook_server import SECRET_PATH
 
 from primus.tracking.webhook import WEBHOOK_ENV
@@ -24,15 +25,6 @@ pytestmark = pytest.mark.slow
 RANK = Path(__file__).with_name("stall_drill_rank.py")
 STEPS = 30
 STOP_AFTER = 8
-
-
-def wait_for(predicate, timeout_s, what):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_a_frozen_rank_is_a_stall_with_stacks_then_resumed(tmp_path, monkeypatch, webhook_receiver, mlflow_client):
