@@ -280,8 +280,11 @@ def deliver(
     direct.start()
 
     asked = serve(commands, workers, replies)
+    trainer_died = False
     if asked is None:  # the training process died without closing: end as its journal says, else KILLED
-        status, within_s = last_end_status(cfg.run_dir) or RunStatus.KILLED, cfg.exit_deadline_s
+        ended = last_end_status(cfg.run_dir)
+        trainer_died = ended is None
+        status, within_s = ended or RunStatus.KILLED, cfg.exit_deadline_s
         if state.section("run").get("status") == RunStatus.RUNNING:
             try:
                 state.update("run", status=status)
@@ -294,7 +297,7 @@ def deliver(
     for w in workers:
         w.notify(journal_end(cfg.run_dir))
         w.close(status, deadline)
-    watch.finish(deadline)  # the alerts the trainer journaled at its end (failed, killed) told meanwhile
+    watch.finish(deadline, trainer_died)  # the alerts the trainer journaled at its end (failed, killed) told meanwhile
     done = {w.name: w.join(deadline) for w in workers}
     following.set()
     replies.send({"t": "closed", "sinks": stats(workers, done)})

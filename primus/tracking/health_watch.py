@@ -70,13 +70,19 @@ class HealthWatch:
         for alert in self.monitor.check(self.clock()):
             self._raise(alert)
 
-    def finish(self, deadline: float) -> None:
-        """At the run's end: stop watching, tell what the journal's tail holds, post what is left by ``deadline``."""
+    def finish(self, deadline: float, trainer_died: bool = False) -> None:
+        """At the run's end: stop watching, tell what the journal's tail holds, post what is left by ``deadline``.
+        ``trainer_died``: the training process ended without ending the run; no one else can tell that."""
         self._stop.set()
         if self.thread.is_alive():
             self.thread.join(max(0.0, deadline - time.monotonic()))
         if not self.thread.is_alive():
             self._poll_safely()
+            if trainer_died and not self.monitor.ended:
+                last = self.monitor.stall.last_step or 0
+                self._tell(
+                    Alert(AlertKind.KILLED, last, "the training process died (SIGKILL? out of memory?)", self.clock())
+                )
         self._reader.close()
         if self.webhook is not None:
             self.webhook.close(deadline)

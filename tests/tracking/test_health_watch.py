@@ -102,3 +102,31 @@ def test_in_the_nodes_shared_delivery_process_each_run_is_watched_on_its_own(tmp
     assert [a["kind"] for a in alerts_in_journal(tmp_path / "stalls")] == ["stalled"]
     assert alerts_in_journal(tmp_path / "steady") == []
     assert capfd.readouterr().err.count("[primus] ALERT stalled run stalls") == 1
+
+
+KILLED_TRAINER = """
+import os, signal, sys
+from pathlib import Path
+from primus.tracking import TensorBoardConfig, TrackingConfig, start_run
+from primus.tracking.journal import last_steps
+run_dir = Path(sys.argv[1])
+run = start_run(TrackingConfig(run_dir=run_dir, tensorboard=TensorBoardConfig(run_dir.parent / "tb")))
+run.log(4, {"lm loss": 2.0})
+while last_steps(run_dir).get(None) != 4:
+    pass
+os.kill(os.getpid(), signal.SIGKILL)  # as the kernel's out-of-memory killer would
+"""
+
+
+def test_a_trainer_killed_outright_is_told_by_its_delivery_process(tmp_path, monkeypatch, webhook_receiver):
+    import subprocess
+    import sys
+
+    monkeypatch.setenv(WEBHOOK_ENV, webhook_receiver.url)
+    trainer = subprocess.run([sys.executable, "-c", KILLED_TRAINER, str(tmp_path / "run")], capture_output=True,
+                             text=True, timeout=120)
+    assert trainer.returncode == -9, trainer.stderr
+    wait_for(lambda: webhook_receiver.bodies, 60, what="the killed alert")
+    [killed] = webhook_receiver.bodies
+    assert (killed["kind"], killed["iteration"]) == ("killed", 4)
+    assert "the training process died" in killed["text"]
