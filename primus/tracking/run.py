@@ -146,7 +146,8 @@ class Run:
         """Queue one step's metrics (plain floats; names per ``primus.tracking.names``). Never blocks,
         never raises. ``only`` limits the record to some sinks by name (``SinkName``, or a plugin's)
         (e.g. Megatron's "vs samples" x-axis exists only in TensorBoard)."""
-        self._last_step = step
+        if only is None:  # a record for some trackers may count on another axis (Megatron's "vs samples")
+            self._last_step = step
         self._hub.log(step, metrics, only)
 
     def log_text(self, tag: str, text: str, step: int = 0, only: Sequence[str] | None = None) -> None:

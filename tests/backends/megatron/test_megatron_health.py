@@ -31,3 +31,23 @@ def test_a_two_rank_run_that_never_stalled_leaves_no_stacks(megatron_run, mlflow
     [run_dir] = run_dirs_under(run.log_path.parent)
     assert not (run_dir / "stacks").exists()
     assert events(run_dir, "alert") == []
+
+
+def test_a_loss_upstream_rejects_as_nan_is_told_as_nan_at_its_iteration(megatron_run, mlflow_uri, mlflow_client,
+                                                                        webhook_receiver):
+    """A huge learning rate: upstream's rerun state machine finds the NaN and stops the job (here in its own
+    checkpoint code, a TypeError without --save); the person hears "nan at iteration N" before the failure."""
+    from megatron_tracking_runs import toggles
+
+    run = megatron_run("nan", *toggles(False, False, True), "--mlflow-experiment-name", "h6-nan", "--lr", "1e4",
+                       "--min-lr", "1e3", "--train-iters", "12",
+                       env={"MLFLOW_TRACKING_URI": mlflow_uri, "PRIMUS_ALERT_WEBHOOK": webhook_receiver.url})
+    assert run.returncode != 0, run.explain()
+    kinds = [(b["kind"], b["iteration"]) for b in webhook_receiver.bodies]
+    [(_, at)] = [k for k in kinds if k[0] == "nan"]
+    assert kinds[-1][0] == "failed" and kinds[-1][1] < at, kinds  # the last iteration logged, not the samples axis
+    assert "[primus] ALERT nan run " in run.output and f"iteration {at}: upstream rejected a result" in run.output
+    [mlrun] = mlflow_client.search_runs([mlflow_client.get_experiment_by_name("h6-nan").experiment_id])
+    assert mlrun.data.tags["primus.alert.nan"].startswith(f"iteration {at}: upstream rejected a result at iteration")
+    assert "NaN" in mlrun.data.tags["primus.alert.nan"]
+    assert mlrun.info.status == "FAILED" and "primus.alert.failed" in mlrun.data.tags
