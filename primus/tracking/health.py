@@ -11,7 +11,8 @@ training thread, and tests drive them with made-up times.
   When steps come again: ``resumed`` with the gap's length. Nothing after the run's end record.
 * ``nan``: a loss that is not finite, at once.
 * ``loss_spike``: a loss above the median of the last ``spike_window`` losses by more than ``spike_k`` × their
-  median absolute deviation (once ``spike_window // 2`` losses are known); ``spike_k=0`` turns it off.
+  median absolute deviation (at least 1 % of the median), once ``spike_window // 2`` losses are known;
+  ``spike_k=0`` turns it off.
 * ``throughput_drop``: throughput below ``drop_fraction`` × the run's median for ``drop_steps`` log steps in a
   row (once ``drop_steps * 3`` log steps are known); said once per drop, again after it recovered.
 """
@@ -37,6 +38,7 @@ THROUGHPUT_METRICS = ("perf/tokens_per_sec",)  # tracking/perf.py, the same in e
 
 END_EVENT, BUSY_EVENT = "end", "busy"  # "busy": {"what": "checkpoint save" | "evaluation", "on": bool}
 MAX_INTERVALS = 1000  # the step intervals the median is taken over (the latest)
+SPIKE_MIN_REL = 0.01  # the MAD taken as at least this fraction of the median
 
 
 @dataclass(frozen=True)
@@ -146,7 +148,8 @@ class LossWatch:
         if k > 0 and len(self.recent) >= self.settings.spike_window // 2:
             median = statistics.median(self.recent)
             mad = statistics.median(abs(x - median) for x in self.recent)
-            if value > median + k * mad and value > median:
+            # a floor: a loss flat to the last digit has no MAD, and the least rise would be a spike
+            if value > median + k * max(mad, SPIKE_MIN_REL * abs(median)):
                 alert = Alert(
                     AlertKind.LOSS_SPIKE,
                     step,

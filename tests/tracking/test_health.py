@@ -114,6 +114,13 @@ def test_a_loss_spike_over_k_mads_of_the_recent_median():
     assert alert.kind == AlertKind.LOSS_SPIKE and alert.iteration == 22
 
 
+def test_a_flat_loss_has_a_floor_under_its_mad():
+    m = HealthMonitor(HealthSettings(spike_k=6, spike_window=20), now=T0)
+    steps(m, 1, 20, 1.0, loss=lambda s: 3.0)
+    assert m.observe(metrics(21, T0 + 21, **{"lm loss": 3.0 * 1.05})) == []  # under 6 x 1 % of the median
+    assert kinds(m.observe(metrics(22, T0 + 22, **{"lm loss": 3.0 * 1.07}))) == [AlertKind.LOSS_SPIKE]
+
+
 def test_loss_spikes_can_be_turned_off():
     m = HealthMonitor(HealthSettings(spike_k=0, spike_window=20), now=T0)
     steps(m, 1, 20, 1.0, loss=lambda s: 3.0)
