@@ -32,7 +32,9 @@ from primus.tracking.run_layout import STACKS_DIR
 
 log = logging.getLogger("primus.tracking")
 
-STACK_SIGNAL = signal.SIGUSR2  # SIGUSR1 is Slurm's and Lightning's usual pre-emption notice
+# SIGUSR1 is Slurm's and Lightning's usual pre-emption notice. A program that sets its own SIGUSR2 handler before
+# registering keeps it (no stacks then); one that sets it after gets a stall's signal in its handler.
+STACK_SIGNAL = signal.SIGUSR2
 _HEADER = re.compile(r"# primus: stacks of pid (?P<pid>\d+) on (?P<host>\S+), started (?P<created>[\d.]+)")
 _registered: dict[Path, TextIO] = {}  # kept open for faulthandler until released
 
