@@ -1,0 +1,82 @@
+"""The stall drill on real Megatron: two ranks under torchrun, ``--primus-stall-after 3``, the rank that does not
+write frozen with SIGSTOP past a log step. While it hangs, the writer waits in upstream's collective: a ``stalled``
+alert reaches a local HTTP server and the writer's stacks, saved by its delivery process, show the collective;
+after SIGCONT a ``resumed`` alert follows and the run ends FINISHED with every step once in MLflow and both tags."""
+
+from __future__ import annotations
+
+import socket
+import sys
+import time
+
+import psutil
+import pytest
+from megatron_runs import PRETRAIN_GPT, TINY_GPT_ARGS
+from megatron_tracking_runs import toggles
+from support.launch import start, wait_or_kill
+from support.readers import mlflow_history
+from support.timing import wait_for
+
+from primus.tracking.webhook import WEBHOOK_ENV
+
+pytestmark = pytest.mark.slow
+
+ITERATIONS = 200  # ~15 s of steps: the freeze lands mid-training however long finding the workers takes
+FREEZE_AFTER = 6  # the iteration whose line, once printed, has the non-writer rank frozen
+# where the writer waits for the frozen rank: the gradients' all-reduce (coalesced on 0.19), or another collective
+COLLECTIVES = ("finish_grad_sync", "_coalescing_manager", "all_reduce", "all_gather", "reduce_scatter", "broadcast")
+
+
+def workers_by_rank(launcher: psutil.Process) -> dict[int, psutil.Process]:
+    """torchrun's two worker processes, by the RANK torchrun gave each: its own children (theirs, such as data
+    loader workers or a delivery process, inherit the worker's command line and RANK)."""
+    workers = {}
+    for process in launcher.children():
+        try:
+            if str(PRETRAIN_GPT) in process.cmdline():
+                workers[int(process.environ()["RANK"])] = process
+        except (psutil.NoSuchProcess, KeyError):
+            continue
+    return workers
+
+
+def test_a_frozen_rank_is_told_as_a_stall_with_the_writers_stacks_then_resumed(tmp_path, mlflow_uri, mlflow_client,
+                                                                               webhook_receiver):
+    log, run_dir = tmp_path / "drill.log", tmp_path / "run"
+    launcher = start([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+                      str(PRETRAIN_GPT), *TINY_GPT_ARGS, "--train-iters", str(ITERATIONS), *toggles(False, False, True),
+                      "--mlflow-experiment-name", "h28-megatron-stall", "--primus-stall-after", "3",
+                      "--primus-run-dir", str(run_dir)],
+                     tmp_path, log, env={"MLFLOW_TRACKING_URI": mlflow_uri, WEBHOOK_ENV: webhook_receiver.url})
+    try:
+        wait_for(lambda: "iteration        1/" in log.read_text(), 180, "the first iteration")
+        workers = workers_by_rank(psutil.Process(launcher.pid))
+        assert sorted(workers) == [0, 1], workers
+        frozen, writer = workers[0], workers[1]  # upstream's writer is the last rank
+        wait_for(lambda: f"iteration        {FREEZE_AFTER}/" in log.read_text(), 60, f"iteration {FREEZE_AFTER}")
+        frozen.suspend()
+        frozen_at = time.time()
+        wait_for(lambda: any(b["kind"] == "stalled" for b in webhook_receiver.bodies), 90, "the stalled alert")
+        [stalled] = [b for b in webhook_receiver.bodies if b["kind"] == "stalled"]
+        assert stalled["time"] >= frozen_at and stalled["experiment"] == "h28-megatron-stall"
+        assert launcher.poll() is None  # told while it hangs
+        writer_stacks = run_dir / "stacks" / f"{socket.gethostname()}-{writer.pid}.txt"
+        wait_for(lambda: writer_stacks.exists() and any(f"in {c}" in writer_stacks.read_text() for c in COLLECTIVES),
+                 60, "the writer's stacks in a collective")
+        assert "megatron/training/training.py" in writer_stacks.read_text()
+        frozen.resume()
+        returncode = wait_or_kill(launcher, 240)
+    finally:
+        if launcher.poll() is None:
+            wait_or_kill(launcher, 0)
+    assert returncode == 0, log.read_text()[-3000:]
+
+    assert [b["kind"] for b in webhook_receiver.bodies] == ["stalled", "resumed"], webhook_receiver.bodies
+    console = log.read_text()
+    assert "[primus] ALERT stalled " in console and "[primus] ALERT resumed " in console
+    [mlrun] = mlflow_client.search_runs([mlflow_client.get_experiment_by_name("h28-megatron-stall").experiment_id])
+    assert mlrun.info.status == "FINISHED"
+    steps = [step for step, _ in mlflow_history(mlflow_client, mlrun.info.run_id, "lm loss")]
+    assert steps == list(range(1, ITERATIONS + 1))
+    assert mlrun.data.tags["primus.alert.stalled"].startswith(f"iteration {stalled['iteration']}: no step for ")
+    assert mlrun.data.tags["primus.alert.resumed"].startswith("iteration ")
