@@ -119,6 +119,10 @@ class Run:
         by shape) before it is journaled. ``only`` as for ``log``."""
         self._hub.log_text(tag, text, step, only)
 
+    def event(self, name: str, **fields: Any) -> None:
+        """An event record (JSON fields) for every sink, e.g. a checkpoint (``checkpoints.py``). Never blocks."""
+        self._hub.event(name, **fields)
+
     def flush(self, timeout_s: float, sinks: Collection[str] | None = None) -> bool:
         """Wait until every running sink (or those named) has delivered what was logged so far; False on
         timeout. A flush ends a sink's pacing wait (``min_interval_s``): flush only the sinks that need it."""

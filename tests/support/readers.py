@@ -94,6 +94,31 @@ def wandb_run_ids(root: Path) -> set[str]:
     return ids
 
 
+def wandb_artifacts(root: Path) -> list[dict[str, Any]]:
+    """The artifacts logged in every offline run file under ``root``, oldest file first: name, type, metadata,
+    aliases, and per manifest entry its reference (``file://...``) or, for a file added, its size."""
+    found = []
+    for path in wandb_files(root):
+        for record in wandb_records(path):
+            if record.WhichOneof("record_type") != "artifact":
+                continue
+            a = record.artifact
+            found.append({"name": a.name, "type": a.type, "metadata": json.loads(a.metadata),
+                          "aliases": sorted(a.aliases),
+                          "entries": {e.path: e.ref or e.size for e in a.manifest.contents}})
+    return found
+
+
+def wandb_config(root: Path) -> dict[str, Any]:
+    """The run config of every offline run file under ``root``, the later updates winning."""
+    config: dict[str, Any] = {}
+    for path in wandb_files(root):
+        for record in wandb_records(path):
+            if record.WhichOneof("record_type") == "config":
+                config.update({item.key: json.loads(item.value_json) for item in record.config.update})
+    return config
+
+
 def mlflow_history(client: Any, run_id: str, key: str) -> list[tuple[int, float]]:
     """[(step, value)] of one MLflow metric, sorted by step (duplicates kept, so tests can see them)."""
     return sorted((m.step, m.value) for m in client.get_metric_history(run_id, key))
