@@ -14,15 +14,21 @@ the hook ran (unix ms); its ``s`` is 0, like every event's. The ``d`` fields:
   rewrites); ``wandb_pointer``: a file to write ``<entity>/<project>`` to once the artifact is logged, None if none.
 * ``{"event": "checkpoint_loaded", "iteration": N, "path": P, "wandb_artifact": R}``: training resumed from ``path``;
   ``wandb_artifact`` is the name the W&B sink passes to ``use_artifact`` (None: none to use).
+
+A record made before its run started also has ``"at_ms"``, when it happened (its ``t`` is when it was journaled).
+A start mark with no save after it: upstream declined the save or it failed. ``seconds`` of an asynchronous save
+runs to the end of its upload where upstream hands back a future for it (TorchTitan), else to where upstream returns
+(MaxText: once the state is copied off the device).
 """
 
 from __future__ import annotations
 
 import os
 import time
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Protocol
 
 from primus.redaction import redact_text
@@ -31,6 +37,7 @@ from primus.tracking.journal import EVENT, Record
 SAVE_START, SAVED, LOADED = "checkpoint_save_start", "checkpoint_saved", "checkpoint_loaded"
 RESUMED_FROM_TAG = "primus.resumed_from"
 WANDB_ARTIFACT_TYPE = "model"  # Megatron's; the W&B sink gives every backend's checkpoints this type
+WAITING_RECORDS = 64  # records kept for a run not started yet (a process that never tracks keeps only these)
 SIZE_MAX_FILES = 1000  # past this many files the size is not "cheap" (stat calls on a parallel file system)
 
 
@@ -96,26 +103,46 @@ def _read(record: Record, event: str, cls: type) -> Any:
 
 
 class CheckpointJournal:
-    """What a backend's checkpoint hooks call, on the process that holds the run."""
+    """What a backend's checkpoint hooks call, on a process that tracks. Until a run is attached (MaxText loads its
+    checkpoint before the run starts) the records wait here, with their own time."""
 
-    def __init__(self, run: EventLog):
+    def __init__(self, run: EventLog | None = None):
         self._run = run
+        self._waiting: deque[tuple[str, dict[str, Any]]] = deque(maxlen=WAITING_RECORDS)
         self._started: dict[int, float] = {}  # iteration -> monotonic time of its start mark
+
+    def attach(self, run: EventLog) -> None:
+        self._run = run
+        while self._waiting:
+            name, fields = self._waiting.popleft()
+            run.event(name, **fields)
 
     def save_started(self, iteration: int) -> None:
         self._started[iteration] = time.monotonic()
-        self._run.event(SAVE_START, iteration=iteration)
+        self._event(SAVE_START, iteration=iteration)
 
     def save_ended(self, save: CheckpointSaved) -> None:
         """Journal ``save`` with the seconds since its start mark and its size (when cheap to know)."""
         start = self._started.pop(save.iteration, None)
         seconds = None if start is None else round(time.monotonic() - start, 3)
         size = None if "://" in save.path else size_of(Path(save.path))
-        fields = asdict(save) | {"path": redact_text(save.path), "seconds": seconds, "bytes": size}
-        self._run.event(SAVED, **fields)
+        self._event(SAVED, **asdict(save) | {"path": redact_text(save.path), "seconds": seconds, "bytes": size})
 
     def loaded(self, load: CheckpointLoaded) -> None:
-        self._run.event(LOADED, **asdict(load) | {"path": redact_text(load.path)})
+        self._event(LOADED, **asdict(load) | {"path": redact_text(load.path)})
+
+    def _event(self, name: str, **fields: Any) -> None:
+        if self._run is not None:
+            self._run.event(name, **fields)
+        else:
+            self._waiting.append((name, fields | {"at_ms": int(time.time() * 1000)}))
+
+
+def in_folder_of_checkpoints(path: str, iteration: int) -> CheckpointSaved:
+    """A checkpoint that is a folder named for its step inside a folder of checkpoints (TorchTitan's ``step-N``,
+    MaxText's ``N``): its W&B artifact is named after the outer folder and aliased by its own name."""
+    folder = PurePosixPath(path.rstrip("/"))
+    return CheckpointSaved(iteration=iteration, path=path, artifact=folder.parent.name, alias=folder.name)
 
 
 def size_of(path: Path, max_files: int = SIZE_MAX_FILES) -> int | None:

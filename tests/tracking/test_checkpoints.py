@@ -18,6 +18,7 @@ from primus.tracking.checkpoints import (
     CheckpointJournal,
     CheckpointLoaded,
     CheckpointSaved,
+    in_folder_of_checkpoints,
     loaded,
     saved,
     size_of,
@@ -51,6 +52,32 @@ def test_records_read_back_and_leave_out_fields_they_do_not_know():
     assert loaded(Record(EVENT, 0, 1, data, 0)) is None
     assert saved(Record(METRICS, 0, 1, {"event": SAVED}, 0)) is None
     assert loaded(Record(EVENT, 0, 1, {"event": LOADED, "path": "/p"}, 0)) == CheckpointLoaded("/p")
+
+
+class Events(list):
+    """What a run's ``event`` was given, in order."""
+
+    def event(self, name, **fields):
+        self.append((name, fields))
+
+
+def test_records_made_before_the_run_starts_wait_for_it_with_their_time():
+    journal, run = CheckpointJournal(), Events()
+    journal.loaded(CheckpointLoaded("/ckpt/10", 10))
+    assert run == []
+    journal.attach(run)
+    journal.save_started(20)
+    [(name, fields), started] = run
+    assert name == LOADED and fields["path"] == "/ckpt/10" and fields["at_ms"] > 1.7e12
+    assert started == (SAVE_START, {"iteration": 20})
+
+
+def test_a_save_without_its_start_mark_has_no_seconds_and_a_uri_no_size():
+    run = Events()
+    CheckpointJournal(run).save_ended(in_folder_of_checkpoints("gs://bucket/run/checkpoints/10", 10))
+    [(name, fields)] = run
+    assert (name, fields["seconds"], fields["bytes"]) == (SAVED, None, None)
+    assert (fields["artifact"], fields["alias"], fields["iteration"]) == ("checkpoints", "10", 10)
 
 
 def test_a_uri_is_its_own_reference_and_a_path_becomes_file_uri(tmp_path):
