@@ -23,7 +23,7 @@ def _step_of(checkpoint_id: str) -> int:
     return int(PurePosixPath(checkpoint_id.rstrip("/")).name.removeprefix(STEP_PREFIX))
 
 
-def _install(manager: type, handle: PatchHandle) -> None:
+def _install(manager: Any, handle: PatchHandle) -> None:
     from primus.backends.torchtitan.tracking_session import CHECKPOINTS
 
     save = Arguments(manager.dcp_save, "checkpoint_id", method=True)
@@ -52,10 +52,15 @@ def _when_written(result: Any, done: Callable[[], None]) -> None:
     metadata), else when its future is done without error (``AsyncSaveResponse``: the upload's; async mode: the
     future itself)."""
     future = getattr(result, "upload_completion", result)
-    if hasattr(future, "add_done_callback"):
-        future.add_done_callback(lambda f: f.exception() is None and done())
-    else:
+    if not hasattr(future, "add_done_callback"):
         done()
+        return
+
+    def written(f: Any) -> None:
+        if f.exception() is None:
+            done()
+
+    future.add_done_callback(written)
 
 
 @REGISTRY.patch(
