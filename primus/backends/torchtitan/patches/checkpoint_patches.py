@@ -63,25 +63,19 @@ def _when_written(result: Any, done: Callable[[], None]) -> None:
     future.add_done_callback(written)
 
 
-@REGISTRY.patch(
-    "torchtitan.tracking.checkpoints",
-    target="torchtitan.components.checkpointer.dcp",
-    upstream=TORCHTITAN,
-    versions=CONFIGURABLE,
-    backend="torchtitan",
-    description="CheckpointManager.dcp_save/dcp_load: each checkpoint saved or loaded, journaled for every tracker",
-)
 def _install_checkpoints(module: ModuleType, handle: PatchHandle) -> None:
     _install(module.CheckpointManager, handle)
 
 
-@REGISTRY.patch(
-    "torchtitan.tracking.checkpoints_v0_2",
-    target="torchtitan.components.checkpoint",
-    upstream=TORCHTITAN,
-    versions=TOML_JOB_CONFIG,
-    backend="torchtitan",
-    description="CheckpointManager.dcp_save/dcp_load: each checkpoint saved or loaded, journaled for every tracker",
-)
-def _install_checkpoints_v0_2(module: ModuleType, handle: PatchHandle) -> None:
-    _install(module.CheckpointManager, handle)
+for _id, _target, _versions in (
+    ("torchtitan.tracking.checkpoints", "torchtitan.components.checkpointer.dcp", CONFIGURABLE),
+    ("torchtitan.tracking.checkpoints_v0_2", "torchtitan.components.checkpoint", TOML_JOB_CONFIG),
+):
+    REGISTRY.patch(
+        _id,
+        target=_target,
+        upstream=TORCHTITAN,
+        versions=_versions,
+        backend="torchtitan",
+        description="CheckpointManager.dcp_save/dcp_load: each checkpoint saved or loaded, journaled for every tracker",
+    )(_install_checkpoints)
