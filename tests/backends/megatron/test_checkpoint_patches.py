@@ -71,6 +71,8 @@ def test_mlflow_holds_a_manifest_per_save_and_the_resumed_from_tag(stopped_then_
     [run] = mlflow_runs(mlflow_client, RESUME_EXPERIMENT)
     assert run.data.tags["primus.resumed_from"] == str(checkpoint / "iter_0000002")
     mlflow_client.download_artifacts(run.info.run_id, "checkpoints", str(tmp_path))
+    # references only: the checkpoint's own files go up only with upload_checkpoints (off by default)
+    assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == ["iter_0000002.json", "iter_0000003.json"]
     for iteration in (2, 3):
         manifest = json.loads((tmp_path / "checkpoints" / f"iter_{iteration:07d}.json").read_text())
         assert (manifest["iteration"], manifest["path"]) == (iteration, str(checkpoint / f"iter_{iteration:07d}"))
