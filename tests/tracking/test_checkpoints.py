@@ -5,6 +5,7 @@ real server, a TensorBoard text entry — and the parts on their own: the size, 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from support.journal_files import journal_lines
@@ -159,3 +160,23 @@ def test_tensorboard_gets_a_text_entry_per_save_and_the_resume(tracked):
     assert entry.tensor_proto.string_val[0].decode().endswith(", 108 bytes")
     [resumed] = events.Tensors("primus.resumed_from/text_summary")
     assert (resumed.step, resumed.tensor_proto.string_val[0].decode()) == (2, str(folder))
+
+
+@pytest.mark.slow
+def test_a_checkpoint_gone_before_delivery_holds_back_nothing(tmp_path, wandb_offline, mlflow_client, primus_caplog):
+    kept, gone = checkpoint_folder(tmp_path, 4), tmp_path / "ckpt" / "iter_0000002"
+    run = start_run(TrackingConfig(run_dir=tmp_path / "run", wandb=WandbConfig(project="primus-tests"),
+                                   mlflow=MlflowConfig(upload_checkpoints=True), exit_deadline_s=180))
+    journal = CheckpointJournal(run)
+    journal.save_ended(a_save(gone, 2, wandb_pointer=str(tmp_path / "no-such-dir" / "pointer.txt")))
+    journal.save_ended(a_save(kept, 4, wandb_pointer=str(tmp_path / "no-such-dir" / "pointer.txt")))
+    run.log(5, {"lm loss": 1.0})
+    assert run.flush(180)
+    run.finish()
+    assert [a["aliases"] for a in wandb_artifacts(wandb_offline)] == [["iter_0000004", "latest"]]
+    assert f"checkpoint {gone} is gone, not logged as a W&B artifact" in primus_caplog.text
+    assert f"could not write {tmp_path / 'no-such-dir' / 'pointer.txt'}" in primus_caplog.text
+    assert f"checkpoint {gone} is not on this machine, its files not uploaded" in primus_caplog.text
+    local = mlflow_client.download_artifacts(run.mlflow_run_id, "checkpoints", str(tmp_path / "down"))
+    assert sorted(p.relative_to(local).as_posix() for p in Path(local).rglob("*") if p.is_file()) == [
+        "iter_0000002.json", "iter_0000004.json", "iter_0000004/metadata.json", "iter_0000004/shards/0.distcp"]

@@ -176,8 +176,10 @@ class MlflowSink(Sink):
         manifest.write_text(json.dumps(save.manifest(ts_ms), indent=1) + "\n")
         upload = uploader(self.client, self.run_id)
         upload(manifest, CHECKPOINTS_DIR)
-        if self.cfg.upload_checkpoints:
-            upload_checkpoint(upload, Path(save.path), f"{CHECKPOINTS_DIR}/{save.alias}")
+        if self.cfg.upload_checkpoints and not upload_checkpoint(
+            upload, Path(save.path), f"{CHECKPOINTS_DIR}/{save.alias}"
+        ):
+            log.warning("primus tracking: checkpoint %s is not on this machine, its files not uploaded", save.path)
 
     def close(self, status: str, complete: bool) -> None:
         if not complete:

@@ -55,7 +55,10 @@ def uploader(client: MlflowRestClient | FullMlflowClient, run_id: str) -> Callab
 
 
 def upload_checkpoint(upload: Callable[[Path, str], None], checkpoint: Path, artifact_path: str) -> int:
-    """Every file of a local checkpoint (a folder or one file) under ``artifact_path``; returns how many."""
+    """Every file of a local checkpoint (a folder or one file) under ``artifact_path``; returns how many (0: it is
+    not on this machine, or no longer)."""
+    if not checkpoint.exists():
+        return 0
     files = sorted(p for p in checkpoint.rglob("*") if p.is_file()) if checkpoint.is_dir() else [checkpoint]
     for path in files:
         relative = path.parent.relative_to(checkpoint).as_posix() if checkpoint.is_dir() else "."

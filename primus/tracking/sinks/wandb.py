@@ -140,6 +140,11 @@ class WandbSink(Sink):
     def _log_checkpoint(self, save: CheckpointSaved) -> None:
         import wandb
 
+        if save.uri.startswith("file://") and not Path(save.path).exists():
+            # removed since (a checkpoint rotation, a later `primus tracking sync`): W&B refuses a reference to it,
+            # and a record that can never be delivered must not hold back the ones after it
+            log.warning("primus tracking: checkpoint %s is gone, not logged as a W&B artifact", save.path)
+            return
         artifact = wandb.Artifact(save.artifact, type=WANDB_ARTIFACT_TYPE, metadata={"iteration": save.iteration})
         artifact.add_reference(save.uri, checksum=False)
         with tempfile.TemporaryDirectory() as files:  # add_file copies each into W&B's staging folder
@@ -148,7 +153,10 @@ class WandbSink(Sink):
                 artifact.add_file(str(Path(files) / name))
             self._run.log_artifact(artifact, aliases=[save.alias])
         if save.wandb_pointer:
-            Path(save.wandb_pointer).write_text(f"{self._run.entity}/{self._run.project}")
+            pointer = Path(save.wandb_pointer)
+            error = outside_except(lambda: pointer.write_text(f"{self._run.entity}/{self._run.project}"))
+            if error is not None:
+                log.warning("primus tracking: could not write %s (%s)", pointer, error)
 
     def _use_checkpoint(self, load: CheckpointLoaded) -> None:
         self._run.config.update({RESUMED_FROM_TAG: load.path}, allow_val_change=True)
