@@ -9,7 +9,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.primus-installed
 export OMP_NUM_THREADS ?= 1
 
-.PHONY: setup setup-maxtext setup-upstream-matrix setup-dependency-floors run test lint bench mutation clean
+.PHONY: setup setup-maxtext setup-upstream-matrix setup-dependency-floors run test lint bench canary mutation clean
 setup: $(STAMP) setup-maxtext setup-upstream-matrix setup-dependency-floors
 
 # The other supported upstream releases (third_party/upstream-matrix.txt), each in a folder that tests put on
@@ -54,6 +54,10 @@ mutation: $(STAMP)
 
 bench: setup
 	$(PY) benchmarks/run_all.py
+
+# each backend's tiny tracked job on upstream's newest release (PRIMUS_UPSTREAM_CHECK=warn); not part of make test
+canary: setup
+	$(PY) scripts/canary
 
 clean:
 	rm -rf $(VENV) .venv-maxtext output

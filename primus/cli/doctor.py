@@ -18,7 +18,7 @@ from dataclasses import asdict
 from primus.cli.plugin_lines import format_plugin_lines, plugin_rows, requested_sinks_problem
 from primus.cli.upstream_lines import format_row, upstream_rows
 from primus.patches.integrity import IntegrityReport, verify_distribution
-from primus.upstreams.release import SOURCE_TREE, WHEEL
+from primus.upstreams.release import SOURCE_TREE, UPSTREAM_CHECK_ENV, WHEEL, upstream_check
 
 REPORTED_DISTRIBUTIONS = ("torch", "wandb", "mlflow", "tensorboard", "wrapt")
 
@@ -45,9 +45,16 @@ def run(args: argparse.Namespace) -> int:
     say = (lambda text: None) if args.json else print
     say(f"{'python':<14}{platform.python_version()} ({sys.executable})")
     try:
-        trainers, declarations_problem = upstream_rows(), ""
+        check, check_problem = upstream_check(), ""
+    except ValueError as e:
+        check, check_problem = None, str(e)
+    say(f"{'upstreams':<14}{check_problem or f'{UPSTREAM_CHECK_ENV}={check}'}")
+    trainers, declarations_problem = [], ""
+    try:
+        if not check_problem:
+            trainers = upstream_rows()
     except ValueError as e:  # a patch plugin that cannot be loaded (the plugins below say which)
-        trainers, declarations_problem = [], str(e)
+        declarations_problem = str(e)
         say(f"upstream trainers not listed: the patch declarations do not load: {e}")
     for row in trainers:
         say(format_row(row))
@@ -65,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
     ok = (
         not any(row.path and row.problem for row in trainers)
         and not declarations_problem
+        and not check_problem
         and not sinks_problem
         and not any(row.problem for row in plugins)
     )
@@ -88,6 +96,7 @@ def run(args: argparse.Namespace) -> int:
             json.dumps(
                 {
                     "python": {"version": platform.python_version(), "executable": sys.executable},
+                    "upstream_check": check or check_problem,
                     "upstreams": [asdict(row) for row in trainers],
                     "distributions": versions,
                     "gpu": gpu,

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from primus.patches import REGISTRY
 from primus.patches.catalog import upstreams
-from primus.upstreams.release import locate
+from primus.upstreams.release import UPSTREAM_CHECK_ENV, locate
 
 
 @dataclass(frozen=True)
@@ -20,6 +20,7 @@ class UpstreamRow:
     path: str | None
     supported: str
     problem: str | None
+    untested: bool  # outside the supported range, allowed by PRIMUS_UPSTREAM_CHECK=warn when problem is None
     patches_applying: int | None  # None: not counted (`primus --version`: a patch's condition may import torch)
     patches_declared: int
 
@@ -28,11 +29,13 @@ def upstream_rows(count_patches: bool = True) -> list[UpstreamRow]:
     rows = []
     for upstream in upstreams():
         found = locate(upstream)
+        try:
+            problem = found.problem()
+        except ValueError as e:  # PRIMUS_UPSTREAM_CHECK is not a mode: nothing can be judged
+            problem = str(e)
         mine = [p for p in REGISTRY.patches() if p.upstream == upstream]
         applying = (
-            None
-            if not count_patches
-            else (sum(REGISTRY.eligibility(p).ok for p in mine) if found.problem() is None else 0)
+            None if not count_patches else (sum(REGISTRY.eligibility(p).ok for p in mine) if problem is None else 0)
         )
         rows.append(
             UpstreamRow(
@@ -42,7 +45,8 @@ def upstream_rows(count_patches: bool = True) -> list[UpstreamRow]:
                 found.origin,
                 found.path,
                 upstream.supported,
-                found.problem(),
+                problem,
+                found.untested,
                 applying,
                 len(mine),
             )
@@ -60,6 +64,8 @@ def format_row(row: UpstreamRow) -> str:
         if row.patches_applying is not None
         else ""
     )
+    if row.problem is None and row.untested:
+        status = f"; untested, allowed ({UPSTREAM_CHECK_ENV}=warn){status}"
     return (
         f"{row.backend:<11}{row.distribution} {row.version or '?'} ({row.origin} {row.path}); "
         f"supported {row.supported}{status}"

@@ -35,6 +35,20 @@ def render_compatibility() -> str:
         "training, naming the version and the path; `primus doctor` and `primus patches` show what was "
         "found. Where upstream changed between releases, each patch declares the releases it was written "
         "for and the registry installs the one that matches.",
+        "## A release Primus does not support yet\n\n"
+        "`PRIMUS_UPSTREAM_CHECK=warn` (or the experiment's `launch.upstream_check: warn`) tries a release outside "
+        "the supported range instead of refusing it (`strict`, the default: a silent wrong metric is worse than a "
+        "clear stop). Each patch is then the one written for the end of the range the release lies beyond (above "
+        "it: the newest variant), and still installs only if its hold on upstream holds: a patched function that "
+        "was renamed or changed its arguments stops the job at start-up as it would in `strict`, naming the patch "
+        "and the function. The run says once on the console which release it tries and which ranges the patches "
+        "were written for, and is tagged `primus.upstream.untested` (distribution and version) on every tracker; "
+        "`primus doctor` shows the release as `untested, allowed`.",
+        "`make canary` installs the newest release of each upstream on the package index (pre-releases too) into "
+        "`.venv/upstreams/` and trains each backend's tiny CPU job on it in `warn` mode, printing backend × "
+        "release × entry point → `trained`, or the patch that failed and why. When a row fails: read the patch "
+        "and the upstream function it names, write a variant of the patch for the new release (declared by "
+        "`versions`, as the others), and widen the upstream's supported range once CI trains it.",
     ]
     for upstream in sorted(upstreams(), key=lambda u: u.name):  # declaration order depends on import order
         parts.append(_section(upstream))

@@ -22,6 +22,7 @@ from pathlib import Path
 from primus.config import Experiment, ModuleConfig
 from primus.config.environment import CONFIG_ENV, OVERRIDES_ENV, RUN_DIR_ENV
 from primus.config.run_directory import choose_run_dir, timestamp
+from primus.upstreams.release import UPSTREAM_CHECK_ENV
 
 # python -m <entry> runs the framework's upstream trainer with Primus's patches active
 ENTRY_MODULES = {
@@ -40,7 +41,9 @@ class Job:
     name: str  # the experiment's name
     entry: str  # the module run with python -m
     run_dir: Path
-    env: dict[str, str]  # CONFIG_ENV, OVERRIDES_ENV, RUN_DIR_ENV: what every rank needs, no secret among them
+    # CONFIG_ENV, OVERRIDES_ENV, RUN_DIR_ENV (and UPSTREAM_CHECK_ENV when the experiment sets it): what every rank
+    # needs, no secret among them
+    env: dict[str, str]
     source: Path  # the experiment file
 
 
@@ -132,6 +135,9 @@ def prepare_job(exp: Experiment, module: ModuleConfig, overrides: Sequence[str],
     run_dir = run_directory(exp, module, run_id=run_id)
     overrides = [*overrides, *_derived_overrides(exp, module, run_dir)]
     env = {CONFIG_ENV: str(exp.source), OVERRIDES_ENV: json.dumps(overrides), RUN_DIR_ENV: str(run_dir)}
+    upstream_check = (exp.raw.get("launch") or {}).get("upstream_check")
+    if upstream_check:  # the experiment's say over the shell's
+        env[UPSTREAM_CHECK_ENV] = upstream_check
     return Job(name=exp.name, entry=entry, run_dir=run_dir, env=env, source=exp.source)
 
 

@@ -5,7 +5,9 @@ backend supports, read from the code imported) and the releases it was written f
 within the upstream's range; empty: all of it). Where upstream changed between releases, a backend
 declares one patch per range and the registry installs the one that matches: a supported release
 outside a patch's own range skips that patch quietly; a release outside the upstream's range is a
-problem (an error for a required patch), named with the version found and where it was imported from.
+problem (an error for a required patch), named with the version found and where it was imported from —
+unless ``PRIMUS_UPSTREAM_CHECK=warn`` lets such a release be tried (``Found.serves`` picks the patches for it),
+which is said once per upstream and recorded on the patch records (``untested``) for the run's tags.
 ``activate()`` registers a wrapt post-import hook per patch, so nothing upstream is imported
 before the user's code imports it (the hook fires at once if the module is already loaded).
 When the hook fires the registry checks the version, evaluates the condition, and calls
@@ -25,7 +27,7 @@ import wrapt
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from primus.patches.handle import PatchHandle
-from primus.upstreams.release import Found, Upstream, in_range, locate
+from primus.upstreams.release import UPSTREAM_CHECK_ENV, Found, Upstream, locate, upstream_check
 
 log = logging.getLogger("primus.patches")
 
@@ -33,6 +35,9 @@ SELECT_ENV = "PRIMUS_PATCHES"  # all | none | comma-separated patch ids
 DISABLE_ENV = "PRIMUS_DISABLE_PATCHES"  # comma-separated patch ids removed from the selection
 PLATFORM_ENV = "PRIMUS_PLATFORM"
 PLATFORMS = ("cpu", "cuda")
+
+
+_TRY_IT = f", or set {UPSTREAM_CHECK_ENV}=warn to try this release"
 
 
 class PatchError(RuntimeError):
@@ -102,6 +107,7 @@ class PatchRecord:
     status: str  # "pending" | "applied" | "skipped" | "failed" | "undone"
     reason: str = ""
     where: str = ""  # "wheel <dir>" or "source tree <dir>" of the upstream code judged
+    untested: bool = False  # that code is a release outside the supported range, tried (PRIMUS_UPSTREAM_CHECK=warn)
 
 
 @dataclass(frozen=True)
@@ -147,6 +153,7 @@ class PatchRegistry:
         self._generation = 0
         self._context = PatchContext()
         self._selected = Selection()
+        self._untested_said: set[str] = set()  # distributions whose untested release was announced
         self._lock = threading.RLock()
 
     # -- declaration ---------------------------------------------------------------------
@@ -207,6 +214,7 @@ class PatchRegistry:
                 log.warning("primus patches are already active; activate() ignored")
                 return
             selected = self.selection(only)  # validated before anything changes
+            upstream_check()  # a bad PRIMUS_UPSTREAM_CHECK is refused at start, not at the first import
             self._context = context or PatchContext()
             self._selected = selected
             self._active = True
@@ -228,7 +236,7 @@ class PatchRegistry:
         problem = found.problem() if found is not None else None
         if problem is not None:
             return Eligibility(found, problem)
-        if found is not None and found.version and patch.versions and not in_range(found.version, patch.versions):
+        if found is not None and found.version and patch.versions and not found.serves(patch.versions):
             return Eligibility(
                 found, skip=f"written for {found.upstream.distribution}{patch.versions}, not {found.version}"
             )
@@ -267,6 +275,8 @@ class PatchRegistry:
                 return
             self._handles[patch.id] = handle
             self._record(patch, verdict, "applied")
+            if verdict.found is not None and verdict.found.untested:
+                self._say_untested(verdict.found)
             log.debug(
                 "primus patch %s applied to %s (%s)",
                 patch.id,
@@ -279,13 +289,32 @@ class PatchRegistry:
             self._record(patch, verdict, "failed", verdict.problem or "")
             fix = (
                 f" Use a supported release ({patch.upstream.distribution}{patch.upstream.supported}) "
-                f"or update the patch."
+                f"or update the patch{_TRY_IT if verdict.found and verdict.found.untested else ''}."
                 if patch.upstream
                 else ""
             )
             raise PatchError(f"required patch {patch.id} cannot be applied: {verdict.problem}.{fix}")
         log.warning("primus patch %s skipped: %s", patch.id, verdict.problem)
         self._record(patch, verdict, "skipped", verdict.problem or "")
+
+    def _say_untested(self, found: Found) -> None:
+        """Once per upstream: which release is tried, and the ranges its patches were written for."""
+        up = found.upstream
+        if up.distribution in self._untested_said:
+            return
+        self._untested_said.add(up.distribution)
+        written = ", ".join(f"{p.id} ({p.versions or 'all'})" for p in self._patches.values() if p.upstream == up)
+        log.warning(
+            "primus: %s is outside the supported range %r and is tried (%s=warn): its patches were written for "
+            "%s%s: %s. Metrics may be wrong where upstream changed; a patch whose hold on upstream broke stops "
+            "the job.",
+            found.describe(),
+            up.supported,
+            UPSTREAM_CHECK_ENV,
+            up.distribution,
+            up.supported,
+            written,
+        )
 
     def _on_failure(self, handle: PatchHandle, error: BaseException) -> None:
         with self._lock:
@@ -302,6 +331,7 @@ class PatchRegistry:
             status,
             reason,
             verdict.where if verdict else "",
+            bool(verdict and verdict.found and verdict.found.untested),
         )
 
     # -- undo and reporting --------------------------------------------------------------

@@ -1,19 +1,28 @@
 """The tracking contract every backend fills in: what a run will track, decided from the backend's own
 settings on every rank before training starts, so a bad setting stops every rank early with one message
-listing every problem (key, value, fix), and what the decision has to say is said once."""
+listing every problem (key, value, fix), and what the decision has to say is said once.
+
+A backend's plan maps upstream's settings onto ``Destinations`` (where the run lives, which trackers upstream's
+own switches turn on) and hands them, with Primus's options (the catalogue's, ``primus/config/schemas/
+tracking.py``), to ``plan_run``: the one place the options are checked and turned into a ``TrackingPlan``."""
 
 from __future__ import annotations
 
 import dataclasses
 import logging
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from primus.tracking.config import TrackingConfig, TrackingConfigError
+from primus.config.schemas.tracking import SECTION, params_for, problems
+from primus.tracking.config import MlflowConfig, TensorBoardConfig, TrackingConfig, TrackingConfigError, WandbConfig
 from primus.tracking.credentials import has_wandb_credentials
+from primus.tracking.run_layout import TRACES_DIR, rank_log_file
+
+PERF = "mlflow_upload_performance_metrics"
+ACROSS_RANKS = "mlflow_performance_metrics_across_ranks"
 
 
 class TrackingPlanError(ValueError):
@@ -90,3 +99,85 @@ class TrackingPlan:
         """The config the run starts with: the plan's, with the run's params and tags."""
         assert self.config is not None, "no tracker is on: there is no run to start"
         return dataclasses.replace(self.config, params={**params, **self.recorded_params}, tags=dict(tags))
+
+
+@dataclass(frozen=True)
+class Destinations:
+    """What a backend's own settings say about the run: where it lives and which of upstream's trackers are on."""
+
+    run_dir: Path
+    run_name: str  # the run's own name; mlflow_run_name overrides it
+    tensorboard: TensorBoardConfig | None
+    wandb: WandbConfig | None
+    rank: int = 0
+    run_name_suffix: str = ""  # after either name: one run per rank says which rank it is
+    delivery_group: Path | None = None  # TrackingConfig's
+
+
+def plan_run(
+    backend: str,
+    value_of: Callable[[str], Any],
+    destinations: Callable[[Notices], Destinations | None],
+    notices: Notices,
+    *,
+    mlflow: bool,
+    mlflow_off_by: str,
+    flag: Callable[[str], str] | None = None,
+    environ: Mapping[str, str] | None = None,
+    all_ranks: bool = False,
+) -> TrackingPlan:
+    """Check ``backend``'s Primus options (``value_of(name)``, by their names without the backend's section) with
+    what ``notices`` already holds, and decide the run. ``mlflow``: whether MLflow is on, by the toggle the user
+    writes as ``mlflow_off_by`` when it is off; ``destinations`` is asked once every option is valid, and answers
+    None when no tracker is on; ``flag(key)``: how a key is written on the backend's command line, where it has
+    flags (Megatron). Raises TrackingPlanError listing every problem; the config is resolved."""
+    section = SECTION.get(backend, "")
+    params = params_for(backend)
+    for problem in problems(params, lambda key: value_of(key.removeprefix(section)), flag):
+        notices.error(problem)
+    notices.raise_if_errors()
+    options = {name: value_of(name) for name in (p.name.removeprefix(section) for p in params)}
+    chosen = {name for name, value in options.items() if value is True and name.startswith("mlflow_")}
+    if chosen and not mlflow:
+        shown = ", ".join(section + name for name in options if name in chosen)
+        notices.info(f"{shown} ignored: MLflow is off ({mlflow_off_by})")
+        chosen = set()
+    if ACROSS_RANKS in chosen and PERF not in chosen:
+        notices.info(f"{section}{ACROSS_RANKS} ignored: {section}{PERF} is off")
+        chosen.discard(ACROSS_RANKS)
+    where = destinations(notices)
+    if where is None:
+        notices.raise_if_errors()
+        return TrackingPlan(None, notices)
+    config = notices.resolved(
+        TrackingConfig(
+            run_dir=where.run_dir,
+            experiment_name=options["mlflow_experiment_name"],
+            run_name=(options["mlflow_run_name"] or where.run_name) + where.run_name_suffix,
+            tensorboard=where.tensorboard,
+            wandb=where.wandb,
+            mlflow=MlflowConfig(
+                upload_logs="mlflow_upload_logs" in chosen,
+                upload_traces="mlflow_upload_traces" in chosen,
+                upload_trace_report="mlflow_upload_tracelens_report" in chosen,
+            )
+            if mlflow
+            else None,
+            exit_deadline_s=options.get("primus_exit_deadline", TrackingConfig.exit_deadline_s),
+            journal_retention=options["primus_journal_retention"],
+            delivery_group=where.delivery_group,
+        ),
+        environ,
+    )
+    tracing = bool({"mlflow_upload_traces", "mlflow_upload_tracelens_report"} & chosen)
+    tracked = config.tensorboard or config.wandb or config.mlflow or config.plugin_sinks
+    return TrackingPlan(
+        config if tracked else None,
+        notices,
+        all_ranks=all_ranks,
+        log_file=rank_log_file(where.run_dir, where.rank) if "mlflow_upload_logs" in chosen else None,
+        traces_dir=where.run_dir / TRACES_DIR if tracing else None,
+        perf_metrics=PERF in chosen,
+        across_ranks=ACROSS_RANKS in chosen,
+        peak_tflops=options["peak_tflops"],
+    )

@@ -1,7 +1,8 @@
 """Tags every run gets: the git commit of the working directory, the versions of the libraries installed,
 the Primus patches applied in this process (``primus.patches.REGISTRY``), and for each upstream those
 patches applied to, its version and where its code was imported from, as the patches found them (a source
-checkout's own version, not that of a wheel installed beneath it)."""
+checkout's own version, not that of a wheel installed beneath it), and ``primus.upstream.untested`` when that
+release is outside the supported range and was tried (PRIMUS_UPSTREAM_CHECK=warn)."""
 
 from __future__ import annotations
 
@@ -40,4 +41,7 @@ def system_tags() -> dict[str, str]:
             tags[f"primus.version.{record.distribution}"] = record.version
             tags[f"primus.source.{record.distribution}"] = record.where
     tags["primus.patches"] = ",".join(f"{r.id}@{r.version}" if r.version else r.id for r in applied) or "none"
+    untested = sorted({f"{r.distribution} {r.version}" for r in applied if r.untested})
+    if untested:  # a release outside the supported range, tried with PRIMUS_UPSTREAM_CHECK=warn
+        tags["primus.upstream.untested"] = ", ".join(untested)
     return tags

@@ -7,13 +7,20 @@ from the installed distribution's metadata: a source checkout first on PYTHONPAT
 wheel is judged as what it is. Metadata is the fallback only for a wheel's own files that carry no
 version. Nothing upstream is imported or executed: the package is found on the path and the version
 file is parsed.
+
+A release outside an upstream's supported range is refused (``PRIMUS_UPSTREAM_CHECK=strict``, the default: a
+silent wrong metric is worse than a clear stop) or tried (``warn``): then each patch is judged against the
+nearest end of the range it was written for, and still installs only if its hold on upstream (targets,
+signatures) holds.
 """
 
 from __future__ import annotations
 
 import ast
 import importlib.metadata
+import os
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib.machinery import PathFinder
 from pathlib import Path
@@ -23,6 +30,21 @@ from packaging.version import InvalidVersion, Version
 
 WHEEL = "wheel"
 SOURCE_TREE = "source tree"
+UPSTREAM_CHECK_ENV = "PRIMUS_UPSTREAM_CHECK"
+STRICT, WARN = "strict", "warn"
+_UPPER, _LOWER = ("<", "<="), (">", ">=")
+
+
+def upstream_check(environ: Mapping[str, str] = os.environ) -> str:
+    """``strict`` (unset too) or ``warn``; anything else is refused, naming the variable and the choices."""
+    raw = environ.get(UPSTREAM_CHECK_ENV, "")
+    mode = raw.strip().lower() or STRICT
+    if mode not in (STRICT, WARN):
+        raise ValueError(
+            f"{UPSTREAM_CHECK_ENV}={raw!r} is not a mode: use strict (refuse an upstream release outside the "
+            f"supported range; the default) or warn (try it, say so once, and tag the run)"
+        )
+    return mode
 
 
 @dataclass(frozen=True)
@@ -74,9 +96,27 @@ class Found:
                 f"cannot tell which {up.name} release the {self.where} is: no version in "
                 f"{' or '.join(up.version_files)}"
             )
-        if not up.supports(self.version):
+        if self.untested and upstream_check() == STRICT:
             return f"{self.describe()} is outside the supported range {up.supported!r}"
         return None
+
+    @property
+    def untested(self) -> bool:
+        """A release of known version outside the supported range (tried only with PRIMUS_UPSTREAM_CHECK=warn)."""
+        return self.version is not None and not self.upstream.supports(self.version)
+
+    def serves(self, versions: str) -> bool:
+        """Whether a patch written for ``versions`` (within the supported range) is the one for this release. An
+        untested release takes the patches that reach the end of the range it lies beyond: above the range,
+        those without an upper bound of their own (the newest variant); below it, likewise for lower bounds."""
+        assert self.version is not None
+        if not self.untested:
+            return in_range(self.version, versions)
+        supported = SpecifierSet(self.upstream.supported)
+        above = any(s.operator in _UPPER and not s.contains(self.version, prereleases=True) for s in supported)
+        ends = _UPPER if above else _LOWER
+        range_ends = {s for s in supported if s.operator in ends}
+        return all(s in range_ends for s in SpecifierSet(versions) if s.operator in ends)
 
 
 def locate(upstream: Upstream) -> Found:

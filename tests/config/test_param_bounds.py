@@ -91,7 +91,7 @@ def test_megatron_range_problems_from_yaml_and_command_line_are_listed_together(
         "modules.pre_trainer: log_interval = 0: expected int >= 1, out of range",
         "modules.pre_trainer: tensorboard_log_interval = '-1': expected int >= 1, out of range",
         "modules.pre_trainer: tensorboard_queue_size = 0: expected int >= 1, out of range",
-        "modules.pre_trainer: primus_exit_deadline = '0': expected float > 0, out of range",
+        "modules.pre_trainer: primus_exit_deadline = '0': expected float > 0 and <= 86400, out of range",
         "modules.pre_trainer: hidden_dropout = 2.0: expected float >= 0 and <= 1, out of range",
     ]
 

@@ -59,14 +59,14 @@ CONFIG_CASES = {
     "averaging window zero": ([TINY, "log_avg_reset_interval=0"],
                               MODULE + f"log_avg_reset_interval = '0': expected int >= 1, {RANGE}"),
     "exit deadline negative": ([TINY, "primus_exit_deadline=-5"],
-                               MODULE + f"primus_exit_deadline = '-5': expected float > 0, {RANGE}"),
+                               MODULE + f"primus_exit_deadline = '-5': expected float > 0 and <= 86400, {RANGE}"),
     "dropout above one": ([TINY, "hidden_dropout=1.5"], MODULE + f"hidden_dropout = '1.5': expected float >= 0 and <= 1, "
                                                                  f"{RANGE}"),
     "every range problem at once": ([TINY, "log_interval=0", "tensorboard_queue_size=0", "primus_exit_deadline=0"],
                                     "3 config problems:\n"
                                     f"  - modules.pre_trainer: log_interval = '0': expected int >= 1, {RANGE}\n"
                                     f"  - modules.pre_trainer: tensorboard_queue_size = '0': expected int >= 1, {RANGE}\n"
-                                    f"  - modules.pre_trainer: primus_exit_deadline = '0': expected float > 0, {RANGE}"),
+                                    f"  - modules.pre_trainer: primus_exit_deadline = '0': expected float > 0 and <= 86400, {RANGE}"),
     "TorchTitan log_freq zero": ([TITAN, "metrics.log_freq=0"], MODULE + f"metrics.log_freq = '0': expected int >= 1, {RANGE}"),
     "MaxText log_period zero": ([MAXTEXT, "log_period=0"], MODULE + f"log_period = '0': expected int >= 1, {RANGE}"),
     # TorchTitan and MaxText: every key typed by upstream's own annotations (the generated tables)
@@ -378,9 +378,9 @@ UPSTREAM_CASES = {
     "Megatron out-of-range Primus arguments": (
         MEGATRON, ["--log-avg-reset-interval", "0", "--primus-exit-deadline", "-1", "--tensorboard-log-interval", "0",
                    "--disable-tensorboard", "false"], {},
-        ["log_avg_reset_interval=0 is invalid: --log-avg-reset-interval must be >= 1",
-         "primus_exit_deadline=-1.0 is invalid: --primus-exit-deadline must be > 0 seconds",
-         "tensorboard_log_interval=0 is invalid: --tensorboard-log-interval must be >= 1"]),
+        ["log_avg_reset_interval=0 is invalid: --log-avg-reset-interval expects int >= 1 (Log entries",
+         "primus_exit_deadline=-1.0 is invalid: --primus-exit-deadline expects float > 0 and <= 86400 (Seconds to "
+         "wait at exit", "tensorboard_log_interval=0 is invalid: --tensorboard-log-interval expects int >= 1"]),
     "Megatron toggle that is not a bool": (MEGATRON, ["--disable-wandb", "maybe"], {},
                                            ["argument --disable-wandb: expected true or false, got 'maybe'"]),
     "Megatron malformed MLflow URI": (MEGATRON, ["--disable-mlflow", "false"], {"MLFLOW_TRACKING_URI": "localhost:5000"},
@@ -389,7 +389,7 @@ UPSTREAM_CASES = {
                                           {"MLFLOW_TRACKING_URI": "databricks", "DATABRICKS_CONFIG_FILE": "/nonexistent"},
                                           ["Databricks-hosted MLflow needs DATABRICKS_HOST and DATABRICKS_TOKEN"]),
     "TorchTitan log_freq zero": (TORCHTITAN, ["--metrics.log-freq", "0", "--metrics.enable-tensorboard"], {},
-                                 ["metrics.log_freq=0 is invalid: log every N >= 1 steps"]),
+                                 ["metrics.log_freq=0 is invalid: expected int >= 1 (Steps between metric logs.)"]),
     "TorchTitan MLflow URI without host": (TORCHTITAN, ["--metrics.enable-mlflow"], {"MLFLOW_TRACKING_URI": "http://:5000"},
                                            ["MLFLOW_TRACKING_URI='http://:5000' is not valid: give the server as "
                                             "http://HOST:PORT"]),

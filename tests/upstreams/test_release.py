@@ -11,7 +11,16 @@ import textwrap
 import pytest
 from support.demo_wheel import install_demo_wheel
 
-from primus.upstreams.release import SOURCE_TREE, WHEEL, Upstream, locate, read_version
+from primus.upstreams.release import (
+    SOURCE_TREE,
+    UPSTREAM_CHECK_ENV,
+    WHEEL,
+    Found,
+    Upstream,
+    locate,
+    read_version,
+    upstream_check,
+)
 
 DEMO = Upstream("Demo", "demo-upstream", "demo_upstream", ">=1,<2")
 
@@ -142,3 +151,44 @@ def test_not_importable():
     found = locate(Upstream("Nothing", "primus-no-such-distribution", "primus_no_such.package", ">=1"))
     assert (found.version, found.origin, found.path) == (None, None, None)
     assert found.problem() == "primus_no_such.package is not importable (primus-no-such-distribution is not installed)"
+
+
+# -- PRIMUS_UPSTREAM_CHECK: a release outside the range, refused (strict) or tried (warn) -------------------------
+MEGATRON_LIKE = Upstream("M", "megatron-core", "megatron.core", ">=0.17,<0.20")
+
+
+@pytest.mark.parametrize("version,untested", [("0.20.0", True), ("0.20.0rc1", True), ("0.16.1", True),
+                                              ("0.17.0", False), ("0.19.2", False)])
+def test_a_release_outside_the_range_is_a_problem_only_in_strict_mode(monkeypatch, version, untested):
+    found = Found(MEGATRON_LIKE, version, WHEEL, "/x")
+    assert found.untested is untested
+    monkeypatch.delenv(UPSTREAM_CHECK_ENV, raising=False)
+    assert (found.problem() is not None) is untested
+    monkeypatch.setenv(UPSTREAM_CHECK_ENV, "warn")
+    assert found.problem() is None
+
+
+@pytest.mark.parametrize("version,serving", [
+    # above the range: the variants that reach its top (no upper bound, or the range's own)
+    ("0.20.0", {"", ">=0.19,<0.20", ">=0.18", "!=0.18.1"}),
+    ("1.0.0rc1", {"", ">=0.19,<0.20", ">=0.18", "!=0.18.1"}),
+    # below it: those that reach its bottom
+    ("0.16.0", {"", "<0.19", ">=0.17,<0.18", "!=0.18.1"}),
+    # inside it: plain membership
+    ("0.18.2", {"", "<0.19", ">=0.18", "!=0.18.1"}),
+])
+def test_each_release_is_served_by_the_variant_written_for_it_or_for_the_nearest_end(version, serving):
+    variants = ["", ">=0.19,<0.20", "<0.19", ">=0.18", ">=0.17,<0.18", "!=0.18.1"]
+    found = Found(MEGATRON_LIKE, version, WHEEL, "/x")
+    assert {v for v in variants if found.serves(v)} == serving
+
+
+@pytest.mark.parametrize("raw,mode", [(None, "strict"), ("", "strict"), ("strict", "strict"), (" WARN ", "warn")])
+def test_the_mode_is_strict_unless_warn_is_asked_for(raw, mode):
+    assert upstream_check({} if raw is None else {UPSTREAM_CHECK_ENV: raw}) == mode
+
+
+def test_any_other_mode_is_refused_naming_the_variable_the_value_and_the_choices():
+    with pytest.raises(ValueError, match=r"PRIMUS_UPSTREAM_CHECK='off' is not a mode: use strict \(refuse .*\) or "
+                                         r"warn \(try it, say so once, and tag the run\)"):
+        upstream_check({UPSTREAM_CHECK_ENV: "off"})

@@ -6,32 +6,29 @@ schema as the experiment YAML (``primus/config/schemas/maxtext.py``)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import field, make_dataclass
 from typing import Any
 
 from primus.config import ConfigError
+from primus.config.schemas.tracking import params_for
 from primus.config.yaml12 import parse_scalar
 
-
-@dataclass(frozen=True)
-class PrimusOptions:
-    enable_mlflow: bool = False
-    mlflow_run_name: str | None = None
-    mlflow_experiment_name: str | None = None
-    mlflow_upload_performance_metrics: bool = False
-    primus_journal_retention: str = "keep"
-    peak_tflops: float | None = None  # one device's dense peak TFLOP/s, for MFU; None: the built-in table's
+OPTIONS = params_for("maxtext")
+KEYS = frozenset(p.name for p in OPTIONS)
 
 
-KEYS = frozenset(f.name for f in fields(PrimusOptions))
+# the options' fields, built from their declarations (Any: a class made at run time is no static type)
+_FIELDS: Any = make_dataclass("Options", [(p.name, Any, field(default=p.default)) for p in OPTIONS], frozen=True)
+
+
+class PrimusOptions(_FIELDS):
+    """The catalogue's options for MaxText (``primus/config/schemas/tracking.py``), typed, with their defaults."""
 
 
 def split_options(argv: Sequence[str], kwargs: Mapping[str, Any]) -> tuple[list[str], dict[str, Any], PrimusOptions]:
     """MaxText's argv and keyword arguments without Primus's keys, and those keys typed. A later value wins,
     as on upstream's command line; raises ConfigError naming every bad key and value."""
-    from primus.config.schemas import schema_for
-
-    params = schema_for("maxtext").params
+    params = {p.name: p for p in OPTIONS}
     given: dict[str, Any] = {}
     rest: list[str] = []
     for arg in argv:

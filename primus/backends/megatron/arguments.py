@@ -1,8 +1,5 @@
-"""The Primus arguments, added to upstream's parser through ``extra_args_provider``.
-
-Spec §1, §3–§5: the tracker toggles, the MLflow options, and the logging options that
-megatron-core 0.19.2 dropped (``log_learning_rate_to_tensorboard``, ``log_batch_size_to_tensorboard``,
-``log_avg_skip_iterations``, ``log_avg_reset_interval``), which we keep honouring so older configs work.
+"""The Primus arguments, added to upstream's parser through ``extra_args_provider``: every option the catalogue
+(``primus/config/schemas/tracking.py``) gives Megatron, as ``--the-name``.
 
 The toggles take an optional value: ``--disable-wandb`` means true, ``--disable-wandb false`` enables it.
 Left out on the command line, TensorBoard and W&B follow upstream's own rule (on when
@@ -16,7 +13,7 @@ import argparse
 import os
 from typing import Any
 
-from primus.tracking.config import JOURNAL_RETENTIONS
+from primus.config.schemas.tracking import PYTHON_TYPES, params_for
 
 _TRUE = {"1", "true", "yes", "on", "y", "t"}
 _FALSE = {"0", "false", "no", "off", "n", "f"}
@@ -31,94 +28,20 @@ def parse_bool(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
 
 
-def _toggle(group, flag: str, default: bool | None, help: str) -> None:
-    group.add_argument(flag, type=parse_bool, nargs="?", const=True, default=default, metavar="BOOL", help=help)
-
-
 def add_primus_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """One ``--flag`` per Primus option the catalogue gives Megatron. Values are typed here and checked (bounds,
+    with every other problem at once) by the plan, so a command line and an experiment YAML fail alike."""
     group = parser.add_argument_group(title="primus tracking")
-    _toggle(
-        group,
-        "--disable-tensorboard",
-        None,
-        "Turn TensorBoard off (true) or on (false). Default: on when --tensorboard-dir is given.",
-    )
-    _toggle(
-        group,
-        "--disable-wandb",
-        None,
-        "Turn Weights & Biases off (true) or on (false). Default: on when --wandb-project is given.",
-    )
-    _toggle(group, "--disable-mlflow", True, "Turn MLflow off (true, default) or on (false).")
-    group.add_argument("--mlflow-run-name", default=None, help="MLflow run name (default: the experiment's run name).")
-    group.add_argument(
-        "--mlflow-experiment-name",
-        default=None,
-        help="MLflow experiment name; unset: MLFLOW_EXPERIMENT_NAME, else 'primus'.",
-    )
-    _toggle(group, "--mlflow-upload-traces", False, "Upload this run's profiler trace files to MLflow.")
-    _toggle(group, "--mlflow-upload-logs", False, "Upload this run's log files to MLflow.")
-    _toggle(
-        group,
-        "--mlflow-upload-performance-metrics",
-        False,
-        "Log the perf/memory/utilisation metric set to MLflow each log step (implies throughput).",
-    )
-    _toggle(
-        group,
-        "--mlflow-performance-metrics-across-ranks",
-        False,
-        "With --mlflow-upload-performance-metrics: memory and utilisation as min/mean/max over ranks "
-        "(one small gather of host values per log step).",
-    )
-    group.add_argument(
-        "--peak-tflops",
-        type=float,
-        default=None,
-        help="Dense peak TFLOP/s of one device for the training dtype, for MFU (default: the "
-        "built-in table's; no MFU for a device it does not know).",
-    )
-    _toggle(
-        group,
-        "--mlflow-upload-tracelens-report",
-        False,
-        "Generate a trace-analysis report from this run's traces and upload it to MLflow.",
-    )
-    _toggle(group, "--log-learning-rate-to-tensorboard", True, "Log the learning rate (dropped upstream; honoured).")
-    _toggle(group, "--log-batch-size-to-tensorboard", False, "Log the batch size (dropped upstream; honoured).")
-    group.add_argument(
-        "--log-avg-skip-iterations",
-        type=int,
-        default=2,
-        help="Log entries left out of running averages: the first N (the first log step "
-        "counted), so with --log-interval 1 they start at iteration N+1.",
-    )
-    group.add_argument(
-        "--log-avg-reset-interval",
-        type=int,
-        default=10,
-        help="Log entries (not iterations) after which running averages restart.",
-    )
-    group.add_argument(
-        "--primus-run-dir",
-        default=None,
-        help="This run's directory (journal, run ids, derived tracker dirs); default "
-        "<save>/primus when --save is given, else a new folder under $PRIMUS_OUTPUT_ROOT "
-        "(default output/megatron).",
-    )
-    group.add_argument(
-        "--primus-exit-deadline",
-        type=float,
-        default=30.0,
-        help="Seconds the process waits at exit for trackers to deliver.",
-    )
-    group.add_argument(
-        "--primus-journal-retention",
-        default="keep",
-        choices=JOURNAL_RETENTIONS,
-        help="keep: the run's journal stays whole; delivered: a closed journal segment is deleted once "
-        "every tracker has it.",
-    )
+    for param in params_for("megatron"):
+        flag = "--" + param.name.replace("_", "-")
+        if param.type == "bool":
+            group.add_argument(
+                flag, type=parse_bool, nargs="?", const=True, default=param.default, metavar="BOOL", help=param.help
+            )
+        else:
+            group.add_argument(
+                flag, type=PYTHON_TYPES[param.type], default=param.default, choices=param.choices, help=param.help
+            )
     return parser
 
 

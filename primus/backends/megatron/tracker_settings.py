@@ -9,20 +9,11 @@ which plan_tracking runs on every rank before training starts."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
-from primus.config.schemas.megatron import mlflow_enabled, wandb_enabled
+from primus.config.schemas.megatron import wandb_enabled
 from primus.tracking.plan import Notices
 from primus.tracking.run_layout import TENSORBOARD_DIR, WANDB_DIR
-
-_UPLOAD_FLAGS = (
-    "mlflow_upload_traces",
-    "mlflow_upload_logs",
-    "mlflow_upload_performance_metrics",
-    "mlflow_upload_tracelens_report",
-    "mlflow_performance_metrics_across_ranks",
-)
 
 
 def tensorboard_enabled(args) -> bool:
@@ -53,18 +44,3 @@ def check_wandb(args, notices: Notices) -> bool:
 
 def wandb_save_dir(args, run_dir: Path) -> Path:
     return Path(args.wandb_save_dir) if args.wandb_save_dir else run_dir / WANDB_DIR
-
-
-@dataclass(frozen=True)
-class MlflowNames:
-    experiment_name: str | None
-    run_name: str
-
-
-def resolve_mlflow(args, run_name: str, notices: Notices) -> MlflowNames | None:
-    if not mlflow_enabled(args):
-        on = [flag for flag in _UPLOAD_FLAGS if getattr(args, flag)]
-        if on:
-            notices.info(f"{', '.join(on)} ignored: MLflow is disabled (disable_mlflow: true)")
-        return None
-    return MlflowNames(experiment_name=args.mlflow_experiment_name, run_name=args.mlflow_run_name or run_name)

@@ -61,6 +61,15 @@ LAUNCH_SCHEMA = Schema(
             nullable=True,
             help="The job's id, the same on every node; names the run directory. Default: SLURM_JOB_ID.",
         ),
+        Param(
+            "upstream_check",
+            "str",
+            nullable=True,
+            choices=("strict", "warn"),
+            help="How an upstream release outside Primus's supported range is met: strict (refused, naming it) or "
+            "warn (tried, said once, the run tagged primus.upstream.untested). Sets PRIMUS_UPSTREAM_CHECK for the "
+            "job; null: the environment's, else strict.",
+        ),
         *passthrough_params("passthrough."),
         Param(
             "slurm.submit",

@@ -8,15 +8,19 @@ from pathlib import Path
 
 from primus.config.schema import Param, Schema
 from primus.config.schemas import upstream_tables
-from primus.config.schemas.tracking import journal_retention_param, mlflow_params, performance_params
+from primus.config.schemas.tracking import params_for
 
+LOG_PERIOD = Param(
+    "log_period",
+    "int",
+    ge=1,
+    help="Train steps between TensorBoard flushes (also GCS metric uploads and managed-profiler updates).",
+)
+CHECKED_UPSTREAM = [
+    LOG_PERIOD
+]  # upstream's own, checked by the plan on whatever path it came (upstream's command line)
 PARAMS = [
-    Param(
-        "log_period",
-        "int",
-        ge=1,
-        help="Train steps between TensorBoard flushes (also GCS metric uploads and managed-profiler updates).",
-    ),
+    LOG_PERIOD,
     Param(
         "enable_tensorboard",
         "bool",
@@ -31,10 +35,7 @@ PARAMS = [
         "str",
         help="Where MaxText writes its run folder (default under primus train: the run directory's parent).",
     ),
-    Param("enable_mlflow", "bool", primus=True, help="Enable MLflow logging."),
-    *mlflow_params(),
-    journal_retention_param(),
-    *performance_params(across_ranks=False),
+    *params_for("maxtext"),
 ]
 
 

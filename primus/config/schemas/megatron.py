@@ -8,42 +8,9 @@ from typing import Any
 from primus.config import yaml12
 from primus.config.schema import Param, Schema
 from primus.config.schemas.megatron_table import installed_table_path
-from primus.config.schemas.tracking import journal_retention_param, mlflow_params, performance_params
+from primus.config.schemas.tracking import params_for
 
-# Arguments upstream 0.19.2 dropped are still accepted and honoured by Primus, so older configs
-# keep working (log_learning_rate_to_tensorboard, log_batch_size_to_tensorboard, log_avg_*).
-PRIMUS_PARAMS = [
-    Param("disable_tensorboard", "bool", primus=True, help="Turn TensorBoard off."),
-    Param("disable_wandb", "bool", primus=True, help="Turn Weights & Biases off."),
-    Param("disable_mlflow", "bool", primus=True, help="Turn MLflow off."),
-    *mlflow_params(),
-    *performance_params(),
-    Param("mlflow_upload_traces", "bool", primus=True, help="Upload profiler trace files."),
-    Param("mlflow_upload_logs", "bool", primus=True, help="Upload training log files."),
-    Param("mlflow_upload_tracelens_report", "bool", primus=True, help="Generate and upload a trace report."),
-    Param(
-        "log_avg_skip_iterations",
-        "int",
-        primus=True,
-        ge=0,
-        help="Log entries left out of the running averages (`perf/*_avg`, the console's `(avg …)`): the first N "
-        "of each process, the first log step counted (it only starts the clock), so with log_interval 1 "
-        "averages start at iteration N+1. Applies with every tracker off too.",
-    ),
-    Param(
-        "log_avg_reset_interval",
-        "int",
-        primus=True,
-        ge=1,
-        help="Log entries (not iterations: they differ when log_interval > 1) after which the running averages "
-        "start over.",
-    ),
-    Param("log_learning_rate_to_tensorboard", "bool", primus=True, help="Log the learning rate."),
-    Param("log_batch_size_to_tensorboard", "bool", primus=True, help="Log the batch size."),
-    Param("primus_run_dir", "str", nullable=True, primus=True, help="This run's directory (journal, run ids)."),
-    Param("primus_exit_deadline", "float", primus=True, gt=0, help="Seconds to wait at exit for trackers to deliver."),
-    journal_retention_param(),
-]
+PRIMUS_PARAMS = params_for("megatron")
 
 
 # What the tracker toggles mean, beside their declaration: the backend's plan (on Megatron's arguments) and the
@@ -108,6 +75,11 @@ UPSTREAM_BOUNDS: dict[str, dict[str, Any]] = {  # Param's ge/gt/le
     **dict.fromkeys(_AT_LEAST_0, {"ge": 0}),
     **dict.fromkeys(_PROBABILITIES, {"ge": 0, "le": 1}),
 }
+
+
+# Bounded upstream arguments the plan checks again on whatever path they came (upstream's own command line too),
+# because Primus reads them on every log step
+CHECKED_UPSTREAM = [Param("tensorboard_log_interval", "int", **UPSTREAM_BOUNDS["tensorboard_log_interval"])]
 
 
 # Upstream arguments whose effect Primus extends: said here, not only the spec's purpose

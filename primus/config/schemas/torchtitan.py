@@ -9,10 +9,12 @@ from pathlib import Path
 
 from primus.config.schema import Param, Schema
 from primus.config.schemas import upstream_tables
-from primus.config.schemas.tracking import journal_retention_param, mlflow_params, performance_params
+from primus.config.schemas.tracking import params_for
 
+LOG_FREQ = Param("metrics.log_freq", "int", ge=1, help="Steps between metric logs.")
+CHECKED_UPSTREAM = [LOG_FREQ]  # upstream's own, checked by the plan on whatever path it came (upstream's command line)
 PARAMS = [
-    Param("metrics.log_freq", "int", ge=1, help="Steps between metric logs."),
+    LOG_FREQ,
     Param("metrics.enable_tensorboard", "bool", help="Enable TensorBoard logging."),
     Param(
         "metrics.enable_wandb",
@@ -26,25 +28,7 @@ PARAMS = [
     Param("metrics.save_tb_folder", "str", help="TensorBoard output subfolder."),
     Param("metrics.save_for_all_ranks", "bool", help="Write metrics from every rank."),
     Param("metrics.disable_color_printing", "bool", help="No ANSI colours on the console."),
-    Param("metrics.enable_mlflow", "bool", primus=True, help="Enable MLflow logging."),
-    *mlflow_params("metrics."),
-    *performance_params("metrics."),
-    Param("metrics.mlflow_upload_logs", "bool", primus=True, help="Upload this run's log file to MLflow."),
-    Param("metrics.mlflow_upload_traces", "bool", primus=True, help="Upload this run's profiler traces to MLflow."),
-    Param(
-        "metrics.mlflow_upload_tracelens_report",
-        "bool",
-        primus=True,
-        help="Write a report analysing this run's profiler traces and upload it to MLflow.",
-    ),
-    Param(
-        "metrics.primus_exit_deadline",
-        "float",
-        primus=True,
-        gt=0,
-        help="Seconds to wait at exit for trackers to deliver.",
-    ),
-    journal_retention_param("metrics.primus_journal_retention"),
+    *params_for("torchtitan"),
     Param(
         "model.module",
         "str",

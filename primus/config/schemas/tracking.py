@@ -1,63 +1,182 @@
-"""Primus tracking parameters that several backends share under the same names."""
+"""Primus's own tracking options, each declared once: name, type, default, bounds, help, and the backends that
+have it. Every spelling is built from here: each backend's experiment schema, Megatron's argparse group
+(``backends/megatron/arguments.py``), TorchTitan's ``metrics`` fields (``backends/torchtitan/metrics_options.py``)
+and MaxText's keys (``backends/maxtext/primus_options.py``). Each backend's plan checks the values it was given,
+whichever way they came (YAML, upstream's command line, a config file), with ``problems`` below."""
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable, Iterable
+from typing import Any
+
 from primus.config.schema import Param
+from primus.redaction import redact_value
 
 JOURNAL_RETENTIONS = ("keep", "delivered")  # primus.tracking.config's (config must not import tracking; a test checks)
+MEGATRON, TORCHTITAN, MAXTEXT = "megatron", "torchtitan", "maxtext"
+EVERY = (MEGATRON, TORCHTITAN, MAXTEXT)
+SECTION = {TORCHTITAN: "metrics."}  # where a backend keeps them: TorchTitan beside its own metrics fields
+PYTHON_TYPES = {"bool": bool, "int": int, "float": float, "str": str}  # for a backend that builds fields or flags
+TORCH = (MEGATRON, TORCHTITAN)  # what MaxText's JAX run has no counterpart for: rank gathers, torch traces, logs
 
 
-def mlflow_params(prefix: str = "") -> list[Param]:
-    """MLflow run naming and the performance-metrics upload switch, named ``<prefix><name>``."""
-    return [
-        Param(f"{prefix}mlflow_run_name", "str", nullable=True, primus=True, help="MLflow run name."),
-        Param(
-            f"{prefix}mlflow_experiment_name",
-            "str",
-            nullable=True,
-            primus=True,
-            help="MLflow experiment name; unset: MLFLOW_EXPERIMENT_NAME, else 'primus'.",
-        ),
-        Param(
-            f"{prefix}mlflow_upload_performance_metrics",
-            "bool",
-            primus=True,
-            help="Upload the perf/memory/utilisation metric set (turns the throughput calculation on).",
-        ),
-    ]
+@dataclasses.dataclass(frozen=True)
+class Option:
+    param: Param
+    backends: tuple[str, ...]
 
 
-def journal_retention_param(name: str = "primus_journal_retention") -> Param:
-    return Param(
-        name,
+def _option(name: str, type: Any, default: Any = None, *, backends: tuple[str, ...], help: str, **kw: Any) -> Option:
+    return Option(Param(name, type, default=default, primus=True, help=help, **kw), backends)
+
+
+OPTIONS = (
+    # the tracker toggles in each upstream's own spelling: Megatron's disable_*, TorchTitan's and MaxText's enable_*
+    _option(
+        "disable_tensorboard",
+        "bool",
+        nullable=True,
+        backends=(MEGATRON,),
+        help="Turn TensorBoard off (true) or on (false). Unset: on when tensorboard_dir is given (upstream's rule).",
+    ),
+    _option(
+        "disable_wandb",
+        "bool",
+        nullable=True,
+        backends=(MEGATRON,),
+        help="Turn Weights & Biases off (true) or on (false). Unset: on when wandb_project is given (upstream's rule).",
+    ),
+    _option("disable_mlflow", "bool", True, backends=(MEGATRON,), help="Turn MLflow off (true) or on (false)."),
+    _option(
+        "enable_mlflow",
+        "bool",
+        False,
+        backends=(TORCHTITAN, MAXTEXT),
+        help="Log metrics to MLflow (MLFLOW_TRACKING_URI; unset: a local sqlite store under the output folder).",
+    ),
+    _option(
+        "mlflow_run_name",
         "str",
-        default="keep",
+        nullable=True,
+        backends=EVERY,
+        help="MLflow run name (unset: the run's own name, from its run directory or upstream's run name).",
+    ),
+    _option(
+        "mlflow_experiment_name",
+        "str",
+        nullable=True,
+        backends=EVERY,
+        help="MLflow experiment name; unset: MLFLOW_EXPERIMENT_NAME, else 'primus'.",
+    ),
+    _option(
+        "mlflow_upload_performance_metrics",
+        "bool",
+        False,
+        backends=EVERY,
+        help="Log the perf/memory/utilisation metric set (perf/, mem/, sys/) every log step, to every tracker "
+        "(turns the throughput calculation on).",
+    ),
+    _option(
+        "mlflow_performance_metrics_across_ranks",
+        "bool",
+        False,
+        backends=TORCH,
+        help="With mlflow_upload_performance_metrics: memory and utilisation as min/mean/max over ranks "
+        "(one small gather of host values per log step; off: the logging rank's own).",
+    ),
+    _option(
+        "peak_tflops",
+        "float",
+        nullable=True,
+        gt=0,
+        le=1e6,
+        backends=EVERY,
+        help="Dense peak TFLOP/s of one device for the training dtype, for MFU (e.g. 989.4 for an H100 SXM in "
+        "bf16); unset: the built-in table's, and no MFU for a device it does not know.",
+    ),
+    _option("mlflow_upload_logs", "bool", False, backends=TORCH, help="Upload this run's log files to MLflow."),
+    _option(
+        "mlflow_upload_traces", "bool", False, backends=TORCH, help="Upload this run's profiler trace files to MLflow."
+    ),
+    _option(
+        "mlflow_upload_tracelens_report",
+        "bool",
+        False,
+        backends=TORCH,
+        help="Write a report analysing this run's profiler traces and upload it to MLflow.",
+    ),
+    # the logging options megatron-core 0.19.2 dropped, still honoured so older configs keep working
+    _option("log_learning_rate_to_tensorboard", "bool", True, backends=(MEGATRON,), help="Log the learning rate."),
+    _option("log_batch_size_to_tensorboard", "bool", False, backends=(MEGATRON,), help="Log the batch size."),
+    _option(
+        "log_avg_skip_iterations",
+        "int",
+        2,
+        ge=0,
+        backends=(MEGATRON,),
+        help="Log entries left out of the running averages (`perf/*_avg`, the console's `(avg …)`): the first N "
+        "of each process, the first log step counted (it only starts the clock), so with log_interval 1 "
+        "averages start at iteration N+1. Applies with every tracker off too.",
+    ),
+    _option(
+        "log_avg_reset_interval",
+        "int",
+        10,
+        ge=1,
+        backends=(MEGATRON,),
+        help="Log entries (not iterations: they differ when log_interval > 1) after which the running averages "
+        "start over.",
+    ),
+    _option(
+        "primus_run_dir",
+        "str",
+        nullable=True,
+        backends=(MEGATRON,),
+        help="This run's directory (journal, run ids, derived tracker folders); unset: <save>/primus when save "
+        "is given, else a new folder under $PRIMUS_OUTPUT_ROOT (default output/megatron).",
+    ),
+    _option(
+        "primus_exit_deadline",
+        "float",
+        30.0,
+        gt=0,
+        le=86400,
+        backends=TORCH,
+        help="Seconds to wait at exit for the trackers to deliver; what they could not deliver stays in the run's "
+        "journal for `primus tracking sync`.",
+    ),
+    _option(
+        "primus_journal_retention",
+        "str",
+        "keep",
         choices=JOURNAL_RETENTIONS,
-        primus=True,
+        backends=EVERY,
         help="keep: the run's journal stays whole (report and sync can replay all of it); delivered: a closed "
         "journal segment is deleted once every tracker of the run has it.",
-    )
+    ),
+)
 
 
-def performance_params(prefix: str = "", *, across_ranks: bool = True) -> list[Param]:
-    """The device peak MFU is measured against, and (where the backend gathers them) the across-rank figures,
-    named ``<prefix><name>``."""
-    params = [
-        Param(
-            f"{prefix}peak_tflops",
-            "float",
-            nullable=True,
-            primus=True,
-            gt=0,
-            help="Dense peak TFLOP/s of one device for the training dtype, for MFU: overrides the built-in table "
-            "(null: the table's; no MFU for a device it does not know).",
-        ),
-        Param(
-            f"{prefix}mlflow_performance_metrics_across_ranks",
-            "bool",
-            primus=True,
-            help="With mlflow_upload_performance_metrics: memory and utilisation as min/mean/max over ranks "
-            "(one small gather of host values per log step; off: the logging rank's own).",
-        ),
-    ]
-    return params if across_ranks else params[:1]
+def params_for(backend: str, *, in_section: bool = True) -> list[Param]:
+    """The options ``backend`` has, named as its experiment YAML writes them (TorchTitan's inside ``metrics.``),
+    or by their bare names."""
+    prefix = SECTION.get(backend, "") if in_section else ""
+    return [dataclasses.replace(o.param, name=prefix + o.param.name) for o in OPTIONS if backend in o.backends]
+
+
+def problems(
+    params: Iterable[Param], value_of: Callable[[str], Any], flag: Callable[[str], str] | None = None
+) -> list[str]:
+    """One line per value outside its type, choices or bounds: the key, the value, what it must be, what it is
+    for. ``value_of(name)`` reads a value however the backend holds it; ``flag(name)``, where the backend has a
+    command line of flags (Megatron), is how the user writes it there."""
+    found = []
+    for param in params:
+        value = value_of(param.name)
+        if param.coerce(value)[1] is not None:
+            shown = redact_value(param.name, value)
+            expects = f"{flag(param.name)} expects" if flag else "expected"
+            purpose = f" ({param.help})" if param.help else ""
+            found.append(f"{param.name}={shown!r} is invalid: {expects} {param.expected()}{purpose}")
+    return found

@@ -61,7 +61,8 @@ def test_primus_train_run_directory_wins_and_missing_wandb_credentials_warn(tmp_
 
 
 @pytest.mark.parametrize("changes, options, message", [
-    ({"log_period": 0}, PrimusOptions(), "log_period=0 is invalid: flush TensorBoard every N >= 1 steps"),
+    ({"log_period": 0}, PrimusOptions(), "log_period=0 is invalid: expected int >= 1 (Train steps between TensorBoard "
+                                        "flushes"),
     ({"base_output_directory": "gs://bucket/out"}, PrimusOptions(),
      "base_output_directory='gs://bucket/out' is remote, and Primus keeps each run's journal"),
     ({"tensorboard_dir": "gs://bucket/tb/"}, PrimusOptions(), "enable_tensorboard=true writes to "

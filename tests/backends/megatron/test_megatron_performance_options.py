@@ -10,7 +10,8 @@ from primus.backends.megatron.tracking_plan import plan_tracking
 from primus.tracking.plan import TrackingPlanError
 
 UPSTREAM_DEFAULTS = dict(tensorboard_dir=None, wandb_project=None, wandb_exp_name=None, wandb_save_dir=None,
-                         wandb_entity=None, save=None, tensorboard_log_interval=1, tensorboard_queue_size=1000)
+                         wandb_entity=None, save=None, tensorboard_log_interval=1, tensorboard_queue_size=1000,
+                         rank=0)
 
 
 def parse(*argv):
@@ -30,8 +31,8 @@ def test_peak_tflops_is_read_and_a_bad_one_refused_before_training():
     assert parse("--peak-tflops", "835.5").peak_tflops == 835.5
     assert parse().peak_tflops is None
     for bad in ("0", "-1", "nan", "inf"):
-        with pytest.raises(TrackingPlanError, match=r"peak_tflops=.* is invalid: --peak-tflops is one device's "
-                                                      r"dense peak TFLOP/s .*> 0"):
+        with pytest.raises(TrackingPlanError, match=r"peak_tflops=.* is invalid: --peak-tflops expects float > 0 and "
+                                                      r"<= 1000000.0 or null \(Dense peak TFLOP/s of one device"):
             plan_tracking(parse("--peak-tflops", bad))
 
 
@@ -46,5 +47,5 @@ def test_across_ranks_only_with_the_perf_set_going_to_mlflow():
         "mlflow_performance_metrics_across_ranks ignored: mlflow_upload_performance_metrics is off"]
     without_mlflow = plan_tracking(parse(*on[2:]))
     assert not without_mlflow.across_ranks
-    assert any("mlflow_performance_metrics_across_ranks ignored: MLflow is disabled" in n
+    assert any("mlflow_performance_metrics_across_ranks ignored: MLflow is off (disable_mlflow: true)" in n
                for n in without_mlflow.notices.infos)

@@ -10,7 +10,8 @@ from primus.backends.megatron.tracking_plan import plan_tracking
 from primus.tracking.plan import TrackingPlanError
 
 UPSTREAM_DEFAULTS = dict(tensorboard_dir=None, wandb_project=None, wandb_exp_name=None, wandb_save_dir=None,
-                         wandb_entity=None, save=None, tensorboard_log_interval=1, tensorboard_queue_size=1000)
+                         wandb_entity=None, save=None, tensorboard_log_interval=1, tensorboard_queue_size=1000,
+                         rank=0)
 
 
 def parse(*argv, **upstream):
@@ -118,7 +119,7 @@ def test_every_range_problem_is_listed_at_once():
     with pytest.raises(TrackingPlanError) as e:
         plan_tracking(parse("--log-avg-reset-interval", "0", "--primus-exit-deadline", "0"))
     assert len(e.value.problems) == 2
-    assert "--log-avg-reset-interval must be >= 1" in str(e.value)
+    assert "log_avg_reset_interval=0 is invalid: --log-avg-reset-interval expects int >= 1 (Log entries" in str(e.value)
 
 
 def test_bad_toggle_value_names_the_flag(capsys):

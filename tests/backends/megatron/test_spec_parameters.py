@@ -264,7 +264,7 @@ def test_mlflow_performance_metrics_go_to_every_tracker(run_of, mlflow_client):
     assert set(PERF) <= set(only_mlflow_run(mlflow_client, "mlflow").data.metrics)
     # MLflow off: ignored, and said so
     tb = run_of("tb")
-    assert ("mlflow_upload_logs, mlflow_upload_performance_metrics ignored: MLflow is disabled" in tb.output)
+    assert ("mlflow_upload_performance_metrics, mlflow_upload_logs ignored: MLflow is off (disable_mlflow: true)" in tb.output)
 
 
 def test_mlflow_uploads_this_runs_traces(run_of, mlflow_client):

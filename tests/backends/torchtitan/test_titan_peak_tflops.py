@@ -33,7 +33,8 @@ def test_peak_tflops_is_a_metrics_field_defaulting_to_the_table():
 @pytest.mark.parametrize("bad", [0, -1.0, float("nan"), "fast", True])
 def test_a_bad_peak_is_refused_before_training(tmp_path, bad):
     metrics = primus_config_class(UpstreamMetrics)(enable_tensorboard=True, peak_tflops=bad)
-    with pytest.raises(TrackingPlanError, match=r"metrics.peak_tflops=.* is invalid: give one device's dense peak"):
+    with pytest.raises(TrackingPlanError, match=r"metrics.peak_tflops=.* is invalid: expected float > 0 and "
+                                                r"<= 1000000.0 or null \(Dense peak TFLOP/s of one device"):
         plan_tracking(metrics, dump_folder=str(tmp_path), checkpoint_dir=None, rank=0)
 
 

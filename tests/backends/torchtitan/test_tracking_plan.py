@@ -3,21 +3,28 @@ names, the uploads that need MLflow, and the errors and warnings for bad setting
 
 from __future__ import annotations
 
-from types import SimpleNamespace
+from dataclasses import dataclass
 
 import pytest
 
+from primus.backends.torchtitan.metrics_options import primus_config_class
 from primus.backends.torchtitan.tracking_plan import plan_tracking
 from primus.tracking.plan import TrackingPlanError
 
 
+@dataclass(kw_only=True, slots=True)
+class UpstreamMetrics:  # torchtitan's metrics fields, as its config class has them
+    log_freq: int = 10
+    enable_tensorboard: bool = False
+    enable_wandb: bool = False
+    save_tb_folder: str = "tb"
+    save_for_all_ranks: bool = False
+    disable_color_printing: bool = False
+
+
 def metrics(**overrides):
-    settings = dict(log_freq=10, enable_tensorboard=False, enable_wandb=False, save_tb_folder="tb",
-                    save_for_all_ranks=False, disable_color_printing=False, enable_mlflow=False,
-                    mlflow_run_name=None, mlflow_experiment_name=None, mlflow_upload_performance_metrics=False,
-                    mlflow_upload_logs=False, mlflow_upload_traces=False, primus_exit_deadline=30.0,
-                    primus_journal_retention="keep")
-    return SimpleNamespace(**{**settings, **overrides})
+    """The metrics config Primus's patch hands the plan: upstream's class with Primus's options."""
+    return primus_config_class(UpstreamMetrics)(**overrides)
 
 
 def plan(tmp_path, checkpoint_dir=None, rank=0, explicit=None, profiling=False, profiler_section="profiler",
@@ -56,8 +63,8 @@ def test_checkpointed_job_keeps_its_run_directory_in_the_checkpoint_folder_to_re
 def test_exit_deadline_reaches_the_run_and_a_bad_one_is_refused(tmp_path):
     assert plan(tmp_path, enable_mlflow=True, primus_exit_deadline=4.5).config.exit_deadline_s == 4.5
     for bad in (0.0, -1.0, float("nan"), float("inf")):
-        with pytest.raises(TrackingPlanError, match=rf"metrics.primus_exit_deadline={bad!r} is invalid: give the "
-                                                    r"seconds to wait at exit .*, a number > 0, e.g. 30"):
+        with pytest.raises(TrackingPlanError, match=rf"metrics.primus_exit_deadline={bad!r} is invalid: expected "
+                                                    r"float > 0 and <= 86400 \(Seconds to wait at exit"):
             plan(tmp_path, enable_tensorboard=True, primus_exit_deadline=bad)
 
 
@@ -97,7 +104,7 @@ def test_trace_report_reads_this_runs_traces_and_needs_the_profiler(tmp_path):
 
 
 def test_log_freq_below_one_is_refused(tmp_path):
-    with pytest.raises(TrackingPlanError, match=r"metrics.log_freq=0 is invalid: log every N >= 1 steps"):
+    with pytest.raises(TrackingPlanError, match=r"metrics.log_freq=0 is invalid: expected int >= 1 \(Steps between metric logs"):
         plan(tmp_path, log_freq=0, enable_tensorboard=True)
 
 
@@ -153,6 +160,6 @@ def test_journal_retention_reaches_the_run_and_a_bad_one_is_refused(tmp_path):
     assert plan(tmp_path, enable_tensorboard=True).config.journal_retention == "keep"
     assert plan(tmp_path, enable_mlflow=True, primus_journal_retention="delivered").config.journal_retention == \
         "delivered"
-    with pytest.raises(TrackingPlanError, match=r"metrics.primus_journal_retention='forever' is invalid: use one of "
-                                                r"keep, delivered"):
+    with pytest.raises(TrackingPlanError, match=r"metrics.primus_journal_retention='forever' is invalid: expected one "
+                                                r"of \['keep', 'delivered'\] \(keep: the run's journal stays whole"):
         plan(tmp_path, enable_tensorboard=True, primus_journal_retention="forever")

@@ -1,0 +1,117 @@
+"""Each Primus option is declared once (primus/config/schemas/tracking.py): every backend's spelling of it — the
+experiment schema, Megatron's argparse flags, TorchTitan's metrics fields, MaxText's keys — has its name, type and
+default from there, and one function checks a value whichever way it came."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from primus.backends.maxtext.primus_options import KEYS, PrimusOptions
+from primus.backends.megatron.arguments import add_primus_arguments
+from primus.backends.torchtitan.metrics_options import primus_config_class
+from primus.config.schemas import schema_for
+from primus.config.schemas.tracking import EVERY, OPTIONS, SECTION, params_for, problems
+from primus.tracking.plan import Destinations, Notices, TrackingPlanError, plan_run
+
+
+def bare(backend: str) -> dict:
+    return {p.name: p for p in params_for(backend, in_section=False)}
+
+
+@pytest.mark.parametrize("backend", EVERY)
+def test_each_backends_schema_has_the_catalogues_options_as_declared(backend):
+    schema = schema_for(backend).params
+    for param in params_for(backend):
+        assert schema[param.name] == param
+    assert all(backend in o.backends or SECTION.get(backend, "") + o.param.name not in schema for o in OPTIONS)
+
+
+def test_megatron_flags_are_the_catalogues_with_its_defaults():
+    parsed = vars(add_primus_arguments(argparse.ArgumentParser()).parse_args([]))
+    assert parsed == {name: p.default for name, p in bare("megatron").items()}
+
+
+@dataclass(kw_only=True, slots=True)
+class UpstreamMetrics:
+    log_freq: int = 10
+
+
+def test_torchtitan_metrics_fields_are_the_catalogues_with_its_defaults():
+    cls = primus_config_class(UpstreamMetrics)
+    added = {f.name: f.default for f in dataclasses.fields(cls) if f.name != "log_freq"}
+    assert added == {name: p.default for name, p in bare("torchtitan").items()}
+
+
+def test_maxtext_keys_are_the_catalogues_with_its_defaults():
+    assert KEYS == set(bare("maxtext"))
+    assert dataclasses.asdict(PrimusOptions()) == {name: p.default for name, p in bare("maxtext").items()}
+
+
+def test_a_bad_value_names_the_key_the_value_what_it_must_be_and_what_it_is_for():
+    params = params_for("torchtitan")
+    values = {"metrics.primus_exit_deadline": math.inf, "metrics.primus_journal_retention": "forever"}
+    found = problems(params, lambda key: values.get(key, bare("torchtitan")[key.removeprefix("metrics.")].default))
+    assert found == [
+        "metrics.primus_exit_deadline=inf is invalid: expected float > 0 and <= 86400 (Seconds to wait at exit for "
+        "the trackers to deliver; what they could not deliver stays in the run's journal for `primus tracking sync`.)",
+        "metrics.primus_journal_retention='forever' is invalid: expected one of ['keep', 'delivered'] (keep: the "
+        "run's journal stays whole (report and sync can replay all of it); delivered: a closed journal segment is "
+        "deleted once every tracker of the run has it.)",
+    ]
+
+
+def test_a_bad_value_on_a_command_line_of_flags_names_the_flag_and_never_shows_a_secret():
+    secret = "https://user:hunter2@example.com/x"
+    found = problems(params_for("megatron"), lambda key: secret if key == "log_avg_reset_interval" else
+                     bare("megatron")[key].default, flag=lambda key: "--" + key.replace("_", "-"))
+    assert len(found) == 1 and found[0].startswith("log_avg_reset_interval=")
+    assert "--log-avg-reset-interval expects int >= 1" in found[0] and "hunter2" not in found[0]
+
+
+def destinations(tmp_path: Path, **kw):
+    def where(notices: Notices) -> Destinations:
+        return Destinations(run_dir=tmp_path / "run", run_name="own", tensorboard=None, wandb=None, **kw)
+
+    return where
+
+
+def values(backend: str, **given):
+    return lambda name: given.get(name, bare(backend)[name].default)
+
+
+def test_plan_run_says_which_uploads_it_ignores_without_mlflow_in_the_backends_spelling(tmp_path):
+    plan = plan_run("torchtitan", values("torchtitan", mlflow_upload_logs=True,
+                                         mlflow_performance_metrics_across_ranks=True),
+                    destinations(tmp_path), Notices(), mlflow=False, mlflow_off_by="metrics.enable_mlflow: false")
+    assert plan.config is None and plan.log_file is None and not plan.across_ranks
+    assert plan.notices.infos == ["metrics.mlflow_performance_metrics_across_ranks, metrics.mlflow_upload_logs "
+                                  "ignored: MLflow is off (metrics.enable_mlflow: false)"]
+
+
+def test_plan_run_names_the_run_once_for_every_backend(tmp_path):
+    environ = {"MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path}/m.db"}
+    named = plan_run("maxtext", values("maxtext", mlflow_run_name="mine"), destinations(tmp_path), Notices(),
+                     mlflow=True, mlflow_off_by="enable_mlflow=false", environ=environ)
+    own = plan_run("megatron", values("megatron"), destinations(tmp_path, run_name_suffix="-rank3"), Notices(),
+                   mlflow=True, mlflow_off_by="disable_mlflow: true", environ=environ)
+    assert (named.config.run_name, named.config.mlflow.run_name) == ("mine", "mine")
+    assert own.config.run_name == "own-rank3"
+
+
+def test_plan_run_asks_nothing_of_the_backend_until_every_option_is_valid(tmp_path):
+    def never(notices):
+        raise AssertionError("destinations asked with an invalid option")
+
+    notices = Notices()
+    notices.error("metrics.log_freq=0 is invalid: expected int >= 1")
+    with pytest.raises(TrackingPlanError) as refused:
+        plan_run("torchtitan", values("torchtitan", primus_exit_deadline=0.0), never, notices, mlflow=True,
+                 mlflow_off_by="metrics.enable_mlflow: false")
+    assert [p.split(" is invalid")[0] for p in refused.value.problems] == ["metrics.log_freq=0",
+                                                                           "metrics.primus_exit_deadline=0.0"]
