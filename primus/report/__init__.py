@@ -17,10 +17,11 @@ CSV or JSON (``primus report --format``): ``primus.report.rows.format_rows(repor
 from primus.report.build import Line, Report, build_report, output_format, write_report
 from primus.report.run_data import RunDirError
 from primus.report.summary import SummaryRow
-from primus.report.table import text_table, warmup_note
+from primus.report.table import alert_lines, text_table, warmup_note
 
 __all__ = [
     "Line",
+    "alert_lines",
     "Report",
     "RunDirError",
     "SummaryRow",

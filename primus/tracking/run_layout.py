@@ -12,6 +12,8 @@
   ``logs/rank_<n>.log``: a rank's console (``rank_log_file``).
 * ``checkpoints/<alias>.json``: a manifest per checkpoint saved (its iteration, path, seconds, size), uploaded
   to MLflow as a reference (``sinks.mlflow``).
+* ``stacks/<host>-<pid>.txt``: every thread's stack of a rank, written when the run stalled (``stacks``); uploaded
+  with the logs.
 * ``tensorboard/``, ``wandb/``: TensorBoard's event files and W&B's run files, unless the user names other folders
   (the backends' ``tracking_plan``).
 """
@@ -29,6 +31,7 @@ LOGS_DIR = "logs"
 TRACES_DIR = "traces"
 REPORTS_DIR = "reports"
 CHECKPOINTS_DIR = "checkpoints"
+STACKS_DIR = "stacks"
 TENSORBOARD_DIR = "tensorboard"
 WANDB_DIR = "wandb"
 

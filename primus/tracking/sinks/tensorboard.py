@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from primus.tracking.alerts import alert_of
 from primus.tracking.checkpoints import RESUMED_FROM_TAG, loaded, saved
 from primus.tracking.config import resolved
 from primus.tracking.enums import SinkName
@@ -50,6 +51,8 @@ class TensorBoardSink(Sink):
                 self._writer.add_text(CHECKPOINTS_TAG, save.describe(), save.iteration, walltime=walltime)
             elif (load := loaded(r)) is not None:
                 self._writer.add_text(RESUMED_FROM_TAG, load.path, load.iteration or 0, walltime=walltime)
+            elif (alert := alert_of(r)) is not None:
+                self._writer.add_text(alert.tag, alert.tag_value, alert.iteration, walltime=walltime)
 
     def _add_each(self, values, step: int, walltime: float) -> None:
         for name, value in values.items():

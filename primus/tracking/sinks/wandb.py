@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from primus.redaction import redact_text
+from primus.tracking.alerts import AlertKind, alert_of
 from primus.tracking.checkpoints import RESUMED_FROM_TAG, WANDB_ARTIFACT_TYPE, CheckpointLoaded, CheckpointSaved
 from primus.tracking.checkpoints import loaded as loaded_checkpoint
 from primus.tracking.checkpoints import saved as saved_checkpoint
@@ -134,6 +135,11 @@ class WandbSink(Sink):
                 self._log_checkpoint(save)
             elif (load := loaded_checkpoint(r)) is not None:
                 self._use_checkpoint(load)
+            elif (alert := alert_of(r)) is not None:
+                # in the summary whatever the mode: offline, run.alert is kept in the run's file for `wandb sync`
+                self._run.summary[alert.tag] = alert.tag_value
+                level = "INFO" if alert.kind == AlertKind.RESUMED else "ERROR"
+                self._run.alert(title=f"primus: {alert.kind}", text=alert.tag_value, level=level, wait_duration=0.001)
         if row:
             self._run.log(row, step=step)
 
