@@ -6,7 +6,7 @@ from __future__ import annotations
 from primus.config.schemas import FRAMEWORKS
 from primus.docs_gen.markdown import code, table
 from primus.docs_gen.options import BACKEND_TITLES
-from primus.report.panels import PANELS
+from primus.report.panels import MFU, PANELS
 from primus.tracking.alerts import COUNT_METRIC, TAG_PREFIX, AlertKind
 from primus.tracking.health import LOSS_METRICS, THROUGHPUT_METRICS
 from primus.tracking.names import READABLE, SCHEMA, MlflowKeys, is_valid_mlflow_key, mlflow_key
@@ -30,7 +30,7 @@ def render_metrics() -> str:
     schema = table(["Name", "Meaning"], [[code(name), meaning] for name, meaning in SCHEMA.items()])
     panels = table(
         ["Panel", "Primus name", *(BACKEND_TITLES[f] for f in FRAMEWORKS)],
-        [[p.title, _names(p.primus_names), *(_names(p.native.get(f, ())) for f in FRAMEWORKS)] for p in PANELS],
+        [[p.title, _names(p.primus_names), *(_names(p.native.get(f, ())) for f in FRAMEWORKS)] for p in (*PANELS, MFU)],
     )
     every = dict.fromkeys([*SCHEMA, *(n for p in PANELS for names in p.native.values() for n in names)])
     refused = [[code(n), code(mlflow_key(n))] for n in every if not n.endswith("/") and not is_valid_mlflow_key(n)]
@@ -86,7 +86,9 @@ def render_metrics() -> str:
                 "Each panel plots, per run, the first of these names the run's journal holds: Primus's name first, then "
                 "the run's backend's (from the `primus.backend` tag in `meta.json`; every backend's when it is missing). "
                 "A name ending in `*` is a prefix (TorchTitan names its learning rate after the optimizer: `lr/AdamW`). "
-                "Upstream's byte counts are shown in GiB.",
+                "Upstream's byte counts are shown in GiB. MFU is not plotted: it is a column of `primus report --format "
+                "csv|json` (one row per run: steps, final loss, median tokens/s, TFLOP/s and MFU after warm-up, peak "
+                "memory, wall time), as a fraction (TorchTitan's percentage divided by 100).",
                 panels,
                 "## MLflow spelling",
                 "TensorBoard and W&B receive every name as it is. MLflow (and Databricks) accept only letters, digits, "

@@ -10,7 +10,8 @@ API::
     report.summary                            # one SummaryRow per run
     write_report(report, Path("report.html")) # or .png; ValueError for another suffix
 
-Which metric a panel plots on each backend: ``primus.report.panels`` (also in docs/metrics.md).
+Which metric a panel plots on each backend: ``primus.report.panels`` (also in docs/metrics.md). One row per run as
+CSV or JSON (``primus report --format``): ``primus.report.rows.format_rows(report.runs, "csv")``.
 """
 
 from primus.report.build import Line, Report, build_report, output_format, write_report

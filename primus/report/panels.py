@@ -62,9 +62,11 @@ PANELS = (
     ),
 )
 LOSS, LEARNING_RATE, TOKENS_PER_SEC, TFLOPS, MEMORY = PANELS
+# not plotted: a column of `primus report --format csv|json` (a fraction; TorchTitan logs a percentage)
+MFU = Panel("MFU (rows only)", ("perf/mfu",), {"torchtitan": ("mfu(%)",)})
 
 # upstream names in another unit than the panel's: the factor that converts them
-SCALE = {"mem-max-allocated-bytes": 1 / GIB, "mem-allocated-bytes": 1 / GIB}
+SCALE = {"mem-max-allocated-bytes": 1 / GIB, "mem-allocated-bytes": 1 / GIB, "mfu(%)": 0.01}
 
 
 def pick_name(panel: Panel, backend: str | None, names: Collection[str]) -> str | None:

@@ -36,6 +36,7 @@ class RunData:
     skip_iterations: int  # log_avg_skip_iterations: warm-up iterations left out of averages
     points: dict[str, list[Point]]  # metric name -> its points in journal order
     alerts: list[Alert]  # its health alerts (stalled, nan, failed, ...) in journal order
+    wall_time_s: float | None = None  # the time its processes ran: first to last record of each, summed
 
     def metric_for(self, panel: Panel) -> str | None:
         """The metric this run logged for ``panel`` (see ``panels``), or None."""
@@ -56,6 +57,7 @@ def load_run(path: Path, label: str | None = None) -> RunData:
     if not has_journal(path):
         raise RunDirError(_not_a_run_dir(path))
     points: dict[str, list[Point]] = defaultdict(list)
+    spans: dict[int, tuple[int, int]] = {}  # segment -> (first, last) record time, unix ms
     alerts = []
     segment = 0
     for record in read_all(path):
@@ -66,6 +68,8 @@ def load_run(path: Path, label: str | None = None) -> RunData:
         elif record.kind == METRICS:
             for name, value in record.data.items():
                 points[name].append(Point(record.step, float(value), segment))
+        first, _ = spans.get(segment, (record.ts_ms, record.ts_ms))
+        spans[segment] = (first, record.ts_ms)
     meta = RunMeta.load(path) if (path / "meta.json").is_file() else RunMeta()
     skip = meta.params.get("log_avg_skip_iterations")
     return RunData(
@@ -74,6 +78,7 @@ def load_run(path: Path, label: str | None = None) -> RunData:
         backend=meta.tags.get("primus.backend"),
         skip_iterations=skip if isinstance(skip, int) else DEFAULT_SKIP_ITERATIONS,
         points=dict(points),
+        wall_time_s=sum(last - first for first, last in spans.values()) / 1000 if spans else None,
         alerts=alerts,
     )
 

@@ -26,17 +26,15 @@ class SummaryRow:
 CLOCK_START_BACKENDS = frozenset({"megatron"})
 
 
-def mean_after_warmup(points: Sequence[Point], skip_iterations: int, clock_start_entry: bool = False) -> float | None:
-    """The mean of a rate over the run's log intervals, leaving out warm-up by the rule of
+def intervals_after_warmup(
+    points: Sequence[Point], skip_iterations: int, clock_start_entry: bool = False
+) -> list[tuple[int, float]]:
+    """``(iterations, rate)`` of each log interval of a rate after warm-up, by the rule of
     ``perf.IntervalAverager``: the first ``skip_iterations`` log entries of each process (journal segment)
     are left out, counting, with ``clock_start_entry``, the entry before its first point that only started
-    the trainer's clock.
-
-    An interval runs from the previous point of the same process; a process's first point counts as one
-    iteration (where its interval began is not in the journal). Weighting each interval's rate by its
-    iterations over the rate (its time, up to the constant tokens per step) gives total work over total
-    time: the ratio of sums ``IntervalAverager`` computes, not the arithmetic mean of the rates."""
-    iterations = seconds = 0.0
+    the trainer's clock. An interval runs from the previous point of the same process; a process's first point
+    counts as one iteration (where its interval began is not in the journal)."""
+    kept = []
     seen: dict[int, tuple[int, int]] = {}  # segment -> (log entries so far, step of the last point)
     for point in points:
         entries, last = seen.get(point.segment, (int(clock_start_entry), point.step - 1))
@@ -45,10 +43,18 @@ def mean_after_warmup(points: Sequence[Point], skip_iterations: int, clock_start
             continue  # a replayed or repeated step is not a new log entry
         entries += 1
         seen[point.segment] = (entries, point.step)
-        if entries > skip_iterations and point.value > 0:  # a zero rate has no time to weigh it by
-            iterations += n
-            seconds += n / point.value
-    return iterations / seconds if seconds else None
+        if entries > skip_iterations:
+            kept.append((n, point.value))
+    return kept
+
+
+def mean_after_warmup(points: Sequence[Point], skip_iterations: int, clock_start_entry: bool = False) -> float | None:
+    """The mean of a rate over the run's log intervals after warm-up (``intervals_after_warmup``). Weighting each
+    interval's rate by its iterations over the rate (its time, up to the constant tokens per step) gives total
+    work over total time: the ratio of sums ``IntervalAverager`` computes, not the arithmetic mean of the rates."""
+    kept = [(n, rate) for n, rate in intervals_after_warmup(points, skip_iterations, clock_start_entry) if rate > 0]
+    seconds = sum(n / rate for n, rate in kept)  # a zero rate has no time to weigh it by
+    return sum(n for n, _ in kept) / seconds if seconds else None
 
 
 def summarize(run: RunData) -> SummaryRow:

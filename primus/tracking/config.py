@@ -74,6 +74,8 @@ class MlflowConfig:
     upload_logs: bool = False  # files under <run_dir>/logs, after training
     upload_traces: bool = False  # files under <run_dir>/traces, after training
     upload_trace_report: bool = False  # a report on <run_dir>/traces, written to <run_dir>/reports, after training
+    # the checkpoint's files too, beside its manifest, as each is saved: slow and costly for large checkpoints
+    upload_checkpoints: bool = False
 
 
 @dataclass(frozen=True)

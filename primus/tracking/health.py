@@ -6,8 +6,8 @@ training thread, and tests drive them with made-up times.
 
 * ``stalled``: no new log step for longer than the allowance. Automatic allowance: ``stall_factor`` × the median
   interval between the run's log steps so far, at least ``stall_min_s``; before the first step,
-  ``startup_s``; while a checkpoint save or an evaluation is in progress (a ``busy`` event in the journal), at
-  least ``busy_s`` from its start. ``stall_after_s`` replaces the automatic allowance (not the start-up one).
+  ``startup_s``; while a checkpoint save or an evaluation is in progress (a ``busy`` event in the journal, or a
+  checkpoint's start mark until its save record), at least ``busy_s`` from its start. ``stall_after_s`` replaces the automatic allowance (not the start-up one).
   When steps come again: ``resumed`` with the gap's length. Nothing after the run's end record.
 * ``nan``: a loss that is not finite, at once.
 * ``loss_spike``: a loss above the median of the last ``spike_window`` losses by more than ``spike_k`` × their
@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from primus.tracking.alerts import Alert, AlertKind
+from primus.tracking.checkpoints import SAVE_START, SAVED
 from primus.tracking.journal import EVENT, METRICS, Record
 
 # What "the loss" and "the throughput" are called in each backend's journal: the one place that knows.
@@ -212,6 +213,8 @@ class HealthMonitor:
                 self.ended = True
             elif event == BUSY_EVENT:
                 self.stall.busy(bool(record.data.get("on")), at)
+            elif event in (SAVE_START, SAVED):  # a checkpoint's own records (checkpoints.py) mark its save
+                self.stall.busy(event == SAVE_START, at)
             return []
         if record.kind != METRICS:
             return []

@@ -5,8 +5,10 @@ exactly what the journal holds, the summary agrees with what the trainer itself 
 from __future__ import annotations
 
 import base64
+import csv
 import io
 import re
+import statistics
 import subprocess
 from pathlib import Path
 
@@ -106,3 +108,19 @@ def test_report_compares_two_runs_in_html(megatron_run_dir, tmp_path):
     expected = 4 / sum(1 / (1000.0 + s) for s in range(3, 7))
     assert report.summary[1].mean_tokens_per_sec == pytest.approx(expected)
     assert cells[11] == f"{expected:.4g}"
+
+
+def test_csv_row_of_a_real_run_is_the_journal_s(megatron_run_dir):
+    done = subprocess.run([PRIMUS, "report", str(megatron_run_dir), "--format", "csv"], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    [row] = list(csv.DictReader(io.StringIO(done.stdout)))
+    journal = journal_metrics(megatron_run_dir)
+    assert (row["backend"], int(row["steps"])) == ("megatron", TRAIN_ITERS)
+    assert float(row["final_loss"]) == journal["lm loss"][TRAIN_ITERS]
+    # log entries 1 (the clock's start) and 2 are warm-up (log_avg_skip_iterations 2): steps 3 and 4 remain
+    for column, name in (("median_tokens_per_sec_per_gpu", "perf/tokens_per_sec_per_gpu"),
+                         ("median_tflops_per_gpu", "perf/tflops_per_gpu")):
+        assert float(row[column]) == pytest.approx(statistics.median(journal[name][s] for s in (3, 4)))
+    assert float(row["peak_memory_gib"]) == pytest.approx(max(journal["mem-max-allocated-bytes"].values()) / GIB)
+    assert 0 < float(row["wall_time_s"]) < 300

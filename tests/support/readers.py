@@ -94,6 +94,31 @@ def wandb_run_ids(root: Path) -> set[str]:
     return ids
 
 
+def wandb_artifacts(root: Path) -> list[dict[str, Any]]:
+    """The artifacts logged in every offline run file under ``root``, oldest file first: name, type, metadata,
+    aliases, and per manifest entry its reference (``file://...``) or, for a file added, its size."""
+    found = []
+    for path in wandb_files(root):
+        for record in wandb_records(path):
+            if record.WhichOneof("record_type") != "artifact":
+                continue
+            a = record.artifact
+            found.append({"name": a.name, "type": a.type, "metadata": json.loads(a.metadata),
+                          "aliases": sorted(a.aliases),
+                          "entries": {e.path: e.ref or e.size for e in a.manifest.contents}})
+    return found
+
+
+def wandb_config(root: Path) -> dict[str, Any]:
+    """The run config of every offline run file under ``root``, the later updates winning."""
+    config: dict[str, Any] = {}
+    for path in wandb_files(root):
+        for record in wandb_records(path):
+            if record.WhichOneof("record_type") == "config":
+                config.update({item.key: json.loads(item.value_json) for item in record.config.update})
+    return config
+
+
 def read_tb_texts(logdir: Path) -> dict[str, list[tuple[int, str]]]:
     """Every text entry under ``logdir``: {tag: [(step, text), ...]}."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator

@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from primus.tracking.alerts import AlertKind
+from primus.tracking.checkpoints import SAVE_START, SAVED
 from primus.tracking.health import LOSS_METRICS, HealthMonitor, HealthSettings
 from primus.tracking.journal import EVENT, METRICS, Record
 
@@ -85,6 +86,15 @@ def test_a_checkpoint_save_in_progress_extends_the_allowance_until_the_next_step
     m2.observe(event(T0 + 2, event="busy", what="evaluation", on=True))
     m2.observe(event(T0 + 3, event="busy", what="evaluation", on=False))
     assert kinds(m2.check(T0 + 8)) == [AlertKind.STALLED]  # the evaluation ended: the usual allowance again
+
+
+def test_a_checkpoint_s_start_mark_and_save_record_are_its_busy_marks():
+    m = HealthMonitor(HealthSettings(stall_after_s=5, busy_s=100), now=T0)
+    steps(m, 1, 2, 1.0)
+    m.observe(event(T0 + 2, event=SAVE_START, iteration=2))
+    assert m.check(T0 + 90) == []
+    m.observe(event(T0 + 91, event=SAVED, iteration=2, path="/ckpt/iter_0000002", artifact="ckpt", alias="iter_2"))
+    assert kinds(m.check(T0 + 97)) == [AlertKind.STALLED]  # saved: the usual allowance again
 
 
 def test_nothing_after_the_run_ended():

@@ -1,5 +1,6 @@
 """One process's tracking for MaxText: the plan decided when ``pyconfig.initialize`` builds the config (kept
-here with that config, for the ``MetricLogger`` built later in ``train_loop``), and the run started for it."""
+here with that config, for the ``MetricLogger`` built later in ``train_loop``), the run started for it, and the
+checkpoint journal the checkpointing patches call (attached to that run)."""
 
 from __future__ import annotations
 
@@ -14,11 +15,13 @@ from primus.backends.maxtext.tracking_plan import plan_tracking
 from primus.config.environment import RUN_DIR_ENV
 from primus.log import get_logger
 from primus.tracking import RunStatus
+from primus.tracking.checkpoints import CheckpointJournal
 from primus.tracking.plan import TrackingPlan
 
 log = get_logger("primus.maxtext")
 
 _PLANNED: tuple[Any, TrackingPlan] | None = None  # (the config it was planned for, the plan)
+CHECKPOINTS = CheckpointJournal()
 
 
 def explicit_run_dir() -> Path | None:
@@ -50,6 +53,7 @@ def start_tracking(plan: TrackingPlan, config: Any, announce: Callable[[int], No
     tags = {"primus.backend": "maxtext", "maxtext.model_name": str(settings.get("model_name", ""))}
     run = start_run(plan.run_config(params=settings, tags=tags))
     run.install_exit_handlers()
+    CHECKPOINTS.attach(run)
     return TrackingMetricWriter(
         run,
         log_period=config.log_period,

@@ -1,5 +1,6 @@
 """One process's tracking for TorchTitan: the plan decided when the config is parsed (kept here for
-the metrics processor, built later inside the Trainer), and the run started on the metrics rank(s)."""
+the metrics processor, built later inside the Trainer), the run started on the metrics rank(s), and the checkpoint
+journal the checkpoint patches call (attached to that run)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,13 @@ from primus.backends.torchtitan.experiment import run_dir_from_env
 from primus.backends.torchtitan.tracking_plan import plan_tracking
 from primus.log import get_logger
 from primus.log_capture import capture_console, stop_console_capture
+from primus.tracking.checkpoints import CheckpointJournal
 from primus.tracking.plan import TrackingPlan
 
 log = get_logger("primus.torchtitan")
 
 _PLAN: TrackingPlan | None = None
+CHECKPOINTS = CheckpointJournal()
 
 
 def prepare_tracking(config: Any, rank: int, *, dump_folder: str, profiler_section: str) -> TrackingPlan:
@@ -60,6 +63,7 @@ def start_tracking(plan: TrackingPlan, *, params: dict[str, Any], model: dict[st
     tags.update({f"torchtitan.{k}": str(v) for k in ("name", "flavor") if (v := (model or {}).get(k)) is not None})
     run = start_run(plan.run_config(params=params, tags=tags))
     run.install_exit_handlers()
+    CHECKPOINTS.attach(run)
     perf = None
     if plan.perf_metrics:
         perf = ProcessorPerf(

@@ -1,5 +1,5 @@
 """Upload of this run's own files (``<run_dir>/logs``, ``<run_dir>/traces``) to its MLflow run, by
-the MLflow sink after the last metric was delivered. Only files that really live under the run
+the MLflow sink after the last metric was delivered, and of a checkpoint's files when asked (``upload_checkpoints``). Only files that really live under the run
 directory go: a symlink pointing elsewhere is skipped, so another run's or the user's files never leak.
 When the tracking server stores the run's artifacts itself (``mlflow-artifacts:``), the light REST client PUTs
 them there; any other artifact store (s3://, gs://, a path, ...) needs MLflow's own artifact repositories, so
@@ -52,3 +52,15 @@ def uploader(client: MlflowRestClient | FullMlflowClient, run_id: str) -> Callab
             return partial(client.upload_artifact, artifact_uri)
         client = FullMlflowClient(client.tracking_uri, None, client.timeout_s)
     return partial(client.log_artifact, run_id)
+
+
+def upload_checkpoint(upload: Callable[[Path, str], None], checkpoint: Path, artifact_path: str) -> int:
+    """Every file of a local checkpoint (a folder or one file) under ``artifact_path``; returns how many (0: it is
+    not on this machine, or no longer)."""
+    if not checkpoint.exists():
+        return 0
+    files = sorted(p for p in checkpoint.rglob("*") if p.is_file()) if checkpoint.is_dir() else [checkpoint]
+    for path in files:
+        relative = path.parent.relative_to(checkpoint).as_posix() if checkpoint.is_dir() else "."
+        upload(path, artifact_path if relative == "." else f"{artifact_path}/{relative}")
+    return len(files)

@@ -1,7 +1,8 @@
 """TensorBoard sink: torch's ``SummaryWriter`` events (``tb_events.EventWriter``, without torch) with
 ``max_queue=queue_size``, created and fed on this worker; tensorboardX's writer where the ``tensorboard``
 package is not installed, as in MaxText's JAX environment.
-Names reach TensorBoard unchanged (Megatron's ``lm loss`` stays ``lm loss``), so existing dashboards work."""
+Names reach TensorBoard unchanged (Megatron's ``lm loss`` stays ``lm loss``), so existing dashboards work.
+A checkpoint save is a text entry under ``checkpoints`` at its iteration, a resume one under ``primus.resumed_from``."""
 
 from __future__ import annotations
 
@@ -9,10 +10,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from primus.tracking.alerts import alert_of
+from primus.tracking.checkpoints import RESUMED_FROM_TAG, loaded, saved
 from primus.tracking.config import resolved
 from primus.tracking.enums import SinkName
 from primus.tracking.journal import METRICS, TEXT, Record
 from primus.tracking.sink import Durability, Sink, SinkContext
+
+CHECKPOINTS_TAG = "checkpoints"
 
 
 class TensorBoardSink(Sink):
@@ -43,6 +47,10 @@ class TensorBoardSink(Sink):
                 self._add_step(r.data, r.step, walltime)
             elif r.kind == TEXT:
                 self._writer.add_text(r.data["tag"], r.data["text"], r.step, walltime=walltime)
+            elif (save := saved(r)) is not None:
+                self._writer.add_text(CHECKPOINTS_TAG, save.describe(), save.iteration, walltime=walltime)
+            elif (load := loaded(r)) is not None:
+                self._writer.add_text(RESUMED_FROM_TAG, load.path, load.iteration or 0, walltime=walltime)
             elif (alert := alert_of(r)) is not None:
                 self._writer.add_text(alert.tag, alert.tag_value, alert.iteration, walltime=walltime)
 

@@ -2,19 +2,29 @@
 ``init_timeout_s``; if an online start fails the run is logged offline instead (one warning says
 where, and ``wandb sync <dir>`` uploads it later). The run id is chosen once and kept in the run
 directory (or given: ``WandbConfig.run_id``), so a restarted job resumes the same W&B run
-(``resume="allow"``); ``resume_from`` / ``fork_from`` apply to the run's first start."""
+(``resume="allow"``); ``resume_from`` / ``fork_from`` apply to the run's first start.
+
+A checkpoint save (``checkpoints.py``) becomes a reference artifact as Megatron's ``wandb_utils`` logs one: type
+``model``, metadata ``{"iteration": N}``, a ``file://`` reference without checksums, the record's small files, its
+alias, and ``<entity>/<project>`` written to its pointer file. A resume sets ``primus.resumed_from`` in the run's
+config and calls ``use_artifact`` (which W&B refuses offline: then one line says so, as upstream's does)."""
 
 from __future__ import annotations
 
 import contextlib
 import logging
 import os
+import tempfile
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from primus.redaction import redact_text
 from primus.tracking.alerts import AlertKind, alert_of
+from primus.tracking.checkpoints import RESUMED_FROM_TAG, WANDB_ARTIFACT_TYPE, CheckpointLoaded, CheckpointSaved
+from primus.tracking.checkpoints import loaded as loaded_checkpoint
+from primus.tracking.checkpoints import saved as saved_checkpoint
 from primus.tracking.config import resolved
 from primus.tracking.enums import RunStatus, SinkName
 from primus.tracking.journal import METRICS, TEXT, Record
@@ -121,6 +131,10 @@ class WandbSink(Sink):
                 row.update(r.data)
             elif r.kind == TEXT:
                 self._run.summary[f"text/{r.data['tag']}"] = r.data["text"]
+            elif (save := saved_checkpoint(r)) is not None:
+                self._log_checkpoint(save)
+            elif (load := loaded_checkpoint(r)) is not None:
+                self._use_checkpoint(load)
             elif (alert := alert_of(r)) is not None:
                 # in the summary whatever the mode: offline, run.alert is kept in the run's file for `wandb sync`
                 self._run.summary[alert.tag] = alert.tag_value
@@ -128,6 +142,34 @@ class WandbSink(Sink):
                 self._run.alert(title=f"primus: {alert.kind}", text=alert.tag_value, level=level, wait_duration=0.001)
         if row:
             self._run.log(row, step=step)
+
+    def _log_checkpoint(self, save: CheckpointSaved) -> None:
+        import wandb
+
+        if save.uri.startswith("file://") and not Path(save.path).exists():
+            # removed since (a checkpoint rotation, a later `primus tracking sync`): W&B refuses a reference to it,
+            # and a record that can never be delivered must not hold back the ones after it
+            log.warning("primus tracking: checkpoint %s is gone, not logged as a W&B artifact", save.path)
+            return
+        artifact = wandb.Artifact(save.artifact, type=WANDB_ARTIFACT_TYPE, metadata={"iteration": save.iteration})
+        artifact.add_reference(save.uri, checksum=False)
+        with tempfile.TemporaryDirectory() as files:  # add_file copies each into W&B's staging folder
+            for name, text in save.files.items():
+                (Path(files) / name).write_text(text)
+                artifact.add_file(str(Path(files) / name))
+            self._run.log_artifact(artifact, aliases=[save.alias])
+        if save.wandb_pointer:
+            pointer = Path(save.wandb_pointer)
+            error = outside_except(lambda: pointer.write_text(f"{self._run.entity}/{self._run.project}"))
+            if error is not None:
+                log.warning("primus tracking: could not write %s (%s)", pointer, error)
+
+    def _use_checkpoint(self, load: CheckpointLoaded) -> None:
+        self._run.config.update({RESUMED_FROM_TAG: load.path}, allow_val_change=True)
+        if load.wandb_artifact:
+            error = outside_except(lambda: self._run.use_artifact(load.wandb_artifact))
+            if error is not None:
+                log.info("primus tracking: W&B did not find the checkpoint %s (%s)", load.path, error)
 
     def close(self, status: str, complete: bool) -> None:
         self._run.finish(exit_code=EXIT_CODES.get(status, 1))

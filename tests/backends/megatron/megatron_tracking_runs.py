@@ -74,6 +74,12 @@ def spec(name: str, on: Iterable[str], *args: str, expected: Mapping[str, list[i
                    iterations, nproc, release)
 
 
+# test_tracking_resume.py and test_checkpoint_patches.py: a job that checkpoints at iteration 2 and stops, then
+# resumes from it (the runs: conftest.py); W&B (offline) and MLflow on, TensorBoard off
+RESUME_EXPERIMENT = "h6-resume"
+RESUME_ARGS = (*toggles(False, True, True), "--wandb-project", RESUME_EXPERIMENT, "--mlflow-experiment-name",
+               RESUME_EXPERIMENT, "--log-progress", "--save-interval", "2")
+
 STEPS = [1, 2, 3]
 PERF_STEPS = [2, 3]
 AVG_STEPS = [3]  # log_avg_skip_iterations 2 (the default): log entries 1 (clock start) and 2 left out

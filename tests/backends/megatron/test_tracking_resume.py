@@ -2,7 +2,8 @@
 (--load), continues the same tracker runs: one MLflow run whose steps are 1..3 exactly once, one W&B
 run id across both processes' offline files. W&B + MLflow on, TensorBoard off (that toggle combination
 of test_tracking_toggles.py): TensorBoard writes nothing. log_progress (without log_throughput): upstream's
-progress.txt beside the checkpoint, Primus's progress line with the ETA on the console, no perf/* tracked."""
+progress.txt beside the checkpoint, Primus's progress line with the ETA on the console, no perf/* tracked. The
+two runs (session fixtures in conftest.py) also serve test_checkpoint_patches.py."""
 
 from __future__ import annotations
 
@@ -12,11 +13,11 @@ import pytest
 from megatron_tracking_runs import (
     MLFLOW,
     PERF,
+    RESUME_EXPERIMENT,
     UPSTREAM,
     WANDB,
     mlflow_runs,
     mlflow_steps,
-    toggles,
     wandb_steps,
     written_by,
 )
@@ -26,26 +27,6 @@ from primus.tracking.names import mlflow_key
 
 pytestmark = pytest.mark.slow
 
-EXPERIMENT = "h6-resume"
-
-
-@pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory):
-    return tmp_path_factory.mktemp("resume-ckpt")
-
-
-@pytest.fixture(scope="module")
-def stopped_then_resumed(megatron_run, mlflow_server, checkpoint):
-    args = (*toggles(False, True, True), "--wandb-project", EXPERIMENT, "--mlflow-experiment-name", EXPERIMENT,
-            "--log-progress", "--save", str(checkpoint), "--save-interval", "2")
-    env = {"WANDB_MODE": "offline", "MLFLOW_TRACKING_URI": mlflow_server.uri}
-    first = megatron_run("resume-first", *args, "--exit-interval", "2", env=env)
-    assert first.returncode == 0, first.explain()
-    second = megatron_run("resume-second", *args, "--load", str(checkpoint), env=env)
-    assert second.returncode == 0, second.explain()
-    return first, second
-
-
 def test_the_second_process_continues_from_the_checkpoint(stopped_then_resumed):
     first, second = stopped_then_resumed
     assert "iteration        2/" in first.output and "iteration        3/" not in first.output, first.explain()
@@ -53,7 +34,7 @@ def test_the_second_process_continues_from_the_checkpoint(stopped_then_resumed):
 
 
 def test_one_mlflow_run_with_every_step_once(stopped_then_resumed, mlflow_client):
-    [run] = mlflow_runs(mlflow_client, EXPERIMENT)
+    [run] = mlflow_runs(mlflow_client, RESUME_EXPERIMENT)
     assert run.info.status == "FINISHED"
     # no perf/*: neither --log-throughput nor the perf upload (--log-progress only prints them)
     assert mlflow_steps(mlflow_client, run) == {mlflow_key(tag): [1, 2, 3] for tag in UPSTREAM}

@@ -1,7 +1,9 @@
 """A checkpointed TorchTitan job stopped mid-run and launched again the way a user does — `primus train
 --config EXP.yaml`, twice, same experiment — continues the same MLflow run and the same W&B run from its
 checkpoint, and every tracker (the real MLflow server, TensorBoard files, the W&B offline file) holds every
-step once: the steps trained again after the checkpoint are not tracked twice."""
+step once: the steps trained again after the checkpoint are not tracked twice. Each checkpoint
+(patches/checkpoint_patches.py) is journaled and reaches W&B as a reference artifact, MLflow as a manifest, with
+the resume as ``primus.resumed_from``."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from pathlib import Path
 import pytest
 from support.journal_files import journal_lines
 from support.launch import FinishedRun, start, wait_or_kill
-from support.readers import mlflow_history, read_tb_scalars, read_wandb_history, wandb_run_ids
+from support.readers import mlflow_history, read_tb_scalars, read_wandb_history, wandb_artifacts, wandb_run_ids
 
 from primus.backends.torchtitan.assets import ASSETS_ENV
 
@@ -99,3 +101,28 @@ def test_relaunch_resumes_the_same_runs_from_the_checkpoint_without_duplicate_st
     assert [s for s, _ in read_tb_scalars(logdir)[LOSS]] == every_step
     assert len(wandb_run_ids(run_dir)) == 1
     assert sorted(r["_step"] for r in read_wandb_history(run_dir) if LOSS in r) == every_step
+
+
+def test_each_checkpoint_is_journaled_with_its_start_and_the_resume(relaunched):
+    _, resumed = relaunched
+    run_dir = resumed.run_dir()
+    events = [(r["d"]["event"], r["d"].get("iteration"), r["d"].get("path")) for r in journal_lines(run_dir)
+              if r["k"] == "e" and r["d"]["event"].startswith("checkpoint")]
+    step = {n: str(run_dir.parent / f"step-{n}") for n in (2, 4)}
+    assert events == [("checkpoint_save_start", 2, None), ("checkpoint_saved", 2, step[2]),
+                      ("checkpoint_loaded", 2, step[2]),
+                      ("checkpoint_save_start", 4, None), ("checkpoint_saved", 4, step[4])]
+
+
+def test_each_checkpoint_reaches_wandb_as_a_reference_and_mlflow_as_a_manifest(relaunched, mlflow_client, tmp_path):
+    _, resumed = relaunched
+    run_dir = resumed.run_dir()
+    logged = {(a["name"], tuple(a["aliases"]), a["metadata"]["iteration"]) for a in wandb_artifacts(run_dir)}
+    assert logged == {("checkpoint", ("latest", "step-2"), 2), ("checkpoint", ("latest", "step-4"), 4)}
+    [run] = mlflow_client.search_runs([mlflow_client.get_experiment_by_name("titan_resume").experiment_id])
+    assert run.data.tags["primus.resumed_from"] == str(run_dir.parent / "step-2")
+    mlflow_client.download_artifacts(run.info.run_id, "checkpoints", str(tmp_path))
+    for n in (2, 4):
+        manifest = json.loads((tmp_path / "checkpoints" / f"step-{n}.json").read_text())
+        assert (manifest["iteration"], manifest["path"]) == (n, str(run_dir.parent / f"step-{n}"))
+        assert manifest["bytes"] > 0 and manifest["seconds"] > 0, manifest

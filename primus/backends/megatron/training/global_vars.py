@@ -18,6 +18,7 @@ from primus.log import get_logger, set_level
 from primus.log_capture import capture_console, stop_console_capture
 from primus.tracking.across_ranks import RankFigures
 from primus.tracking.alerts import Alert, AlertKind
+from primus.tracking.checkpoints import CheckpointJournal
 from primus.tracking.plan import TrackingPlan
 from primus.tracking.stacks import register_for_stacks
 
@@ -40,13 +41,15 @@ class LogStepFigures:
 class MegatronTracking:
     """What Primus keeps for one Megatron process, the one object its patches hold: the plan (every rank, decided
     in upstream's validate_args), the session (the writer rank), the log-step gather (every rank, across ranks on),
-    and the upstream functions a logged step calls (bound when the training_log patch installs)."""
+    the upstream functions a logged step calls (bound when the training_log patch installs), and where the checkpoint
+    patches journal a save or a load (the writer rank, with a tracker on)."""
 
     def __init__(self) -> None:
         self.plan: TrackingPlan | None = None
         self.session: TrackingSession | None = None
         self.rank_figures: LogStepFigures | None = None
         self.step_functions: StepFunctions | None = None
+        self.checkpoints: CheckpointJournal | None = None
 
     def plan_for(self, args) -> TrackingPlan:
         if args.logging_level is not None:
@@ -82,6 +85,7 @@ class MegatronTracking:
             log_batch_size=args.log_batch_size_to_tensorboard,
         )
         upstream_global_vars._GLOBAL_TENSORBOARD_WRITER = writer
+        self.checkpoints = CheckpointJournal(run)
         self.session = TrackingSession(run, writer, args, step, perf_metrics=plan.perf_metrics)
 
     def before_training(self) -> None:
@@ -115,7 +119,7 @@ class MegatronTracking:
     def finish(self, status: str | None = None) -> None:
         """End the run (in-process re-runs, tests); process exit is covered by the run's exit handlers."""
         session = self.session
-        self.session, self.plan, self.rank_figures = None, None, None
+        self.session, self.plan, self.rank_figures, self.checkpoints = None, None, None, None
         stop_console_capture()  # the log is complete on disk before the run's end uploads it
         if session is not None and session.writer is not None:  # a tracker is on
             session.writer.flush()

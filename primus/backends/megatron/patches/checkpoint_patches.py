@@ -1,0 +1,88 @@
+"""Patches that journal Megatron's checkpoints (``primus/tracking/checkpoints.py``): a start mark as
+``checkpointing.save_checkpoint`` begins, the save and a load from upstream's own W&B hooks
+(``wandb_utils.on_save_checkpoint_success`` / ``on_load_checkpoint_success``).
+
+Upstream's hooks log each checkpoint as a W&B reference artifact, and ``use_artifact`` on a load, but only when its
+own W&B writer is set, which ``megatron.tracking.writers`` leaves unset (W&B is a sink of the hub): without these
+patches the artifacts would stop under Primus. Upstream's hook still runs first (it does nothing without its writer);
+the record carries what upstream would have logged (its own name and alias helpers, the tracker file's text), and
+the W&B sink logs it in the delivery process."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from primus.patches import REGISTRY
+from primus.patches.arguments import Arguments
+from primus.tracking.checkpoints import CheckpointLoaded, CheckpointSaved
+from primus.upstreams.megatron import MEGATRON
+
+
+@REGISTRY.patch(
+    "megatron.tracking.checkpoint_start",
+    target="megatron.training.checkpointing",
+    upstream=MEGATRON,
+    backend="megatron",
+    description="checkpointing.save_checkpoint: a start mark in the journal (the save's seconds; an expected gap)",
+)
+def _install_save_start(module, handle):
+    from primus.backends.megatron.training.global_vars import TRACKING
+
+    arguments = Arguments(module.save_checkpoint, "iteration")
+
+    def save_checkpoint(wrapped, instance, args, kwargs):
+        if TRACKING.checkpoints is not None:
+            TRACKING.checkpoints.save_started(arguments("iteration", args, kwargs))
+        return wrapped(*args, **kwargs)
+
+    handle.wrap(module, "save_checkpoint", save_checkpoint)
+
+
+@REGISTRY.patch(
+    "megatron.tracking.checkpoints",
+    target="megatron.training.wandb_utils",
+    upstream=MEGATRON,
+    backend="megatron",
+    description="wandb_utils.on_save_checkpoint_success/on_load_checkpoint_success: each save and load journaled, "
+    "for upstream's W&B artifact (same name, alias, files, latest_wandb_artifact_path.txt) and every tracker",
+)
+def _install_checkpoint_hooks(module, handle):
+    from primus.backends.megatron.training.global_vars import TRACKING
+
+    save = Arguments(module.on_save_checkpoint_success, "checkpoint_path", "tracker_filename", "save_dir", "iteration")
+    load = Arguments(module.on_load_checkpoint_success, "checkpoint_path", "load_dir")
+    name_and_alias = module._get_artifact_name_and_version  # upstream's own: the artifact it would log
+    pointer_file = module._get_wandb_artifact_tracker_filename
+
+    def on_save_checkpoint_success(wrapped, instance, args, kwargs):
+        result = wrapped(*args, **kwargs)
+        if TRACKING.checkpoints is not None:
+            path, tracker, save_dir = (
+                save(n, args, kwargs) for n in ("checkpoint_path", "tracker_filename", "save_dir")
+            )
+            name, alias = name_and_alias(Path(save_dir), Path(path))
+            TRACKING.checkpoints.save_ended(
+                CheckpointSaved(
+                    iteration=save("iteration", args, kwargs),
+                    path=str(Path(path).resolve()),
+                    artifact=name,
+                    alias=alias,
+                    files={Path(tracker).name: Path(tracker).read_text()},
+                    wandb_pointer=str(pointer_file(save_dir)),
+                )
+            )
+        return result
+
+    def on_load_checkpoint_success(wrapped, instance, args, kwargs):
+        result = wrapped(*args, **kwargs)
+        if TRACKING.checkpoints is not None:
+            path, load_dir = load("checkpoint_path", args, kwargs), load("load_dir", args, kwargs)
+            name, alias = name_and_alias(Path(load_dir), Path(path))
+            pointer = pointer_file(load_dir)
+            project = f"{pointer.read_text().strip()}/" if pointer.is_file() else ""  # as upstream reads it
+            loaded = CheckpointLoaded(path=str(Path(path).resolve()), wandb_artifact=f"{project}{name}:{alias}")
+            TRACKING.checkpoints.loaded(loaded)
+        return result
+
+    handle.wrap(module, "on_save_checkpoint_success", on_save_checkpoint_success)
+    handle.wrap(module, "on_load_checkpoint_success", on_load_checkpoint_success)

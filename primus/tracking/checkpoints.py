@@ -1,0 +1,161 @@
+"""Checkpoints in the journal: a save's start mark, the save, and a resume, as event records (kind ``e``) that
+every sink, ``primus tracking sync`` and anything reading the journal (a stall detector, ``primus report``) see.
+
+A backend's hook calls ``CheckpointJournal``; the sinks turn the records into each tracker's form (a W&B reference
+artifact, an MLflow manifest, a TensorBoard text entry, the ``primus.resumed_from`` tag). The record's ``t`` is when
+the hook ran (unix ms); its ``s`` is 0, like every event's. The ``d`` fields:
+
+* ``{"event": "checkpoint_save_start", "iteration": N}``: a save begins (a gap in steps is expected until its end).
+* ``{"event": "checkpoint_saved", "iteration": N, "path": P, "seconds": S, "bytes": B, "artifact": A, "alias": V,
+  "files": {F: TEXT}, "wandb_pointer": W}``: the save is on disk. ``path``: the checkpoint's absolute path or URI;
+  ``seconds``: since its start mark (None without one: the start was in another process); ``bytes``: the size of
+  its files, None when not cheap to know; ``artifact``/``alias``: the W&B artifact's name and alias; ``files``: small
+  files that go into the W&B artifact with their text at the save (Megatron's tracker file, which a later save
+  rewrites); ``wandb_pointer``: a file to write ``<entity>/<project>`` to once the artifact is logged, None if none.
+* ``{"event": "checkpoint_loaded", "iteration": N, "path": P, "wandb_artifact": R}``: training resumed from ``path``;
+  ``wandb_artifact`` is the name the W&B sink passes to ``use_artifact`` (None: none to use).
+
+A record made before its run started also has ``"at_ms"``, when it happened (its ``t`` is when it was journaled).
+A start mark with no save after it: upstream declined the save or it failed. ``seconds`` of an asynchronous save
+runs to the end of its upload where upstream hands back a future for it (TorchTitan), else to where upstream returns
+(MaxText: once the state is copied off the device).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path, PurePosixPath
+from typing import Any, Protocol
+
+from primus.redaction import redact_text
+from primus.tracking.journal import EVENT, Record
+
+SAVE_START, SAVED, LOADED = "checkpoint_save_start", "checkpoint_saved", "checkpoint_loaded"
+RESUMED_FROM_TAG = "primus.resumed_from"
+WANDB_ARTIFACT_TYPE = "model"  # Megatron's; the W&B sink gives every backend's checkpoints this type
+WAITING_RECORDS = 64  # records kept for a run not started yet (a process that never tracks keeps only these)
+SIZE_MAX_FILES = 1000  # past this many files the size is not "cheap" (stat calls on a parallel file system)
+
+
+class EventLog(Protocol):
+    def event(self, name: str, **fields: Any) -> None: ...
+
+
+@dataclass(frozen=True)
+class CheckpointSaved:
+    iteration: int
+    path: str
+    artifact: str
+    alias: str
+    seconds: float | None = None
+    bytes: int | None = None
+    files: Mapping[str, str] = field(default_factory=dict)
+    wandb_pointer: str | None = None
+
+    @property
+    def uri(self) -> str:
+        """W&B's reference: ``file://`` and an absolute path for a local checkpoint, the URI itself otherwise."""
+        return self.path if "://" in self.path else f"file://{Path(self.path).resolve()}"
+
+    def manifest(self, ts_ms: int) -> dict[str, Any]:
+        """What MLflow keeps of it (``checkpoints/<alias>.json``)."""
+        return {
+            "iteration": self.iteration,
+            "path": self.path,
+            "seconds": self.seconds,
+            "bytes": self.bytes,
+            "saved_at_ms": ts_ms,
+        }
+
+    def describe(self) -> str:
+        """One line for TensorBoard's text."""
+        seconds = "" if self.seconds is None else f", {self.seconds} s"
+        size = "" if self.bytes is None else f", {self.bytes} bytes"
+        return f"iteration {self.iteration}: {self.path}{seconds}{size}"
+
+
+@dataclass(frozen=True)
+class CheckpointLoaded:
+    path: str
+    iteration: int | None = None
+    wandb_artifact: str | None = None
+
+
+def saved(record: Record) -> CheckpointSaved | None:
+    """The save a record journals, else None."""
+    return _read(record, SAVED, CheckpointSaved)
+
+
+def loaded(record: Record) -> CheckpointLoaded | None:
+    """The resume a record journals, else None."""
+    return _read(record, LOADED, CheckpointLoaded)
+
+
+def _read(record: Record, event: str, cls: type) -> Any:
+    if record.kind != EVENT or record.data.get("event") != event:
+        return None
+    names = {f.name for f in fields(cls)}  # fields a later release adds are left out, not an error
+    return cls(**{k: v for k, v in record.data.items() if k in names})
+
+
+class CheckpointJournal:
+    """What a backend's checkpoint hooks call, on a process that tracks. Until a run is attached (MaxText loads its
+    checkpoint before the run starts) the records wait here, with their own time."""
+
+    def __init__(self, run: EventLog | None = None):
+        self._run = run
+        self._waiting: deque[tuple[str, dict[str, Any]]] = deque(maxlen=WAITING_RECORDS)
+        self._started: dict[int, float] = {}  # iteration -> monotonic time of its start mark
+
+    def attach(self, run: EventLog) -> None:
+        self._run = run
+        while self._waiting:
+            name, fields = self._waiting.popleft()
+            run.event(name, **fields)
+
+    def save_started(self, iteration: int) -> None:
+        self._started[iteration] = time.monotonic()
+        self._event(SAVE_START, iteration=iteration)
+
+    def save_ended(self, save: CheckpointSaved) -> None:
+        """Journal ``save`` with the seconds since its start mark and its size (when cheap to know)."""
+        start = self._started.pop(save.iteration, None)
+        seconds = None if start is None else round(time.monotonic() - start, 3)
+        size = None if "://" in save.path else size_of(Path(save.path))
+        self._event(SAVED, **asdict(save) | {"path": redact_text(save.path), "seconds": seconds, "bytes": size})
+
+    def loaded(self, load: CheckpointLoaded) -> None:
+        self._event(LOADED, **asdict(load) | {"path": redact_text(load.path)})
+
+    def _event(self, name: str, **fields: Any) -> None:
+        if self._run is not None:
+            self._run.event(name, **fields)
+        else:
+            self._waiting.append((name, fields | {"at_ms": int(time.time() * 1000)}))
+
+
+def in_folder_of_checkpoints(path: str, iteration: int) -> CheckpointSaved:
+    """A checkpoint that is a folder named for its step inside a folder of checkpoints (TorchTitan's ``step-N``,
+    MaxText's ``N``): its W&B artifact is named after the outer folder and aliased by its own name."""
+    folder = PurePosixPath(path.rstrip("/"))
+    return CheckpointSaved(iteration=iteration, path=path, artifact=folder.parent.name, alias=folder.name)
+
+
+def size_of(path: Path, max_files: int = SIZE_MAX_FILES) -> int | None:
+    """Bytes of the files under ``path`` (or of the file), None past ``max_files`` files or when unreadable."""
+    if path.is_file():
+        return path.stat().st_size
+    total, count = 0, 0
+    try:
+        for root, _, names in os.walk(path):
+            count += len(names)
+            if count > max_files:
+                return None
+            total += sum(os.stat(os.path.join(root, n)).st_size for n in names)
+    except OSError:
+        return None
+    return total if count else None
