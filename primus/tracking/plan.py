@@ -161,6 +161,7 @@ def plan_run(
                 upload_logs="mlflow_upload_logs" in chosen,
                 upload_traces="mlflow_upload_traces" in chosen,
                 upload_trace_report="mlflow_upload_tracelens_report" in chosen,
+                upload_checkpoints="mlflow_upload_checkpoints" in chosen,
             )
             if mlflow
             else None,

@@ -128,3 +128,17 @@ def test_the_health_options_reach_the_runs_detectors(tmp_path, backend):
     default = plan_run(backend, values(backend), destinations(tmp_path), Notices(), mlflow=True, mlflow_off_by="-",
                        environ=environ).config.health
     assert default.stall_after_s is None  # automatic
+
+
+@pytest.mark.parametrize("backend", EVERY)
+def test_checkpoint_uploads_are_asked_for_by_the_option_and_need_mlflow(tmp_path, backend):
+    environ = {"MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path}/m.db"}
+    asked = values(backend, mlflow_upload_checkpoints=True)
+    assert plan_run(backend, asked, destinations(tmp_path), Notices(), mlflow=True, mlflow_off_by="-",
+                    environ=environ).config.mlflow.upload_checkpoints
+    assert not plan_run(backend, values(backend), destinations(tmp_path), Notices(), mlflow=True,
+                        mlflow_off_by="-", environ=environ).config.mlflow.upload_checkpoints
+    off = plan_run(backend, asked, destinations(tmp_path), Notices(), mlflow=False, mlflow_off_by="mlflow off",
+                   environ=environ)
+    assert off.notices.infos == [f"{SECTION.get(backend, '')}mlflow_upload_checkpoints ignored: MLflow is off "
+                                 "(mlflow off)"]

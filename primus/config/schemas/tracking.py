@@ -106,6 +106,15 @@ OPTIONS = (
         backends=TORCH,
         help="Write a report analysing this run's profiler traces and upload it to MLflow.",
     ),
+    _option(
+        "mlflow_upload_checkpoints",
+        "bool",
+        False,
+        backends=EVERY,
+        help="Upload each checkpoint's files to MLflow beside its manifest (every checkpoint gets a manifest "
+        "naming its path either way); slow and costly for large checkpoints: every byte goes through the "
+        "tracking server or artifact store.",
+    ),
     # the logging options megatron-core 0.19.2 dropped, still honoured so older configs keep working
     _option("log_learning_rate_to_tensorboard", "bool", True, backends=(MEGATRON,), help="Log the learning rate."),
     _option("log_batch_size_to_tensorboard", "bool", False, backends=(MEGATRON,), help="Log the batch size."),
