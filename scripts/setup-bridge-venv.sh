@@ -3,7 +3,7 @@
 # clients and primus come from .venv's site-packages, seen through a .pth line) with megatron-bridge 0.6.2 and
 # the packages its training imports, pinned in third_party/bridge-requirements.txt and installed --no-deps.
 # .venv itself is never changed, and no second torch is installed. tests/support/bridge_env holds the import
-# stand-ins a host without Transformer Engine needs (see its README); the environment puts them on its path.
+# stand-ins a host without Transformer Engine needs (bridge_stand_ins.py says why); a .pth line installs them.
 #
 #   scripts/setup-bridge-venv.sh [VENV]        VENV defaults to .venv-bridge in the repository root
 #
@@ -35,11 +35,11 @@ base_site=$("$base/bin/python" -c 'import sysconfig; print(sysconfig.get_path("p
 # addsitedir (not a bare path line): .venv's own .pth files run too (primus's editable install among them).
 # Appended after this environment's site-packages, so Bridge's pins shadow .venv's where they differ.
 echo "import site; site.addsitedir('$base_site')" > "$site/zz-primus-base-venv.pth"
-echo "$stand_ins" > "$site/zz-primus-bridge-stand-ins.pth"
+printf '%s\nimport bridge_stand_ins; bridge_stand_ins.install()\n' "$stand_ins" > "$site/zz-primus-bridge-stand-ins.pth"
 
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps -r "$requirements" \
   || fail "installing $requirements failed (is the package index reachable?)"
-smoke=$("$venv/bin/python" -c 'import bridge_stand_ins; bridge_stand_ins.import_bridge(); import primus.backends.megatron_bridge' 2>&1) \
+smoke=$("$venv/bin/python" -c 'import megatron.bridge.training.pretrain, primus.backends.megatron_bridge' 2>&1) \
   || fail "megatron.bridge or primus does not import in $venv: $(echo "$smoke" | tail -5)"
 echo "$wanted" > "$stamp"
 echo "Megatron-Bridge environment ready: $venv"

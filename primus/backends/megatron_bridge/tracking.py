@@ -27,8 +27,10 @@ def flat_params(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
         name = f"{prefix}{key}"
         if isinstance(value, dict):
             out.update(flat_params(value, name + "."))
-        else:
-            out[name] = value if isinstance(value, (str, int, float, bool, type(None))) else json.dumps(value, default=str)
+        elif isinstance(value, (str, int, float, bool, type(None))):
+            out[name] = value
+        else:  # lists as JSON, anything else (dtypes, enums, callables) by its str
+            out[name] = json.dumps(value, default=str) if isinstance(value, (list, tuple)) else str(value)
     return out
 
 

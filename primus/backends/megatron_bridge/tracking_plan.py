@@ -20,6 +20,7 @@ from primus.config.run_directory import choose_run_dir, timestamp
 from primus.config.schemas.tracking import MAXTEXT, params_for
 from primus.tracking import TensorBoardConfig, WandbConfig
 from primus.tracking.plan import Destinations, Notices, TrackingPlan, plan_run
+from primus.tracking.plugin_sinks import requested_sinks
 from primus.tracking.run_layout import WANDB_DIR
 
 BACKEND = "megatron_bridge"
@@ -45,7 +46,7 @@ def plan_tracking(config: Any, *, rank: int, environ: Mapping[str, str] = os.env
     defaults = {p.name: p.default for p in params_for(OPTIONS_LIKE)}
 
     def destinations(notices: Notices) -> Destinations | None:
-        if not (logger.tensorboard_dir or logger.wandb_project or logger.mlflow_experiment):
+        if not (logger.tensorboard_dir or logger.wandb_project or logger.mlflow_experiment or requested_sinks(environ)):
             return None
         run_dir = run_directory(config.checkpoint.save, environ)
         return Destinations(

@@ -47,5 +47,8 @@ logger.tensorboard_dir = os.environ.get("TINY_TENSORBOARD_DIR")
 logger.mlflow_experiment = os.environ.get("TINY_MLFLOW_EXPERIMENT")
 logger.mlflow_run_name = os.environ.get("TINY_MLFLOW_RUN_NAME")
 logger.mlflow_tracking_uri = os.environ.get("TINY_MLFLOW_TRACKING_URI")
+logger.wandb_project = os.environ.get("TINY_WANDB_PROJECT")
+logger.wandb_exp_name = os.environ.get("TINY_WANDB_EXP_NAME")
+logger.wandb_save_dir = os.environ.get("TINY_WANDB_SAVE_DIR")
 
 pretrain(cfg, forward_step)
