@@ -5,6 +5,7 @@ with the console's values, and Bridge's own writers must have written nothing.""
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import shutil
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from support.launch import FinishedRun, start, wait_or_kill
-from support.readers import mlflow_history, read_tb_scalars, read_wandb_history, wandb_files
+from support.readers import mlflow_history, read_tb_scalars, read_wandb_history, wandb_files, wandb_run_ids
 
 pytestmark = pytest.mark.slow
 
@@ -33,6 +34,13 @@ TRAIN_TAGS = frozenset({
     "memory/mem-max-allocated-gigabytes", "memory/mem-max-reserved-gigabytes", "forward-backward-time",
     "optimizer-time",
 })
+# Bridge's own start-up patches, and megatron-core's CPU patches serving Bridge as they are
+CPU_PATCHES = frozenset({
+    "megatron_bridge.cpu.allow_no_cuda", "megatron_bridge.cpu.one_device_during_init",
+    "megatron_bridge.cpu.prebuilt_dataset_helpers", "megatron.cpu.cuda_runtime_shims", "megatron.cpu.device_placement",
+    "megatron.cpu.cuda_tensor_type_names", "megatron.cpu.eager_jit_fuser", "megatron.cpu.rng_tracker_on_cpu_generator",
+    "megatron.cpu.host_memory_stats",
+})
 TIMEOUT_S = 400.0
 _CONSOLE_LOSS = re.compile(r"iteration\s+(\d+)/\s*\d+ \|.*?\| lm loss: (\S+) \|")
 _CONSOLE_VALIDATION = re.compile(r"validation loss at iteration \d+.*?\| lm loss value: (\S+) \|")
@@ -48,6 +56,11 @@ class BridgeRun:
 
     def console_validation_losses(self) -> list[float]:
         return [float(value) for value in _CONSOLE_VALIDATION.findall(self.finished.output)]
+
+    def run_state(self) -> dict:
+        """The run directory's run.json: the training and delivery processes' pids, each tracker's run id."""
+        [path] = (self.workdir / "primus").glob("*/run.json")
+        return json.loads(path.read_text())
 
 
 @pytest.fixture(scope="session")
@@ -72,7 +85,9 @@ def tracked(tmp_path_factory, mlflow_server) -> BridgeRun:
 
 
 def test_every_scalar_bridge_writes_reaches_tensorboard_once_per_step(tracked):
-    assert len(list((tracked.workdir / "tb").glob("events.out.tfevents.*"))) == 1  # ours; Bridge's own wrote none
+    [events] = (tracked.workdir / "tb").glob("events.out.tfevents.*")  # events.out.tfevents.<time>.<host>.<pid>.<n>
+    pids = tracked.run_state()["run"]
+    assert int(events.name.split(".")[-2]) == pids["delivery_pid"] != pids["pid"]  # ours; Bridge's wrote none
     scalars = read_tb_scalars(tracked.workdir / "tb")
     for tag in TRAIN_TAGS:
         assert [step for step, _ in scalars.get(tag, [])] == STEPS, tag
@@ -93,12 +108,15 @@ def test_the_mlflow_run_is_finished_and_holds_the_consoles_losses(tracked, mlflo
     console = tracked.console_losses()
     assert [step for step, _ in history] == STEPS
     assert [value for _, value in history] == pytest.approx([console[s] for s in STEPS], rel=1e-6)
+    applied = {patch.split("@")[0] for patch in run.data.tags["primus.patches"].split(",")}
+    assert CPU_PATCHES <= applied
     for tag in TRAIN_TAGS:
         assert [step for step, _ in mlflow_history(mlflow_client, run.info.run_id, tag)] == STEPS, tag
 
 
 def test_wandb_gets_every_step_once_from_the_hub_alone(tracked):
     assert len(wandb_files(tracked.workdir / "wandb")) == 1  # Bridge's own wandb.init would make a second run
+    assert wandb_run_ids(tracked.workdir / "wandb") == {tracked.run_state()["wandb"]["id"]}  # the hub's run
     history = read_wandb_history(tracked.workdir / "wandb")
     steps = [row["_step"] for row in history if "lm loss" in row]
     assert steps == STEPS
