@@ -38,8 +38,9 @@ def plan_tracking(config: Any, *, rank: int, environ: Mapping[str, str] = os.env
     """``config``: Bridge's ConfigContainer (its ``logger`` and ``checkpoint`` sections). Raises TrackingPlanError
     listing every problem."""
     logger = config.logger
+    mlflow = bool(logger.mlflow_experiment)
     bridge_values = {
-        "enable_mlflow": bool(logger.mlflow_experiment),
+        "enable_mlflow": mlflow,
         "mlflow_experiment_name": logger.mlflow_experiment or None,
         "mlflow_run_name": logger.mlflow_run_name or None,
     }
@@ -76,7 +77,7 @@ def plan_tracking(config: Any, *, rank: int, environ: Mapping[str, str] = os.env
         lambda name: bridge_values.get(name, defaults[name]),
         destinations,
         notices,
-        mlflow=bridge_values["enable_mlflow"],
+        mlflow=mlflow,
         mlflow_off_by="logger.mlflow_experiment unset",
         environ={**environ, **uri},
     )

@@ -16,12 +16,16 @@ from primus.patches import REGISTRY, PatchHandle
 from primus.upstreams.megatron_bridge import MEGATRON_BRIDGE
 
 
-@REGISTRY.patch(
+def _bridge_patch(id: str, target: str, description: str):
+    return REGISTRY.patch(
+        id, target=target, upstream=MEGATRON_BRIDGE, backend="megatron_bridge", description=description
+    )
+
+
+@_bridge_patch(
     "megatron_bridge.tracking.writers",
-    target="megatron.bridge.training.state",
-    upstream=MEGATRON_BRIDGE,
-    backend="megatron_bridge",
-    description="GlobalState.tensorboard_logger -> the hub's writer (every scalar Bridge writes, to every "
+    "megatron.bridge.training.state",
+    "GlobalState.tensorboard_logger -> the hub's writer (every scalar Bridge writes, to every "
     "tracker); wandb_logger, mlflow_logger -> None (state.py:178-229)",
 )
 def _install_writers(module: ModuleType, handle: PatchHandle) -> None:
@@ -54,25 +58,20 @@ def _then_finish(wrapped, instance, args, kwargs):
     return result
 
 
-@REGISTRY.patch(
+@_bridge_patch(
     "megatron_bridge.tracking.train_steps",
-    target="megatron.bridge.training.train",
-    upstream=MEGATRON_BRIDGE,
-    backend="megatron_bridge",
-    description="training_log, evaluate_and_print_results -> the step's scalars go out when they return",
+    "megatron.bridge.training.train",
+    "training_log, evaluate_and_print_results -> the step's scalars go out when they return",
 )
 def _install_train_steps(module: ModuleType, handle: PatchHandle) -> None:
     handle.wrap(module, "training_log", _then_emit)
     handle.wrap(module, "evaluate_and_print_results", _then_emit)
 
 
-@REGISTRY.patch(
+@_bridge_patch(
     "megatron_bridge.tracking.pretrain_end",
-    target="megatron.bridge.training.pretrain",
-    upstream=MEGATRON_BRIDGE,
-    backend="megatron_bridge",
-    description="the final validation/test evaluations go out when they return; _finish_train ends the run "
-    "FINISHED",
+    "megatron.bridge.training.pretrain",
+    "the final validation/test evaluations go out when they return; _finish_train ends the run FINISHED",
 )
 def _install_pretrain_end(module: ModuleType, handle: PatchHandle) -> None:
     handle.wrap(module, "evaluate_and_print_results", _then_emit)
