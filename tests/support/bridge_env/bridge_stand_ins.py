@@ -51,14 +51,23 @@ def stand_in(name: str) -> types.ModuleType:
 
 
 def other_imports(path: str, absent_root: str) -> list[str]:
-    """The absolute modules a source file imports at its top level, but the absent package's."""
+    """The absolute modules a source file imports at its top level, but the absent package's; for ``from m import
+    n``, ``m.n`` too (a submodule, or else not a module: ``import_present`` passes over it)."""
     names = []
     for node in ast.parse(Path(path).read_text()).body:
         if isinstance(node, ast.Import):
             names += [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names.append(node.module)
+            names += [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
     return [n for n in names if n.split(".")[0] != absent_root]
+
+
+def import_present(name: str) -> None:
+    try:
+        importlib.import_module(name)
+    except ModuleNotFoundError as e:
+        if e.name != name:  # ``m.n`` where n is a name in m, not a module: nothing to import
+            raise
 
 
 class StandInFinder(importlib.abc.MetaPathFinder):
@@ -73,7 +82,7 @@ class StandInFinder(importlib.abc.MetaPathFinder):
 
         def exec_module(module):
             for name in other_imports(origin, absent[0].split(".")[0]):
-                importlib.import_module(name)
+                import_present(name)
             sys.modules.update({name: stand_in(name) for name in absent})
             try:
                 execute(module)
