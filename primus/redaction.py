@@ -5,7 +5,7 @@ Every path that prints, logs params, writes a config or uploads the environment 
 ``looks_like_secret`` to refuse secrets written into YAML.
 
 Two rules:
-* by key: a name that contains PASSWORD/PASSWD/SECRET/CREDENTIAL/APIKEY/API_KEY/PRIVATE_KEY/ACCESS_KEY,
+* by key: a name that contains PASSWORD/PASSWD/SECRET/CREDENTIAL/APIKEY/API_KEY/PRIVATE_KEY/ACCESS_KEY/WEBHOOK,
   or whose last word (split on ``_``, ``-``, ``.`` and camelCase) is KEY, TOKEN, AUTH, AUTHORIZATION,
   COOKIE or PASS. The last-word rule keeps ``tokenizer_type``, ``memory_keys``, ``num_tokens`` and
   Megatron's ``moe_token_dispatcher_type`` visible (and the shell's ``PWD`` is a directory).
@@ -26,7 +26,18 @@ from typing import Any
 
 MASK = "***"
 
-_SUBSTRINGS = ("PASSWORD", "PASSWD", "SECRET", "CREDENTIAL", "APIKEY", "API_KEY", "PRIVATE_KEY", "ACCESS_KEY")
+# WEBHOOK: a webhook's URL is its credential (PRIMUS_ALERT_WEBHOOK, a Slack incoming webhook)
+_SUBSTRINGS = (
+    "PASSWORD",
+    "PASSWD",
+    "SECRET",
+    "CREDENTIAL",
+    "APIKEY",
+    "API_KEY",
+    "PRIVATE_KEY",
+    "ACCESS_KEY",
+    "WEBHOOK",
+)
 _LAST_WORDS = frozenset({"KEY", "TOKEN", "AUTH", "AUTHORIZATION", "COOKIE", "PASS"})
 _WORD_SPLIT = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
 
@@ -42,6 +53,7 @@ _VALUE_PATTERNS = [
     (re.compile(r"\bdapi[0-9a-f]{32}(?:-\d+)?\b"), MASK),  # Databricks PAT
     (re.compile(r"\bA(?:KIA|SIA)[0-9A-Z]{16}\b"), MASK),  # AWS access key id
     (re.compile(r"\bxox[abpr]-[A-Za-z0-9-]{10,}"), MASK),  # Slack
+    (re.compile(r"(?P<pre>\bhooks\.slack\.com/)[^\s\"'<>]+"), r"\g<pre>" + MASK),  # Slack webhook: its path
     (re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), MASK),  # JWT
 ]
 # "name: value" / "name=value" in free text (logs, YAML dumps, command lines): the value is hidden when
@@ -90,6 +102,7 @@ _SHAPE_HINTS = (
     "akia",
     "asia",
     "xox",
+    "hooks.slack",
     "eyj",
 )
 _SECRET_WORDS = tuple(word.lower() for word in (*_SUBSTRINGS, *_LAST_WORDS))

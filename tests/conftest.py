@@ -140,3 +140,13 @@ def tmpfs(tmp_path):
     yield mount
     for target in mounted:
         unmount(target)
+
+
+@pytest.fixture
+def webhook_receiver():
+    """A real HTTP server on 127.0.0.1 keeping what an alert webhook posts (``support.webhook_server``)."""
+    from support.webhook_server import Receiver
+
+    receiver = Receiver()
+    yield receiver
+    receiver.close()

@@ -6,7 +6,8 @@ from primus.redaction import MASK, is_secret_key, looks_like_secret, redact_mapp
 @pytest.mark.parametrize("name", ["WANDB_API_KEY", "wandb_api_key", "DATABRICKS_TOKEN", "HF_TOKEN", "hfToken",
                                   "MLFLOW_TRACKING_PASSWORD", "PGPASSWORD", "AWS_SECRET_ACCESS_KEY", "client_secret",
                                   "GOOGLE_APPLICATION_CREDENTIALS", "http-authorization", "db_pass", "apiKey",
-                                  "AWS_ACCESS_KEY_ID", "ssh_private_key_path"])
+                                  "AWS_ACCESS_KEY_ID", "ssh_private_key_path", "PRIMUS_ALERT_WEBHOOK",
+                                  "slack_webhook_url"])
 def test_secret_names(name):
     assert is_secret_key(name)
 
@@ -20,7 +21,7 @@ def test_ordinary_names(name):
 @pytest.mark.parametrize("text", ["https://alice:s3cr3t@mlflow.example.com/api", "Authorization: Bearer abcdefghijkl123",
                                   "sk-proj-abcdefghijklmnop1234", "ghp_abcdefghijklmnopqrstuvwxyz0123",
                                   "hf_abcdefghijklmnopqrstuvwx", "dapi0123456789abcdef0123456789abcdef",
-                                  "AKIAABCDEFGHIJKLMNOP"])
+                                  "AKIAABCDEFGHIJKLMNOP", "hooks.slack.com/services/T0001/B0001/abcdefgh12345678"])
 def test_secret_shapes_are_found_and_hidden(text):
     assert looks_like_secret(text)
     assert redact_text(text) != text
@@ -133,3 +134,12 @@ def test_env_values_from_the_minimum_length_up_are_hidden_shorter_ones_stay(monk
 def test_bytes_values_are_decoded_with_replacement_then_redacted():
     assert redact_value("note", b"\xff password=hunter22") == f"\ufffd password={MASK}"
     assert redact_value("api_key", b"raw-key-bytes") == MASK
+
+
+def test_the_alert_webhook_is_hidden_wherever_it_appears(monkeypatch):
+    url = "https://alerts.example.com/hook/9f8e7d6c5b4a"
+    monkeypatch.setenv("PRIMUS_ALERT_WEBHOOK", url)
+    assert redact_text(f"POST {url} failed") == f"POST {MASK} failed"
+    assert redact_mapping({"PRIMUS_ALERT_WEBHOOK": url}) == {"PRIMUS_ALERT_WEBHOOK": MASK}
+    slack = "see https://hooks.slack.com/services/T0001/B0001/abcdefgh12345678 now"
+    assert redact_text(slack) == f"see https://hooks.slack.com/{MASK} now"

@@ -1,6 +1,7 @@
 """`primus report RUN_DIR [RUN_DIR...] [-o report.png|report.html]`: loss, learning rate, tokens/s,
-TFLOP/s and memory over steps from the runs' own journals (several runs overlaid), and a summary table
-(steps, final loss, mean throughput after warm-up, peak memory). Needs no tracking server."""
+TFLOP/s and memory over steps from the runs' own journals (several runs overlaid), a summary table
+(steps, final loss, mean throughput after warm-up, peak memory) and the runs' health alerts. Needs no tracking
+server."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ def add_parser(subparsers) -> None:
 
 
 def run_report(args: argparse.Namespace) -> int:
-    from primus.report import build_report, output_format, text_table, warmup_note, write_report
+    from primus.report import alert_lines, build_report, output_format, text_table, warmup_note, write_report
 
     try:
         output_format(args.output)
@@ -40,6 +41,8 @@ def run_report(args: argparse.Namespace) -> int:
         return 2
     print(text_table(report.summary))
     print(warmup_note(report.summary))
+    for line in alert_lines(report.runs):
+        print(line)
     if report.omitted:
         print(report.omitted_note())
     print(f"wrote {write_report(report, args.output)}")

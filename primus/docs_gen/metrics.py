@@ -7,6 +7,8 @@ from primus.config.schemas import FRAMEWORKS
 from primus.docs_gen.markdown import code, table
 from primus.docs_gen.options import BACKEND_TITLES
 from primus.report.panels import PANELS
+from primus.tracking.alerts import COUNT_METRIC, TAG_PREFIX, AlertKind
+from primus.tracking.health import LOSS_METRICS, THROUGHPUT_METRICS
 from primus.tracking.names import READABLE, SCHEMA, MlflowKeys, is_valid_mlflow_key, mlflow_key
 from primus.tracking.perf import PEAK_TFLOPS
 
@@ -73,6 +75,13 @@ def render_metrics() -> str:
                 "Tokens/s/device) and take no `log_avg_*` options.",
                 "Megatron's `samples vs steps` (consumed samples at each TensorBoard step), which upstream sends only "
                 "to its own W&B writer, reaches every tracker with the step's other scalars.",
+                "## Health alerts",
+                'The run\'s health detectors (README, "When a run gets stuck") read the loss from the first of '
+                f"{_names(LOSS_METRICS)} a step holds and the throughput from {_names(THROUGHPUT_METRICS)}. An alert "
+                f"reaches MLflow as the tag `{TAG_PREFIX}<kind>` (`iteration N: text`, the latest of each kind) and the "
+                f"metric `{COUNT_METRIC}` (how many alerts the run has had, at the alert's iteration); W&B as "
+                "`run.alert` and the same tag in the run summary; TensorBoard as the text "
+                f"`{TAG_PREFIX}<kind>`. Kinds: {', '.join(code(k.value) for k in AlertKind)}.",
                 "## What `primus report` plots",
                 "Each panel plots, per run, the first of these names the run's journal holds: Primus's name first, then "
                 "the run's backend's (from the `primus.backend` tag in `meta.json`; every backend's when it is missing). "

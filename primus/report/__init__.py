@@ -16,10 +16,11 @@ Which metric a panel plots on each backend: ``primus.report.panels`` (also in do
 from primus.report.build import Line, Report, build_report, output_format, write_report
 from primus.report.run_data import RunDirError
 from primus.report.summary import SummaryRow
-from primus.report.table import text_table, warmup_note
+from primus.report.table import alert_lines, text_table, warmup_note
 
 __all__ = [
     "Line",
+    "alert_lines",
     "Report",
     "RunDirError",
     "SummaryRow",

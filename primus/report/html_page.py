@@ -10,7 +10,7 @@ import io
 from matplotlib.figure import Figure
 
 from primus.report.build import Report
-from primus.report.table import TABLE_HEADER, table_rows, warmup_note
+from primus.report.table import TABLE_HEADER, alert_lines, table_rows, warmup_note
 
 _STYLE = (
     "body{font-family:sans-serif;margin:1.5em}table{border-collapse:collapse}"
@@ -30,10 +30,13 @@ def html_page(report: Report, figure: Figure) -> str:
         f"<li>{html.escape(run.label)}: <code>{html.escape(str(run.path))}</code></li>" for run in report.runs
     )
     omitted = f'<p class="note">{html.escape(report.omitted_note())}</p>' if report.omitted else ""
+    alerts = "".join(f"<li>{html.escape(line)}</li>" for line in alert_lines(report.runs))
     return (
         f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>{html.escape(report.title)}</title>'
         f"<style>{_STYLE}</style></head><body>\n<h1>{html.escape(report.title)}</h1>\n<ul>{runs}</ul>\n"
         f'<img alt="metrics over steps" src="data:image/png;base64,{image}">\n{omitted}\n'
         f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>\n"
-        f'<p class="note">{html.escape(warmup_note(report.summary))}</p>\n</body></html>\n'
+        f'<p class="note">{html.escape(warmup_note(report.summary))}</p>\n'
+        + (f"<h2>alerts</h2><ul>{alerts}</ul>\n" if alerts else "")
+        + "</body></html>\n"
     )

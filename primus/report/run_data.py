@@ -1,5 +1,5 @@
-"""What the report reads from one run directory: every metric series in its journal, its backend and
-its warm-up setting. Nothing here talks to a tracker: the journal is the run's own record."""
+"""What the report reads from one run directory: every metric series in its journal, its health alerts, its
+backend and its warm-up setting. Nothing here talks to a tracker: the journal is the run's own record."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from primus.report.panels import SCALE, Panel, pick_name
+from primus.tracking.alerts import Alert, alert_of
 from primus.tracking.journal import EVENT, METRICS, has_journal, read_all
 from primus.tracking.meta import RunMeta
 from primus.tracking.run_layout import JOURNAL_DIR
@@ -34,6 +35,7 @@ class RunData:
     backend: str | None
     skip_iterations: int  # log_avg_skip_iterations: warm-up iterations left out of averages
     points: dict[str, list[Point]]  # metric name -> its points in journal order
+    alerts: list[Alert]  # its health alerts (stalled, nan, failed, ...) in journal order
 
     def metric_for(self, panel: Panel) -> str | None:
         """The metric this run logged for ``panel`` (see ``panels``), or None."""
@@ -54,10 +56,13 @@ def load_run(path: Path, label: str | None = None) -> RunData:
     if not has_journal(path):
         raise RunDirError(_not_a_run_dir(path))
     points: dict[str, list[Point]] = defaultdict(list)
+    alerts = []
     segment = 0
     for record in read_all(path):
         if record.kind == EVENT and record.data.get("event") == "start":
             segment += 1
+        elif (alert := alert_of(record)) is not None:
+            alerts.append(alert)
         elif record.kind == METRICS:
             for name, value in record.data.items():
                 points[name].append(Point(record.step, float(value), segment))
@@ -69,6 +74,7 @@ def load_run(path: Path, label: str | None = None) -> RunData:
         backend=meta.tags.get("primus.backend"),
         skip_iterations=skip if isinstance(skip, int) else DEFAULT_SKIP_ITERATIONS,
         points=dict(points),
+        alerts=alerts,
     )
 
 

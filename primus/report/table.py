@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from primus.report.run_data import RunData
 from primus.report.summary import SummaryRow
 
 TABLE_HEADER = ("run", "backend", "steps", "final loss", "mean tokens/s/GPU", "mean TFLOP/s/GPU", "peak memory GiB")
@@ -43,3 +44,8 @@ def text_table(summary: Sequence[SummaryRow]) -> str:
     rows = [list(TABLE_HEADER), *table_rows(summary)]
     widths = [max(len(r[i]) for r in rows) for i in range(len(TABLE_HEADER))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows)
+
+
+def alert_lines(runs: Sequence[RunData]) -> list[str]:
+    """One line per health alert of each run (none when no run had one)."""
+    return [f"alert {run.label} iteration {a.iteration}: {a.kind}: {a.text}" for run in runs for a in run.alerts]

@@ -20,7 +20,8 @@ saved cursors. Parent and child talk in JSON lines over two pipes:
 * child -> parent (the first descriptor named on its command line): ``{"t": "stats", "sinks"}``,
   ``{"t": "flushed", "id"}``, ``{"t": "log", "name", "level", "msg"}`` (re-logged here, so the console and
   log capture see one stream), ``{"t": "print", "stream", "text"}`` (what the tracker clients printed there,
-  printed here on the same stream), ``{"t": "closed", "sinks"}``.
+  printed here on the same stream), ``{"t": "alert", "kind", "iteration", "text", "time_s"}`` (raised by its health
+  watch, told to a person already: journaled here for the trackers), ``{"t": "closed", "sinks"}``.
 
 The training process never waits on the child: its writes are non-blocking (a message is smaller than
 PIPE_BUF, so it is written whole or not at all) and the child is killed when the exit deadline has passed.
@@ -69,13 +70,14 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import primus
 from primus.redaction import redact_text
+from primus.tracking.alerts import Alert
 from primus.tracking.config import TrackingConfig
 from primus.tracking.journal import Record, encode
 from primus.tracking.node_delivery import attach
@@ -94,6 +96,7 @@ class DeliverySpec:
     config: TrackingConfig  # resolved, with the W&B run id; without params and tags (the child reads meta.json)
     sinks: tuple[str, ...]
     log_level: int
+    journal_from: int = 0  # where this process of the run starts in the journal: the health watch reads from there
 
     def encode(self) -> bytes:
         return base64.b64encode(pickle.dumps(self)) + b"\n"
@@ -178,6 +181,7 @@ class DeliveryProcess:
         self._gone = threading.Event()  # its output ended: it exited
         self._direct: queue.Queue[tuple[int, Sequence[Record]] | None] = queue.Queue(DIRECT_BATCHES)
         self._direct_sender: threading.Thread | None = None
+        self.on_alert: Callable[[Alert], None] = lambda alert: None  # an alert the child raised: journal it
 
     # -- lifecycle -----------------------------------------------------------------------
     def start(self) -> None:
@@ -339,6 +343,8 @@ class DeliveryProcess:
                 done.set()
         elif kind == "log":
             logging.getLogger(msg["name"]).log(msg["level"], "%s", msg["msg"])
+        elif kind == "alert":
+            self.on_alert(Alert(msg["kind"], int(msg["iteration"]), msg["text"], float(msg["time_s"])))
         elif kind == "print":
             stream = sys.stdout if msg["stream"] == "stdout" else sys.stderr
             stream.write(msg["text"])

@@ -4,8 +4,8 @@
 It ignores SIGINT and SIGTERM (a job stopping sends them to every process; the training process then
 asks this one to close, within its exit deadline) and ends when told to close or when its input ends.
 What the tracker clients print here goes to the training process, which prints it (see ``ForwardedStream``).
-``deliver`` is one run's delivery; the node's shared delivery process (``node_delivery_main``) runs one per
-rank it serves, on a thread each.
+``deliver`` is one run's delivery, with its health watch (``health_watch.py``); the node's shared delivery process
+(``node_delivery_main``) runs one per rank it serves, on a thread each.
 """
 
 from __future__ import annotations
@@ -20,15 +20,19 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import asdict
 from typing import NoReturn
 
 from primus.redaction import redact_text
+from primus.tracking.config import resolved
 from primus.tracking.delivery import DeliverySpec, message
 from primus.tracking.enums import RunStatus
+from primus.tracking.health_watch import HealthWatch
 from primus.tracking.journal import decode, journal_end, last_end_status
 from primus.tracking.meta import RunMeta
 from primus.tracking.sink_registry import build_sinks
 from primus.tracking.state import CursorStore, RunState
+from primus.tracking.webhook import Webhook
 from primus.tracking.worker import SinkWorker
 
 # Below the trainer: where cores are short (a small box, a CPU job, JAX's thread pool using every core) the
@@ -238,10 +242,11 @@ def deliver(
     replies: Replies,
     direct_pipe,
     lock_fd: int,
-    started: Callable[[list[SinkWorker]], None],
+    started: Callable[[list[threading.Thread]], None],
 ) -> bool:
     """One run's delivery, from its training process's pipes, until told to close or its input ends; True when
-    every sink ended in time. ``started``: called with the workers once they run."""
+    every sink ended in time. ``started``: called with the threads that call a sink or tell of an alert, once
+    they run."""
     cfg = spec.config
     fcntl.flock(lock_fd, fcntl.LOCK_EX)  # held until the run is delivered; an earlier launch's finishes first
     state = RunState(cfg.run_dir)
@@ -254,7 +259,17 @@ def deliver(
     workers = [SinkWorker(s, cfg.run_dir, cursors) for s in sinks]
     for w in workers:
         w.start()
-    started(workers)
+    watch = HealthWatch(
+        cfg.run_dir,
+        cfg.health,
+        resolved(cfg.run_name, "run_name"),
+        resolved(cfg.experiment_name, "experiment_name"),
+        lambda alert: replies.send({"t": "alert", **asdict(alert)}),
+        spec.journal_from,
+        Webhook.from_environment(),
+    )
+    watch.start()
+    started([*(w.thread for w in workers), watch.thread])
     following = threading.Event()
     threading.Thread(
         target=follow, args=(cfg.run_dir, workers, replies, following), name="primus-delivery-follow", daemon=True
@@ -265,8 +280,11 @@ def deliver(
     direct.start()
 
     asked = serve(commands, workers, replies)
+    trainer_died = False
     if asked is None:  # the training process died without closing: end as its journal says, else KILLED
-        status, within_s = last_end_status(cfg.run_dir) or RunStatus.KILLED, cfg.exit_deadline_s
+        ended = last_end_status(cfg.run_dir)
+        trainer_died = ended is None
+        status, within_s = ended or RunStatus.KILLED, cfg.exit_deadline_s
         if state.section("run").get("status") == RunStatus.RUNNING:
             try:
                 state.update("run", status=status)
@@ -279,6 +297,7 @@ def deliver(
     for w in workers:
         w.notify(journal_end(cfg.run_dir))
         w.close(status, deadline)
+    watch.finish(deadline, trainer_died)  # the alerts the trainer journaled at its end (failed, killed) told meanwhile
     done = {w.name: w.join(deadline) for w in workers}
     following.set()
     replies.send({"t": "closed", "sinks": stats(workers, done)})

@@ -19,10 +19,12 @@ import os
 import signal
 import sys
 import threading
+import traceback
 from collections.abc import Callable
 from types import FrameType, TracebackType
 from typing import Any
 
+from primus.redaction import redact_text
 from primus.tracking.enums import RunStatus
 
 log = logging.getLogger("primus.tracking")
@@ -36,6 +38,7 @@ class ExitHandlers:
         self._active = False
         self._exit_code: Any = None
         self._killed = False
+        self.why = ""  # why the run did not finish (redacted): the failed or killed alert's text
         self._original_exit: Callable[..., Any] = sys.exit
         self._previous_excepthook: Callable[..., Any] = sys.excepthook
         self._previous_signals: dict[int, Any] = {}
@@ -89,11 +92,13 @@ class ExitHandlers:
     # -- hooks ---------------------------------------------------------------------------
     def _exit(self, code: Any = None) -> Any:  # sys.exit's type: it returns only if the original does
         self._exit_code = code
+        self.why = f"sys.exit({redact_text(repr(code))})"
         self._original_exit(code)
 
     def _excepthook(self, etype: type[BaseException], value: BaseException, tb: TracebackType | None) -> None:
         self._previous_excepthook(etype, value, tb)  # the traceback first: finishing may take the deadline
         if self._ours():
+            self.why = redact_text(traceback.format_exception_only(etype, value)[-1].strip())
             self._finish(RunStatus.KILLED if issubclass(etype, KeyboardInterrupt) else RunStatus.FAILED)
 
     def _at_exit(self) -> None:
@@ -106,6 +111,7 @@ class ExitHandlers:
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         previous = self._previous_signals.get(signum)
+        self.why = f"stopped by {signal.Signals(signum).name}"
         if os.getpid() != self._pid:  # a forked child (a DataLoader worker being stopped): not our run
             self._pass_on(signum, frame, previous)
             return

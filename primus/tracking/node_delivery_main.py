@@ -20,7 +20,6 @@ from pathlib import Path
 from primus.tracking.delivery import DeliverySpec
 from primus.tracking.delivery_child import Replies, Routes, configure_process, deliver, exit_process
 from primus.tracking.node_delivery import HELLO, RUN_FDS
-from primus.tracking.worker import SinkWorker
 
 log = logging.getLogger("primus.tracking")
 
@@ -86,9 +85,9 @@ class NodeDelivery:
         self.routes.add(replies, [threading.current_thread()])
         delivered = False
 
-        def started(workers: list[SinkWorker]) -> None:
+        def started(threads: list[threading.Thread]) -> None:
             # what a sink's thread logs or its tracker client prints there goes to this run's trainer
-            self.routes.add_threads(replies, [w.thread for w in workers])
+            self.routes.add_threads(replies, threads)
 
         try:
             with os.fdopen(commands_fd, "rb") as commands:

@@ -16,9 +16,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from primus.tracking.alerts import ALERT_EVENT, Alert, AlertKind
 from primus.tracking.config import TrackingConfig, TrackingConfigError, WandbConfig
 from primus.tracking.delivery import DeliveryProcess, DeliverySpec
 from primus.tracking.enums import ENDED, RunStatus
+from primus.tracking.health import BUSY_EVENT
+from primus.tracking.health_watch import HealthWatch
 from primus.tracking.hub import ALREADY_TRACKED, MetricsHub
 from primus.tracking.journal import last_steps
 from primus.tracking.journal_keeper import JournalKeeper
@@ -27,7 +30,9 @@ from primus.tracking.lifecycle import ExitHandlers
 from primus.tracking.meta import RunMeta
 from primus.tracking.run_layout import LOGS_DIR, TRACES_DIR
 from primus.tracking.sink_registry import build_sinks, sink_names
+from primus.tracking.stacks import register_for_stacks, release_stacks
 from primus.tracking.state import CursorStore, RunDirLock, RunState
+from primus.tracking.webhook import Webhook
 from primus.tracking.worker import SinkWorker, Worker
 
 log = logging.getLogger("primus.tracking")
@@ -66,6 +71,8 @@ class Run:
                 cfg.journal_segment_bytes,
             )
             self._journal = JournalWriter(self.run_dir, cfg.journal_segment_bytes)
+            self._delivery: DeliveryProcess | None = None
+            self._watch: HealthWatch | None = None
             self._workers = self._make_workers(meta)
             self._hub = MetricsHub(
                 self._journal,
@@ -82,9 +89,33 @@ class Run:
         self._finished = False
         self._owner_pid = os.getpid()
         self._exit_handlers = ExitHandlers(self.finish)
+        self._last_step = 0  # for the iteration a failed or killed alert names
+        self._stacks = register_for_stacks(self.run_dir)
+        self._watch_health(self._journal.size)
         self._hub.event("start", pid=os.getpid(), run_name=cfg.run_name, resumed=self.resumed)
         self._hub.start()
         self._keeper.start()
+
+    def _watch_health(self, journal_from: int) -> None:
+        """The health watch runs in the delivery process; without one, on a thread here (never the training
+        thread). Either way, what it raises is journaled here for the trackers."""
+        if self._delivery is not None:
+            self._delivery.on_alert = self._raised
+            return
+        cfg = self.config
+        self._watch = HealthWatch(
+            self.run_dir,
+            cfg.health,
+            str(cfg.run_name),
+            str(cfg.experiment_name),
+            self._raised,
+            journal_from,
+            Webhook.from_environment(),
+        )
+        self._watch.start()
+
+    def _raised(self, alert: Alert) -> None:
+        self.alert(alert, notified=True)
 
     def _wandb_id(self, cfg: WandbConfig) -> str:
         """The id the user gave (wandb.run_id), else the one kept in the run directory, else the run that
@@ -102,8 +133,11 @@ class Run:
             cfg = replace(cfg, wandb=replace(cfg.wandb, run_id=self.wandb_run_id))
         names = sink_names(cfg)
         if cfg.delivery == "process" and names:
-            spec = DeliverySpec(replace(cfg, params={}, tags={}), tuple(names), log.getEffectiveLevel())
-            return list(DeliveryProcess(spec, self.run_dir).workers)
+            spec = DeliverySpec(
+                replace(cfg, params={}, tags={}), tuple(names), log.getEffectiveLevel(), self._journal.size
+            )
+            self._delivery = DeliveryProcess(spec, self.run_dir)
+            return list(self._delivery.workers)
         cursors = CursorStore(self.run_dir)
         return [SinkWorker(s, self.run_dir, cursors) for s in build_sinks(names, cfg, meta, self._state)]
 
@@ -112,12 +146,24 @@ class Run:
         """Queue one step's metrics (plain floats; names per ``primus.tracking.names``). Never blocks,
         never raises. ``only`` limits the record to some sinks by name (``SinkName``, or a plugin's)
         (e.g. Megatron's "vs samples" x-axis exists only in TensorBoard)."""
+        if only is None:  # a record for some trackers may count on another axis (Megatron's "vs samples")
+            self._last_step = step
         self._hub.log(step, metrics, only)
 
     def log_text(self, tag: str, text: str, step: int = 0, only: Sequence[str] | None = None) -> None:
         """Text for TensorBoard ``add_text``, W&B summary and an MLflow tag; redacted (by tag name and
         by shape) before it is journaled. ``only`` as for ``log``."""
         self._hub.log_text(tag, text, step, only)
+
+    def alert(self, alert: Alert, notified: bool = False) -> None:
+        """Journal an alert (``alerts.py``) for every tracker; ``notified``: its console line and webhook were
+        already sent (by the delivery process that raised it), else that process sends them when it reads it."""
+        self._hub.event(ALERT_EVENT, **alert.event(notified))
+
+    def busy(self, what: str, on: bool) -> None:
+        """Journal that a long pause in steps is expected (``what``: "checkpoint save", "evaluation") or over:
+        the stall alert allows it more time (``health.HealthSettings.busy_s``)."""
+        self._hub.event(BUSY_EVENT, what=what, on=on)
 
     def flush(self, timeout_s: float, sinks: Collection[str] | None = None) -> bool:
         """Wait until every running sink (or those named) has delivered what was logged so far; False on
@@ -184,7 +230,14 @@ class Run:
             self._state.update("run", status=status)
         except OSError as e:  # a full disk: the trackers are still told the status; sync reads RUNNING as KILLED
             log.warning("primus tracking: could not record status %s in %s (%s)", status, self.run_dir, e.strerror or e)
+        if status != RunStatus.FINISHED:  # before the end record: told by the health watch, which reads it
+            why = self._exit_handlers.why or f"the run ended {status}"
+            self.alert(Alert(AlertKind(status.lower()), self._last_step, why, time.time()))
+        if self._stacks is not None:  # before the upload of the run's files, which only a stall's stacks join
+            release_stacks(self._stacks)
         late = self._hub.close(status, deadline)
+        if self._watch is not None:
+            self._watch.finish(deadline)
         self._keeper.stop(deadline)
         self._report(late)
         self._journal.close()

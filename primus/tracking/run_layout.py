@@ -10,6 +10,8 @@
   ``.delivery.lock``: held by the process that feeds the trackers (``state.delivery_lock``).
 * ``logs/``, ``traces/``, ``reports/``: the run's own files, uploaded to MLflow when asked (``sinks.mlflow``);
   ``logs/rank_<n>.log``: a rank's console (``rank_log_file``).
+* ``stacks/<host>-<pid>.txt``: every thread's stack of a rank, written when the run stalled (``stacks``); uploaded
+  with the logs.
 * ``tensorboard/``, ``wandb/``: TensorBoard's event files and W&B's run files, unless the user names other folders
   (the backends' ``tracking_plan``).
 """
@@ -26,6 +28,7 @@ DELIVERY_LOCK = ".delivery.lock"
 LOGS_DIR = "logs"
 TRACES_DIR = "traces"
 REPORTS_DIR = "reports"
+STACKS_DIR = "stacks"
 TENSORBOARD_DIR = "tensorboard"
 WANDB_DIR = "wandb"
 

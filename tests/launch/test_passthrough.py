@@ -61,3 +61,9 @@ def test_a_value_in_the_list_is_refused_without_echoing_it(tmp_path):
     message = str(error.value)
     assert "launch.passthrough: names: 'WANDB_API_KEY=...' is not an environment variable name" in message
     assert "abcdef0123456789" not in message
+
+
+def test_the_alert_webhook_is_passed_by_name_not_only_by_the_primus_prefix(tmp_path):
+    """Listed by name: a user layer that drops the PRIMUS_ prefix still passes it (by name, never its value)."""
+    allow = load_passthrough({}, {"HOME": str(tmp_path)})
+    assert "PRIMUS_ALERT_WEBHOOK" in allow.names

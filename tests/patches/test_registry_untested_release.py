@@ -7,7 +7,9 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import logging
+from pathlib import Path
 
+import packaging
 import pytest
 
 from primus.patches import Patch, PatchError
@@ -57,9 +59,11 @@ def test_warn_tries_the_release_with_the_newest_variant_said_once_and_recorded(r
     applied = {r.id: r for r in registry.applied()}
     assert set(applied) == {"greet.new", "greet.all"} and all(r.untested for r in applied.values())
     [said] = [r.getMessage() for r in caplog.records]
-    assert said.startswith(f"primus: packaging {PACKAGING} (wheel ") and f"'{BELOW}' and is tried " in said
-    assert (f"written for packaging{BELOW}: greet.old (<{MAJOR - 1}), greet.new (>={MAJOR - 1},<{MAJOR}), "
-            "greet.all (all)") in said
+    where = f"wheel {Path(packaging.__file__).parent}"
+    assert said == (f"primus: packaging {PACKAGING} ({where}) is outside the supported range '{BELOW}' and is tried "
+                    f"({UPSTREAM_CHECK_ENV}=warn): its patches were written for packaging{BELOW}: greet.old "
+                    f"(<{MAJOR - 1}), greet.new (>={MAJOR - 1},<{MAJOR}), greet.all (all). Metrics may be wrong "
+                    "where upstream changed; a patch whose hold on upstream broke stops the job.")
 
 
 def test_warn_still_stops_at_a_patch_whose_hold_on_upstream_broke(registry, upstream, monkeypatch):
@@ -76,3 +80,17 @@ def test_a_bad_mode_is_refused_at_activation_naming_the_variable_and_the_modes(r
     with pytest.raises(ValueError, match=rf"{UPSTREAM_CHECK_ENV}='loose' is not a mode: use strict .* or warn"):
         registry.activate()
     assert not registry.active
+
+
+def test_a_refusal_for_another_reason_does_not_offer_to_try_the_release(registry, upstream, monkeypatch):
+    """Only a release outside the range can be tried: a missing upstream is refused with the plain fix."""
+    monkeypatch.delenv(UPSTREAM_CHECK_ENV, raising=False)
+    missing = Upstream("Nothing", "primus-no-such-distribution", "primus_no_such_package", ">=1")
+    name = upstream()
+    registry.register(Patch("greet.req", name, missing, "", wrapping_greet("req"), required=True))
+    registry.activate()
+    with pytest.raises(PatchError) as refused:
+        importlib.import_module(name)
+    assert str(refused.value) == ("required patch greet.req cannot be applied: primus_no_such_package is not importable "
+                                  "(primus-no-such-distribution is not installed). Use a supported release "
+                                  "(primus-no-such-distribution>=1) or update the patch.")

@@ -45,3 +45,18 @@ def test_panels_without_data_are_left_out_and_named(tmp_path, capsys):
     assert main(["report", str(tmp_path / "run"), "-o", str(out)]) == 0
     assert "no data, not shown: tokens/s per GPU" in capsys.readouterr().out
     assert "no data, not shown: tokens/s per GPU" in out.read_text()
+
+
+def test_the_runs_alerts_are_listed_on_the_console_and_in_the_page(tmp_path, capsys):
+    import time
+
+    from primus.tracking.alerts import Alert, AlertKind
+
+    run = start_run(TrackingConfig(run_dir=tmp_path / "run", tags={"primus.backend": "megatron"}))
+    run.log(1, {"lm loss": 4.0})
+    run.alert(Alert(AlertKind.STALLED, 1, "no step for 612 s after step 1 (allowed 600 s)", time.time()), notified=True)
+    run.finish()
+    assert main(["report", str(tmp_path / "run"), "-o", str(tmp_path / "r.html")]) == 0
+    line = "alert run iteration 1: stalled: no step for 612 s after step 1 (allowed 600 s)"
+    assert line in capsys.readouterr().out.splitlines()
+    assert f"<li>{line}</li>" in (tmp_path / "r.html").read_text()

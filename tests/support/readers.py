@@ -94,6 +94,40 @@ def wandb_run_ids(root: Path) -> set[str]:
     return ids
 
 
+def read_tb_texts(logdir: Path) -> dict[str, list[tuple[int, str]]]:
+    """Every text entry under ``logdir``: {tag: [(step, text), ...]}."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    from tensorboard.util.tensor_util import make_ndarray
+
+    acc = EventAccumulator(str(logdir), size_guidance={"tensors": 0})
+    acc.Reload()
+    return {
+        tag: [(e.step, make_ndarray(e.tensor_proto).item().decode()) for e in acc.Tensors(tag)]
+        for tag in acc.Tags()["tensors"]
+    }
+
+
+def read_wandb_alerts(root: Path) -> list[tuple[str, str, str]]:
+    """(title, text, level) of every ``run.alert`` kept in the offline run files under ``root``."""
+    return [
+        (r.alert.title, r.alert.text, r.alert.level)
+        for path in wandb_files(root)
+        for r in wandb_records(path)
+        if r.WhichOneof("record_type") == "alert"
+    ]
+
+
+def read_wandb_summary(root: Path) -> dict[str, Any]:
+    """The summary values the offline run files under ``root`` set, the latest of each key."""
+    summary: dict[str, Any] = {}
+    for path in wandb_files(root):
+        for record in wandb_records(path):
+            if record.WhichOneof("record_type") == "summary":
+                for item in record.summary.update:
+                    summary[item.key or ".".join(item.nested_key)] = json.loads(item.value_json)
+    return summary
+
+
 def mlflow_history(client: Any, run_id: str, key: str) -> list[tuple[int, float]]:
     """[(step, value)] of one MLflow metric, sorted by step (duplicates kept, so tests can see them)."""
     return sorted((m.step, m.value) for m in client.get_metric_history(run_id, key))

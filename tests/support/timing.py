@@ -25,3 +25,12 @@ def timed(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, float
 def within(waited_s: float, configured_s: float, baseline_s: float) -> bool:
     """The configured wait plus the measured cost of the same work without the fault, with room for load."""
     return waited_s < configured_s + LOAD_FACTOR * baseline_s + 1.0
+
+
+def wait_for(predicate: Callable[[], Any], timeout_s: float, what: str) -> None:
+    """Poll ``predicate`` until it holds; fail naming ``what`` when ``timeout_s`` passed first."""
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+        time.sleep(0.05)

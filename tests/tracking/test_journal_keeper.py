@@ -5,6 +5,7 @@ every sink has by then, without waiting past its deadline for a pass that hangs.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 
@@ -79,6 +80,7 @@ def test_stopping_does_not_wait_past_its_deadline_for_a_pass_that_hangs(tmp_path
     os.mkfifo(first.path)  # reading it blocks, as a hung file system would
     keeper = JournalKeeper(run_dir, "keep", [], CursorStore(run_dir))
     keeper.start()
+    _wait_until_blocked_in(keeper._thread, "compress")  # else stop() may come before the pass, and not wait at all
     deadline_s = 0.5
     started = time.monotonic()
     try:
@@ -87,6 +89,20 @@ def test_stopping_does_not_wait_past_its_deadline_for_a_pass_that_hangs(tmp_path
     finally:
         threading.Thread(target=lambda: open(first.path, "wb").close(), daemon=True).start()  # let the pass end
     assert deadline_s * 0.9 <= waited < deadline_s + 5  # the deadline, not the pass, and more than nothing
+
+
+def _wait_until_blocked_in(thread: threading.Thread, function: str, bound_s: float = 30.0) -> None:
+    """Until ``thread``'s stack has a frame of ``function`` (the keeper opening the FIFO), at most ``bound_s``."""
+    give_up = time.monotonic() + bound_s
+    while time.monotonic() < give_up:
+        frame = sys._current_frames().get(thread.ident)
+        while frame is not None:
+            name = frame.f_code.co_name  # in mutmut's copy of the module: x_<function>__mutmut_orig or _<n>
+            if name == function or name.startswith(f"x_{function}__mutmut"):
+                return
+            frame = frame.f_back
+        time.sleep(0.01)
+    raise AssertionError(f"the keeper's thread did not reach {function}() within {bound_s} s")
 
 
 def test_with_retention_delivered_the_sinks_cursors_are_read_again_without_a_new_write(tmp_path, monkeypatch):

@@ -7,10 +7,12 @@ import time
 
 import pytest
 from support.journal_files import journal_lines
-from support.readers import mlflow_history, read_tb_scalars, read_wandb_history, wandb_run_ids
+from support.readers import (mlflow_history, read_tb_scalars, read_tb_texts, read_wandb_alerts,
+                             read_wandb_history, read_wandb_summary, wandb_run_ids)
 
 from primus.tracking import (MlflowConfig, TensorBoardConfig, TrackingConfig, WandbConfig,
                              start_run)
+from primus.tracking.alerts import Alert, AlertKind
 from primus.tracking.names import MlflowKeys, mlflow_key
 
 pytestmark = pytest.mark.slow
@@ -116,3 +118,24 @@ def test_mlflow_keys_are_readable_and_a_resumed_run_keeps_them(tmp_path, mlflow_
         "throughput_tps", later, "memory/max_active_GiB"}
     assert mlflow_history(mlflow_client, first.mlflow_run_id, "throughput_tps") == [(1, 1.0), (4, 5.0)]
     assert mlflow_history(mlflow_client, first.mlflow_run_id, later) == [(2, 3.0), (3, 4.0)]
+
+
+def test_an_alert_reaches_every_tracker_its_own_way(tmp_path, mlflow_client, wandb_offline):
+    run = start_run(config(tmp_path, "alerts"))
+    log_steps(run, range(8))
+    run.alert(Alert(AlertKind.NAN, 6, "lm loss is nan at iteration 6", time.time()))
+    run.alert(Alert(AlertKind.STALLED, 7, "no step for 31 s after step 7 (allowed 30 s)", time.time()))
+    run.finish()
+
+    tags = mlflow_client.get_run(run.mlflow_run_id).data.tags
+    assert tags["primus.alert.nan"] == "iteration 6: lm loss is nan at iteration 6"
+    assert tags["primus.alert.stalled"] == "iteration 7: no step for 31 s after step 7 (allowed 30 s)"
+    assert mlflow_history(mlflow_client, run.mlflow_run_id, "health/alerts") == [(6, 1.0), (7, 2.0)]
+    assert read_wandb_alerts(wandb_offline) == [
+        ("primus: nan", "iteration 6: lm loss is nan at iteration 6", "ERROR"),
+        ("primus: stalled", "iteration 7: no step for 31 s after step 7 (allowed 30 s)", "ERROR"),
+    ]
+    assert read_wandb_summary(wandb_offline)["primus.alert.nan"] == "iteration 6: lm loss is nan at iteration 6"
+    assert read_tb_texts(tmp_path / "tb")["primus.alert.stalled/text_summary"] == [
+        (7, "iteration 7: no step for 31 s after step 7 (allowed 30 s)")
+    ]

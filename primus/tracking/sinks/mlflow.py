@@ -15,12 +15,13 @@ import logging
 from collections.abc import Iterable, Sequence
 
 from primus.redaction import redact_text
+from primus.tracking.alerts import COUNT_METRIC, alert_of
 from primus.tracking.config import MlflowConfig, resolved
 from primus.tracking.enums import RunStatus, SinkName
 from primus.tracking.journal import METRICS, TEXT, Record
 from primus.tracking.names import MlflowKeys, mlflow_keys
 from primus.tracking.params import MLFLOW_MAX_PARAM_VALUE, MLFLOW_MAX_TAG_VALUE, clip
-from primus.tracking.run_layout import LOGS_DIR, REPORTS_DIR, TRACES_DIR
+from primus.tracking.run_layout import LOGS_DIR, REPORTS_DIR, STACKS_DIR, TRACES_DIR
 from primus.tracking.sink import Sink, SinkContext, outside_except
 from primus.tracking.sinks.mlflow_artifacts import upload_run_files
 from primus.tracking.sinks.mlflow_full import FullMlflowClient
@@ -49,6 +50,7 @@ class MlflowSink(Sink):
         self._client: MlflowRestClient | FullMlflowClient | None = None
         self._metric_keys = MlflowKeys(saved.get("metric_keys"))
         self._tag_keys = MlflowKeys(saved.get("tag_keys") or mlflow_keys(context.tags))
+        self._alerts = int(saved.get("alerts", 0))  # alerts the run has had: the health/alerts metric
 
     @property
     def client(self) -> MlflowRestClient | FullMlflowClient:
@@ -93,6 +95,7 @@ class MlflowSink(Sink):
                 ):
                     raise
         self._metric_keys, self._tag_keys = MlflowKeys(), MlflowKeys(mlflow_keys(self.context.tags))  # a new run
+        self._alerts = 0
         tags = {self._tag_keys(k): clip(v, MLFLOW_MAX_TAG_VALUE) for k, v in self.context.tags.items()}
         run_id = self.client.create_run(experiment_id, self.cfg.run_name, tags)
         self.context.save(
@@ -146,6 +149,12 @@ class MlflowSink(Sink):
             for r in records
             if r.kind == TEXT
         }
+        alerts = self._alerts
+        for r in records:
+            if (alert := alert_of(r)) is not None:  # a tag per kind (its latest), and how many so far
+                tags[self._tag_keys(alert.tag)] = clip(alert.tag_value, MLFLOW_MAX_TAG_VALUE)
+                alerts += 1
+                metrics.append(MetricPoint(self._metric_keys(COUNT_METRIC), alerts, r.ts_ms, alert.iteration))
         if known != (len(self._metric_keys), len(self._tag_keys)):
             # before the send: a key MLflow has seen is the name's key for good
             self.context.save(metric_keys=self._metric_keys.assigned(), tag_keys=self._tag_keys.assigned())
@@ -154,6 +163,9 @@ class MlflowSink(Sink):
             self.client.log_batch(self.run_id, tags=tag_list[i : i + MAX_PARAMS_TAGS_PER_BATCH])
         for i in range(0, len(metrics), MAX_METRICS_PER_BATCH):
             self.client.log_batch(self.run_id, metrics=metrics[i : i + MAX_METRICS_PER_BATCH])
+        if alerts != self._alerts:  # after the send: a retry counts them again from the same number
+            self._alerts = alerts
+            self.context.save(alerts=alerts)
 
     def close(self, status: str, complete: bool) -> None:
         if not complete:
@@ -163,6 +175,7 @@ class MlflowSink(Sink):
             d
             for d, on in (
                 (LOGS_DIR, self.cfg.upload_logs),
+                (STACKS_DIR, self.cfg.upload_logs),  # a hung run's stacks, beside its console
                 (TRACES_DIR, self.cfg.upload_traces),
                 (REPORTS_DIR, self.cfg.upload_trace_report),
             )

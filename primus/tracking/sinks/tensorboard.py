@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from primus.tracking.alerts import alert_of
 from primus.tracking.config import resolved
 from primus.tracking.enums import SinkName
 from primus.tracking.journal import METRICS, TEXT, Record
@@ -42,6 +43,8 @@ class TensorBoardSink(Sink):
                 self._add_step(r.data, r.step, walltime)
             elif r.kind == TEXT:
                 self._writer.add_text(r.data["tag"], r.data["text"], r.step, walltime=walltime)
+            elif (alert := alert_of(r)) is not None:
+                self._writer.add_text(alert.tag, alert.tag_value, alert.iteration, walltime=walltime)
 
     def _add_each(self, values, step: int, walltime: float) -> None:
         for name, value in values.items():

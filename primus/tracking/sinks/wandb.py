@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from primus.redaction import redact_text
+from primus.tracking.alerts import AlertKind, alert_of
 from primus.tracking.config import resolved
 from primus.tracking.enums import RunStatus, SinkName
 from primus.tracking.journal import METRICS, TEXT, Record
@@ -120,6 +121,11 @@ class WandbSink(Sink):
                 row.update(r.data)
             elif r.kind == TEXT:
                 self._run.summary[f"text/{r.data['tag']}"] = r.data["text"]
+            elif (alert := alert_of(r)) is not None:
+                # in the summary whatever the mode: offline, run.alert is kept in the run's file for `wandb sync`
+                self._run.summary[alert.tag] = alert.tag_value
+                level = "INFO" if alert.kind == AlertKind.RESUMED else "ERROR"
+                self._run.alert(title=f"primus: {alert.kind}", text=alert.tag_value, level=level, wait_duration=0.001)
         if row:
             self._run.log(row, step=step)
 

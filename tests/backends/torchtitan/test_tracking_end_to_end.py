@@ -321,3 +321,13 @@ def test_primus_reads_no_tensor_to_the_host(name, request):
         assert record["reads"] == [], record["reads"]
         assert {e["site"].rpartition(":")[0] for e in record["own_host_tensors"]} <= {"tracking/across_ranks.py"}
     assert all(r["own_host_tensors"] for r in trainers) == (name == "fsdp_metrics_rank")
+
+
+@pytest.mark.parametrize("name", ["fsdp_metrics_rank", "fsdp_every_rank"])
+def test_two_healthy_ranks_raise_no_alert_and_leave_no_stacks(name, request):
+    """Every rank registered for stacks at start-up (the metrics rank's run, the other rank by itself) and removed
+    its empty file at its end; a healthy run says no alert."""
+    finished = request.getfixturevalue(name)
+    finished.assert_trained()
+    assert not list(finished.dump.rglob("stacks")), list(finished.dump.rglob("stacks/*"))
+    assert "[primus] ALERT" not in finished.output

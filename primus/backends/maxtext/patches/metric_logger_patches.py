@@ -35,6 +35,7 @@ def _install_metric_logger(module, handle):
 
     from primus.backends.maxtext.tracking_metric_writer import StepScalarsPerf, UpstreamWritersOff
     from primus.backends.maxtext.tracking_session import plan_for, start_tracking, status_for
+    from primus.tracking.stacks import register_for_stacks
 
     cls = module.MetricLogger
     init_arguments = Arguments(cls.__init__, "config", method=True)
@@ -44,7 +45,10 @@ def _install_metric_logger(module, handle):
     def init(wrapped, instance, args, kwargs):
         config = init_arguments("config", args, kwargs)
         plan = plan_for(config)
-        if plan.config is None or jax.process_index() != 0:
+        if plan.config is None:
+            return wrapped(*args, **kwargs)
+        if jax.process_index() != 0:  # the writer's delivery process saves this process's stacks at a stall
+            register_for_stacks(plan.config.run_dir)
             return wrapped(*args, **kwargs)
         args, kwargs = init_arguments.replace("config", UpstreamWritersOff(config), args, kwargs)
         wrapped(*args, **kwargs)

@@ -33,7 +33,11 @@ def _install_training_log(module, handle):
         return result
 
     def evaluate_and_print_results(wrapped, instance, args, kwargs):
-        result = wrapped(*args, **kwargs)
+        TRACKING.busy("evaluation", True)  # no step is logged meanwhile: not a stall
+        try:
+            result = wrapped(*args, **kwargs)
+        finally:
+            TRACKING.busy("evaluation", False)
         TRACKING.after_evaluation()
         return result
 
@@ -81,3 +85,29 @@ def _install_timers_write(module, handle):
         return None
 
     handle.wrap(module, "Timers.write", write)
+
+
+REJECTED = ("RERUN_DISABLED", "INITIAL_RUN")  # RerunValidationStatus names: upstream has just rejected a result
+
+
+@REGISTRY.patch(
+    "megatron.tracking.rejected_result",
+    target="megatron.core.rerun_state_machine",
+    upstream=MEGATRON,
+    backend="megatron",
+    description="RerunStateMachine._log_validation_error_to_file: a result upstream rejects (a NaN or Inf loss, "
+    "a spiky loss) becomes an alert at once, before upstream stops the job (whose own end may fail for "
+    "another reason)",
+)
+def _install_rejected_result(module, handle):
+    from primus.backends.megatron.training.global_vars import TRACKING
+
+    arguments = Arguments(module.RerunStateMachine._log_validation_error_to_file, "status", "message", method=True)
+
+    def log_validation_error(wrapped, instance, args, kwargs):
+        if getattr(arguments("status", args, kwargs), "name", None) in REJECTED:
+            # upstream's own count: its message says "iteration {current_iteration + 1}"
+            TRACKING.rejected(instance.current_iteration + 1, str(arguments("message", args, kwargs)))
+        return wrapped(*args, **kwargs)
+
+    handle.wrap(module, "RerunStateMachine._log_validation_error_to_file", log_validation_error)

@@ -8,6 +8,7 @@ writer stays unset: W&B is one of the hub's sinks."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from primus.backends.megatron.tracking_plan import plan_tracking
@@ -16,7 +17,9 @@ from primus.backends.megatron.training.tracking_summary_writer import TrackingSu
 from primus.log import get_logger, set_level
 from primus.log_capture import capture_console, stop_console_capture
 from primus.tracking.across_ranks import RankFigures
+from primus.tracking.alerts import Alert, AlertKind
 from primus.tracking.plan import TrackingPlan
+from primus.tracking.stacks import register_for_stacks
 
 log = get_logger("primus.megatron")
 
@@ -60,6 +63,8 @@ class MegatronTracking:
         plan = self.plan if self.plan is not None else self.plan_for(args)
         self.rank_figures = LogStepFigures(args.log_interval) if plan.across_ranks else None
         if args.rank != args.world_size - 1:
+            if plan.config is not None:  # the writer's delivery process saves this rank's stacks at a stall
+                register_for_stacks(plan.config.run_dir)
             return
         plan.notices.emit(log)
         step = self.step_functions  # None: the training_log patch is off, and nothing asks the session for figures
@@ -88,6 +93,20 @@ class MegatronTracking:
         system = self.rank_figures.at(iteration) if self.rank_figures is not None else None
         if self.session is not None:
             self.session.after_training_log(iteration, system)
+
+    def busy(self, what: str, on: bool) -> None:
+        """The writer rank journals an expected pause in steps (an evaluation), so the stall alert allows for it."""
+        if self.session is not None and self.session.run is not None:
+            self.session.run.busy(what, on)
+
+    def rejected(self, iteration: int, message: str) -> None:
+        """Upstream rejected a result (its rerun state machine): the writer rank raises the alert, read as NaN for
+        upstream's NaN and Inf checks and as a loss spike for its spiky-loss check."""
+        if self.session is None or self.session.run is None:
+            return
+        kind = AlertKind.NAN if any(w in message.lower() for w in ("nan", "inf")) else AlertKind.LOSS_SPIKE
+        text = f"upstream rejected a result at iteration {iteration}: {message}"
+        self.session.run.alert(Alert(kind, iteration, text, time.time()))
 
     def after_evaluation(self) -> None:
         if self.session is not None:

@@ -43,6 +43,7 @@ def _tracking_logger(
 
     from primus.backends.torchtitan.tracking_plan import plan_tracking
     from primus.backends.torchtitan.tracking_session import current_plan, start_tracking
+    from primus.tracking.stacks import register_for_stacks
 
     rank = dist.get_rank()
     # a Trainer built without upstream's ConfigManager was not planned at parse time
@@ -50,6 +51,7 @@ def _tracking_logger(
     if plan.config is None:
         return None
     if not plan.all_ranks and rank != metrics_rank:
+        register_for_stacks(plan.config.run_dir)  # the metrics rank's delivery process saves its stacks at a stall
         return module.BaseLogger()
     return start_tracking(plan, params=params, model=model, tag=tag)
 

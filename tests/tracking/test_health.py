@@ -1,0 +1,177 @@
+"""The health detectors (``tracking/health.py``), driven by made-up journal records and times: no sleeping."""
+
+import math
+import statistics
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from primus.tracking.alerts import AlertKind
+from primus.tracking.health import LOSS_METRICS, HealthMonitor, HealthSettings
+from primus.tracking.journal import EVENT, METRICS, Record
+
+T0 = 1_000_000.0
+
+
+def metrics(step, at, **data):
+    return Record(METRICS, step, int(at * 1000), data, end=0)
+
+
+def event(at, **data):
+    return Record(EVENT, 0, int(at * 1000), data, end=0)
+
+
+def steps(monitor, first, last, every_s, t0=T0, loss=None, throughput=None):
+    """Log steps ``first..last`` every ``every_s`` from ``t0``; the alerts they raised."""
+    found = []
+    for i, step in enumerate(range(first, last + 1)):
+        data = {}
+        if loss is not None:
+            data["lm loss"] = loss(step)
+        if throughput is not None:
+            data["perf/tokens_per_sec"] = throughput(step)
+        found += monitor.observe(metrics(step, t0 + i * every_s, **data))
+    return found
+
+
+def kinds(alerts):
+    return [a.kind for a in alerts]
+
+
+def test_no_stall_during_the_start_up_allowance_then_one_alert():
+    m = HealthMonitor(HealthSettings(startup_s=600), now=T0)
+    assert m.check(T0 + 599) == []
+    [alert] = m.check(T0 + 601)
+    assert alert.kind == AlertKind.STALLED and "since the run started" in alert.text
+    assert m.check(T0 + 700) == []  # said once
+
+
+@pytest.mark.parametrize("every_s, allowed", [(1.0, 300.0), (60.0, 600.0)])
+def test_the_automatic_allowance_is_ten_medians_and_at_least_300_s(every_s, allowed):
+    m = HealthMonitor(HealthSettings(), now=T0)
+    steps(m, 1, 20, every_s)
+    last = T0 + 19 * every_s
+    assert m.check(last + allowed - 1) == []
+    [alert] = m.check(last + allowed + 1)
+    assert alert.kind == AlertKind.STALLED and alert.iteration == 20
+    assert f"allowed {allowed:.0f} s" in alert.text
+
+
+def test_an_explicit_stall_after_replaces_the_automatic_allowance():
+    m = HealthMonitor(HealthSettings(stall_after_s=5), now=T0)
+    steps(m, 1, 3, 1.0)
+    assert m.check(T0 + 2 + 4.9) == []
+    assert kinds(m.check(T0 + 2 + 5.1)) == [AlertKind.STALLED]
+
+
+def test_resumed_carries_the_gap_and_a_later_stall_is_said_again():
+    m = HealthMonitor(HealthSettings(stall_after_s=5), now=T0)
+    steps(m, 1, 2, 1.0)
+    assert kinds(m.check(T0 + 10)) == [AlertKind.STALLED]
+    [resumed] = m.observe(metrics(3, T0 + 41))
+    assert resumed.kind == AlertKind.RESUMED and resumed.iteration == 3 and "after 40 s" in resumed.text
+    assert kinds(m.check(T0 + 41 + 6)) == [AlertKind.STALLED]
+
+
+def test_a_checkpoint_save_in_progress_extends_the_allowance_until_the_next_step():
+    m = HealthMonitor(HealthSettings(stall_after_s=5, busy_s=100), now=T0)
+    steps(m, 1, 2, 1.0)
+    m.observe(event(T0 + 2, event="busy", what="checkpoint save", on=True))
+    assert m.check(T0 + 90) == []
+    assert kinds(m.check(T0 + 103)) == [AlertKind.STALLED]
+    m2 = HealthMonitor(HealthSettings(stall_after_s=5, busy_s=100), now=T0)
+    steps(m2, 1, 2, 1.0)
+    m2.observe(event(T0 + 2, event="busy", what="evaluation", on=True))
+    m2.observe(event(T0 + 3, event="busy", what="evaluation", on=False))
+    assert kinds(m2.check(T0 + 8)) == [AlertKind.STALLED]  # the evaluation ended: the usual allowance again
+
+
+def test_nothing_after_the_run_ended():
+    m = HealthMonitor(HealthSettings(stall_after_s=5), now=T0)
+    steps(m, 1, 2, 1.0)
+    m.observe(event(T0 + 2, event="end", status="FINISHED"))
+    assert m.check(T0 + 1000) == []
+    assert m.observe(metrics(3, T0 + 1001, **{"lm loss": math.nan})) == []
+
+
+@pytest.mark.parametrize("name", LOSS_METRICS)
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
+def test_a_loss_that_is_not_finite_is_a_nan_alert_at_once_in_every_backend(name, value):
+    m = HealthMonitor(HealthSettings(), now=T0)
+    [alert] = m.observe(metrics(6, T0, **{name: value}))
+    assert alert.kind == AlertKind.NAN and alert.iteration == 6 and name in alert.text
+
+
+def test_a_loss_spike_over_k_mads_of_the_recent_median():
+    m = HealthMonitor(HealthSettings(spike_k=6, spike_window=20), now=T0)
+    noisy = [3.0 + 0.01 * (i % 5) for i in range(20)]
+    assert steps(m, 1, 20, 1.0, loss=lambda s: noisy[s - 1]) == []
+    median = statistics.median(noisy)
+    mad = statistics.median(abs(x - median) for x in noisy)
+    assert m.observe(metrics(21, T0 + 21, **{"lm loss": median + 5.9 * mad})) == []
+    [alert] = m.observe(metrics(22, T0 + 22, **{"lm loss": 9.0}))
+    assert alert.kind == AlertKind.LOSS_SPIKE and alert.iteration == 22
+
+
+def test_a_flat_loss_has_a_floor_under_its_mad():
+    m = HealthMonitor(HealthSettings(spike_k=6, spike_window=20), now=T0)
+    steps(m, 1, 20, 1.0, loss=lambda s: 3.0)
+    assert m.observe(metrics(21, T0 + 21, **{"lm loss": 3.0 * 1.05})) == []  # under 6 x 1 % of the median
+    assert kinds(m.observe(metrics(22, T0 + 22, **{"lm loss": 3.0 * 1.07}))) == [AlertKind.LOSS_SPIKE]
+
+
+def test_loss_spikes_can_be_turned_off():
+    m = HealthMonitor(HealthSettings(spike_k=0, spike_window=20), now=T0)
+    steps(m, 1, 20, 1.0, loss=lambda s: 3.0)
+    assert m.observe(metrics(21, T0 + 21, **{"lm loss": 1e9})) == []
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(min_value=0.1, max_value=100.0), min_size=10, max_size=60))
+def test_no_spike_for_a_loss_that_never_rises_above_its_window(losses):
+    """A loss at or below every earlier one is never a spike, whatever the series."""
+    m = HealthMonitor(HealthSettings(spike_window=10), now=T0)
+    descending = sorted(losses, reverse=True)
+    assert AlertKind.LOSS_SPIKE not in kinds(steps(m, 1, len(descending), 1.0, loss=lambda s: descending[s - 1]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(min_value=0.01, max_value=1000.0), min_size=2, max_size=40))
+def test_the_automatic_allowance_follows_the_median_interval(intervals):
+    """Whatever the intervals, the alert comes just past max(300, 10 x their median), never before."""
+    m = HealthMonitor(HealthSettings(), now=T0)
+    at = T0
+    m.observe(metrics(0, at))
+    for i, gap in enumerate(intervals, start=1):
+        at += gap
+        m.observe(metrics(i, at))
+    allowed = max(300.0, 10 * statistics.median(intervals))
+    assert m.check(at + allowed * 0.999) == []
+    assert kinds(m.check(at + allowed * 1.001)) == [AlertKind.STALLED]
+
+
+def test_a_throughput_drop_for_several_log_steps_is_said_once_per_drop():
+    s = HealthSettings(drop_steps=3)
+    m = HealthMonitor(s, now=T0)
+    assert steps(m, 1, 9, 1.0, throughput=lambda _: 1000.0) == []
+    assert steps(m, 10, 11, 1.0, throughput=lambda _: 400.0) == []  # two low steps: not yet
+    [alert] = steps(m, 12, 12, 1.0, throughput=lambda _: 400.0)
+    assert alert.kind == AlertKind.THROUGHPUT_DROP and alert.iteration == 12
+    assert steps(m, 13, 15, 1.0, throughput=lambda _: 400.0) == []  # the same drop
+    assert steps(m, 16, 16, 1.0, throughput=lambda _: 1000.0) == []  # recovered
+    assert kinds(steps(m, 17, 19, 1.0, throughput=lambda _: 100.0)) == [AlertKind.THROUGHPUT_DROP]
+
+
+def test_throughput_at_half_the_median_is_no_drop():
+    m = HealthMonitor(HealthSettings(drop_steps=3), now=T0)
+    steps(m, 1, 9, 1.0, throughput=lambda _: 1000.0)
+    assert steps(m, 10, 20, 1.0, throughput=lambda _: 500.0) == []
+
+
+@pytest.mark.parametrize(
+    "bad", [{"stall_after_s": 0}, {"stall_min_s": -1}, {"spike_k": -1}, {"drop_fraction": 1.0}, {"spike_window": 2}]
+)
+def test_settings_out_of_range_are_refused(bad):
+    with pytest.raises(ValueError):
+        HealthSettings(**bad)

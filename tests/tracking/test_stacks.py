@@ -1,0 +1,144 @@
+"""Stacks of a hung rank: a real process blocked in C (a read with no writer; a gloo collective a peer never
+joins) has every thread's Python stack written to the run's stacks/ when the delivery side asks."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from support.timing import wait_for
+
+from primus.tracking.stacks import STACK_SIGNAL, dump_stacks, register_for_stacks, release_stacks
+
+BLOCKED_IN_READ = textwrap.dedent(
+    """
+    import os, sys, threading
+    from primus.tracking.stacks import register_for_stacks
+
+    register_for_stacks(__import__("pathlib").Path(sys.argv[1]))
+    r, w = os.pipe()
+
+    def side_thread_waits():
+        threading.Event().wait()
+
+    def wait_in_c():
+        os.read(r, 1)  # no writer ever writes: blocked in the read(2) system call
+
+    threading.Thread(target=side_thread_waits, daemon=True).start()
+    print("ready", flush=True)
+    wait_in_c()
+    """
+)
+
+BLOCKED_IN_COLLECTIVE = textwrap.dedent(
+    """
+    import os, sys, datetime
+    import torch, torch.distributed as dist
+    from primus.tracking.stacks import register_for_stacks
+
+    rank = int(sys.argv[2])
+    register_for_stacks(__import__("pathlib").Path(sys.argv[1]))
+    dist.init_process_group("gloo", init_method="tcp://127.0.0.1:" + sys.argv[3], rank=rank, world_size=2,
+                            timeout=datetime.timedelta(seconds=300))
+
+    def all_reduce_a_peer_never_joins():
+        dist.all_reduce(torch.ones(4))
+
+    print("ready", flush=True)
+    if rank == 0:
+        all_reduce_a_peer_never_joins()
+    else:
+        __import__("time").sleep(300)
+    """
+)
+
+
+def start(tmp_path: Path, code: str, *args: str) -> subprocess.Popen:
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen([sys.executable, "-c", code, str(tmp_path), *args], stdout=subprocess.PIPE, text=True,
+                            env=env)
+    assert proc.stdout.readline().strip() == "ready"
+    return proc
+
+
+def wait_for_text(path: Path, text: str) -> str:
+    wait_for(lambda: text in path.read_text(), 30, f"{text!r} in {path}")
+    return path.read_text()
+
+
+def stop(*procs):
+    for p in procs:
+        p.kill()
+        p.wait()
+
+
+def test_a_process_blocked_in_a_c_call_has_every_threads_stack_saved(tmp_path):
+    proc = start(tmp_path, BLOCKED_IN_READ)
+    try:
+        time.sleep(0.3)  # into the read
+        assert dump_stacks(tmp_path, "stalled: no step for 31 s after step 7") == [proc.pid]
+        [path] = (tmp_path / "stacks").glob("*.txt")
+        text = wait_for_text(path, "wait_in_c")
+        assert path.name.endswith(f"-{proc.pid}.txt")
+        assert "stalled: no step for 31 s after step 7" in text
+        assert "side_thread_waits" in text  # every thread
+        assert proc.poll() is None  # the signal did not stop it
+    finally:
+        stop(proc)
+
+
+def test_an_ended_process_or_a_reused_pid_is_not_signalled(tmp_path):
+    proc = start(tmp_path, BLOCKED_IN_READ)
+    stop(proc)
+    assert dump_stacks(tmp_path, "stalled") == []
+    [path] = (tmp_path / "stacks").glob("*.txt")
+    path.write_text(path.read_text().replace(f"pid {proc.pid} ", f"pid {os.getpid()} "))  # a live pid, not the rank
+    assert dump_stacks(tmp_path, "stalled") == []
+
+
+def test_a_program_with_its_own_handler_keeps_it(tmp_path):
+    previous = signal.signal(STACK_SIGNAL, lambda *_: None)
+    try:
+        assert register_for_stacks(tmp_path) is None
+        assert not (tmp_path / "stacks").exists()
+    finally:
+        signal.signal(STACK_SIGNAL, previous)
+
+
+@pytest.mark.slow
+def test_a_rank_blocked_in_a_gloo_collective_shows_the_collective(tmp_path):
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = str(s.getsockname()[1])
+    env_ranks = [subprocess.Popen([sys.executable, "-c", BLOCKED_IN_COLLECTIVE, str(tmp_path), str(r), port],
+                                  stdout=subprocess.PIPE, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+                 for r in (0, 1)]
+    try:
+        for p in env_ranks:
+            assert p.stdout.readline().strip() == "ready"
+        time.sleep(1.0)  # rank 0 into the all_reduce
+        assert sorted(dump_stacks(tmp_path, "stalled")) == sorted(p.pid for p in env_ranks)
+        text = wait_for_text(tmp_path / "stacks" / f"{socket.gethostname()}-{env_ranks[0].pid}.txt",
+                             "all_reduce_a_peer_never_joins")
+        assert "in all_reduce" in text  # torch.distributed's frame, waiting in C
+    finally:
+        stop(*env_ranks)
+
+
+def test_a_file_without_stacks_is_removed_at_the_end_and_one_with_stacks_kept(tmp_path):
+    path = register_for_stacks(tmp_path / "quiet")
+    release_stacks(path)
+    assert not (tmp_path / "quiet" / "stacks").exists()
+    path = register_for_stacks(tmp_path / "stalled")
+    assert dump_stacks(tmp_path / "stalled", "stalled") == [os.getpid()]
+    wait_for_text(path, "test_a_file_without_stacks_is_removed")
+    release_stacks(path)
+    assert path.is_file()
