@@ -19,6 +19,7 @@ from typing import Any
 from primus.config.schemas.tracking import SECTION, params_for, problems
 from primus.tracking.config import MlflowConfig, TensorBoardConfig, TrackingConfig, TrackingConfigError, WandbConfig
 from primus.tracking.credentials import has_wandb_credentials
+from primus.tracking.health import HealthSettings
 from primus.tracking.run_layout import TRACES_DIR, rank_log_file
 
 PERF = "mlflow_upload_performance_metrics"
@@ -164,6 +165,11 @@ def plan_run(
             if mlflow
             else None,
             exit_deadline_s=options.get("primus_exit_deadline", TrackingConfig.exit_deadline_s),
+            health=HealthSettings(
+                stall_after_s=options["primus_stall_after"],
+                spike_k=options["primus_loss_spike_mads"],
+                drop_fraction=options["primus_throughput_drop_fraction"],
+            ),
             journal_retention=options["primus_journal_retention"],
             delivery_group=where.delivery_group,
         ),

@@ -115,3 +115,16 @@ def test_plan_run_asks_nothing_of_the_backend_until_every_option_is_valid(tmp_pa
                  mlflow_off_by="metrics.enable_mlflow: false")
     assert [p.split(" is invalid")[0] for p in refused.value.problems] == ["metrics.log_freq=0",
                                                                            "metrics.primus_exit_deadline=0.0"]
+
+
+@pytest.mark.parametrize("backend", EVERY)
+def test_the_health_options_reach_the_runs_detectors(tmp_path, backend):
+    environ = {"MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path}/m.db"}
+    plan = plan_run(backend, values(backend, primus_stall_after=45.0, primus_loss_spike_mads=0.0,
+                                    primus_throughput_drop_fraction=0.25),
+                    destinations(tmp_path), Notices(), mlflow=True, mlflow_off_by="-", environ=environ)
+    health = plan.config.health
+    assert (health.stall_after_s, health.spike_k, health.drop_fraction) == (45.0, 0.0, 0.25)
+    default = plan_run(backend, values(backend), destinations(tmp_path), Notices(), mlflow=True, mlflow_off_by="-",
+                       environ=environ).config.health
+    assert default.stall_after_s is None  # automatic

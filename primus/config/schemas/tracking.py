@@ -146,6 +146,39 @@ OPTIONS = (
         help="Seconds to wait at exit for the trackers to deliver; what they could not deliver stays in the run's "
         "journal for `primus tracking sync`.",
     ),
+    # run health (primus/tracking/health.py): alerts to the console, every tracker and PRIMUS_ALERT_WEBHOOK
+    _option(
+        "primus_stall_after",
+        "float",
+        nullable=True,
+        gt=0,
+        le=1e6,
+        backends=EVERY,
+        help="Seconds without a new log step before a `stalled` alert (with every rank's stacks saved under the "
+        "run's stacks/); unset: automatic, from the run's own intervals between log steps, with a start-up "
+        "allowance until the first step and more during an evaluation or a checkpoint save (docs/metrics.md, "
+        "Health alerts).",
+    ),
+    _option(
+        "primus_loss_spike_mads",
+        "float",
+        6.0,
+        ge=0,
+        le=1e6,
+        backends=EVERY,
+        help="A `loss_spike` alert when a logged loss is this many median absolute deviations above the median of "
+        "the recent losses (docs/metrics.md, Health alerts); 0 turns it off.",
+    ),
+    _option(
+        "primus_throughput_drop_fraction",
+        "float",
+        0.5,
+        ge=0,
+        le=0.99,
+        backends=EVERY,
+        help="A `throughput_drop` alert when tokens/s stays below this fraction of the run's median for several "
+        "log steps in a row (docs/metrics.md, Health alerts); 0 turns it off.",
+    ),
     _option(
         "primus_journal_retention",
         "str",
