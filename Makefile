@@ -9,8 +9,8 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.primus-installed
 export OMP_NUM_THREADS ?= 1
 
-.PHONY: setup setup-maxtext setup-upstream-matrix setup-dependency-floors run test lint bench canary mutation clean
-setup: $(STAMP) setup-maxtext setup-upstream-matrix setup-dependency-floors
+.PHONY: setup setup-maxtext setup-bridge setup-upstream-matrix setup-dependency-floors run test lint bench canary mutation clean
+setup: $(STAMP) setup-maxtext setup-bridge setup-upstream-matrix setup-dependency-floors
 
 # The other supported upstream releases (third_party/upstream-matrix.txt), each in a folder that tests put on
 # PYTHONPATH: small wheels, no second torch. Instant once built.
@@ -26,6 +26,11 @@ setup-dependency-floors: $(STAMP)
 # once built (the script keeps its own stamp of what it installed).
 setup-maxtext:
 	scripts/setup-maxtext-venv.sh .venv-maxtext
+
+# Megatron-Bridge in an overlay of .venv (its site-packages seen through a .pth: no second torch), with Bridge's
+# pins installed --no-deps, so they cannot move .venv's packages. Instant once built (a stamp, as MaxText's).
+setup-bridge: $(STAMP)
+	scripts/setup-bridge-venv.sh .venv-bridge
 
 $(STAMP): third_party/requirements.txt third_party/constraints.txt setup.cfg pyproject.toml
 	@test -x $(PY) || { py=$$(scripts/find-python3.12) && echo "creating $(VENV) with $$py" && $$py -m venv $(VENV); }
@@ -60,4 +65,4 @@ canary: setup
 	$(PY) scripts/canary
 
 clean:
-	rm -rf $(VENV) .venv-maxtext output
+	rm -rf $(VENV) .venv-maxtext .venv-bridge output

@@ -14,7 +14,7 @@ from primus.patches.catalog import upstreams
 from primus.upstreams.release import Upstream, in_range
 
 THIRD_PARTY = Path(__file__).resolve().parents[2] / "third_party"
-PINNED_FILES = ("requirements.txt", "maxtext-requirements.txt")
+PINNED_FILES = ("requirements.txt", "maxtext-requirements.txt", "bridge-requirements.txt")
 MATRIX_FILE = "upstream-matrix.txt"
 
 

@@ -87,7 +87,7 @@ def test_json_output_for_a_ci_job(demo_dist, capsys):
     assert result["ok"] is False
     assert result["integrity"]["demo-upstream"]["modified"] == ["demo_upstream/training.py"]
     assert result["integrity"]["megatron-core"]["clean"] is True
-    assert [u["backend"] for u in result["upstreams"]] == ["Megatron", "TorchTitan", "MaxText"]
+    assert [u["backend"] for u in result["upstreams"]] == ["Megatron", "TorchTitan", "MaxText", "Megatron-Bridge"]
     assert set(result["distributions"]) == {"torch", "wandb", "mlflow", "tensorboard", "wrapt"}
 
 

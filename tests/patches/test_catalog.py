@@ -44,7 +44,7 @@ def test_a_backends_patches_folder_holds_only_modules_that_register_patches():
     counted = subprocess.run([sys.executable, "-c", _COUNT_REGISTRATIONS, *names], capture_output=True, text=True,
                              check=True).stdout.split("\n")
     registered = dict(line.split() for line in counted if line)
-    assert {name.split(".")[2] for name in names} == {"megatron", "torchtitan", "maxtext"}
+    assert {name.split(".")[2] for name in names} == {"megatron", "torchtitan", "maxtext", "megatron_bridge"}
     assert set(registered) == set(names)
     assert [name for name in names if registered[name] == "0"] == [], "move helpers beside patches/, not in it"
     assert {ep.module for ep in own_entry_points()} == set(names), "each is an entry point of ours (setup.cfg)"
@@ -54,7 +54,7 @@ def test_primus_own_modules_load_first_by_name_then_the_plugins_then_the_extra_o
     monkeypatch.syspath_prepend(str(install_patch_plugin(tmp_path / "site")))
     monkeypatch.setenv(EXTRA_MODULES_ENV, "json")
     own = [(ep.name, ep.module) for ep in own_entry_points()]
-    assert own == sorted(own) and len(own) == 13
+    assert own == sorted(own) and len(own) == 15
     assert declaring_modules() == (*(module for _, module in own), "primus_demo_patches.declarations", "json")
 
 

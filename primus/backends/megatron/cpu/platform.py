@@ -9,6 +9,7 @@ from typing import Any
 
 from primus.patches import Patch, PatchContext, PatchHandle
 from primus.upstreams.megatron import MEGATRON
+from primus.upstreams.release import Upstream
 
 
 def on_cpu(context: PatchContext) -> bool:
@@ -16,15 +17,24 @@ def on_cpu(context: PatchContext) -> bool:
     return context.platform() == "cpu"
 
 
-def cpu_patch(id: str, target: str, description: str, install: Callable[[Any, PatchHandle], None]) -> Patch:
-    """A Megatron CPU-platform patch on ``target`` (the upstream module whose import installs it)."""
+def cpu_patch(
+    id: str,
+    target: str,
+    description: str,
+    install: Callable[[Any, PatchHandle], None],
+    *,
+    upstream: Upstream = MEGATRON,
+    backend: str = "megatron",
+) -> Patch:
+    """A CPU-platform patch on ``target`` (the upstream module whose import installs it): Megatron's, or, with
+    ``upstream`` and ``backend``, one of a trainer built on megatron-core that has its own copy of the target."""
     return Patch(
         id=id,
         target=target,
-        upstream=MEGATRON,
+        upstream=upstream,
         versions="",
         install=install,
-        backend="megatron",
+        backend=backend,
         condition=on_cpu,
         description=description,
     )

@@ -1,0 +1,43 @@
+"""Megatron-Bridge on a host without an accelerator. Bridge runs on megatron-core, whose CPU patches
+(``primus/backends/megatron/cpu``: torch.cuda stand-ins, device placement, eager jit fuser, the RNG tracker on the
+CPU generator) install when Bridge imports it. Bridge's start-up (``megatron.bridge.training.initialize`` and
+``setup``) is its own copy of Megatron's, with the same names: Megatron's start-up patches are installed on it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from primus.backends.megatron.cpu import initialize
+from primus.backends.megatron.cpu.platform import cpu_patch
+from primus.patches import Patch, PatchHandle
+from primus.upstreams.megatron_bridge import MEGATRON_BRIDGE
+
+
+def bridge_cpu_patch(id: str, target: str, description: str, install: Callable[[Any, PatchHandle], None]) -> Patch:
+    return cpu_patch(id, target, description, install, upstream=MEGATRON_BRIDGE, backend="megatron_bridge")
+
+
+PATCHES = (
+    bridge_cpu_patch(
+        "megatron_bridge.cpu.allow_no_cuda",
+        "megatron.bridge.training.setup",
+        "setup() calls initialize_megatron(allow_no_cuda=True), past the 'Megatron requires CUDA' assert "
+        "(initialize.py:91)",
+        initialize.install_allow_no_cuda,
+    ),
+    bridge_cpu_patch(
+        "megatron_bridge.cpu.one_device_during_init",
+        "megatron.bridge.training.initialize",
+        "_initialize_distributed and _set_random_seed count one device, so the model-parallel groups and the RNG "
+        "tracker are set up",
+        initialize.install_one_device_during_init,
+    ),
+    bridge_cpu_patch(
+        "megatron_bridge.cpu.prebuilt_dataset_helpers",
+        "megatron.bridge.training.initialize",
+        "compile_helpers imports megatron-core's prebuilt helpers_cpp instead of running make, which the wheel "
+        "cannot (initialize.py:147 exits)",
+        initialize.install_prebuilt_dataset_helpers,
+    ),
+)

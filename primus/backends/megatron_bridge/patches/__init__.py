@@ -1,0 +1,1 @@
+"""The Megatron-Bridge backend's declaring modules (entry points of the group ``primus.patches``)."""

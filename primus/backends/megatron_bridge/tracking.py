@@ -1,0 +1,76 @@
+"""Primus's tracking for one Megatron-Bridge process, the one object its patches hold (``TRACKING``).
+
+Bridge asks its ``GlobalState`` for its writers on every log call. On the rank Bridge writes from (the last),
+the first ask plans the run from Bridge's logger settings, starts it, and from then on Bridge's TensorBoard
+writer is Megatron's ``TrackingSummaryWriter`` (Bridge's code is megatron-core's: the same ``add_scalar`` calls,
+``Timers.write`` included), so every scalar Bridge writes — losses, learning rate, grad norm, throughput, memory,
+timers, validation — goes to the run and from there to every tracker; Bridge's own W&B and MLflow writers stay
+unset. Each step goes out when Bridge's ``training_log`` (or an evaluation) returns."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from primus.backends.megatron.training.tracking_summary_writer import TrackingSummaryWriter
+from primus.backends.megatron_bridge.tracking_plan import BACKEND, plan_tracking
+from primus.log import get_logger
+from primus.tracking import RunStatus
+
+log = get_logger("primus.megatron_bridge")
+
+
+def flat_params(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Bridge's ConfigContainer.to_dict() as dotted keys with values trackers can store."""
+    out: dict[str, Any] = {}
+    for key, value in config.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            out.update(flat_params(value, name + "."))
+        elif isinstance(value, (str, int, float, bool, type(None))):
+            out[name] = value
+        else:  # lists as JSON, anything else (dtypes, enums, callables) by its str
+            out[name] = json.dumps(value, default=str) if isinstance(value, (list, tuple)) else str(value)
+    return out
+
+
+class BridgeTracking:
+    def __init__(self) -> None:
+        self.writer: TrackingSummaryWriter | None = None
+        self.run: Any = None
+        self._started = False  # planned on this process (whether or not a tracker is on)
+
+    def writer_for(self, state: Any, rank: int, world_size: int) -> TrackingSummaryWriter | None:
+        """The writer Bridge gets in place of its SummaryWriter; None on other ranks and with every tracker off."""
+        if not self._started and rank == world_size - 1:
+            self._started = True
+            self.writer = self._start(state.cfg, rank)
+        return self.writer
+
+    def _start(self, config: Any, rank: int) -> TrackingSummaryWriter | None:
+        from primus.tracking import start_run
+
+        plan = plan_tracking(config, rank=rank)
+        plan.notices.emit(log)
+        if plan.config is None:
+            return None
+        tags = {"primus.backend": BACKEND, **{str(k): str(v) for k, v in (config.logger.mlflow_tags or {}).items()}}
+        self.run = start_run(plan.run_config(params=flat_params(config.to_dict()), tags=tags))
+        self.run.install_exit_handlers()
+        # Bridge's config decides what it writes (log_learning_rate/batch_size are Megatron's argparse options)
+        return TrackingSummaryWriter(self.run, log_learning_rate=True, log_batch_size=True)
+
+    def emit(self) -> None:
+        """The step's scalars (or an evaluation's) go out now, not with the next step's."""
+        if self.writer is not None:
+            self.writer.emit()
+
+    def finish(self, status: str = RunStatus.FINISHED) -> None:
+        writer, run = self.writer, self.run
+        self.writer, self.run, self._started = None, None, False
+        if writer is not None:
+            writer.flush()
+            run.finish(status)
+
+
+TRACKING = BridgeTracking()

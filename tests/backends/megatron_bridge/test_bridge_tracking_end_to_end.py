@@ -1,0 +1,124 @@
+"""Megatron-Bridge 0.6.2 trains the tiny GPT (tiny_pretrain.py, a user's own script calling ``pretrain()``) on CPU
+under ``primus-run``, with Bridge's own logger settings turning TensorBoard, W&B (offline) and MLflow (the
+session's server) on. One training serves every test here: each tracker must hold every step Bridge logs once,
+with the console's values, and Bridge's own writers must have written nothing."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shutil
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from support.launch import FinishedRun, start, wait_or_kill
+from support.readers import mlflow_history, read_tb_scalars, read_wandb_history, wandb_files, wandb_run_ids
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[3]
+BRIDGE_PYTHON = REPO / ".venv-bridge" / "bin" / "python"
+SCRIPT = Path(__file__).with_name("tiny_pretrain.py")
+ITERATIONS = 4
+STEPS = list(range(1, ITERATIONS + 1))  # Bridge's writers count iterations from 1
+EXPERIMENT, RUN_NAME, WANDB_PROJECT = "bridge-e2e", "tiny-bridge", "bridge-e2e"
+# What Bridge writes at every step of this run (log_interval 1, throughput, memory and level-1 timers on); the
+# timers reach the hub through megatron-core's Timers.write, as Megatron's do
+TRAIN_TAGS = frozenset({
+    "lm loss", "learning-rate", "grad-norm", "loss-scale", "batch-size", "iteration-time", "throughput/tflops",
+    "throughput/tflops/device", "memory/mem-allocated-gigabytes", "memory/mem-reserved-gigabytes",
+    "memory/mem-max-allocated-gigabytes", "memory/mem-max-reserved-gigabytes", "forward-backward-time",
+    "optimizer-time",
+})
+# Bridge's own start-up patches, and megatron-core's CPU patches serving Bridge as they are
+CPU_PATCHES = frozenset({
+    "megatron_bridge.cpu.allow_no_cuda", "megatron_bridge.cpu.one_device_during_init",
+    "megatron_bridge.cpu.prebuilt_dataset_helpers", "megatron.cpu.cuda_runtime_shims", "megatron.cpu.device_placement",
+    "megatron.cpu.cuda_tensor_type_names", "megatron.cpu.eager_jit_fuser", "megatron.cpu.rng_tracker_on_cpu_generator",
+    "megatron.cpu.host_memory_stats",
+})
+TIMEOUT_S = 400.0
+_CONSOLE_LOSS = re.compile(r"iteration\s+(\d+)/\s*\d+ \|.*?\| lm loss: (\S+) \|")
+_CONSOLE_VALIDATION = re.compile(r"validation loss at iteration \d+.*?\| lm loss value: (\S+) \|")
+
+
+@dataclass(frozen=True)
+class BridgeRun:
+    finished: FinishedRun
+    workdir: Path
+
+    def console_losses(self) -> dict[int, float]:
+        return {int(step): float(value) for step, value in _CONSOLE_LOSS.findall(self.finished.output)}
+
+    def console_validation_losses(self) -> list[float]:
+        return [float(value) for value in _CONSOLE_VALIDATION.findall(self.finished.output)]
+
+    def run_state(self) -> dict:
+        """The run directory's run.json: the training and delivery processes' pids, each tracker's run id."""
+        [path] = (self.workdir / "primus").glob("*/run.json")
+        return json.loads(path.read_text())
+
+
+@pytest.fixture(scope="session")
+def tracked(tmp_path_factory, mlflow_server) -> BridgeRun:
+    workdir = tmp_path_factory.mktemp("bridge-tracked")
+    primus_run = shutil.which("primus-run") or str(Path(sys.executable).with_name("primus-run"))
+    command = [primus_run, str(BRIDGE_PYTHON), "-m", "torch.distributed.run", "--standalone", "--nproc_per_node",
+               "1", str(SCRIPT)]
+    started = time.monotonic()
+    process = start(command, workdir, workdir / "run.log", {
+        "TINY_ITERATIONS": str(ITERATIONS), "TINY_TENSORBOARD_DIR": str(workdir / "tb"),
+        "TINY_MLFLOW_EXPERIMENT": EXPERIMENT, "TINY_MLFLOW_RUN_NAME": RUN_NAME,
+        "TINY_MLFLOW_TRACKING_URI": mlflow_server.uri, "TINY_WANDB_PROJECT": WANDB_PROJECT,
+        "TINY_WANDB_EXP_NAME": RUN_NAME, "TINY_WANDB_SAVE_DIR": str(workdir / "wandb"), "WANDB_MODE": "offline",
+        "WANDB_DIR": str(workdir / "wandb"), "PRIMUS_OUTPUT_ROOT": str(workdir / "primus"),
+        "PYTHONWARNINGS": "ignore"})
+    code = wait_or_kill(process, TIMEOUT_S)
+    run = BridgeRun(FinishedRun(code, workdir / "run.log", time.monotonic() - started), workdir)
+    assert code == 0, run.finished.explain()
+    assert sorted(run.console_losses()) == STEPS, run.finished.explain()
+    return run
+
+
+def test_every_scalar_bridge_writes_reaches_tensorboard_once_per_step(tracked):
+    [events] = (tracked.workdir / "tb").glob("events.out.tfevents.*")  # events.out.tfevents.<time>.<host>.<pid>.<n>
+    pids = tracked.run_state()["run"]
+    assert int(events.name.split(".")[-2]) == pids["delivery_pid"] != pids["pid"]  # ours; Bridge's wrote none
+    scalars = read_tb_scalars(tracked.workdir / "tb")
+    for tag in TRAIN_TAGS:
+        assert [step for step, _ in scalars.get(tag, [])] == STEPS, tag
+    console = tracked.console_losses()
+    assert [value for _, value in scalars["lm loss"]] == pytest.approx([console[s] for s in STEPS], rel=1e-6)
+    # the periodic validation, then Bridge's final validation and test evaluations, all under Bridge's one tag
+    assert [value for _, value in scalars["lm loss validation"]] == pytest.approx(
+        tracked.console_validation_losses(), rel=1e-6)
+
+
+def test_the_mlflow_run_is_finished_and_holds_the_consoles_losses(tracked, mlflow_client):
+    experiment = mlflow_client.get_experiment_by_name(EXPERIMENT)
+    [run] = mlflow_client.search_runs([experiment.experiment_id])  # one: Bridge's own MLflow writer started none
+    assert (run.info.status, run.info.run_name) == ("FINISHED", RUN_NAME)
+    assert run.data.tags["primus.backend"] == "megatron_bridge"
+    assert run.data.params["train.train_iters"] == str(ITERATIONS)  # Bridge's config, flattened
+    history = mlflow_history(mlflow_client, run.info.run_id, "lm loss")
+    console = tracked.console_losses()
+    assert [step for step, _ in history] == STEPS
+    assert [value for _, value in history] == pytest.approx([console[s] for s in STEPS], rel=1e-6)
+    applied = {patch.split("@")[0] for patch in run.data.tags["primus.patches"].split(",")}
+    assert CPU_PATCHES <= applied
+    for tag in TRAIN_TAGS:
+        assert [step for step, _ in mlflow_history(mlflow_client, run.info.run_id, tag)] == STEPS, tag
+
+
+def test_wandb_gets_every_step_once_from_the_hub_alone(tracked):
+    assert len(wandb_files(tracked.workdir / "wandb")) == 1  # Bridge's own wandb.init would make a second run
+    assert wandb_run_ids(tracked.workdir / "wandb") == {tracked.run_state()["wandb"]["id"]}  # the hub's run
+    history = read_wandb_history(tracked.workdir / "wandb")
+    steps = [row["_step"] for row in history if "lm loss" in row]
+    assert steps == STEPS
+    console = tracked.console_losses()
+    assert all(math.isclose(row["lm loss"], console[row["_step"]], rel_tol=1e-6) for row in history if "lm loss" in row)
