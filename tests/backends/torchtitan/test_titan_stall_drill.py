@@ -1,0 +1,80 @@
+"""The stall drill on real TorchTitan: two FSDP ranks under torchrun, ``--metrics.primus-stall-after 3``, the rank
+that does not log frozen with SIGSTOP past a log step. While it hangs, the metrics rank waits in FSDP's collective:
+a ``stalled`` alert reaches a local HTTP server and that rank's stacks show the collective; after SIGCONT a
+``resumed`` alert follows and the run ends FINISHED with every step once in MLflow and both tags."""
+
+from __future__ import annotations
+
+import re
+import socket
+import sys
+import time
+
+import psutil
+import pytest
+from support.launch import start, wait_or_kill
+from support.readers import mlflow_history
+from support.timing import wait_for
+from titan_runs import V0_3
+
+from primus.backends.torchtitan.assets import ASSETS_ENV, VERSION, ensure_tiny_assets
+from primus.tracking.webhook import WEBHOOK_ENV
+
+pytestmark = pytest.mark.slow
+
+STEPS = 40  # about a second a step here: the freeze at step 5 lands mid-training
+COLLECTIVES = ("all_gather", "reduce_scatter", "all_reduce", "broadcast", "_coalescing_manager")
+
+
+def workers_by_rank(launcher: psutil.Process) -> dict[int, psutil.Process]:
+    """torchrun's worker processes (its own children), by the RANK torchrun gave each."""
+    workers = {}
+    for process in launcher.children():
+        try:
+            workers[int(process.environ()["RANK"])] = process
+        except (psutil.NoSuchProcess, KeyError):
+            continue
+    return workers
+
+
+def test_a_frozen_rank_is_told_as_a_stall_with_the_logging_ranks_stacks_then_resumed(
+        tmp_path, titan_assets, mlflow_uri, mlflow_client, webhook_receiver):
+    log, dump = tmp_path / "drill.log", tmp_path / "dump"
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+               "-m", "primus.backends.torchtitan", *V0_3.model_args,
+               *V0_3.cpu_args(ensure_tiny_assets(titan_assets / VERSION)), "--training.steps", str(STEPS),
+               V0_3.dump_flag, str(dump), "--parallelism.data-parallel-shard-degree", "2",
+               "--metrics.enable-mlflow", "--metrics.mlflow-experiment-name", "h28-titan-stall",
+               "--metrics.primus-stall-after", "3"]
+    env = {"HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", ASSETS_ENV: str(titan_assets), **V0_3.env(),
+           "MLFLOW_TRACKING_URI": mlflow_uri, WEBHOOK_ENV: webhook_receiver.url}
+    launcher = start(command, tmp_path, log, env)
+    try:
+        wait_for(lambda: len(workers_by_rank(psutil.Process(launcher.pid))) == 2, 120, "torchrun's two workers")
+        workers = workers_by_rank(psutil.Process(launcher.pid))
+        metrics_rank, frozen = workers[0], workers[1]  # upstream logs from rank 0
+        wait_for(lambda: re.search(r"step:\s+5\s", log.read_text()), 240, "step 5")
+        frozen.suspend()
+        frozen_at = time.time()
+        wait_for(lambda: any(b["kind"] == "stalled" for b in webhook_receiver.bodies), 90, "the stalled alert")
+        [stalled] = [b for b in webhook_receiver.bodies if b["kind"] == "stalled"]
+        assert stalled["time"] >= frozen_at and stalled["experiment"] == "h28-titan-stall"
+        assert launcher.poll() is None  # told while it hangs
+        wait_for(lambda: any(any(f"in {c}" in p.read_text() for c in COLLECTIVES)
+                             for p in dump.rglob(f"stacks/{socket.gethostname()}-{metrics_rank.pid}.txt")),
+                 60, "the metrics rank's stacks in a collective")
+        frozen.resume()
+        returncode = wait_or_kill(launcher, 300)
+    finally:
+        if launcher.poll() is None:
+            wait_or_kill(launcher, 0)
+    assert returncode == 0, log.read_text()[-3000:]
+
+    assert [b["kind"] for b in webhook_receiver.bodies] == ["stalled", "resumed"], webhook_receiver.bodies
+    assert "[primus] ALERT stalled " in log.read_text()
+    [mlrun] = mlflow_client.search_runs([mlflow_client.get_experiment_by_name("h28-titan-stall").experiment_id])
+    assert mlrun.info.status == "FINISHED"
+    steps = [step for step, _ in mlflow_history(mlflow_client, mlrun.info.run_id, "loss_metrics/global_avg_loss")]
+    assert steps == list(range(1, STEPS + 1))
+    assert mlrun.data.tags["primus.alert.stalled"].startswith(f"iteration {stalled['iteration']}: no step for ")
+    assert mlrun.data.tags["primus.alert.resumed"].startswith("iteration ")
