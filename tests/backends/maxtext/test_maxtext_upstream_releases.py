@@ -115,8 +115,15 @@ def test_a_diverging_run_of_the_release_is_failed(runs, version, mlflow_client):
     mlflow_run = only_run(mlflow_client, experiment(version, "nan"))
     assert mlflow_run.info.status == "FAILED"
     assert mlflow_run.data.tags["primus.version.maxtext"] == version
-    losses = [value for _, value in mlflow_history(mlflow_client, mlflow_run.info.run_id, "learning/loss")]
+    history = mlflow_history(mlflow_client, mlflow_run.info.run_id, "learning/loss")
+    losses = [value for _, value in history]
     assert math.isfinite(losses[0]) and math.isnan(losses[-1])  # up to and including the NaN step
+    # the person is told (run health, issue 28): the NaN at its step, then the failure. Upstream aborts at that
+    # very step, before the delivery process's nan alert is back in the trainer's journal: the trackers get
+    # the failure (the console and the webhook get both)
+    nan_step = history[-1][0]
+    assert f"[primus] ALERT nan run diverges iteration {nan_step}: " in run.output, run.explain()
+    assert mlflow_run.data.tags["primus.alert.failed"].startswith(f"iteration {nan_step}: ")
 
 
 def test_a_source_tree_of_a_release_below_the_range_is_refused_before_training(runs, mlflow_client):
