@@ -56,7 +56,7 @@ def upstream_rows(count_patches: bool = True) -> list[UpstreamRow]:
 
 def format_row(row: UpstreamRow) -> str:
     if row.path is None:
-        return f"{row.backend:<11}not installed (supported: {row.distribution}{row.supported})"
+        return f"{row.backend:<10} not installed (supported: {row.distribution}{row.supported})"
     status = (
         f"; REFUSED: {row.problem}"
         if row.problem is not None
@@ -67,6 +67,6 @@ def format_row(row: UpstreamRow) -> str:
     if row.problem is None and row.untested:
         status = f"; untested, allowed ({UPSTREAM_CHECK_ENV}=warn){status}"
     return (
-        f"{row.backend:<11}{row.distribution} {row.version or '?'} ({row.origin} {row.path}); "
+        f"{row.backend:<10} {row.distribution} {row.version or '?'} ({row.origin} {row.path}); "
         f"supported {row.supported}{status}"
     )
