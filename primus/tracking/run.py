@@ -19,7 +19,7 @@ from typing import Any
 from primus.tracking.config import TrackingConfig, TrackingConfigError, WandbConfig
 from primus.tracking.delivery import DeliveryProcess, DeliverySpec
 from primus.tracking.enums import ENDED, RunStatus
-from primus.tracking.hub import ALREADY_TRACKED, MetricsHub
+from primus.tracking.hub import ALREADY_TRACKED, MetricsHub, Records
 from primus.tracking.journal import last_steps
 from primus.tracking.journal_keeper import JournalKeeper
 from primus.tracking.journal_writer import JournalWriter
@@ -113,6 +113,12 @@ class Run:
         never raises. ``only`` limits the record to some sinks by name (``SinkName``, or a plugin's)
         (e.g. Megatron's "vs samples" x-axis exists only in TensorBoard)."""
         self._hub.log(step, metrics, only)
+
+    def log_later(self, records: Records) -> None:
+        """Queue a function the hub's thread calls for one or more metrics records ``(step, metrics, only)``, as if
+        each had been given to ``log`` now: what a backend need not work out on the training thread goes there.
+        Never blocks, never raises; a function that raises loses its records, which the run's end counts."""
+        self._hub.log_later(records)
 
     def log_text(self, tag: str, text: str, step: int = 0, only: Sequence[str] | None = None) -> None:
         """Text for TensorBoard ``add_text``, W&B summary and an MLflow tag; redacted (by tag name and

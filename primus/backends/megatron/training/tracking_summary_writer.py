@@ -17,6 +17,7 @@ ETA)."""
 
 from __future__ import annotations
 
+import functools
 import sys
 import time
 from collections.abc import Callable, Mapping
@@ -57,11 +58,8 @@ class TrackingSummaryWriter:
             )
             if not keep
         )
-        self._step: int | None = None
-        self._pending: dict[str, Any] = {}  # floats, or upstream's tensors (read on the hub's thread)
-        self._samples: int | None = None  # the "vs samples" tags of one step, one log call as the others
-        self._pending_vs_samples: dict[str, Any] = {}
-        self._kinds: dict[str, int] = {}
+        self._calls: list[tuple[str, Any, Any]] = []  # upstream's add_scalar calls since the last hand-over
+        self._kinds: dict[str, int] = {}  # the hub's thread only
         self._failed = False
         self._averager = IntervalAverager(args.log_avg_skip_iterations, args.log_avg_reset_interval)
         self._throughput_on = run is not None and (args.log_throughput or perf_metrics)  # upload implies it
@@ -72,33 +70,11 @@ class TrackingSummaryWriter:
         self._flops_per_batch: dict[int, float] = {}  # upstream's formula depends on the batch size only
 
     # -- the SummaryWriter surface upstream uses ------------------------------------------
-    # Upstream calls these inside its training loop: a failure is logged once and the call dropped, never
-    # raised into training. The try is written into each (no decorator): one call less per scalar.
     def add_scalar(self, tag: str, scalar_value: Any, global_step: int | None = None, *_, **__) -> None:
-        try:
-            kind = self._kinds.get(tag)
-            if kind is None:
-                kind = self._kinds[tag] = self._kind(tag)
-            if kind == _DROPPED:
-                return
-            step = int(global_step or 0)
-            # upstream passes Python numbers, 0-d or 1-element tensors; a tensor goes on as it is: the hub turns
-            # it into a float on its own thread, so the training thread never waits here for the device
-            value = (
-                scalar_value if type(scalar_value) is float or hasattr(scalar_value, "item") else float(scalar_value)
-            )
-            if kind == _VS_SAMPLES_TAG:
-                if step != self._samples:
-                    self._emit_vs_samples()
-                    self._samples = step
-                self._pending_vs_samples[tag] = value
-                return
-            if step != self._step:
-                self._emit()
-                self._step = step
-            self._pending[tag] = value
-        except Exception as e:
-            self._failure("add_scalar", e)
+        # One append, which cannot fail into training: the step's scalars are sorted out on the hub's thread
+        # (_records). A tensor goes on unread: the hub turns it into a float there, so the training thread never
+        # waits here for the device to finish the step.
+        self._calls.append((tag, scalar_value, global_step))
 
     def add_text(self, tag: str, text_string: str, global_step: int | None = None, *_, **__) -> None:
         try:
@@ -110,7 +86,9 @@ class TrackingSummaryWriter:
     def flush(self) -> None:
         """Send what upstream wrote since the last step ended (evaluation scalars) now."""
         try:
-            self._emit()
+            if self._calls:
+                calls, self._calls = self._calls, []
+                self.run.log_later(functools.partial(self._records, calls, 0, None))
         except Exception as e:
             self._failure("flush", e)
 
@@ -118,29 +96,31 @@ class TrackingSummaryWriter:
 
     # -- the step ------------------------------------------------------------------------
     def end_step(self, iteration: int, system: Mapping[str, float] | None = None) -> None:
-        """After upstream's training_log: the step's perf figures on log steps, then the step, in one log call.
+        """After upstream's training_log: the step goes to the run as one function the hub's thread calls
+        (``_records``): upstream's scalars of the step, "samples vs steps" and, on log steps, the perf figures.
+        Here only what must be read now: the clock, the micro-batch count, the device's memory.
         ``system``: the memory/utilisation figures gathered over ranks this step (RankFigures), if on."""
         try:
-            perf = self._log_step_perf(iteration)
-            if self.run is not None:
-                if iteration % self._args.tensorboard_log_interval == 0:
-                    self.add_scalar(SAMPLES_VS_STEPS, self._args.consumed_train_samples, iteration)
-                if iteration != self._step:
-                    self._emit()
-                    self._step = iteration
-                if perf is not None and self._throughput_on:
-                    self._pending.update(perf)
-                    if self._system_on:  # the perf set: to every tracker, as the others
-                        self._pending.update(self._perf.system() if system is None else system)
-                self._emit()
+            interval = self._log_step_interval(iteration)  # None off log steps; 0 iterations: the clock starts
+            perf = None
+            if interval is not None and self._console_on:  # the line is printed now: its figures are made now
+                perf, interval = self._interval_perf(*interval), None
+            if self.run is None:
+                self._print(iteration, perf)
+                return
+            calls, self._calls = self._calls, []
+            if iteration % self._args.tensorboard_log_interval == 0:
+                calls.append((SAMPLES_VS_STEPS, self._args.consumed_train_samples, iteration))
+            figures = (perf or interval) if self._throughput_on else None
+            if not (self._system_on and (perf or (interval is not None and interval[0]))):
+                system = None  # no figures this step, or the perf set is off
+            elif system is None:
+                system = self._perf.system()
+            self.run.log_later(functools.partial(self._records, calls, iteration, figures, system))
         except Exception as e:
             self._failure("end_step", e)
             return
-        if perf is not None and self._console_on:
-            # one write, not print's two: each write of stdout runs W&B's console hooks (megatron.core.timers
-            # imports wandb, which patches sys.stdout.write)
-            sys.stdout.write(render_console_line(iteration, self._args.train_iters, perf) + "\n")
-            sys.stdout.flush()
+        self._print(iteration, perf)
 
     def before_training(self) -> None:
         """Upstream has picked its device: the utilisation's device is looked up and first sampled now, once,
@@ -148,17 +128,37 @@ class TrackingSummaryWriter:
         if self._system_on:
             self._perf.begin()
 
-    def _emit(self) -> None:
-        """Send the scalars gathered for the current step as one log call, then its "vs samples" scalars."""
-        if self._pending and self._step is not None:
-            self.run.log(self._step, self._pending)
-        self._pending = {}
-        self._emit_vs_samples()
+    def _print(self, iteration: int, perf: Mapping[str, float] | None) -> None:
+        if perf:
+            # one write, not print's two: each write of stdout runs W&B's console hooks (megatron.core.timers
+            # imports wandb, which patches sys.stdout.write)
+            sys.stdout.write(render_console_line(iteration, self._args.train_iters, perf) + "\n")
+            sys.stdout.flush()
 
-    def _emit_vs_samples(self) -> None:
-        if self._pending_vs_samples:
-            self.run.log(self._samples, self._pending_vs_samples, only=TENSORBOARD_ONLY)
-            self._pending_vs_samples = {}
+    # -- on the hub's thread -------------------------------------------------------------
+    def _records(
+        self,
+        calls: list[tuple[str, Any, Any]],
+        iteration: int,
+        figures: dict[str, float] | tuple[int, float, int] | None,
+        system: Mapping[str, float] | None = None,
+    ) -> list[tuple[int, dict[str, Any], tuple[str, ...] | None]]:
+        """One record per step upstream wrote to (with the perf ``figures`` of ``iteration``: made, or the
+        interval to make them from), then one per "vs samples" step, to TensorBoard only."""
+        steps: dict[int, dict[str, Any]] = {}
+        samples: dict[int, dict[str, Any]] = {}
+        for tag, value, step in calls:
+            kind = self._kinds.get(tag)
+            if kind is None:
+                kind = self._kinds[tag] = self._kind(tag)
+            if kind != _DROPPED:
+                (samples if kind == _VS_SAMPLES_TAG else steps).setdefault(int(step or 0), {})[tag] = value
+        made = self._interval_perf(*figures) if isinstance(figures, tuple) else figures
+        if made:
+            steps.setdefault(iteration, {}).update(made if system is None else {**made, **system})
+        return [(step, metrics, None) for step, metrics in steps.items()] + [
+            (step, metrics, TENSORBOARD_ONLY) for step, metrics in samples.items()
+        ]
 
     def _kind(self, tag: str) -> int:
         if tag.startswith(self._dropped_prefixes):
@@ -173,22 +173,27 @@ class TrackingSummaryWriter:
             )
 
     # -- perf figures --------------------------------------------------------------------
-    def _log_step_perf(self, iteration: int) -> dict[str, float] | None:
-        """The perf figures of the interval that ends at this log step; None off log steps and at the
-        first log step, which only starts the clock (its time includes start-up)."""
+    def _log_step_interval(self, iteration: int) -> tuple[int, float, int] | None:
+        """The interval that ends at this log step (iterations, seconds, batch size); None off log steps. The
+        first log step only starts the clock (its time includes start-up): 0 iterations."""
         if iteration % self._args.log_interval != 0 or not (self._throughput_on or self._console_on):
             return None
         now = time.perf_counter()
         previous, self._last = self._last, (iteration, now)
-        if previous is None or iteration <= previous[0]:
-            self._averager.start()
-            return None
-        return self._interval_perf(iteration - previous[0], now - previous[1])
-
-    def _interval_perf(self, iterations: int, seconds: float) -> dict[str, float]:
-        args, step = self._args, self._step_functions
+        step = self._step_functions
         assert step is not None, "the training_log patch binds upstream's step functions before it asks for figures"
-        batch_size = args.micro_batch_size * args.data_parallel_size * step.get_num_microbatches()
+        batch_size = self._args.micro_batch_size * self._args.data_parallel_size * step.get_num_microbatches()
+        if previous is None or iteration <= previous[0]:
+            return 0, 0.0, batch_size
+        return iteration - previous[0], now - previous[1], batch_size
+
+    def _interval_perf(self, iterations: int, seconds: float, batch_size: int) -> dict[str, float]:
+        """The perf figures of an interval (on the hub's thread, or on the training thread for the console line:
+        the averages' state is kept on one of them for the whole run); none for the clock's start."""
+        if not iterations:
+            self._averager.start()
+            return {}
+        args = self._args
         tokens = float(batch_size * args.seq_length * iterations)
         flops = self._flops(batch_size) * iterations
         self._averager.add(iterations=iterations, seconds=seconds, tokens=tokens, flops=flops)
