@@ -162,11 +162,18 @@ class StepPerf:
     def system(self) -> dict[str, float]:
         """This rank's memory and utilisation (every tracker gets them, as every other figure): the device's
         allocator counters now, the host's memory and utilisation as last sampled (``Utilisation``)."""
+        return {**self.device_now(), **self.host_latest()}
+
+    def device_now(self) -> dict[str, float]:
+        """The device's memory now (allocator counters, host-side): read on the training thread, at the step."""
         out = device_memory_metrics()
         if self._device_memory is not None:
             out.update(self._device_memory())
-        out.update(self._utilisation.read())
         return out
+
+    def host_latest(self) -> Mapping[str, float]:
+        """The host's memory and utilisation and the device's utilisation as last sampled: from any thread."""
+        return self._utilisation.read()
 
 
 class IntervalAverager:

@@ -88,7 +88,7 @@ class TrackingSummaryWriter:
         try:
             if self._calls:
                 calls, self._calls = self._calls, []
-                self.run.log_later(functools.partial(self._records, calls, 0, None))
+                self.run.log_later(functools.partial(self._records, calls))
         except Exception as e:
             self._failure("flush", e)
 
@@ -98,29 +98,35 @@ class TrackingSummaryWriter:
     def end_step(self, iteration: int, system: Mapping[str, float] | None = None) -> None:
         """After upstream's training_log: the step goes to the run as one function the hub's thread calls
         (``_records``): upstream's scalars of the step, "samples vs steps" and, on log steps, the perf figures.
-        Here only what must be read now: the clock, the micro-batch count, the device's memory.
+        Here only what must be read at the step: the clock, the micro-batch count, the device's memory.
         ``system``: the memory/utilisation figures gathered over ranks this step (RankFigures), if on."""
         try:
-            interval = self._log_step_interval(iteration)  # None off log steps; 0 iterations: the clock starts
-            perf = None
-            if interval is not None and self._console_on:  # the line is printed now: its figures are made now
-                perf, interval = self._interval_perf(*interval), None
-            if self.run is None:
-                self._print(iteration, perf)
-                return
-            calls, self._calls = self._calls, []
-            if iteration % self._args.tensorboard_log_interval == 0:
-                calls.append((SAMPLES_VS_STEPS, self._args.consumed_train_samples, iteration))
-            figures = (perf or interval) if self._throughput_on else None
-            if not (self._system_on and (perf or (interval is not None and interval[0]))):
-                system = None  # no figures this step, or the perf set is off
-            elif system is None:
-                system = self._perf.system()
-            self.run.log_later(functools.partial(self._records, calls, iteration, figures, system))
+            moment = self._moment(iteration)
+            perf = self._interval_perf(moment) if moment is not None and self._console_on else None
+            if self.run is not None:
+                calls, self._calls = self._calls, []
+                if iteration % self._args.tensorboard_log_interval == 0:
+                    calls.append((SAMPLES_VS_STEPS, self._args.consumed_train_samples, iteration))
+                # the console line's figures are made here already: the hub's thread takes them as they are
+                figures = (perf if self._console_on else moment) if self._throughput_on else None
+                if figures is not None and self._system_on and system is None:
+                    system = self._perf.device_now()  # the host's latest sample is added on the hub's thread
+                    gathered = False
+                else:
+                    gathered = system is not None
+                self.run.log_later(
+                    functools.partial(
+                        self._records, calls, iteration, figures, system if self._system_on else None, gathered
+                    )
+                )
         except Exception as e:
             self._failure("end_step", e)
             return
-        self._print(iteration, perf)
+        if perf:
+            # one write, not print's two: each write of stdout runs W&B's console hooks (megatron.core.timers
+            # imports wandb, which patches sys.stdout.write)
+            sys.stdout.write(render_console_line(iteration, self._args.train_iters, perf) + "\n")
+            sys.stdout.flush()
 
     def before_training(self) -> None:
         """Upstream has picked its device: the utilisation's device is looked up and first sampled now, once,
@@ -128,23 +134,19 @@ class TrackingSummaryWriter:
         if self._system_on:
             self._perf.begin()
 
-    def _print(self, iteration: int, perf: Mapping[str, float] | None) -> None:
-        if perf:
-            # one write, not print's two: each write of stdout runs W&B's console hooks (megatron.core.timers
-            # imports wandb, which patches sys.stdout.write)
-            sys.stdout.write(render_console_line(iteration, self._args.train_iters, perf) + "\n")
-            sys.stdout.flush()
-
     # -- on the hub's thread -------------------------------------------------------------
     def _records(
         self,
         calls: list[tuple[str, Any, Any]],
-        iteration: int,
-        figures: dict[str, float] | tuple[int, float, int] | None,
+        iteration: int = 0,
+        figures: Mapping[str, float] | tuple[int, float, int] | None = None,
         system: Mapping[str, float] | None = None,
+        gathered: bool = False,
     ) -> list[tuple[int, dict[str, Any], tuple[str, ...] | None]]:
-        """One record per step upstream wrote to (with the perf ``figures`` of ``iteration``: made, or the
-        interval to make them from), then one per "vs samples" step, to TensorBoard only."""
+        """One record per step upstream wrote to, with the perf ``figures`` of log step ``iteration`` (made, or the
+        moment to make them from) and, the perf set on, its memory and utilisation (``system``: ``gathered`` over
+        ranks, or this device's memory read at the step, to which the host's latest sample is added here); then one
+        record per "vs samples" step, to TensorBoard only."""
         steps: dict[int, dict[str, Any]] = {}
         samples: dict[int, dict[str, Any]] = {}
         for tag, value, step in calls:
@@ -153,9 +155,14 @@ class TrackingSummaryWriter:
                 kind = self._kinds[tag] = self._kind(tag)
             if kind != _DROPPED:
                 (samples if kind == _VS_SAMPLES_TAG else steps).setdefault(int(step or 0), {})[tag] = value
-        made = self._interval_perf(*figures) if isinstance(figures, tuple) else figures
-        if made:
-            steps.setdefault(iteration, {}).update(made if system is None else {**made, **system})
+        made = self._interval_perf(figures) if isinstance(figures, tuple) else figures
+        if made:  # none off log steps and at the first, which only starts the clock
+            step = steps.setdefault(iteration, {})
+            step.update(made)
+            if system is not None:
+                step.update(system)
+                if not gathered:
+                    step.update(self._perf.host_latest())
         return [(step, metrics, None) for step, metrics in steps.items()] + [
             (step, metrics, TENSORBOARD_ONLY) for step, metrics in samples.items()
         ]
@@ -173,26 +180,29 @@ class TrackingSummaryWriter:
             )
 
     # -- perf figures --------------------------------------------------------------------
-    def _log_step_interval(self, iteration: int) -> tuple[int, float, int] | None:
-        """The interval that ends at this log step (iterations, seconds, batch size); None off log steps. The
-        first log step only starts the clock (its time includes start-up): 0 iterations."""
+    def _moment(self, iteration: int) -> tuple[int, float, int] | None:
+        """At a log step (figures on): the iteration, the clock and the global batch size, read at the step."""
         if iteration % self._args.log_interval != 0 or not (self._throughput_on or self._console_on):
             return None
-        now = time.perf_counter()
-        previous, self._last = self._last, (iteration, now)
         step = self._step_functions
         assert step is not None, "the training_log patch binds upstream's step functions before it asks for figures"
-        batch_size = self._args.micro_batch_size * self._args.data_parallel_size * step.get_num_microbatches()
-        if previous is None or iteration <= previous[0]:
-            return 0, 0.0, batch_size
-        return iteration - previous[0], now - previous[1], batch_size
+        args = self._args
+        return (
+            iteration,
+            time.perf_counter(),
+            args.micro_batch_size * args.data_parallel_size * step.get_num_microbatches(),
+        )
 
-    def _interval_perf(self, iterations: int, seconds: float, batch_size: int) -> dict[str, float]:
-        """The perf figures of an interval (on the hub's thread, or on the training thread for the console line:
-        the averages' state is kept on one of them for the whole run); none for the clock's start."""
-        if not iterations:
+    def _interval_perf(self, moment: tuple[int, float, int]) -> dict[str, float]:
+        """The perf figures of the interval that ends at ``moment``, a log step; none at the first log step, which
+        only starts the clock (its time includes start-up). Made on the hub's thread, or on the training thread for
+        the console line: the interval's state is kept on one of them for the whole run."""
+        iteration, now, batch_size = moment
+        previous, self._last = self._last, (iteration, now)
+        if previous is None or iteration <= previous[0]:
             self._averager.start()
             return {}
+        iterations, seconds = iteration - previous[0], now - previous[1]
         args = self._args
         tokens = float(batch_size * args.seq_length * iterations)
         flops = self._flops(batch_size) * iterations
