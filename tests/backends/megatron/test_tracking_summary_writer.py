@@ -159,3 +159,31 @@ def test_a_failing_run_never_raises_into_upstream(caplog):
     w.add_scalar("lm loss vs samples", 1.0, 8)
     assert "sink exploded" in caplog.text
     assert caplog.text.count("tracking writer failed") == 1
+
+
+def test_with_the_console_line_on_the_figures_are_made_at_the_step_and_logged_as_printed(run, capsys):
+    w = make_writer(run, log_learning_rate=True, log_batch_size=True, log_throughput=True)
+    w.end_step(1)
+    w.end_step(2)
+    line = capsys.readouterr().out
+    [(_, step, metrics, _)] = [call for call in run.calls if "perf/tokens_per_sec_per_gpu" in call[2]]
+    assert step == 2 and line.startswith("[primus] iteration 2/10")
+    assert f"tokens/s/GPU {metrics['perf/tokens_per_sec_per_gpu']:.1f}" in line
+
+
+def test_figures_gathered_over_ranks_are_logged_as_they_are(run):
+    w = make_writer(run, log_learning_rate=True, log_batch_size=True, perf_metrics=True)
+    gathered = {"mem/host_rss_gib/max": 2.0, "mem/host_rss_gib": 1.0}
+    w.end_step(1, system=gathered)
+    w.end_step(2, system=gathered)
+    [(_, _, metrics, _)] = run.calls[1:]
+    assert {k: v for k, v in metrics.items() if k.startswith(("mem/", "sys/"))} == gathered  # no sample of ours
+
+
+def test_without_the_gather_the_step_gets_the_devices_memory_and_the_hosts_latest_sample(run):
+    w = make_writer(run, log_learning_rate=True, log_batch_size=True, perf_metrics=True)
+    w.before_training()
+    w.end_step(1)
+    w.end_step(2)
+    [(_, _, metrics, _)] = run.calls[1:]
+    assert {"mem/host_rss_gib", "mem/host_peak_rss_gib", "sys/cpu_util_pct"} <= set(metrics)
