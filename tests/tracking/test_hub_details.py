@@ -341,7 +341,7 @@ def test_a_function_that_fails_loses_its_records_only_counted_and_said_once(tmp_
     hub = MetricsHub(JournalWriter(tmp_path), [], capacity=100)
 
     def broken():
-        raise ValueError("no records")
+        raise ValueError("no records for token ghp_" + "a" * 36)
 
     hub.start()
     hub.log_later(broken)
@@ -351,15 +351,17 @@ def test_a_function_that_fails_loses_its_records_only_counted_and_said_once(tmp_
     assert [(r["s"], r["d"]) for r in lines if r["k"] == METRICS] == [(5, {"loss": 1.0})]
     assert lines[-1]["d"]["dropped"] == {"records_failed": 2}
     assert primus_caplog.text.count("records could not be made") == 1
+    assert "ValueError('no records for token ***')" in primus_caplog.text  # what failed, redacted
 
 
 def test_functions_past_the_queue_or_after_close_are_refused(tmp_path):
     hub = MetricsHub(JournalWriter(tmp_path), [], capacity=1)  # not started: nothing drains the queue
     hub.log_later(lambda: [(1, {"loss": 1.0}, None)])
     hub.log_later(lambda: [(2, {"loss": 1.0}, None)])
-    assert hub.refused == 1
+    hub.log_later(lambda: [(3, {"loss": 1.0}, None)])
+    assert hub.refused == 2
     hub.start()
     lines = _closed(hub)
-    hub.log_later(lambda: [(3, {"loss": 1.0}, None)])
+    hub.log_later(lambda: [(4, {"loss": 1.0}, None)])
     assert [r["s"] for r in lines if r["k"] == METRICS] == [1]
     assert hub.refused == 1
