@@ -9,7 +9,8 @@ logged steps, and the training thread's CPU in our code per logged step; deliver
 process's start-up CPU and peak RSS; node_delivery: two ranks' delivery processes, peak RSS and CPU, one per rank
 vs one per node; gpu_check: device synchronisations and step-time pairs on a GPU host, a
 line saying there is none elsewhere; startup_overhead: start-up added by the
-layer; exit_flush: exit and flush time with a healthy and a dead server; soak: cost, memory and losses
+layer; steady_state: the whole process tree's CPU per logged step, start-up taken out (cgroup CPU accounting,
+delivery process included); exit_flush: exit and flush time with a healthy and a dead server; soak: cost, memory and losses
 over a long run; resume_cost: resuming against a long journal vs a fresh one). They run one after another
 (each interleaves its own variants), and RESULTS.md gets the machine, every ratio line, and each
 benchmark's full output, the issue-17 headline lines first. ``--quick`` runs each with fewer rounds/steps
@@ -43,13 +44,15 @@ QUICK_ARGS = {  # fewer rounds and steps, same variants and baselines
     "resume_cost": ["--steps", "100000"],
     "soak": ["--steps", "20000", "--slice", "1000"],
     "startup_overhead": ["--runs", "7"],
+    "steady_state": ["--rounds", "1", "--short", "10", "--long", "40"],
     "torchtitan_tracking": ["--rounds", "2", "--steps", "20"],
 }
 # Full runs at the sizes each script defaults to, but the soak: its 2 M-step default takes hours here (run it by
 # hand, as its docstring says); 200 000 steps still show whether cost or memory grows with the run's length.
 FULL_ARGS = {"soak": ["--steps", "200000"]}
 # The issue-17 figures, listed one per line at the top of RESULTS.md
-HEADLINE = re.compile(r"^(megatron|torchtitan|maxtext): training-thread CPU per logged step|^delivery process start-up:")
+HEADLINE = re.compile(r"^(megatron|torchtitan|maxtext): training-thread CPU per logged step|^delivery process start-up:"
+                      r"|^megatron steady state:")
 RATIO_LINE = re.compile(r"ratio|\s/\s|\bx\s?\d|per logged step|per 1,000 logged steps|start-up:|gpu_check|^\|",
                         re.IGNORECASE)
 

@@ -46,7 +46,10 @@ def render_metrics() -> str:
                 "Where they go, on every backend: `mlflow_upload_performance_metrics` (with MLflow on) turns the "
                 "`perf/*`, `mem/*` and `sys/*` set on, and every enabled tracker gets it, like every other metric "
                 "(TensorBoard, W&B, MLflow, plugin trackers); the option decides what is measured, not where it goes.",
-                "The `mem/*` and `sys/*` names are the logging rank's own readings. With "
+                "The `mem/*` and `sys/*` names are the logging rank's own readings: the device's allocator counters "
+                "(`mem/allocated_gib`, `mem/reserved_gib`, `mem/peak_allocated_gib`) read at the log step, the host's "
+                "memory (`mem/host_*`) and every `sys/*` figure the latest of a sample a background thread takes "
+                "every second (read on the training thread, they cost it ~150 µs per logged step). With "
                 "`mlflow_performance_metrics_across_ranks` (Megatron, TorchTitan `metrics.`; with "
                 "`mlflow_upload_performance_metrics`) each of "
                 "them also goes out as `<name>/min`, `<name>/mean` and `<name>/max` over every rank's reading at the same "

@@ -17,7 +17,7 @@ import math
 from collections.abc import Mapping, Sequence
 
 from primus.tracking.names import SCHEMA
-from primus.tracking.perf import Utilisation, memory_metrics
+from primus.tracking.perf import Utilisation, device_memory_metrics
 
 # the names gathered, in the order every rank packs them (absent on a rank: NaN, left out of that figure)
 GATHERED: tuple[str, ...] = tuple(n for n in SCHEMA if n.startswith(("mem/", "sys/")))
@@ -67,7 +67,7 @@ class RankFigures:
 
     def read(self) -> dict[str, float]:
         """This rank's own figures and ``<name>/min|mean|max`` over ranks."""
-        own = {**memory_metrics(), **self._utilisation.read()}
+        own = {**device_memory_metrics(), **self._utilisation.read()}  # the host's as last sampled
         return own | self._gather.gather(own)
 
 

@@ -1,7 +1,9 @@
 """The metrics hub: the training thread's only contact with tracking.
 
 ``log`` appends ``(kind, step, time, dict, only)`` to a deque and returns: no lock, no I/O, no
-validation beyond a length check. A hub thread wakes every ``tick_s``, turns what is queued into
+validation beyond a length check. ``log_later`` appends a function instead, which the hub thread calls for the
+step's records: a backend moves there what it would otherwise work out on the training thread (grouping upstream's
+scalars, perf figures). A hub thread wakes every ``tick_s``, turns what is queued into
 journal lines (plain floats, redacted text), appends them to the journal with one write, and then
 tells each sink worker how far the journal goes. Memory is bounded by ``capacity`` queued records;
 past that, records are dropped and counted (never in normal operation: the hub drains every tick).
@@ -17,7 +19,7 @@ import logging
 import threading
 import time
 from collections import Counter, deque
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +35,9 @@ log = logging.getLogger("primus.tracking")
 MAX_TEXT_CHARS = 64 * 1024
 ALREADY_TRACKED = "already_tracked"  # a resumed run's re-trained steps: not lost, tracked by an earlier process
 KIND_NAMES = {METRICS: "metrics", TEXT: "texts", EVENT: "events"}
+LATER = "later"  # a queued function that gives metrics records, called on the hub thread
+# what a log_later function returns: (step, metrics, only) per record
+Records = Callable[[], Iterable[tuple[int, Mapping[str, Any], Sequence[str] | None]]]
 
 
 @dataclass
@@ -109,6 +114,14 @@ class MetricsHub:
                 self.refused += 1
         except Exception:  # not a mapping: count it, never raise into training
             self.malformed += 1
+
+    def log_later(self, records: Records) -> None:
+        """Queue ``records``, called on the hub thread when it drains the queue, in its place among what is logged:
+        its metrics records are journaled as ``log``'s would be, with the time of this call."""
+        if self._accepting and len(self._pending) < self._capacity:
+            self._pending.append((LATER, 0, time.time(), records, None))
+        else:
+            self.refused += 1
 
     def log_text(self, tag: str, text: str, step: int = 0, only: Sequence[str] | None = None) -> None:
         if self._accepting and len(self._pending) < self._capacity:
@@ -189,6 +202,9 @@ class MetricsHub:
         pending = self._pending
         while pending:
             kind, step, ts, payload, only = pending.popleft()
+            if kind == LATER:
+                lines.extend(self._later(ts, payload))
+                continue
             line = self._line(kind, step, ts, payload, only)
             if line is None:
                 continue
@@ -231,6 +247,17 @@ class MetricsHub:
         )
         for route in self._direct_routes:
             route.deliver_direct(after, records)
+
+    def _later(self, ts: float, records: Records) -> list[bytes]:
+        try:
+            made = [self._line(METRICS, step, ts, metrics, only) for step, metrics, only in records()]
+        except Exception as error:  # the backend's function failed: its records are lost, counted, said once
+            self._count("records_failed", 1)
+            self._warn_once(
+                "later", "primus tracking: a step's records could not be made: %s", redact_text(repr(error))
+            )
+            return []
+        return [line for line in made if line is not None]
 
     def _line(self, kind: str, step: Any, ts: float, payload: Any, only: Sequence[str] | None) -> bytes | None:
         try:

@@ -22,7 +22,7 @@ from primus.tracking.delivery import DeliveryProcess, DeliverySpec
 from primus.tracking.enums import ENDED, RunStatus
 from primus.tracking.health import BUSY_EVENT
 from primus.tracking.health_watch import HealthWatch
-from primus.tracking.hub import ALREADY_TRACKED, MetricsHub
+from primus.tracking.hub import ALREADY_TRACKED, MetricsHub, Records
 from primus.tracking.journal import last_steps
 from primus.tracking.journal_keeper import JournalKeeper
 from primus.tracking.journal_writer import JournalWriter
@@ -149,6 +149,15 @@ class Run:
         if only is None:  # a record for some trackers may count on another axis (Megatron's "vs samples")
             self._last_step = step
         self._hub.log(step, metrics, only)
+
+    def log_later(self, records: Records, step: int | None = None) -> None:
+        """Queue a function the hub's thread calls for one or more metrics records ``(step, metrics, only)``, as if
+        each had been given to ``log`` now: what a backend need not work out on the training thread goes there.
+        ``step``: the training step they are of, if one (the iteration a failed or killed alert names). Never
+        blocks, never raises; a function that raises loses its records, which the run's end counts."""
+        if step is not None:
+            self._last_step = step
+        self._hub.log_later(records)
 
     def log_text(self, tag: str, text: str, step: int = 0, only: Sequence[str] | None = None) -> None:
         """Text for TensorBoard ``add_text``, W&B summary and an MLflow tag; redacted (by tag name and

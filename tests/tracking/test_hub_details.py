@@ -305,3 +305,63 @@ def test_the_hub_runs_on_one_daemon_thread_named_for_it(tmp_path):
     hub = MetricsHub(JournalWriter(tmp_path), [], capacity=10)
     assert threads_started_by(hub.start) == [("primus-tracking-hub", True)]
     hub.close("FINISHED", time.monotonic() + 30)
+
+
+# log_later: a function the hub thread calls for a step's records, in its place in the queue
+
+
+def test_records_given_later_are_journaled_in_their_place_as_logs_would_be(tmp_path):
+    import torch
+
+    hub = MetricsHub(JournalWriter(tmp_path), [], capacity=100)
+    threads: list[str] = []
+
+    def records():
+        threads.append(threading.current_thread().name)
+        return [(2, {"loss": torch.tensor(0.5), "lr": 1}, None), (16, {"loss vs samples": 0.5}, ("tensorboard",))]
+
+    hub.start()
+    hub.log(1, {"loss": 1.0})
+    before = time.time()
+    hub.log_later(records)
+    after = time.time()
+    hub.log(3, {"loss": 0.25})
+    metrics = [r for r in _closed(hub) if r["k"] == METRICS]
+    assert [(r["s"], r["d"], r.get("o")) for r in metrics] == [
+        (1, {"loss": 1.0}, None),
+        (2, {"loss": 0.5, "lr": 1.0}, None),
+        (16, {"loss vs samples": 0.5}, ["tensorboard"]),
+        (3, {"loss": 0.25}, None),
+    ]
+    assert int(before * 1000) <= metrics[1]["t"] == metrics[2]["t"] <= int(after * 1000)  # the call's time
+    assert threads == ["primus-tracking-hub"]
+
+
+def test_a_function_that_fails_loses_its_records_only_counted_and_said_once(tmp_path, primus_caplog):
+    hub = MetricsHub(JournalWriter(tmp_path), [], capacity=100)
+
+    def broken():
+        raise ValueError("no records for token ghp_" + "a" * 36)
+
+    hub.start()
+    hub.log_later(broken)
+    hub.log_later(broken)
+    hub.log(5, {"loss": 1.0})
+    lines = _closed(hub)
+    assert [(r["s"], r["d"]) for r in lines if r["k"] == METRICS] == [(5, {"loss": 1.0})]
+    assert lines[-1]["d"]["dropped"] == {"records_failed": 2}
+    assert primus_caplog.text.count("records could not be made") == 1
+    assert "ValueError('no records for token ***')" in primus_caplog.text  # what failed, redacted
+
+
+def test_functions_past_the_queue_or_after_close_are_refused(tmp_path):
+    hub = MetricsHub(JournalWriter(tmp_path), [], capacity=1)  # not started: nothing drains the queue
+    hub.log_later(lambda: [(1, {"loss": 1.0}, None)])
+    hub.log_later(lambda: [(2, {"loss": 1.0}, None)])
+    hub.log_later(lambda: [(3, {"loss": 1.0}, None)])
+    assert hub.refused == 2
+    hub.start()
+    lines = _closed(hub)
+    hub.log_later(lambda: [(4, {"loss": 1.0}, None)])
+    assert [r["s"] for r in lines if r["k"] == METRICS] == [1]
+    assert hub.refused == 1

@@ -107,6 +107,8 @@ def test_memory_on_cpu_reports_host_rss_only():
     rss = psutil.Process().memory_info().rss / perf.GIB
     assert math.isclose(m["mem/host_rss_gib"], rss, rel_tol=0.05)
     assert m["mem/host_peak_rss_gib"] >= m["mem/host_rss_gib"] * 0.95
+    total_gib = psutil.virtual_memory().total / perf.GIB
+    assert m["mem/host_peak_rss_gib"] <= total_gib and m["mem/host_rss_gib"] <= total_gib  # GiB, not bytes
 
 
 def test_utilisation_on_cpu_has_host_figures_and_no_gpu():

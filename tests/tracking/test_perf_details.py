@@ -351,3 +351,25 @@ def test_begin_finds_the_visible_device_and_takes_the_first_reading(monkeypatch)
     assert nvml.ordinals == [3]  # JAX's local device, found once at begin(), not the local rank's
     assert step.system()["sys/gpu_util_pct"] == 7.0
     assert nvml.ordinals == [3]
+
+
+def test_a_steps_system_figures_read_the_hosts_memory_on_the_sampling_thread_only(monkeypatch):
+    """~50 µs of system calls per logged step on a VM: the training thread gets the latest sample instead."""
+    readers: list[str] = []
+    real = perf.host_rss_bytes
+
+    def host_rss_bytes():
+        readers.append(threading.current_thread().name)
+        return real()
+
+    monkeypatch.setattr(perf, "host_rss_bytes", host_rss_bytes)
+    step = perf.StepPerf(dtype="bf16")
+    step._utilisation._interval_s = 0.01
+    step.begin()  # the first sample, on the training thread, once
+    readers.clear()
+    deadline = time.monotonic() + 30
+    while not readers and time.monotonic() < deadline:
+        time.sleep(0.01)
+    for _ in range(5):
+        assert HOST_KEYS <= set(step.system())
+    assert readers and set(readers) == {"primus-utilisation"}

@@ -10,10 +10,12 @@ unset. Each step goes out when Bridge's ``training_log`` (or an evaluation) retu
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 from typing import Any
 
 from primus.backends.megatron.training.tracking_summary_writer import TrackingSummaryWriter
 from primus.backends.megatron_bridge.tracking_plan import BACKEND, plan_tracking
+from primus.config.schemas.tracking import params_for
 from primus.log import get_logger
 from primus.tracking import RunStatus
 
@@ -32,6 +34,19 @@ def flat_params(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
         else:  # lists as JSON, anything else (dtypes, enums, callables) by its str
             out[name] = json.dumps(value, default=str) if isinstance(value, (list, tuple)) else str(value)
     return out
+
+
+def _writer_args() -> SimpleNamespace:
+    """What the Megatron writer reads from Megatron's arguments, for Bridge: its config decides what it writes
+    (the learning rate and batch size are kept), and Primus's console figures and perf set are not Bridge's yet."""
+    defaults = {p.name: p.default for p in params_for("megatron")}  # the averages' window, as Megatron's
+    return SimpleNamespace(
+        **{**defaults, "log_batch_size_to_tensorboard": True},
+        log_throughput=False,
+        log_progress=False,
+        bf16=False,
+        fp16=False,
+    )
 
 
 class BridgeTracking:
@@ -57,13 +72,12 @@ class BridgeTracking:
         tags = {"primus.backend": BACKEND, **{str(k): str(v) for k, v in (config.logger.mlflow_tags or {}).items()}}
         self.run = start_run(plan.run_config(params=flat_params(config.to_dict()), tags=tags))
         self.run.install_exit_handlers()
-        # Bridge's config decides what it writes (log_learning_rate/batch_size are Megatron's argparse options)
-        return TrackingSummaryWriter(self.run, log_learning_rate=True, log_batch_size=True)
+        return TrackingSummaryWriter(self.run, _writer_args(), None, perf_metrics=False)
 
     def emit(self) -> None:
         """The step's scalars (or an evaluation's) go out now, not with the next step's."""
         if self.writer is not None:
-            self.writer.emit()
+            self.writer.flush()
 
     def finish(self, status: str = RunStatus.FINISHED) -> None:
         writer, run = self.writer, self.run

@@ -1,9 +1,11 @@
 """Unit tests of the TrackingSummaryWriter's own logic, against a recording run (the integration with real
 sinks is tested end to end in test_tracking_e2e.py)."""
 
+import types
+
 import pytest
 
-from primus.backends.megatron.training.tracking_summary_writer import TrackingSummaryWriter
+from primus.backends.megatron.training.tracking_summary_writer import StepFunctions, TrackingSummaryWriter
 
 
 class RecordingRun:
@@ -12,6 +14,10 @@ class RecordingRun:
 
     def log(self, step, metrics, only=None):
         self.calls.append(("log", step, dict(metrics), only))
+
+    def log_later(self, records, step=None):
+        for step, metrics, only in records():  # at once, as the hub's thread would later
+            self.log(step, metrics, only)
 
     def log_text(self, tag, text, step=0, only=None):
         self.calls.append(("text", step, {tag: text}, only))
@@ -22,8 +28,26 @@ def run():
     return RecordingRun()
 
 
+def megatron_args(**overrides):
+    """The upstream arguments the writer reads (log_interval 1, every tracker on, no console line)."""
+    values = dict(log_learning_rate_to_tensorboard=True, log_batch_size_to_tensorboard=True, log_interval=1,
+                  tensorboard_log_interval=1, consumed_train_samples=0, log_avg_skip_iterations=0,
+                  log_avg_reset_interval=10, log_throughput=False, log_progress=False, bf16=True, fp16=False,
+                  peak_tflops=None, micro_batch_size=2, data_parallel_size=1, seq_length=8, world_size=1,
+                  train_iters=10)
+    return types.SimpleNamespace(**{**values, **overrides})
+
+
+def make_writer(run, *, log_learning_rate, log_batch_size, perf_metrics=False, **args):
+    step = StepFunctions(num_floating_point_operations=lambda args, batch_size: 1e6 * batch_size,
+                         get_num_microbatches=lambda: 1)
+    return TrackingSummaryWriter(run, megatron_args(log_learning_rate_to_tensorboard=log_learning_rate,
+                                                    log_batch_size_to_tensorboard=log_batch_size, **args),
+                                 step, perf_metrics=perf_metrics)
+
+
 def test_scalars_of_one_step_become_one_log_call(run):
-    w = TrackingSummaryWriter(run, log_learning_rate=True, log_batch_size=True)
+    w = make_writer(run, log_learning_rate=True, log_batch_size=True)
     w.add_scalar("lm loss", 6.9, 1)
     w.add_scalar("grad-norm", 1.5, 1)
     w.add_scalar("lm loss", 6.8, 2)
@@ -33,7 +57,7 @@ def test_scalars_of_one_step_become_one_log_call(run):
 
 
 def test_vs_samples_tags_go_to_tensorboard_only_with_their_own_step(run):
-    w = TrackingSummaryWriter(run, log_learning_rate=True, log_batch_size=True)
+    w = make_writer(run, log_learning_rate=True, log_batch_size=True)
     w.add_scalar("lm loss", 6.9, 3)
     w.add_scalar("lm loss vs samples", 6.9, 12)
     w.flush()
@@ -42,21 +66,21 @@ def test_vs_samples_tags_go_to_tensorboard_only_with_their_own_step(run):
 
 
 def test_vs_samples_tags_of_one_step_become_one_log_call(run):
-    w = TrackingSummaryWriter(run, log_learning_rate=True, log_batch_size=True)
+    w = make_writer(run, log_learning_rate=True, log_batch_size=True)
     for samples in (4, 8):
         w.add_scalar("lm loss", 6.9, samples // 4)
         w.add_scalar("lm loss vs samples", 6.9, samples)
         w.add_scalar("learning-rate vs samples", 0.1, samples)
-        w.emit()
+        w.flush()
     assert [call for call in run.calls if call[3]] == [
         ("log", 4, {"lm loss vs samples": 6.9, "learning-rate vs samples": 0.1}, ("tensorboard",)),
         ("log", 8, {"lm loss vs samples": 6.9, "learning-rate vs samples": 0.1}, ("tensorboard",))]
 
 
-def test_tensors_are_handed_on_unread_and_numbers_as_floats(run):
+def test_tensors_and_numbers_are_handed_on_unread(run):
     """The training thread never reads a tensor here (on a GPU, .item() waits for the step): the hub does."""
     import torch
-    w = TrackingSummaryWriter(run, log_learning_rate=True, log_batch_size=True)
+    w = make_writer(run, log_learning_rate=True, log_batch_size=True)
     loss, norm = torch.tensor([2.5]), torch.tensor(1.25)
     w.add_scalar("lm loss", loss, 1)
     w.add_scalar("grad-norm", norm, 1)
@@ -64,7 +88,7 @@ def test_tensors_are_handed_on_unread_and_numbers_as_floats(run):
     w.flush()
     [(_, step, metrics, only)] = run.calls
     assert (step, only) == (1, None) and metrics["lm loss"] is loss and metrics["grad-norm"] is norm
-    assert metrics["batch-size"] == 8.0 and type(metrics["batch-size"]) is float
+    assert metrics["batch-size"] == 8  # the hub's thread makes it a float: the next test
 
 
 def test_tensors_reach_the_journal_as_floats(tmp_path):
@@ -74,47 +98,92 @@ def test_tensors_reach_the_journal_as_floats(tmp_path):
     from primus.tracking.journal import METRICS, read_all
 
     tracked = start_run(TrackingConfig(run_dir=tmp_path))
-    w = TrackingSummaryWriter(tracked, log_learning_rate=True, log_batch_size=True)
+    w = make_writer(tracked, log_learning_rate=True, log_batch_size=True)
     w.add_scalar("lm loss", torch.tensor([2.5]), 1)
     w.add_scalar("grad-norm", torch.tensor(1.25, dtype=torch.float64), 1)
+    w.add_scalar("batch-size", 8, 1)
     w.flush()
     tracked.finish()
     [record] = [r for r in read_all(tmp_path) if r.kind == METRICS]
-    assert (record.step, record.data) == (1, {"lm loss": 2.5, "grad-norm": 1.25})
+    assert (record.step, record.data) == (1, {"lm loss": 2.5, "grad-norm": 1.25, "batch-size": 8.0})
+    assert all(type(value) is float for value in record.data.values())
 
 
 def test_dropped_upstream_switches_are_honoured(run):
-    w = TrackingSummaryWriter(run, log_learning_rate=False, log_batch_size=False)
+    w = make_writer(run, log_learning_rate=False, log_batch_size=False)
     for tag in ("learning-rate", "learning-rate vs samples", "batch-size", "batch-size vs samples", "lm loss"):
         w.add_scalar(tag, 1.0, 5)
     w.flush()
     assert run.calls == [("log", 5, {"lm loss": 1.0}, None)]
 
 
-def test_emit_merges_extra_metrics_into_the_step(run):
-    w = TrackingSummaryWriter(run, log_learning_rate=True, log_batch_size=True)
-    w.add_scalar("lm loss", 1.0, 7)
-    w.emit({"perf/tflops_per_gpu": 3.0}, step=7)
-    assert run.calls == [("log", 7, {"lm loss": 1.0, "perf/tflops_per_gpu": 3.0}, None)]
-    w.emit({"perf/tflops_per_gpu": 4.0}, step=8)
-    assert run.calls[-1] == ("log", 8, {"perf/tflops_per_gpu": 4.0}, None)
+def test_a_step_ends_in_one_log_call_with_its_perf_figures(run):
+    """upstream's scalars, "samples vs steps" and the perf figures of the interval: one call per logged step."""
+    w = make_writer(run, log_learning_rate=True, log_batch_size=True, perf_metrics=True)
+    w.add_scalar("lm loss", 1.0, 1)
+    w.end_step(1, system={"mem/host_rss_gib": 1.0})  # the first log step only starts the clock
+    assert run.calls == [("log", 1, {"lm loss": 1.0, "samples vs steps": 0.0}, None)]
+    w.add_scalar("lm loss", 0.5, 2)
+    w.end_step(2, system={"mem/host_rss_gib": 2.0})
+    [(kind, step, metrics, only)] = run.calls[1:]
+    assert (kind, step, only) == ("log", 2, None)
+    assert metrics["lm loss"] == 0.5 and metrics["mem/host_rss_gib"] == 2.0
+    assert {"perf/tokens_per_sec_per_gpu", "perf/tflops_per_gpu", "perf/iteration_time_ms"} <= set(metrics)
+
+
+def test_a_step_without_upstreams_scalars_still_sends_its_figures(run):
+    w = make_writer(run, log_learning_rate=True, log_batch_size=True, perf_metrics=True,
+                               tensorboard_log_interval=100)
+    w.end_step(7, system={})
+    w.end_step(8, system={})
+    [(_, step, metrics, _)] = run.calls
+    assert step == 8 and "perf/tflops_per_gpu" in metrics
 
 
 def test_text_goes_to_tensorboard_only(run):
-    w = TrackingSummaryWriter(run, log_learning_rate=True, log_batch_size=True)
+    w = make_writer(run, log_learning_rate=True, log_batch_size=True)
     w.add_text("lr", "0.001")
     assert run.calls == [("text", 0, {"lr": "0.001"}, ("tensorboard",))]
 
 
 def test_a_failing_run_never_raises_into_upstream(caplog):
     class BrokenRun(RecordingRun):
-        def log(self, step, metrics, only=None):
+        def log_later(self, records, step=None):
             raise RuntimeError("sink exploded")
 
-    w = TrackingSummaryWriter(BrokenRun(), log_learning_rate=True, log_batch_size=True)
+    w = make_writer(BrokenRun(), log_learning_rate=True, log_batch_size=True)
     w.add_scalar("lm loss", 1.0, 1)
-    w.add_scalar("lm loss", 1.0, 2)  # emits step 1: the failure is swallowed
+    w.end_step(1)  # hands step 1 on: the failure is swallowed
+    w.add_scalar("lm loss", 1.0, 2)
     w.flush()
     w.add_scalar("lm loss vs samples", 1.0, 8)
     assert "sink exploded" in caplog.text
     assert caplog.text.count("tracking writer failed") == 1
+
+
+def test_with_the_console_line_on_the_figures_are_made_at_the_step_and_logged_as_printed(run, capsys):
+    w = make_writer(run, log_learning_rate=True, log_batch_size=True, log_throughput=True)
+    w.end_step(1)
+    w.end_step(2)
+    line = capsys.readouterr().out
+    [(_, step, metrics, _)] = [call for call in run.calls if "perf/tokens_per_sec_per_gpu" in call[2]]
+    assert step == 2 and line.startswith("[primus] iteration 2/10")
+    assert f"tokens/s/GPU {metrics['perf/tokens_per_sec_per_gpu']:.1f}" in line
+
+
+def test_figures_gathered_over_ranks_are_logged_as_they_are(run):
+    w = make_writer(run, log_learning_rate=True, log_batch_size=True, perf_metrics=True)
+    gathered = {"mem/host_rss_gib/max": 2.0, "mem/host_rss_gib": 1.0}
+    w.end_step(1, system=gathered)
+    w.end_step(2, system=gathered)
+    [(_, _, metrics, _)] = run.calls[1:]
+    assert {k: v for k, v in metrics.items() if k.startswith(("mem/", "sys/"))} == gathered  # no sample of ours
+
+
+def test_without_the_gather_the_step_gets_the_devices_memory_and_the_hosts_latest_sample(run):
+    w = make_writer(run, log_learning_rate=True, log_batch_size=True, perf_metrics=True)
+    w.before_training()
+    w.end_step(1)
+    w.end_step(2)
+    [(_, _, metrics, _)] = run.calls[1:]
+    assert {"mem/host_rss_gib", "mem/host_peak_rss_gib", "sys/cpu_util_pct"} <= set(metrics)

@@ -5,6 +5,8 @@ logged step."""
 
 from __future__ import annotations
 
+import functools
+
 from primus.patches import REGISTRY
 from primus.patches.arguments import Arguments
 from primus.upstreams.megatron import MEGATRON
@@ -20,37 +22,19 @@ from primus.upstreams.megatron import MEGATRON
     "device looked up before the first step",
 )
 def _install_training_log(module, handle):
+    """Binds what a logged step needs from upstream (its FLOPs formula, the micro-batch count, where training_log
+    takes the iteration) and hands upstream's calls straight to ``TRACKING``, whose methods are the wrappers."""
     from primus.backends.megatron.training.global_vars import TRACKING
-    from primus.backends.megatron.training.tracking_session import StepFunctions
+    from primus.backends.megatron.training.tracking_summary_writer import StepFunctions
 
     training_log_arguments = Arguments(module.training_log, "iteration")
-    Arguments(module.num_floating_point_operations, "args", "batch_size")  # called so by the session
+    Arguments(module.num_floating_point_operations, "args", "batch_size")  # called so by the writer
     TRACKING.step_functions = StepFunctions(module.num_floating_point_operations, module.get_num_microbatches)
+    TRACKING.iteration_of = functools.partial(training_log_arguments, "iteration")
 
-    def training_log(wrapped, instance, args, kwargs):
-        result = wrapped(*args, **kwargs)
-        TRACKING.after_training_log(training_log_arguments("iteration", args, kwargs))
-        return result
-
-    def evaluate_and_print_results(wrapped, instance, args, kwargs):
-        TRACKING.busy("evaluation", True)  # no step is logged meanwhile: not a stall
-        try:
-            result = wrapped(*args, **kwargs)
-        finally:
-            TRACKING.busy("evaluation", False)
-        TRACKING.after_evaluation()
-        return result
-
-    # after it, not around train(): the device is picked by then, and a wrapper around the whole loop would
-    # make every step's hook part of one call in the benchmarks' CPU accounting
-    def setup_model_and_optimizer(wrapped, instance, args, kwargs):
-        result = wrapped(*args, **kwargs)
-        TRACKING.before_training()
-        return result
-
-    handle.wrap(module, "setup_model_and_optimizer", setup_model_and_optimizer)
-    handle.wrap(module, "training_log", training_log)
-    handle.wrap(module, "evaluate_and_print_results", evaluate_and_print_results)
+    handle.wrap(module, "setup_model_and_optimizer", TRACKING.setup_model_and_optimizer)
+    handle.wrap(module, "training_log", TRACKING.training_log)
+    handle.wrap(module, "evaluate_and_print_results", TRACKING.evaluate_and_print_results)
 
 
 @REGISTRY.patch(

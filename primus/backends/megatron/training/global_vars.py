@@ -9,11 +9,11 @@ writer stays unset: W&B is one of the hub's sinks."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from primus.backends.megatron.tracking_plan import plan_tracking
-from primus.backends.megatron.training.tracking_session import StepFunctions, TrackingSession
-from primus.backends.megatron.training.tracking_summary_writer import TrackingSummaryWriter
+from primus.backends.megatron.training.tracking_summary_writer import StepFunctions, TrackingSummaryWriter
 from primus.log import get_logger, set_level
 from primus.log_capture import capture_console, stop_console_capture
 from primus.tracking.across_ranks import RankFigures
@@ -40,15 +40,18 @@ class LogStepFigures:
 
 class MegatronTracking:
     """What Primus keeps for one Megatron process, the one object its patches hold: the plan (every rank, decided
-    in upstream's validate_args), the session (the writer rank), the log-step gather (every rank, across ranks on),
-    the upstream functions a logged step calls (bound when the training_log patch installs), and where the checkpoint
-    patches journal a save or a load (the writer rank, with a tracker on)."""
+    in upstream's validate_args), the writer (the writer rank: upstream's writer, and the object each logged step
+    ends in), the log-step gather (every rank, across ranks on), the upstream bindings a logged step needs (bound when
+    the training_log patch installs), and where the checkpoint patches journal a save or a load (the writer rank, with
+    a tracker on). Its ``training_log``, ``evaluate_and_print_results`` and ``setup_model_and_optimizer`` are the
+    training_log patch's wrappers: upstream's call comes straight here."""
 
     def __init__(self) -> None:
         self.plan: TrackingPlan | None = None
-        self.session: TrackingSession | None = None
+        self.writer: TrackingSummaryWriter | None = None
         self.rank_figures: LogStepFigures | None = None
         self.step_functions: StepFunctions | None = None
+        self.iteration_of: Callable[[tuple, dict], int] | None = None  # training_log's (args, kwargs) -> iteration
         self.checkpoints: CheckpointJournal | None = None
 
     def plan_for(self, args) -> TrackingPlan:
@@ -61,7 +64,7 @@ class MegatronTracking:
 
     def start(self, args, upstream_global_vars) -> None:
         """In place of upstream's _set_tensorboard_writer: start tracking on the writer rank and hand upstream the
-        TrackingSummaryWriter; with every tracker off, the writer rank still gets a session for the console
+        TrackingSummaryWriter; with every tracker off, the writer rank still gets a writer (not upstream's) for the console
         figures (tokens/s, averages, ETA)."""
         plan = self.plan if self.plan is not None else self.plan_for(args)
         self.rank_figures = LogStepFigures(args.log_interval) if plan.across_ranks else None
@@ -70,60 +73,72 @@ class MegatronTracking:
                 register_for_stacks(plan.config.run_dir)
             return
         plan.notices.emit(log)
-        step = self.step_functions  # None: the training_log patch is off, and nothing asks the session for figures
+        step = self.step_functions  # None: the training_log patch is off, and nothing asks the writer for figures
         if plan.config is None:
             if args.log_throughput or args.log_progress:  # the console figures need no tracker
-                self.session = TrackingSession(None, None, args, step, perf_metrics=False)
+                self.writer = TrackingSummaryWriter(None, args, step, perf_metrics=False)
             return
         from primus.tracking import start_run
 
         run = start_run(plan.run_config(params=_plain_params(args), tags={"primus.backend": "megatron"}))
         run.install_exit_handlers()
-        writer = TrackingSummaryWriter(
-            run,
-            log_learning_rate=args.log_learning_rate_to_tensorboard,
-            log_batch_size=args.log_batch_size_to_tensorboard,
-        )
-        upstream_global_vars._GLOBAL_TENSORBOARD_WRITER = writer
+        self.writer = TrackingSummaryWriter(run, args, step, perf_metrics=plan.perf_metrics)
+        upstream_global_vars._GLOBAL_TENSORBOARD_WRITER = self.writer
         self.checkpoints = CheckpointJournal(run)
-        self.session = TrackingSession(run, writer, args, step, perf_metrics=plan.perf_metrics)
 
-    def before_training(self) -> None:
-        if self.session is not None:
-            self.session.before_training()
-
-    def after_training_log(self, iteration: int) -> None:
-        """Every rank: the log step's gather (if on); the writer rank: the step's perf figures, then the step."""
+    # -- the training_log patch's wrappers (wrapt's signature) -----------------------------
+    def training_log(self, wrapped, instance, args, kwargs):
+        """Every rank: the log step's gather (if on); the writer rank: the step ends in the writer."""
+        result = wrapped(*args, **kwargs)
+        if self.rank_figures is None and self.writer is None:
+            return result
+        assert self.iteration_of is not None, "bound with the wrapper, when the training_log patch installs"
+        iteration = self.iteration_of(args, kwargs)
         system = self.rank_figures.at(iteration) if self.rank_figures is not None else None
-        if self.session is not None:
-            self.session.after_training_log(iteration, system)
+        if self.writer is not None:
+            self.writer.end_step(iteration, system)
+        return result
+
+    def evaluate_and_print_results(self, wrapped, instance, args, kwargs):
+        self.busy("evaluation", True)  # no step is logged meanwhile: not a stall
+        try:
+            result = wrapped(*args, **kwargs)
+        finally:
+            self.busy("evaluation", False)
+        if self.writer is not None and self.writer.run is not None:
+            self.writer.flush()  # validation scalars of this step go out now, not with the next step
+        return result
+
+    def setup_model_and_optimizer(self, wrapped, instance, args, kwargs):
+        # after it, not around train(): the device is picked by then, and a wrapper around the whole loop would
+        # make every step's hook part of one call in the benchmarks' CPU accounting
+        result = wrapped(*args, **kwargs)
+        if self.writer is not None:
+            self.writer.before_training()
+        return result
 
     def busy(self, what: str, on: bool) -> None:
         """The writer rank journals an expected pause in steps (an evaluation), so the stall alert allows for it."""
-        if self.session is not None and self.session.run is not None:
-            self.session.run.busy(what, on)
+        if self.writer is not None and self.writer.run is not None:
+            self.writer.run.busy(what, on)
 
     def rejected(self, iteration: int, message: str) -> None:
         """Upstream rejected a result (its rerun state machine): the writer rank raises the alert, read as NaN for
         upstream's NaN and Inf checks and as a loss spike for its spiky-loss check."""
-        if self.session is None or self.session.run is None:
+        if self.writer is None or self.writer.run is None:
             return
         kind = AlertKind.NAN if any(w in message.lower() for w in ("nan", "inf")) else AlertKind.LOSS_SPIKE
         text = f"upstream rejected a result at iteration {iteration}: {message}"
-        self.session.run.alert(Alert(kind, iteration, text, time.time()))
-
-    def after_evaluation(self) -> None:
-        if self.session is not None:
-            self.session.emit()  # validation scalars of this step go out now, not with the next step
+        self.writer.run.alert(Alert(kind, iteration, text, time.time()))
 
     def finish(self, status: str | None = None) -> None:
         """End the run (in-process re-runs, tests); process exit is covered by the run's exit handlers."""
-        session = self.session
-        self.session, self.plan, self.rank_figures, self.checkpoints = None, None, None, None
+        writer = self.writer
+        self.writer, self.plan, self.rank_figures, self.checkpoints = None, None, None, None
         stop_console_capture()  # the log is complete on disk before the run's end uploads it
-        if session is not None and session.writer is not None:  # a tracker is on
-            session.writer.flush()
-            session.run.finish(status)
+        if writer is not None and writer.run is not None:  # a tracker is on
+            writer.flush()
+            writer.run.finish(status)
 
 
 TRACKING = MegatronTracking()

@@ -1,127 +1,237 @@
-"""The writer upstream Megatron gets in place of its TensorBoard SummaryWriter.
+"""The writer upstream Megatron gets in place of its TensorBoard SummaryWriter, and the one object a logged step
+goes through on the writer rank.
 
-Every upstream ``writer.add_scalar`` (training_log, timers.write, evaluate, MoE/MTP helpers) lands
-here and goes to the tracking run, so every enabled sink — TensorBoard, W&B, MLflow — receives every
-scalar whether or not TensorBoard itself is on. Scalars of one step are merged into one ``run.log``
-call (one W&B log and one MLflow batch per step, not one per metric), and so are its "vs samples" scalars.
+Every upstream ``writer.add_scalar`` (training_log, timers.write, evaluate, MoE/MTP helpers) lands here. When
+upstream's ``training_log`` returns, ``end_step`` adds the step's perf figures and hands the whole step to the
+tracking run in one ``run.log`` call (one W&B log and one MLflow batch per step, not one per metric), so every
+enabled sink — TensorBoard, W&B, MLflow — receives every scalar whether or not TensorBoard itself is on; the
+step's "vs samples" scalars go as one more call.
 
 "<name> vs samples" tags use consumed samples as their step; that x-axis exists only in TensorBoard
-(as upstream, which never sends them to W&B: W&B steps must not go backwards)."""
+(as upstream, which never sends them to W&B: W&B steps must not go backwards).
+
+Perf figures come from structured values at log steps only — consumed tokens, upstream's own FLOPs
+formula, wall time between log steps — so no device synchronisation or collective is added. With every tracker
+off (``run`` None) the object is not upstream's writer; it still gives the console figures (tokens/s, averages,
+ETA)."""
 
 from __future__ import annotations
 
 import functools
+import sys
+import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
+from primus.backends.megatron.training.console_line import render_console_line
 from primus.log import get_logger
 from primus.tracking import SinkName
+from primus.tracking.perf import IntervalAverager, StepPerf
 
 log = get_logger("primus.megatron")
 
 TENSORBOARD_ONLY = (SinkName.TENSORBOARD,)
+# upstream's training_log sends this only to its own W&B writer, which the hub replaces
+SAMPLES_VS_STEPS = "samples vs steps"
 _VS_SAMPLES = " vs samples"
 _DROPPED, _VS_SAMPLES_TAG, _STEP_TAG = range(3)  # what a tag is, judged once per tag name
 
 
-def as_metric(value: Any) -> Any:
-    """Upstream passes Python numbers, 0-d or 1-element tensors. A tensor goes on as it is: the hub turns it into a
-    float on its own thread, so the training thread never waits here for the device to finish the step."""
-    if type(value) is float or hasattr(value, "item"):  # the common case first
-        return value
-    return float(value)
+class StepFunctions(NamedTuple):
+    """Upstream's functions a logged step calls, bound when the training_log patch installs: a release that
+    renamed one fails at start-up, naming the patch, not in the first logged step."""
 
-
-def never_raises(method: Callable) -> Callable:
-    """Upstream calls the writer directly inside its training loop: a failure here is logged once
-    and the call dropped, never raised into training."""
-
-    @functools.wraps(method)
-    def guarded(self, *args, **kwargs):
-        try:
-            return method(self, *args, **kwargs)
-        except Exception as e:
-            if not self._failed:
-                self._failed = True
-                log.warning(
-                    "tracking writer failed in %s (%r); metrics of this call are dropped, training goes on",
-                    method.__name__,
-                    e,
-                )
-            return None
-
-    return guarded
+    num_floating_point_operations: Callable[[Any, int], float]  # (args, batch_size): one batch's model FLOPs
+    get_num_microbatches: Callable[[], int]
 
 
 class TrackingSummaryWriter:
-    def __init__(self, run, *, log_learning_rate: bool, log_batch_size: bool):
-        self._run = run
+    def __init__(self, run, args, step: StepFunctions | None, *, perf_metrics: bool):
+        self.run = run  # None: every tracker off, the console figures only
+        self._args = args
+        self._step_functions = step  # None only without the training_log patch, which is what asks for figures
         self._dropped_prefixes = tuple(
             prefix
-            for prefix, keep in (("learning-rate", log_learning_rate), ("batch-size", log_batch_size))
+            for prefix, keep in (
+                ("learning-rate", args.log_learning_rate_to_tensorboard),
+                ("batch-size", args.log_batch_size_to_tensorboard),
+            )
             if not keep
         )
-        self._step: int | None = None
-        self._pending: dict[str, Any] = {}  # floats, or upstream's tensors (read on the hub's thread)
-        self._samples: int | None = None  # the "vs samples" tags of one step, one log call as the others
-        self._pending_vs_samples: dict[str, Any] = {}
-        self._kinds: dict[str, int] = {}
+        self._calls: list[tuple[str, Any, Any]] = []  # upstream's add_scalar calls since the last hand-over
+        self._kinds: dict[str, int] = {}  # the hub's thread only
         self._failed = False
+        self._averager = IntervalAverager(args.log_avg_skip_iterations, args.log_avg_reset_interval)
+        self._throughput_on = run is not None and (args.log_throughput or perf_metrics)  # upload implies it
+        self._console_on = args.log_throughput or args.log_progress
+        self._perf = StepPerf(dtype=_dtype(args), device_name=_device_name(args), peak_tflops=args.peak_tflops)
+        self._system_on = perf_metrics  # the perf set's memory and utilisation
+        self._last: tuple[int, float] | None = None  # (iteration, perf_counter) at the previous log step
+        self._flops_per_batch: dict[int, float] = {}  # upstream's formula depends on the batch size only
 
     # -- the SummaryWriter surface upstream uses ------------------------------------------
-    @never_raises
     def add_scalar(self, tag: str, scalar_value: Any, global_step: int | None = None, *_, **__) -> None:
-        kind = self._kinds.get(tag)
-        if kind is None:
-            kind = self._kinds[tag] = self._kind(tag)
-        if kind == _DROPPED:
-            return
-        step = int(global_step or 0)
-        value = as_metric(scalar_value)
-        if kind == _VS_SAMPLES_TAG:
-            if step != self._samples:
-                self._emit_vs_samples()
-                self._samples = step
-            self._pending_vs_samples[tag] = value
-            return
-        if step != self._step:
-            self.emit()
-            self._step = step
-        self._pending[tag] = value
+        # One append, which cannot fail into training: the step's scalars are sorted out on the hub's thread
+        # (_records). A tensor goes on unread: the hub turns it into a float there, so the training thread never
+        # waits here for the device to finish the step.
+        self._calls.append((tag, scalar_value, global_step))
 
-    @never_raises
     def add_text(self, tag: str, text_string: str, global_step: int | None = None, *_, **__) -> None:
-        # upstream writes one text per argument (hundreds); the params go to every tracker once instead
-        self._run.log_text(tag, text_string, int(global_step or 0), only=TENSORBOARD_ONLY)
+        try:
+            # upstream writes one text per argument (hundreds); the params go to every tracker once instead
+            self.run.log_text(tag, text_string, int(global_step or 0), only=TENSORBOARD_ONLY)
+        except Exception as e:
+            self._failure("add_text", e)
 
-    @never_raises
     def flush(self) -> None:
-        self.emit()
+        """Send what upstream wrote since the last step ended (evaluation scalars) now."""
+        try:
+            if self._calls:
+                calls, self._calls = self._calls, []
+                last_step = max(int(step or 0) for _, _, step in calls)  # the step a failed or killed alert names
+                self.run.log_later(functools.partial(self._records, calls), last_step)
+        except Exception as e:
+            self._failure("flush", e)
 
-    @never_raises
-    def close(self) -> None:
-        self.emit()
+    close = flush
 
-    # -- ours ------------------------------------------------------------------------------
-    @never_raises
-    def emit(self, extra: Mapping[str, float] | None = None, step: int | None = None) -> None:
-        """Send the scalars gathered for the current step (plus ``extra``) as one log call."""
-        if extra:
-            if step is not None and step != self._step:
-                self.emit()
-                self._step = step
-            self._pending.update(extra)
-        if self._pending and self._step is not None:
-            self._run.log(self._step, self._pending)
-        self._pending = {}
-        self._emit_vs_samples()
+    # -- the step ------------------------------------------------------------------------
+    def end_step(self, iteration: int, system: Mapping[str, float] | None = None) -> None:
+        """After upstream's training_log: the step goes to the run as one function the hub's thread calls
+        (``_records``): upstream's scalars of the step, "samples vs steps" and, on log steps, the perf figures.
+        Here only what must be read at the step: the clock, the micro-batch count, the device's memory.
+        ``system``: the memory/utilisation figures gathered over ranks this step (RankFigures), if on."""
+        try:
+            moment = self._moment(iteration)
+            perf = self._interval_perf(moment) if moment is not None and self._console_on else None
+            if self.run is not None:
+                calls, self._calls = self._calls, []
+                if iteration % self._args.tensorboard_log_interval == 0:
+                    calls.append((SAMPLES_VS_STEPS, self._args.consumed_train_samples, iteration))
+                # the console line's figures are made here already: the hub's thread takes them as they are
+                figures = (perf if self._console_on else moment) if self._throughput_on else None
+                if figures is not None and self._system_on and system is None:
+                    system = self._perf.device_now()  # the host's latest sample is added on the hub's thread
+                    gathered = False
+                else:
+                    gathered = system is not None
+                self.run.log_later(
+                    functools.partial(
+                        self._records, calls, iteration, figures, system if self._system_on else None, gathered
+                    ),
+                    iteration,
+                )
+        except Exception as e:
+            self._failure("end_step", e)
+            return
+        if perf:
+            # one write, not print's two: each write of stdout runs W&B's console hooks (megatron.core.timers
+            # imports wandb, which patches sys.stdout.write)
+            sys.stdout.write(render_console_line(iteration, self._args.train_iters, perf) + "\n")
+            sys.stdout.flush()
 
-    def _emit_vs_samples(self) -> None:
-        if self._pending_vs_samples:
-            self._run.log(self._samples, self._pending_vs_samples, only=TENSORBOARD_ONLY)
-            self._pending_vs_samples = {}
+    def before_training(self) -> None:
+        """Upstream has picked its device: the utilisation's device is looked up and first sampled now, once,
+        rather than in the first logged step (~4 ms there: NVML/amdsmi are looked up)."""
+        if self._system_on:
+            self._perf.begin()
+
+    # -- on the hub's thread -------------------------------------------------------------
+    def _records(
+        self,
+        calls: list[tuple[str, Any, Any]],
+        iteration: int = 0,
+        figures: Mapping[str, float] | tuple[int, float, int] | None = None,
+        system: Mapping[str, float] | None = None,
+        gathered: bool = False,
+    ) -> list[tuple[int, dict[str, Any], tuple[str, ...] | None]]:
+        """One record per step upstream wrote to, with the perf ``figures`` of log step ``iteration`` (made, or the
+        moment to make them from) and, the perf set on, its memory and utilisation (``system``: ``gathered`` over
+        ranks, or this device's memory read at the step, to which the host's latest sample is added here); then one
+        record per "vs samples" step, to TensorBoard only."""
+        steps: dict[int, dict[str, Any]] = {}
+        samples: dict[int, dict[str, Any]] = {}
+        for tag, value, step in calls:
+            kind = self._kinds.get(tag)
+            if kind is None:
+                kind = self._kinds[tag] = self._kind(tag)
+            if kind != _DROPPED:
+                (samples if kind == _VS_SAMPLES_TAG else steps).setdefault(int(step or 0), {})[tag] = value
+        made = self._interval_perf(figures) if isinstance(figures, tuple) else figures
+        if made:  # none off log steps and at the first, which only starts the clock
+            step = steps.setdefault(iteration, {})
+            step.update(made)
+            if system is not None:
+                step.update(system)
+                if not gathered:
+                    step.update(self._perf.host_latest())
+        return [(step, metrics, None) for step, metrics in steps.items()] + [
+            (step, metrics, TENSORBOARD_ONLY) for step, metrics in samples.items()
+        ]
 
     def _kind(self, tag: str) -> int:
         if tag.startswith(self._dropped_prefixes):
             return _DROPPED  # log_learning_rate_to_tensorboard / log_batch_size_to_tensorboard false
         return _VS_SAMPLES_TAG if tag.endswith(_VS_SAMPLES) else _STEP_TAG
+
+    def _failure(self, method: str, error: Exception) -> None:
+        if not self._failed:
+            self._failed = True
+            log.warning(
+                "tracking writer failed in %s (%r); metrics of this call are dropped, training goes on", method, error
+            )
+
+    # -- perf figures --------------------------------------------------------------------
+    def _moment(self, iteration: int) -> tuple[int, float, int] | None:
+        """At a log step (figures on): the iteration, the clock and the global batch size, read at the step."""
+        if iteration % self._args.log_interval != 0 or not (self._throughput_on or self._console_on):
+            return None
+        step = self._step_functions
+        assert step is not None, "the training_log patch binds upstream's step functions before it asks for figures"
+        args = self._args
+        return (
+            iteration,
+            time.perf_counter(),
+            args.micro_batch_size * args.data_parallel_size * step.get_num_microbatches(),
+        )
+
+    def _interval_perf(self, moment: tuple[int, float, int]) -> dict[str, float]:
+        """The perf figures of the interval that ends at ``moment``, a log step; none at the first log step, which
+        only starts the clock (its time includes start-up). Made on the hub's thread, or on the training thread for
+        the console line: the interval's state is kept on one of them for the whole run."""
+        iteration, now, batch_size = moment
+        previous, self._last = self._last, (iteration, now)
+        if previous is None or iteration <= previous[0]:
+            self._averager.start()
+            return {}
+        iterations, seconds = iteration - previous[0], now - previous[1]
+        args = self._args
+        tokens = float(batch_size * args.seq_length * iterations)
+        flops = self._flops(batch_size) * iterations
+        self._averager.add(iterations=iterations, seconds=seconds, tokens=tokens, flops=flops)
+        perf = self._perf.interval(
+            tokens=tokens, seconds=seconds, steps=iterations, world_size=args.world_size, flops=flops
+        )
+        perf.update(self._averager.averages(args.world_size))
+        return perf
+
+    def _flops(self, batch_size: int) -> float:
+        flops = self._flops_per_batch.get(batch_size)
+        if flops is None:
+            assert self._step_functions is not None
+            flops = float(self._step_functions.num_floating_point_operations(self._args, batch_size))
+            self._flops_per_batch[batch_size] = flops
+        return flops
+
+
+def _dtype(args) -> str:
+    return "bf16" if args.bf16 else "fp16" if args.fp16 else "fp32"
+
+
+def _device_name(args) -> str | None:
+    """Device name for the MFU peak; None (no MFU) under FP8, where a dense-peak MFU misleads."""
+    import torch
+
+    if getattr(args, "fp8", None) or not torch.cuda.is_available():
+        return None
+    return torch.cuda.get_device_name()
