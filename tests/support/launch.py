@@ -12,6 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
+
 NOT_INHERITED = ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
                  "PRIMUS_PATCHES", "PRIMUS_DISABLE_PATCHES", "PRIMUS_PLATFORM", "PRIMUS_ACTIVATE", "PRIMUS_CONFIG",
                  "PRIMUS_CONFIG_OVERRIDES", "PRIMUS_RUN_DIR", "PRIMUS_WORKSPACE", "PYTHONPATH", "JAX_PLATFORMS")
@@ -55,3 +57,30 @@ def wait_or_kill(process: subprocess.Popen, timeout: float) -> int | None:
         os.killpg(process.pid, signal.SIGKILL)
         process.wait()
         return None
+
+
+def torchrun_workers(launcher_pid: int) -> dict[int, psutil.Process]:
+    """torchrun's worker processes by the RANK torchrun gave each: its own children (theirs, such as data loader
+    workers or a delivery process, inherit a worker's command line and RANK)."""
+    workers = {}
+    for process in psutil.Process(launcher_pid).children():
+        try:
+            workers[int(process.environ()["RANK"])] = process
+        except (psutil.NoSuchProcess, KeyError):
+            continue
+    return workers
+
+
+def kill_torchrun(launcher: subprocess.Popen) -> None:
+    """A torchrun left running by a failed test: its workers (each in a session of its own, so the launcher's
+    process group does not reach them, and perhaps stopped) and their children go with it."""
+    if launcher.poll() is not None:
+        return
+    doomed = [p for w in torchrun_workers(launcher.pid).values() for p in (w, *w.children(recursive=True))]
+    for process in doomed:
+        try:
+            process.resume()
+            process.kill()
+        except psutil.NoSuchProcess:
+            continue
+    wait_or_kill(launcher, 0)

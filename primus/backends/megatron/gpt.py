@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
 import time
 from collections.abc import MutableMapping
 from functools import partial
@@ -167,19 +166,19 @@ train_valid_test_datasets_provider.is_distributed = True  # type: ignore[attr-de
 
 
 # -- entry ---------------------------------------------------------------------------------------
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def default_single_process_env(environ: MutableMapping[str, str] = os.environ) -> None:
     """Let ``python pretrain_gpt.py ...`` run without torchrun: the rendezvous variables torchrun would
-    set, for a world of one, where they are unset."""
-    for key, value in (("MASTER_ADDR", "127.0.0.1"), ("RANK", "0"), ("WORLD_SIZE", "1"), ("LOCAL_RANK", "0")):
+    set, for a world of one, where they are unset. Port 0: the store binds a free port itself, in one step (a port
+    found free and bound later can be taken in between by another process starting at the same time)."""
+    defaults = (
+        ("MASTER_ADDR", "127.0.0.1"),
+        ("MASTER_PORT", "0"),
+        ("RANK", "0"),
+        ("WORLD_SIZE", "1"),
+        ("LOCAL_RANK", "0"),
+    )
+    for key, value in defaults:
         environ.setdefault(key, value)
-    if "MASTER_PORT" not in environ:
-        environ["MASTER_PORT"] = str(_free_port())
 
 
 def main(program_start: float | None = None) -> None:

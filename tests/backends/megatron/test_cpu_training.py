@@ -62,3 +62,15 @@ def test_without_the_patches_upstream_refuses_to_start(megatron_run):
     run = megatron_run("unpatched", env={"PRIMUS_PATCHES": "none"})
     assert run.returncode != 0, run.explain()
     assert "Megatron requires CUDA" in run.output, run.explain()
+
+
+def test_a_single_process_run_lets_its_store_choose_the_port():
+    """No port is picked ahead and bound later (another process starting meanwhile could take it): port 0."""
+    from primus.backends.megatron.gpt import default_single_process_env
+
+    environ: dict[str, str] = {}
+    default_single_process_env(environ)
+    assert environ == {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "0", "RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0"}
+    given = {"MASTER_PORT": "29511"}
+    default_single_process_env(given)
+    assert given["MASTER_PORT"] == "29511"

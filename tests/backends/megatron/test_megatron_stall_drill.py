@@ -9,11 +9,10 @@ import socket
 import sys
 import time
 
-import psutil
 import pytest
 from megatron_runs import PRETRAIN_GPT, TINY_GPT_ARGS
 from megatron_tracking_runs import toggles
-from support.launch import start, wait_or_kill
+from support.launch import kill_torchrun, start, torchrun_workers, wait_or_kill
 from support.readers import mlflow_history
 from support.timing import wait_for
 
@@ -27,19 +26,6 @@ FREEZE_AFTER = 6  # the iteration whose line, once printed, has the non-writer r
 COLLECTIVES = ("finish_grad_sync", "_coalescing_manager", "all_reduce", "all_gather", "reduce_scatter", "broadcast")
 
 
-def workers_by_rank(launcher: psutil.Process) -> dict[int, psutil.Process]:
-    """torchrun's two worker processes, by the RANK torchrun gave each: its own children (theirs, such as data
-    loader workers or a delivery process, inherit the worker's command line and RANK)."""
-    workers = {}
-    for process in launcher.children():
-        try:
-            if str(PRETRAIN_GPT) in process.cmdline():
-                workers[int(process.environ()["RANK"])] = process
-        except (psutil.NoSuchProcess, KeyError):
-            continue
-    return workers
-
-
 def test_a_frozen_rank_is_told_as_a_stall_with_the_writers_stacks_then_resumed(tmp_path, mlflow_uri, mlflow_client,
                                                                                webhook_receiver):
     log, run_dir = tmp_path / "drill.log", tmp_path / "run"
@@ -50,7 +36,7 @@ def test_a_frozen_rank_is_told_as_a_stall_with_the_writers_stacks_then_resumed(t
                      tmp_path, log, env={"MLFLOW_TRACKING_URI": mlflow_uri, WEBHOOK_ENV: webhook_receiver.url})
     try:
         wait_for(lambda: "iteration        1/" in log.read_text(), 180, "the first iteration")
-        workers = workers_by_rank(psutil.Process(launcher.pid))
+        workers = torchrun_workers(launcher.pid)
         assert sorted(workers) == [0, 1], workers
         frozen, writer = workers[0], workers[1]  # upstream's writer is the last rank
         wait_for(lambda: f"iteration        {FREEZE_AFTER}/" in log.read_text(), 60, f"iteration {FREEZE_AFTER}")
@@ -67,8 +53,7 @@ def test_a_frozen_rank_is_told_as_a_stall_with_the_writers_stacks_then_resumed(t
         frozen.resume()
         returncode = wait_or_kill(launcher, 240)
     finally:
-        if launcher.poll() is None:
-            wait_or_kill(launcher, 0)
+        kill_torchrun(launcher)
     assert returncode == 0, log.read_text()[-3000:]
 
     assert [b["kind"] for b in webhook_receiver.bodies] == ["stalled", "resumed"], webhook_receiver.bodies

@@ -10,9 +10,8 @@ import socket
 import sys
 import time
 
-import psutil
 import pytest
-from support.launch import start, wait_or_kill
+from support.launch import kill_torchrun, start, torchrun_workers, wait_or_kill
 from support.readers import mlflow_history
 from support.timing import wait_for
 from titan_runs import V0_3
@@ -24,17 +23,6 @@ pytestmark = pytest.mark.slow
 
 STEPS = 40  # about a second a step here: the freeze at step 5 lands mid-training
 COLLECTIVES = ("all_gather", "reduce_scatter", "all_reduce", "broadcast", "_coalescing_manager")
-
-
-def workers_by_rank(launcher: psutil.Process) -> dict[int, psutil.Process]:
-    """torchrun's worker processes (its own children), by the RANK torchrun gave each."""
-    workers = {}
-    for process in launcher.children():
-        try:
-            workers[int(process.environ()["RANK"])] = process
-        except (psutil.NoSuchProcess, KeyError):
-            continue
-    return workers
 
 
 def test_a_frozen_rank_is_told_as_a_stall_with_the_logging_ranks_stacks_then_resumed(
@@ -50,8 +38,8 @@ def test_a_frozen_rank_is_told_as_a_stall_with_the_logging_ranks_stacks_then_res
            "MLFLOW_TRACKING_URI": mlflow_uri, WEBHOOK_ENV: webhook_receiver.url}
     launcher = start(command, tmp_path, log, env)
     try:
-        wait_for(lambda: len(workers_by_rank(psutil.Process(launcher.pid))) == 2, 120, "torchrun's two workers")
-        workers = workers_by_rank(psutil.Process(launcher.pid))
+        wait_for(lambda: len(torchrun_workers(launcher.pid)) == 2, 120, "torchrun's two workers")
+        workers = torchrun_workers(launcher.pid)
         metrics_rank, frozen = workers[0], workers[1]  # upstream logs from rank 0
         wait_for(lambda: re.search(r"step:\s+5\s", log.read_text()), 240, "step 5")
         frozen.suspend()
@@ -66,8 +54,7 @@ def test_a_frozen_rank_is_told_as_a_stall_with_the_logging_ranks_stacks_then_res
         frozen.resume()
         returncode = wait_or_kill(launcher, 300)
     finally:
-        if launcher.poll() is None:
-            wait_or_kill(launcher, 0)
+        kill_torchrun(launcher)
     assert returncode == 0, log.read_text()[-3000:]
 
     assert [b["kind"] for b in webhook_receiver.bodies] == ["stalled", "resumed"], webhook_receiver.bodies
