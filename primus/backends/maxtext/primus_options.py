@@ -13,12 +13,14 @@ from primus.config import ConfigError
 from primus.config.schemas.tracking import params_for
 from primus.config.yaml12 import parse_scalar
 
-OPTIONS = params_for("maxtext")
-KEYS = frozenset(p.name for p in OPTIONS)
+OPTIONS = {p.name: p for p in params_for("maxtext")}
+KEYS = frozenset(OPTIONS)
 
 
 # the options' fields, built from their declarations (Any: a class made at run time is no static type)
-_FIELDS: Any = make_dataclass("Options", [(p.name, Any, field(default=p.default)) for p in OPTIONS], frozen=True)
+_FIELDS: Any = make_dataclass(
+    "Options", [(p.name, Any, field(default=p.default)) for p in OPTIONS.values()], frozen=True
+)
 
 
 class PrimusOptions(_FIELDS):
@@ -28,7 +30,6 @@ class PrimusOptions(_FIELDS):
 def split_options(argv: Sequence[str], kwargs: Mapping[str, Any]) -> tuple[list[str], dict[str, Any], PrimusOptions]:
     """MaxText's argv and keyword arguments without Primus's keys, and those keys typed. A later value wins,
     as on upstream's command line; raises ConfigError naming every bad key and value."""
-    params = {p.name: p for p in OPTIONS}
     given: dict[str, Any] = {}
     rest: list[str] = []
     for arg in argv:
@@ -40,10 +41,10 @@ def split_options(argv: Sequence[str], kwargs: Mapping[str, Any]) -> tuple[list[
     given.update({k: v for k, v in kwargs.items() if k in KEYS})
     problems, typed = [], {}
     for key, value in given.items():
-        typed[key], problem = params[key].coerce(value)
+        typed[key], problem = OPTIONS[key].coerce(value)
         if problem:
             problems.append(
-                f"{key}={value!r} on the MaxText command line: expected {params[key].expected()}, {problem}"
+                f"{key}={value!r} on the MaxText command line: expected {OPTIONS[key].expected()}, {problem}"
             )
     if problems:
         raise ConfigError(problems)

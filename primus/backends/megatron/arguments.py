@@ -28,19 +28,33 @@ def parse_bool(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
 
 
+def flag(name: str) -> str:
+    """An argument's spelling on Megatron's command line: ``log_interval`` -> ``--log-interval``."""
+    return "--" + name.replace("_", "-")
+
+
 def add_primus_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """One ``--flag`` per Primus option the catalogue gives Megatron. Values are typed here and checked (bounds,
     with every other problem at once) by the plan, so a command line and an experiment YAML fail alike."""
     group = parser.add_argument_group(title="primus tracking")
     for param in params_for("megatron"):
-        flag = "--" + param.name.replace("_", "-")
         if param.type == "bool":
             group.add_argument(
-                flag, type=parse_bool, nargs="?", const=True, default=param.default, metavar="BOOL", help=param.help
+                flag(param.name),
+                type=parse_bool,
+                nargs="?",
+                const=True,
+                default=param.default,
+                metavar="BOOL",
+                help=param.help,
             )
         else:
             group.add_argument(
-                flag, type=PYTHON_TYPES[param.type], default=param.default, choices=param.choices, help=param.help
+                flag(param.name),
+                type=PYTHON_TYPES[param.type],
+                default=param.default,
+                choices=param.choices,
+                help=param.help,
             )
     return parser
 

@@ -15,6 +15,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from primus.backends.megatron.arguments import flag
 from primus.backends.megatron.tracker_settings import check_wandb, resolve_tensorboard_dir, wandb_save_dir
 from primus.config.run_directory import CHECKPOINTED_RUN_DIR, choose_run_dir, timestamp
 from primus.config.schemas.megatron import CHECKED_UPSTREAM, mlflow_enabled
@@ -42,7 +43,7 @@ def plan_tracking(args) -> TrackingPlan:
     profiler traces (written beside it) land in the run directory too, under traces/ when MLflow uploads them;
     the trackers record the user's tensorboard_dir and these folders under their own names."""
     notices = Notices()
-    for problem in problems(CHECKED_UPSTREAM, lambda name: getattr(args, name), _flag):
+    for problem in problems(CHECKED_UPSTREAM, lambda name: getattr(args, name), flag):
         notices.error(problem)
 
     def destinations(notices: Notices) -> Destinations:
@@ -71,7 +72,7 @@ def plan_tracking(args) -> TrackingPlan:
         notices,
         mlflow=mlflow_enabled(args),
         mlflow_off_by="disable_mlflow: true",
-        flag=_flag,
+        flag=flag,
     )
     recorded: dict[str, Any] = {"tensorboard_dir": args.tensorboard_dir}
     if plan.config is not None and plan.config.tensorboard is not None:
@@ -89,13 +90,9 @@ def plan_tracking(args) -> TrackingPlan:
 
 def _check_profiler(args, notices: Notices) -> None:
     if not (args.profile and args.use_pytorch_profiler):
-        on = [flag for flag in ("mlflow_upload_traces", "mlflow_upload_tracelens_report") if getattr(args, flag)]
+        on = [name for name in ("mlflow_upload_traces", "mlflow_upload_tracelens_report") if getattr(args, name)]
         notices.warn(
             f"{' and '.join(on)} {'is' if len(on) == 1 else 'are'} on but the torch profiler is off: there "
             "will be no traces. Add --profile --use-pytorch-profiler (steps from --profile-step-start to "
             "--profile-step-end)."
         )
-
-
-def _flag(key: str) -> str:
-    return "--" + key.replace("_", "-")

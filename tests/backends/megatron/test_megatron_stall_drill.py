@@ -13,7 +13,7 @@ import pytest
 from megatron_runs import PRETRAIN_GPT, TINY_GPT_ARGS
 from megatron_tracking_runs import toggles
 from support.launch import kill_torchrun, start, torchrun_workers, wait_or_kill
-from support.readers import mlflow_history
+from support.stall_drill import assert_stalled_then_resumed
 from support.timing import wait_for
 
 from primus.tracking.webhook import WEBHOOK_ENV
@@ -56,12 +56,5 @@ def test_a_frozen_rank_is_told_as_a_stall_with_the_writers_stacks_then_resumed(t
         kill_torchrun(launcher)
     assert returncode == 0, log.read_text()[-3000:]
 
-    assert [b["kind"] for b in webhook_receiver.bodies] == ["stalled", "resumed"], webhook_receiver.bodies
-    console = log.read_text()
-    assert "[primus] ALERT stalled " in console and "[primus] ALERT resumed " in console
-    [mlrun] = mlflow_client.search_runs([mlflow_client.get_experiment_by_name("h28-megatron-stall").experiment_id])
-    assert mlrun.info.status == "FINISHED"
-    steps = [step for step, _ in mlflow_history(mlflow_client, mlrun.info.run_id, "lm loss")]
-    assert steps == list(range(1, ITERATIONS + 1))
-    assert mlrun.data.tags["primus.alert.stalled"].startswith(f"iteration {stalled['iteration']}: no step for ")
-    assert mlrun.data.tags["primus.alert.resumed"].startswith("iteration ")
+    assert_stalled_then_resumed(webhook_receiver.bodies, log.read_text(), mlflow_client, "h28-megatron-stall",
+                                "lm loss", ITERATIONS)

@@ -12,7 +12,7 @@ import time
 
 import pytest
 from support.launch import kill_torchrun, start, torchrun_workers, wait_or_kill
-from support.readers import mlflow_history
+from support.stall_drill import assert_stalled_then_resumed
 from support.timing import wait_for
 from titan_runs import V0_3
 
@@ -57,11 +57,5 @@ def test_a_frozen_rank_is_told_as_a_stall_with_the_logging_ranks_stacks_then_res
         kill_torchrun(launcher)
     assert returncode == 0, log.read_text()[-3000:]
 
-    assert [b["kind"] for b in webhook_receiver.bodies] == ["stalled", "resumed"], webhook_receiver.bodies
-    assert "[primus] ALERT stalled " in log.read_text()
-    [mlrun] = mlflow_client.search_runs([mlflow_client.get_experiment_by_name("h28-titan-stall").experiment_id])
-    assert mlrun.info.status == "FINISHED"
-    steps = [step for step, _ in mlflow_history(mlflow_client, mlrun.info.run_id, "loss_metrics/global_avg_loss")]
-    assert steps == list(range(1, STEPS + 1))
-    assert mlrun.data.tags["primus.alert.stalled"].startswith(f"iteration {stalled['iteration']}: no step for ")
-    assert mlrun.data.tags["primus.alert.resumed"].startswith("iteration ")
+    assert_stalled_then_resumed(webhook_receiver.bodies, log.read_text(), mlflow_client, "h28-titan-stall",
+                                "loss_metrics/global_avg_loss", STEPS)

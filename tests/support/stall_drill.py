@@ -1,0 +1,18 @@
+"""What every stall drill checks once its frozen rank ran again and the job ended: the webhook heard ``stalled``
+then ``resumed``, the console said both, and the MLflow run is FINISHED with every step once and both tags."""
+
+from __future__ import annotations
+
+from support.readers import mlflow_history
+
+
+def assert_stalled_then_resumed(webhook_bodies, console: str, mlflow_client, experiment: str, loss: str,
+                                steps: int) -> None:
+    [stalled] = [b for b in webhook_bodies if b["kind"] == "stalled"]
+    assert [b["kind"] for b in webhook_bodies] == ["stalled", "resumed"], webhook_bodies
+    assert "[primus] ALERT stalled " in console and "[primus] ALERT resumed " in console
+    [mlrun] = mlflow_client.search_runs([mlflow_client.get_experiment_by_name(experiment).experiment_id])
+    assert mlrun.info.status == "FINISHED"
+    assert [step for step, _ in mlflow_history(mlflow_client, mlrun.info.run_id, loss)] == list(range(1, steps + 1))
+    assert mlrun.data.tags["primus.alert.stalled"].startswith(f"iteration {stalled['iteration']}: no step for ")
+    assert mlrun.data.tags["primus.alert.resumed"].startswith("iteration ")
