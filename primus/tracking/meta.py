@@ -5,6 +5,7 @@ tracker runs later from the run directory alone."""
 from __future__ import annotations
 
 import dataclasses
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,8 @@ from primus.tracking.params import flat_params, redacted_tags
 from primus.tracking.run_layout import META_FILE
 from primus.tracking.state import read_json, write_json_atomic
 from primus.tracking.system_tags import system_tags
+
+log = logging.getLogger("primus.tracking")
 
 
 @dataclass
@@ -33,7 +36,7 @@ class RunMeta:
         """Redacts params and tags and adds the system tags (a git call: run it off the training thread)."""
         return cls(
             params=flat_params(cfg.params),
-            tags={**system_tags(), **redacted_tags(cfg.tags)},
+            tags=_with_system_tags(redacted_tags(cfg.tags)),
             mlflow=_settings(cfg.mlflow) if cfg.mlflow else None,
             wandb=_settings(cfg.wandb) if cfg.wandb else None,
             tensorboard=_settings(cfg.tensorboard) if cfg.tensorboard else None,
@@ -61,6 +64,17 @@ class RunMeta:
         if saved.get("save_dir"):
             saved["save_dir"] = Path(saved["save_dir"])
         return WandbConfig(**saved)
+
+
+def _with_system_tags(tags: dict[str, str]) -> dict[str, str]:
+    """The run's tags and the system tags, which win: a user's tag of the same key is said and dropped."""
+    system = system_tags()
+    for key in sorted(set(tags) & set(system)):
+        if tags[key] != system[key]:
+            log.warning(
+                "primus tracking: tag %s=%r is set by Primus (%r): yours is not used", key, tags[key], system[key]
+            )
+    return {**tags, **system}
 
 
 def _settings(cfg: MlflowConfig | WandbConfig | TensorBoardConfig) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from primus.config.schemas.tracking import SECTION, params_for, problems
 from primus.tracking.config import MlflowConfig, TensorBoardConfig, TrackingConfig, TrackingConfigError, WandbConfig
 from primus.tracking.credentials import has_wandb_credentials
 from primus.tracking.health import HealthSettings
+from primus.tracking.run_labels import RunLabels, run_labels
 from primus.tracking.run_layout import TRACES_DIR, rank_log_file
 
 PERF = "mlflow_upload_performance_metrics"
@@ -95,11 +96,15 @@ class TrackingPlan:
     peak_tflops: float | None = None  # one device's dense peak TFLOP/s for MFU; None: the built-in table's
     # params recorded over the backend's own (e.g. the folders Primus chose, under their own names)
     recorded_params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    user_tags: Mapping[str, str] = dataclasses.field(default_factory=dict)  # mlflow_tags and the description
 
     def run_config(self, params: Mapping[str, Any], tags: Mapping[str, str]) -> TrackingConfig:
-        """The config the run starts with: the plan's, with the run's params and tags."""
+        """The config the run starts with: the plan's, with the run's params and tags (the backend's, which are
+        all under primus., and the user's)."""
         assert self.config is not None, "no tracker is on: there is no run to start"
-        return dataclasses.replace(self.config, params={**params, **self.recorded_params}, tags=dict(tags))
+        return dataclasses.replace(
+            self.config, params={**params, **self.recorded_params}, tags={**self.user_tags, **tags}
+        )
 
 
 @dataclass(frozen=True)
@@ -146,6 +151,7 @@ def plan_run(
     if ACROSS_RANKS in chosen and PERF not in chosen:
         notices.info(f"{section}{ACROSS_RANKS} ignored: {section}{PERF} is off")
         chosen.discard(ACROSS_RANKS)
+    labels = run_labels(options, os.environ if environ is None else environ, notices.error)
     where = destinations(notices)
     if where is None:
         notices.raise_if_errors()
@@ -156,7 +162,7 @@ def plan_run(
             experiment_name=options["mlflow_experiment_name"],
             run_name=(options["mlflow_run_name"] or where.run_name) + where.run_name_suffix,
             tensorboard=where.tensorboard,
-            wandb=where.wandb,
+            wandb=where.wandb and _labelled(where.wandb, labels),
             mlflow=MlflowConfig(
                 upload_logs="mlflow_upload_logs" in chosen,
                 upload_traces="mlflow_upload_traces" in chosen,
@@ -187,4 +193,14 @@ def plan_run(
         perf_metrics=PERF in chosen,
         across_ranks=ACROSS_RANKS in chosen,
         peak_tflops=options["peak_tflops"],
+        user_tags=labels.tags,
+    )
+
+
+def _labelled(wandb: WandbConfig, labels: RunLabels) -> WandbConfig:
+    """The user's W&B tags and notes over what the backend's own settings gave (TorchTitan's variables)."""
+    return dataclasses.replace(
+        wandb,
+        tags=wandb.tags if labels.wandb_tags is None else labels.wandb_tags,
+        notes=labels.wandb_notes or wandb.notes,
     )

@@ -1,4 +1,5 @@
 """Tags every run gets: the git commit of the working directory, the versions of the libraries installed,
+where and how it was launched (``launch_tags``), the accelerators it sees (``accelerator_tags``),
 the Primus patches applied in this process (``primus.patches.REGISTRY``), and for each upstream those
 patches applied to, its version and where its code was imported from, as the patches found them (a source
 checkout's own version, not that of a wheel installed beneath it), and ``primus.upstream.untested`` when that
@@ -7,9 +8,13 @@ release is outside the supported range and was tried (PRIMUS_UPSTREAM_CHECK=warn
 from __future__ import annotations
 
 import importlib.metadata
+import os
 import subprocess
+import sys
 
 from primus import DISTRIBUTION
+from primus.tracking.accelerator_tags import accelerator_tags
+from primus.tracking.launch_tags import launch_tags
 
 INSTALLED_DISTRIBUTIONS = (DISTRIBUTION, "torch", "mlflow", "wandb", "tensorboard")
 
@@ -26,7 +31,7 @@ def git_commit() -> str | None:
 def system_tags() -> dict[str, str]:
     from primus.patches import REGISTRY
 
-    tags = {}
+    tags = {**launch_tags(os.environ, sys.orig_argv), **accelerator_tags()}
     commit = git_commit()
     if commit:
         tags["mlflow.source.git.commit"] = commit

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from primus.backends.maxtext.layout import layout_tags_of
 from primus.backends.maxtext.primus_options import PrimusOptions
 from primus.backends.maxtext.tracking_metric_writer import TrackingMetricWriter
 from primus.backends.maxtext.tracking_plan import plan_tracking
@@ -50,7 +51,13 @@ def start_tracking(plan: TrackingPlan, config: Any, announce: Callable[[int], No
     from primus.tracking import start_run
 
     settings = config.get_keys()
-    tags = {"primus.backend": "maxtext", "maxtext.model_name": str(settings.get("model_name", ""))}
+    import jax  # MaxText's own: loaded already
+
+    tags = {
+        "primus.backend": "maxtext",
+        "maxtext.model_name": str(settings.get("model_name", "")),
+        **layout_tags_of(settings, jax.device_count()),
+    }
     run = start_run(plan.run_config(params=settings, tags=tags))
     run.install_exit_handlers()
     CHECKPOINTS.attach(run)

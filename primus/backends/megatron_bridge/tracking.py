@@ -13,11 +13,13 @@ import json
 from types import SimpleNamespace
 from typing import Any
 
+from primus.backends.megatron.layout import parallel_degrees
 from primus.backends.megatron.training.tracking_summary_writer import TrackingSummaryWriter
 from primus.backends.megatron_bridge.tracking_plan import BACKEND, plan_tracking
 from primus.config.schemas.tracking import params_for
 from primus.log import get_logger
 from primus.tracking import RunStatus
+from primus.tracking.layout import layout_tags
 
 log = get_logger("primus.megatron_bridge")
 
@@ -59,17 +61,17 @@ class BridgeTracking:
         """The writer Bridge gets in place of its SummaryWriter; None on other ranks and with every tracker off."""
         if not self._started and rank == world_size - 1:
             self._started = True
-            self.writer = self._start(state.cfg, rank)
+            self.writer = self._start(state.cfg, rank, world_size)
         return self.writer
 
-    def _start(self, config: Any, rank: int) -> TrackingSummaryWriter | None:
+    def _start(self, config: Any, rank: int, world_size: int) -> TrackingSummaryWriter | None:
         from primus.tracking import start_run
 
         plan = plan_tracking(config, rank=rank)
         plan.notices.emit(log)
         if plan.config is None:
             return None
-        tags = {"primus.backend": BACKEND, **{str(k): str(v) for k, v in (config.logger.mlflow_tags or {}).items()}}
+        tags = {"primus.backend": BACKEND, **layout_tags(world_size, **parallel_degrees(config.model, world_size))}
         self.run = start_run(plan.run_config(params=flat_params(config.to_dict()), tags=tags))
         self.run.install_exit_handlers()
         return TrackingSummaryWriter(self.run, _writer_args(), None, perf_metrics=False)

@@ -1,7 +1,8 @@
 """What a Megatron-Bridge run will track, decided from Bridge's own logger settings (``ConfigContainer.logger``),
 which keep their meaning: ``tensorboard_dir`` turns TensorBoard on and names its folder, ``wandb_project`` W&B
 (``wandb_entity``, ``wandb_exp_name``, ``wandb_save_dir``), ``mlflow_experiment`` MLflow (``mlflow_run_name``,
-``mlflow_tracking_uri``, ``mlflow_tags``). Every tracker then runs behind the hub and Bridge writes none itself.
+``mlflow_tracking_uri``, ``mlflow_tags``: the same as the ``mlflow_tags`` option of the other backends, checked the
+same way). Every tracker then runs behind the hub and Bridge writes none itself.
 
 Run directory (journal, run ids, derived tracker folders), by the rule every launcher shares
 (primus.config.run_directory): PRIMUS_RUN_DIR; else ``<checkpoint.save>/primus``, so a job restarted from its
@@ -43,6 +44,7 @@ def plan_tracking(config: Any, *, rank: int, environ: Mapping[str, str] = os.env
         "enable_mlflow": mlflow,
         "mlflow_experiment_name": logger.mlflow_experiment or None,
         "mlflow_run_name": logger.mlflow_run_name or None,
+        "mlflow_tags": logger.mlflow_tags or None,  # checked and recorded as every backend's mlflow_tags
     }
     defaults = {p.name: p.default for p in params_for(OPTIONS_LIKE)}
 

@@ -51,15 +51,22 @@ def current_plan() -> TrackingPlan | None:
     return _PLAN
 
 
-def start_tracking(plan: TrackingPlan, *, params: dict[str, Any], model: dict[str, Any] | None, tag: str | None):
+def start_tracking(
+    plan: TrackingPlan,
+    *,
+    params: dict[str, Any],
+    model: dict[str, Any] | None,
+    tag: str | None,
+    layout: dict[str, str] | None = None,
+):
     """Start the run on this rank and return the logger upstream's processor will use. ``params``: upstream's
     config as a dict (every release has its ``training`` and ``metrics`` sections); ``model``: the dict that
-    names the model (its ``name`` and ``flavor`` become tags)."""
+    names the model (its ``name`` and ``flavor`` become tags); ``layout``: the run's parallel layout tags."""
     from primus.backends.torchtitan.step_perf import ProcessorPerf
     from primus.backends.torchtitan.tracking_logger import TrackingLogger
     from primus.tracking import start_run
 
-    tags = {"primus.backend": "torchtitan"}
+    tags = {"primus.backend": "torchtitan", **(layout or {})}
     tags.update({f"torchtitan.{k}": str(v) for k in ("name", "flavor") if (v := (model or {}).get(k)) is not None})
     run = start_run(plan.run_config(params=params, tags=tags))
     run.install_exit_handlers()

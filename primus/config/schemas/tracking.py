@@ -11,13 +11,15 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from primus.config.schema import Param
+from primus.config.schemas.user_tags import as_list, as_mapping, text_problem
 from primus.redaction import redact_value
 
 JOURNAL_RETENTIONS = ("keep", "delivered")  # primus.tracking.config's (config must not import tracking; a test checks)
 MEGATRON, TORCHTITAN, MAXTEXT = "megatron", "torchtitan", "maxtext"
 EVERY = (MEGATRON, TORCHTITAN, MAXTEXT)
 SECTION = {TORCHTITAN: "metrics."}  # where a backend keeps them: TorchTitan beside its own metrics fields
-PYTHON_TYPES = {"bool": bool, "int": int, "float": float, "str": str}  # for a backend that builds fields or flags
+# for a backend that builds fields or flags; "any" (a tag mapping or list) is text there, read by the plan
+PYTHON_TYPES = {"bool": bool, "int": int, "float": float, "str": str, "any": str}
 TORCH = (MEGATRON, TORCHTITAN)  # what MaxText's JAX run has no counterpart for: rank gathers, torch traces, logs
 
 
@@ -84,6 +86,38 @@ OPTIONS = (
         backends=TORCH,
         help="With mlflow_upload_performance_metrics: memory and utilisation as min/mean/max over ranks "
         "(one small gather of host values per log step; off: the logging rank's own).",
+    ),
+    # the user's own labels for the run (config.schemas.user_tags); unset: their environment variables
+    _option(
+        "mlflow_tags",
+        "any",
+        nullable=True,
+        backends=EVERY,
+        help="Tags for the MLflow run, a mapping (YAML) or key=value,key=value; unset: PRIMUS_MLFLOW_TAGS. Every "
+        "tracker gets them (W&B in its config's primus_tags, TensorBoard in its run-tags text). Keys under "
+        "primus. are Primus's own and refused.",
+    ),
+    _option(
+        "mlflow_description",
+        "str",
+        nullable=True,
+        backends=EVERY,
+        help="The MLflow run's description (its mlflow.note.content tag); unset: PRIMUS_MLFLOW_DESCRIPTION.",
+    ),
+    _option(
+        "wandb_tags",
+        "any",
+        nullable=True,
+        backends=EVERY,
+        help="Tags of the W&B run, a list (YAML) or text,text; unset: WANDB_TAGS (TorchTitan: WANDB_RUN_TAGS, "
+        "as upstream reads it).",
+    ),
+    _option(
+        "wandb_notes",
+        "str",
+        nullable=True,
+        backends=EVERY,
+        help="Notes of the W&B run; unset: WANDB_NOTES (TorchTitan: WANDB_RUN_NOTES, as upstream reads it).",
     ),
     _option(
         "peak_tflops",
@@ -216,9 +250,27 @@ def problems(
     found = []
     for param in params:
         value = value_of(param.name)
-        if param.coerce(value)[1] is not None:
+        wrong = value_problem(param.name.rsplit(".", 1)[-1], value)
+        if wrong is not None:
+            found.append(f"{param.name}={redact_value(param.name, value)!r} is invalid: {wrong}")
+        elif param.coerce(value)[1] is not None:
             shown = redact_value(param.name, value)
             expects = f"{flag(param.name)} expects" if flag else "expected"
             purpose = f" ({param.help})" if param.help else ""
             found.append(f"{param.name}={shown!r} is invalid: {expects} {param.expected()}{purpose}")
     return found
+
+
+def value_problem(name: str, value: Any) -> str | None:
+    """What is wrong with the value of the option called ``name`` beyond its type (a tag mapping or list's
+    contents, a credential in a note), or None."""
+    if name in ("mlflow_description", "wandb_notes"):
+        return text_problem(name, value)
+    read = {"mlflow_tags": as_mapping, "wandb_tags": as_list}.get(name)
+    if read is None:
+        return None
+    try:
+        read(value)
+    except ValueError as e:
+        return str(e)
+    return None

@@ -91,6 +91,10 @@ class MlflowSink(Sink):
         if run.status != RunStatus.RUNNING:
             self.client.set_status(run.run_id, RunStatus.RUNNING)
         self._log_params(run.run_id, run.params)
+        # this start's tags over the last one's: a restart's count, its hosts and command
+        self._set_tags(
+            run.run_id, {self._tag_keys(k): clip(v, MLFLOW_MAX_TAG_VALUE) for k, v in self.context.tags.items()}
+        )
         return run.run_id
 
     def _create(self) -> str:
@@ -142,6 +146,11 @@ class MlflowSink(Sink):
         for i in range(0, len(new), MAX_PARAMS_TAGS_PER_BATCH):
             self.client.log_batch(run_id, params=new[i : i + MAX_PARAMS_TAGS_PER_BATCH])
 
+    def _set_tags(self, run_id: str, tags: dict[str, str]) -> None:
+        tag_list = list(tags.items())
+        for i in range(0, len(tag_list), MAX_PARAMS_TAGS_PER_BATCH):
+            self.client.log_batch(run_id, tags=tag_list[i : i + MAX_PARAMS_TAGS_PER_BATCH])
+
     def chunks(self, records: Sequence[Record]) -> Iterable[Sequence[Record]]:
         for i in range(0, len(records), RECORDS_PER_WRITE):
             yield records[i : i + RECORDS_PER_WRITE]
@@ -170,9 +179,7 @@ class MlflowSink(Sink):
         if known != (len(self._metric_keys), len(self._tag_keys)):
             # before the send: a key MLflow has seen is the name's key for good
             self.context.save(metric_keys=self._metric_keys.assigned(), tag_keys=self._tag_keys.assigned())
-        tag_list = list(tags.items())
-        for i in range(0, len(tag_list), MAX_PARAMS_TAGS_PER_BATCH):
-            self.client.log_batch(self.run_id, tags=tag_list[i : i + MAX_PARAMS_TAGS_PER_BATCH])
+        self._set_tags(self.run_id, tags)
         for i in range(0, len(metrics), MAX_METRICS_PER_BATCH):
             self.client.log_batch(self.run_id, metrics=metrics[i : i + MAX_METRICS_PER_BATCH])
         if alerts != self._alerts:  # after the send: a retry counts them again from the same number

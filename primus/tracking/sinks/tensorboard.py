@@ -2,11 +2,13 @@
 ``max_queue=queue_size``, created and fed on this worker; tensorboardX's writer where the ``tensorboard``
 package is not installed, as in MaxText's JAX environment.
 Names reach TensorBoard unchanged (Megatron's ``lm loss`` stays ``lm loss``), so existing dashboards work.
-A checkpoint save is a text entry under ``checkpoints`` at its iteration, a resume one under ``primus.resumed_from``."""
+A checkpoint save is a text entry under ``checkpoints`` at its iteration, a resume one under ``primus.resumed_from``;
+the run's tags (where it ran, its layout, the user's ``mlflow_tags``) one table under ``primus.tags``, at the run's
+first start."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from primus.tracking.alerts import alert_of
@@ -17,6 +19,7 @@ from primus.tracking.journal import METRICS, TEXT, Record
 from primus.tracking.sink import Durability, Sink, SinkContext
 
 CHECKPOINTS_TAG = "checkpoints"
+TAGS_TAG = "primus.tags"
 
 
 class TensorBoardSink(Sink):
@@ -24,6 +27,7 @@ class TensorBoardSink(Sink):
     durability = Durability.ON_FLUSH  # events sit in the writer's queue until flush()
 
     def __init__(self, context: SinkContext):
+        self.context = context
         self.cfg = resolved(context.config.tensorboard, "tensorboard")
         self._writer: Any = None
         self._add_step = self._add_each
@@ -38,6 +42,10 @@ class TensorBoardSink(Sink):
             from tensorboardX import SummaryWriter
 
             self._writer = SummaryWriter(log_dir=str(self.cfg.log_dir), max_queue=self.cfg.queue_size)
+        if self.context.tags and not self.context.saved().get("tags_written"):
+            self._writer.add_text(TAGS_TAG, tags_table(self.context.tags), 0)
+            self._writer.flush()
+            self.context.save(tags_written=True)
         return str(self.cfg.log_dir)
 
     def write(self, records: Sequence[Record]) -> None:
@@ -63,3 +71,9 @@ class TensorBoardSink(Sink):
 
     def close(self, status: str, complete: bool) -> None:
         self._writer.close()
+
+
+def tags_table(tags: Mapping[str, str]) -> str:
+    """Markdown, as TensorBoard's text plugin renders it."""
+    rows = [f"| {key} | {str(value).replace('|', '&#124;')} |" for key, value in sorted(tags.items())]
+    return "\n".join(["| tag | value |", "|---|---|", *rows])

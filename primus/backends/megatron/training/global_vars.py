@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from primus.backends.megatron.layout import parallel_degrees
 from primus.backends.megatron.tracking_plan import plan_tracking
 from primus.backends.megatron.training.tracking_summary_writer import StepFunctions, TrackingSummaryWriter
 from primus.log import get_logger, set_level
@@ -19,6 +20,7 @@ from primus.log_capture import capture_console, stop_console_capture
 from primus.tracking.across_ranks import RankFigures
 from primus.tracking.alerts import Alert, AlertKind
 from primus.tracking.checkpoints import CheckpointJournal
+from primus.tracking.layout import layout_tags
 from primus.tracking.plan import TrackingPlan
 from primus.tracking.stacks import register_for_stacks
 
@@ -80,7 +82,8 @@ class MegatronTracking:
             return
         from primus.tracking import start_run
 
-        run = start_run(plan.run_config(params=_plain_params(args), tags={"primus.backend": "megatron"}))
+        tags = {"primus.backend": "megatron", **layout_tags(args.world_size, **parallel_degrees(args, args.world_size))}
+        run = start_run(plan.run_config(params=_plain_params(args), tags=tags))
         run.install_exit_handlers()
         self.writer = TrackingSummaryWriter(run, args, step, perf_metrics=plan.perf_metrics)
         upstream_global_vars._GLOBAL_TENSORBOARD_WRITER = self.writer

@@ -34,13 +34,15 @@ def _tracking_logger(
     params: dict[str, Any],
     model: dict[str, Any] | None,
     tag: str | None,
+    parallel_dims: Any,
 ):
     """The logger this rank gets: None when every tracker is off (upstream builds its own); upstream's
     no-op BaseLogger on a rank that does not track; else the hub's logger. ``metrics_rank``: upstream's
     choice of the rank that logs; ``params``: the config as a dict (the run's parameters); ``model``: the
-    dict naming the model."""
+    dict naming the model; ``parallel_dims``: upstream's ParallelDims (the run's layout)."""
     import torch.distributed as dist
 
+    from primus.backends.torchtitan.layout import layout_tags_of
     from primus.backends.torchtitan.tracking_plan import plan_tracking
     from primus.backends.torchtitan.tracking_session import current_plan, start_tracking
     from primus.tracking.stacks import register_for_stacks
@@ -53,7 +55,7 @@ def _tracking_logger(
     if not plan.all_ranks and rank != metrics_rank:
         register_for_stacks(plan.config.run_dir)  # the metrics rank's delivery process saves its stacks at a stall
         return module.BaseLogger()
-    return start_tracking(plan, params=params, model=model, tag=tag)
+    return start_tracking(plan, params=params, model=model, tag=tag, layout=layout_tags_of(parallel_dims))
 
 
 @REGISTRY.patch(
@@ -90,6 +92,7 @@ def _install_metric_logger(module: ModuleType, handle: PatchHandle) -> None:
                 pp_schedule=arguments("pp_schedule", args, kwargs),
             ),
             tag=arguments("tag", args, kwargs),
+            parallel_dims=arguments("parallel_dims", args, kwargs),
         )
         return wrapped(*args, **kwargs) if logger is None else logger
 
@@ -118,6 +121,7 @@ def _install_metric_logger_function(module: ModuleType, handle: PatchHandle) -> 
             model=params.get("model"),
             metrics_rank=module._get_metrics_rank(parallel_dims, job_config),
             tag=arguments("tag", args, kwargs),
+            parallel_dims=parallel_dims,
         )
         return wrapped(*args, **kwargs) if logger is None else logger
 
