@@ -9,7 +9,9 @@
 * ``.lock``: one live process per run directory, else two would interleave the journal (``state.RunDirLock``);
   ``.delivery.lock``: held by the process that feeds the trackers (``state.delivery_lock``).
 * ``logs/``, ``traces/``, ``reports/``: the run's own files, uploaded to MLflow when asked (``sinks.mlflow``);
-  ``logs/rank_<n>.log``: a rank's console (``rank_log_file``).
+  ``logs/rank_<n>.log``: a rank's console (``rank_log_file``); ``traces/`` also holds Megatron's memory snapshot.
+* ``structured_logs/``: TorchTitan's per-rank structured logs, written here instead of ``<dump_folder>`` when they
+  are uploaded (with the logs).
 * ``checkpoints/<alias>.json``: a manifest per checkpoint saved (its iteration, path, seconds, size), uploaded
   to MLflow as a reference (``sinks.mlflow``).
 * ``stacks/<host>-<pid>.txt``: every thread's stack of a rank, written when the run stalled (``stacks``); uploaded
@@ -32,6 +34,7 @@ TRACES_DIR = "traces"
 REPORTS_DIR = "reports"
 CHECKPOINTS_DIR = "checkpoints"
 STACKS_DIR = "stacks"
+STRUCTURED_LOGS_DIR = "structured_logs"  # TorchTitan's own name for the folder, under its output folder
 TENSORBOARD_DIR = "tensorboard"
 WANDB_DIR = "wandb"
 

@@ -84,7 +84,14 @@ def plan_tracking(args) -> TrackingPlan:
         # <run_dir>/traces, which the MLflow sink uploads and reports on after training
         args.tensorboard_dir = str(plan.traces_dir / "profiler")
         recorded["primus_traces_dir"] = str(plan.traces_dir.absolute())
-        _check_profiler(args, plan.notices)
+        if getattr(args, "record_memory_history", False):
+            # the last rank's snapshot (training.training_log, each log step) goes with the traces
+            recorded["memory_snapshot_path"] = args.memory_snapshot_path
+            args.memory_snapshot_path = str(plan.traces_dir / "memory" / Path(args.memory_snapshot_path).name)
+            Path(args.memory_snapshot_path).parent.mkdir(parents=True, exist_ok=True)
+            recorded["primus_memory_snapshot_path"] = str(Path(args.memory_snapshot_path).absolute())
+        else:
+            _check_profiler(args, plan.notices)
     return dataclasses.replace(plan, recorded_params=recorded)
 
 

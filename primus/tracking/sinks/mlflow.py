@@ -32,7 +32,14 @@ from primus.tracking.enums import RunStatus, SinkName
 from primus.tracking.journal import METRICS, TEXT, Record
 from primus.tracking.names import MlflowKeys, mlflow_keys
 from primus.tracking.params import MLFLOW_MAX_PARAM_VALUE, MLFLOW_MAX_TAG_VALUE, clip
-from primus.tracking.run_layout import CHECKPOINTS_DIR, LOGS_DIR, REPORTS_DIR, STACKS_DIR, TRACES_DIR
+from primus.tracking.run_layout import (
+    CHECKPOINTS_DIR,
+    LOGS_DIR,
+    REPORTS_DIR,
+    STACKS_DIR,
+    STRUCTURED_LOGS_DIR,
+    TRACES_DIR,
+)
 from primus.tracking.sink import Sink, SinkContext, outside_except
 from primus.tracking.sinks.mlflow_artifacts import upload_checkpoint, upload_run_files, uploader
 from primus.tracking.sinks.mlflow_full import FullMlflowClient
@@ -209,6 +216,7 @@ class MlflowSink(Sink):
             for d, on in (
                 (LOGS_DIR, self.cfg.upload_logs),
                 (STACKS_DIR, self.cfg.upload_logs),  # a hung run's stacks, beside its console
+                (STRUCTURED_LOGS_DIR, self.cfg.upload_logs),  # TorchTitan's
                 (TRACES_DIR, self.cfg.upload_traces),
                 (REPORTS_DIR, self.cfg.upload_trace_report),
             )
