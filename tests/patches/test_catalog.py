@@ -54,7 +54,7 @@ def test_primus_own_modules_load_first_by_name_then_the_plugins_then_the_extra_o
     monkeypatch.syspath_prepend(str(install_patch_plugin(tmp_path / "site")))
     monkeypatch.setenv(EXTRA_MODULES_ENV, "json")
     own = [(ep.name, ep.module) for ep in own_entry_points()]
-    assert own == sorted(own) and len(own) == 15
+    assert own == sorted(own) and len(own) == 16
     assert declaring_modules() == (*(module for _, module in own), "primus_demo_patches.declarations", "json")
 
 

@@ -252,7 +252,8 @@ def problems(
         value = value_of(param.name)
         wrong = value_problem(param.name.rsplit(".", 1)[-1], value)
         if wrong is not None:
-            found.append(f"{param.name}={redact_value(param.name, value)!r} is invalid: {wrong}")
+            given = f" ({flag(param.name)})" if flag else ""
+            found.append(f"{param.name}={redact_value(param.name, value)!r}{given} is invalid: {wrong}")
         elif param.coerce(value)[1] is not None:
             shown = redact_value(param.name, value)
             expects = f"{flag(param.name)} expects" if flag else "expected"
