@@ -75,3 +75,13 @@ def test_settings_that_cannot_work_are_refused_before_training(tmp_path, changes
                "DATABRICKS_CONFIG_FILE": str(tmp_path / "none")}
     with pytest.raises(TrackingPlanError, match=r"^invalid Primus settings:\n  - " + re.escape(message)):
         plan_tracking(maxtext_config(tmp_path, **changes), options, environ=environ)
+
+
+def test_the_users_tags_from_maxtext_keys_and_a_bad_list_refused(tmp_path):
+    options = PrimusOptions(enable_mlflow=True, mlflow_experiment_name="exp", mlflow_tags="team=jax",
+                            mlflow_description="tiny", wandb_tags=["cpu"])
+    plan = plan_tracking(maxtext_config(tmp_path, enable_wandb=True), options, environ=OFFLINE)
+    assert dict(plan.user_tags) == {"team": "jax", "mlflow.note.content": "tiny"}
+    assert plan.config.wandb.tags == ("cpu",)
+    with pytest.raises(TrackingPlanError, match=re.escape("wandb_tags={'a': 1} is invalid: give a list")):
+        plan_tracking(maxtext_config(tmp_path), PrimusOptions(wandb_tags={"a": 1}), environ=OFFLINE)

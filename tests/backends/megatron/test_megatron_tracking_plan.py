@@ -142,3 +142,35 @@ def test_journal_retention_reaches_the_run_and_a_typo_is_refused_by_the_parser(t
     with pytest.raises(SystemExit):
         parse("--primus-journal-retention", "deliverd")
     assert "invalid choice: 'deliverd' (choose from 'keep', 'delivered')" in capsys.readouterr().err
+
+
+def test_the_users_tags_and_notes_from_flags_reach_the_run(tmp_path):
+    plan = plan_tracking(parse("--disable-mlflow", "false", "--disable-wandb", "false", "--mlflow-tags",
+                               "team=llm,stage=sft", "--mlflow-description", "lr sweep", "--wandb-tags", "a,b",
+                               "--wandb-notes", "first try", "--primus-run-dir", str(tmp_path / "run")))
+    assert dict(plan.user_tags) == {"team": "llm", "stage": "sft", "mlflow.note.content": "lr sweep"}
+    assert (plan.config.wandb.tags, plan.config.wandb.notes) == (("a", "b"), "first try")
+    assert plan.run_config({}, {"primus.backend": "megatron"}).tags == {**plan.user_tags, "primus.backend": "megatron"}
+
+
+@pytest.mark.parametrize("argv, message", [
+    (("--mlflow-tags", "team"), "mlflow_tags='team' (--mlflow-tags) is invalid: 'team' has no '='"),
+    (("--mlflow-tags", "primus.backend=x"), "mlflow_tags='primus.backend=x' (--mlflow-tags) is invalid: key "
+                                            "'primus.backend' is in the primus.* namespace"),
+    (("--wandb-tags", "ghp_" + "a" * 30), "wandb_tags='***' (--wandb-tags) is invalid: 'tag' holds a credential"),
+])
+def test_bad_user_tags_are_refused_before_training_naming_the_flag(argv, message):
+    with pytest.raises(TrackingPlanError) as refused:
+        plan_tracking(parse("--disable-mlflow", "false", *argv))
+    assert refused.value.problems[0].startswith(message)
+
+
+def test_the_memory_snapshot_goes_with_the_traces(tmp_path):
+    args = parse("--disable-mlflow", "false", "--mlflow-upload-traces", "--primus-run-dir", str(tmp_path / "run"),
+                 record_memory_history=True, memory_snapshot_path="snapshot.pickle", profile=False,
+                 use_pytorch_profiler=False)
+    plan = plan_tracking(args)
+    assert args.memory_snapshot_path == str(tmp_path / "run" / "traces" / "memory" / "snapshot.pickle")
+    assert (tmp_path / "run" / "traces" / "memory").is_dir()  # upstream opens the file, not its folder
+    assert plan.recorded_params["memory_snapshot_path"] == "snapshot.pickle"  # the user's, as given
+    assert plan.notices.warnings == []  # traces without the profiler: the snapshot is one

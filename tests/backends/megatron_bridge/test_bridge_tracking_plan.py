@@ -74,3 +74,12 @@ def test_comet_stays_bridges_own_and_says_so(tmp_path):
 def test_bridges_config_becomes_flat_params_trackers_can_store():
     assert flat_params({"train": {"train_iters": 4, "seq": [1, 2]}, "name": None, "dtype": float}) == {
         "train.train_iters": 4, "train.seq": "[1, 2]", "name": None, "dtype": "<class 'float'>"}
+
+
+def test_bridges_mlflow_tags_are_checked_as_every_backends(tmp_path):
+    plan = plan_tracking(bridge_config(tmp_path, mlflow_experiment="exp", mlflow_tags={"team": "bridge", "n": 2}),
+                         rank=0, environ=environ(tmp_path))
+    assert dict(plan.user_tags) == {"team": "bridge", "n": "2"}
+    with pytest.raises(TrackingPlanError, match="key 'primus.backend' is in the primus"):
+        plan_tracking(bridge_config(tmp_path, mlflow_experiment="exp", mlflow_tags={"primus.backend": "x"}), rank=0,
+                      environ=environ(tmp_path))

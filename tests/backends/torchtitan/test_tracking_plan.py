@@ -163,3 +163,18 @@ def test_journal_retention_reaches_the_run_and_a_bad_one_is_refused(tmp_path):
     with pytest.raises(TrackingPlanError, match=r"metrics.primus_journal_retention='forever' is invalid: expected one "
                                                 r"of \['keep', 'delivered'\] \(keep: the run's journal stays whole"):
         plan(tmp_path, enable_tensorboard=True, primus_journal_retention="forever")
+
+
+def test_the_users_tags_from_the_metrics_section_and_wandb_notes_over_upstreams_variables(tmp_path, monkeypatch):
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_RUN_TAGS", "upstream,vars")
+    monkeypatch.delenv("WANDB_TAGS", raising=False)
+    p = plan(tmp_path, enable_wandb=True, enable_mlflow=True, mlflow_tags={"team": "titan"},
+             wandb_notes="from the option")
+    assert dict(p.user_tags) == {"team": "titan"}
+    assert (p.config.wandb.tags, p.config.wandb.notes) == (("upstream", "vars"), "from the option")
+
+
+def test_a_bad_tag_mapping_is_refused_with_its_key(tmp_path):
+    with pytest.raises(TrackingPlanError, match=r"metrics\.mlflow_tags=\{'a': \[1\]\} is invalid: 'a' holds a list"):
+        plan(tmp_path, enable_mlflow=True, mlflow_tags={"a": [1]})
