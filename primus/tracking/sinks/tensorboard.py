@@ -8,6 +8,7 @@ first start."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -43,7 +44,7 @@ class TensorBoardSink(Sink):
 
             self._writer = SummaryWriter(log_dir=str(self.cfg.log_dir), max_queue=self.cfg.queue_size)
         if self.context.tags and not self.context.saved().get("tags_written"):
-            self._writer.add_text(TAGS_TAG, tags_table(self.context.tags), 0)
+            self._writer.add_text(TAGS_TAG, tags_table(self.context.tags), 0, walltime=time.time())
             self._writer.flush()
             self.context.save(tags_written=True)
         return str(self.cfg.log_dir)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -64,14 +64,15 @@ class RunSpec:
     iterations: int = 3
     nproc: int = 1
     release: str | None = None  # another supported megatron-core release (upstream-matrix.txt); None: the pinned one
+    env: Mapping[str, str] = field(default_factory=dict)  # the launcher's, as a Slurm job under pyxis would have
 
 
 def spec(name: str, on: Iterable[str], *args: str, expected: Mapping[str, list[int]], iterations: int = 3,
-         nproc: int = 1, release: str | None = None) -> RunSpec:
+         nproc: int = 1, release: str | None = None, env: Mapping[str, str] | None = None) -> RunSpec:
     on = frozenset(on)
     return RunSpec(on, f"h6-{name}", expected,
                    (*toggles(TB in on, WANDB in on, MLFLOW in on), "--mlflow-experiment-name", f"h6-{name}", *args),
-                   iterations, nproc, release)
+                   iterations, nproc, release, dict(env or {}))
 
 
 # test_tracking_resume.py and test_checkpoint_patches.py: a job that checkpoints at iteration 2 and stops, then
@@ -85,16 +86,24 @@ PERF_STEPS = [2, 3]
 AVG_STEPS = [3]  # log_avg_skip_iterations 2 (the default): log entries 1 (clock start) and 2 left out
 
 
+# the variables a Slurm job step under pyxis, restarted once, has (test_megatron_run_identity.py)
+SLURM_ENV = {"SLURM_JOB_ID": "4242", "SLURM_ARRAY_JOB_ID": "4240", "SLURM_ARRAY_TASK_ID": "2",
+             "SLURM_RESTART_COUNT": "1", "SLURM_JOB_NUM_NODES": "2", "SLURM_JOB_NODELIST": "gpu[007-008]",
+             "SLURM_SPANK__SLURM_SPANK_OPTION_pyxis_container_image": "nvcr.io#nvidia/pytorch:25.01-py3"}
+USER_LABELS = ("--mlflow-tags", "team=llm,owner=ci", "--mlflow-description", "tiny gpt on cpu",
+               "--wandb-tags", "cpu,h6", "--wandb-notes", "every tracker on")
+
+
 def every_tracker_on(name: str, release: str | None = None) -> RunSpec:
-    """Every tracker on, named; the perf set (with MLflow on) goes to every tracker; One-Logger options accepted
-    without the package."""
+    """Every tracker on, named, labelled by the user, in a Slurm-like environment; the perf set (with MLflow on)
+    goes to every tracker; One-Logger options accepted without the package."""
     return spec(name, SINKS, "--log-throughput", "--log-params-norm", "--mlflow-run-name", f"h6-{name}-run",
                 "--wandb-project", "h6-project", "--wandb-exp-name", f"h6-{name}-wandb", "--wandb-entity", "h6-team",
                 "--wandb-save-dir", "my-wandb", "--mlflow-upload-performance-metrics",
                 "--one-logger-project", "h6", "--one-logger-run-name", "h6-one", "--one-logger-async",
-                "--app-tag-run-name", "h6-app", "--app-tag-run-version", "1.2.3",
+                "--app-tag-run-name", "h6-app", "--app-tag-run-version", "1.2.3", *USER_LABELS,
                 expected=at(STEPS, *UPSTREAM, "params-norm") | at(PERF_STEPS, *PERF, *SYSTEM)
-                | at(AVG_STEPS, *PERF_AVG), release=release)
+                | at(AVG_STEPS, *PERF_AVG), release=release, env=SLURM_ENV)
 
 
 RUNS: dict[str, RunSpec] = {
@@ -173,7 +182,7 @@ def start(launcher: Callable[..., Any], mlflow_uri: str, *names: str) -> None:
         for name in names:
             if name not in _STARTED:
                 run = RUNS[name]
-                env = {"WANDB_MODE": "offline", "MLFLOW_TRACKING_URI": mlflow_uri}
+                env = {"WANDB_MODE": "offline", "MLFLOW_TRACKING_URI": mlflow_uri, **run.env}
                 if run.release:
                     env |= upstream_env("megatron-core", run.release)
                 env |= host_reads_env(env)  # counts Primus's host reads of tensors (test_no_host_reads.py)
