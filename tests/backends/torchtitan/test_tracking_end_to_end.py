@@ -14,10 +14,19 @@ from pathlib import Path
 import pytest
 from support.host_reads import host_reads, host_reads_env
 from support.journal_files import run_dirs_under
-from support.readers import mlflow_history, read_tb_scalars, read_wandb_history, wandb_files, wandb_records
+from support.readers import (
+    mlflow_history,
+    read_tb_scalars,
+    read_tb_texts,
+    read_wandb_history,
+    wandb_config,
+    wandb_files,
+    wandb_records,
+)
 from titan_runs import RELEASES, STEPS, TRACKED_ON_CPU, UPSTREAM_KEYS, V0_2
 
 from primus.tracking.names import is_valid_mlflow_key, mlflow_key
+from primus.tracking.sinks.tensorboard import TAGS_TAG
 from primus.tracking.state import RunState
 
 pytestmark = pytest.mark.slow
@@ -33,6 +42,12 @@ WANDB_ENV = {"WANDB_MODE": "offline", "WANDB_PROJECT": "titan-e2e", "WANDB_RUN_N
 # forked at step 0: W&B drops a fork's steps up to its branch point, and every step must reach it here
 WANDB_RUN_ENV = {"WANDB_RUN_ID": "titan0run", "WANDB_RUN_NOTES": "tiny llama3", "WANDB_RUN_TAGS": "cpu,e2e",
                  "WANDB_RUN_JOB_TYPE": "pretrain", "WANDB_FORK_FROM": "titanparent?_step=0"}
+
+APPTAINER_ENV = {"APPTAINER_CONTAINER": "/images/titan.sif"}  # as Apptainer sets it inside its container
+IDENTITY = {"primus.container.image": "/images/titan.sif", "primus.container.image_from": "APPTAINER_CONTAINER",
+            "primus.hosts.count": "1", "primus.world_size": "1", "primus.parallel.tp": "1", "primus.parallel.pp": "1",
+            "primus.parallel.dp": "1", "primus.parallel.cp": "1", "primus.parallel.ep": "1",
+            "team": "titan", "stage": "e2e", "mlflow.note.content": "tiny llama3 on cpu"}
 
 ALL_SINKS_YAML = """
 modules:
@@ -51,6 +66,8 @@ modules:
         mlflow_upload_performance_metrics: true
         mlflow_upload_logs: true
         mlflow_upload_traces: true
+        mlflow_tags: {{team: titan, stage: e2e}}
+        mlflow_description: tiny llama3 on cpu
         primus_exit_deadline: 20
         disable_color_printing: true
       {profiler}: {{enable_profiling: true, profile_freq: 2, profiler_warmup: 1, profiler_active: 1}}
@@ -109,7 +126,7 @@ def all_sinks(titan_run, mlflow_server, tmp_path_factory, release):
                                          profiler=release.profiler_section))
     return titan_run(f"all-sinks-{release.version}", release=release, model_from_experiment=True,
                      env={"PRIMUS_CONFIG": str(exp), "MLFLOW_TRACKING_URI": mlflow_server.uri, **WANDB_ENV,
-                          **WANDB_RUN_ENV})
+                          **WANDB_RUN_ENV, **APPTAINER_ENV})
 
 
 @pytest.fixture(scope="module")
@@ -187,6 +204,28 @@ def test_profiler_traces_are_artifacts_of_the_mlflow_run(all_sinks, release, mlf
     assert artifact_files(mlflow_client, run.info.run_id, "traces") == traces
     uploaded = Path(mlflow_client.download_artifacts(run.info.run_id, traces[0], str(run_dir.parent / "download")))
     assert uploaded.read_bytes() == (run_dir / traces[0]).read_bytes()
+
+
+def test_every_tracker_has_the_users_tags_and_where_the_run_ran(all_sinks, release, mlflow_client):
+    all_sinks.assert_trained()
+    tags = only_run(mlflow_client, all_sinks_experiment(release)).data.tags
+    assert {k: tags.get(k) for k in IDENTITY} == IDENTITY
+    primus_tags = wandb_config(all_sinks.dump)["primus_tags"]
+    assert {k: primus_tags.get(k) for k in IDENTITY} == IDENTITY
+    [logdir] = tb_dirs(all_sinks.dump)
+    [(_, table)] = read_tb_texts(logdir)[f"{TAGS_TAG}/text_summary"]
+    assert "| team | titan |" in table and "| primus.container.image | /images/titan.sif |" in table
+
+
+@pytest.mark.parametrize("release", ["0.3.0"], indirect=True, ids=release_id)  # 0.2.2 has no structured logger
+def test_structured_logs_go_with_the_logs(all_sinks, release, mlflow_client):
+    all_sinks.assert_trained()
+    [run_dir] = run_dirs_under(all_sinks.dump)
+    written = sorted(p.relative_to(run_dir).as_posix() for p in (run_dir / "structured_logs").glob("*.jsonl"))
+    assert [Path(w).name.split(".")[:2] for w in written] == [["training", "global_rank_0"]]
+    assert not (all_sinks.dump / "structured_logs").exists()  # written in the run directory instead
+    run = only_run(mlflow_client, all_sinks_experiment(release))
+    assert artifact_files(mlflow_client, run.info.run_id, "structured_logs") == written
 
 
 def artifact_files(client, run_id: str, path: str) -> list[str]:
