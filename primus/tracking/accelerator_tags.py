@@ -11,13 +11,14 @@ from typing import Any
 
 def accelerator_tags() -> dict[str, str]:
     torch = sys.modules.get("torch")
-    found = _torch_devices(torch) if torch is not None else _jax_devices(sys.modules.get("jax"))
+    found = _torch_devices(torch) if torch is not None else None
+    toolkit = getattr(torch, "version", None) if found else None  # torch's build, where torch drives the devices
+    found = found or _jax_devices(sys.modules.get("jax"))
     if not found:
         return {}
     tags = {"primus.accelerator.model": found[0], "primus.accelerator.count": str(found[1])}
-    version = getattr(torch, "version", None)
     for tag, attribute in (("cuda", "cuda"), ("rocm", "hip")):
-        if built := getattr(version, attribute, None):
+        if built := getattr(toolkit, attribute, None):
             tags[f"primus.accelerator.{tag}"] = str(built)
     driver = _nvidia_driver() or _amd_driver()
     if driver:

@@ -41,9 +41,13 @@ def test_torchs_devices_and_toolkit(monkeypatch, torch_module, expected):
     assert accelerator_tags() == expected
 
 
-def test_jaxs_devices_when_torch_is_not_loaded(monkeypatch):
+@pytest.mark.parametrize("torch_loaded", [False, True])  # a JAX process may import torch too (a data loader)
+def test_jaxs_devices_when_torch_has_none(monkeypatch, torch_loaded):
     gpu = types.SimpleNamespace(platform="gpu", device_kind="NVIDIA H200")
-    monkeypatch.delitem(sys.modules, "torch")
+    if torch_loaded:
+        monkeypatch.setitem(sys.modules, "torch", fake_torch(False, "12.8", None))
+    else:
+        monkeypatch.delitem(sys.modules, "torch")
     monkeypatch.setitem(sys.modules, "jax", types.SimpleNamespace(local_devices=lambda: [gpu, gpu]))
     monkeypatch.setitem(sys.modules, "pynvml", None)
     monkeypatch.setitem(sys.modules, "amdsmi", None)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import sys
+from pathlib import Path
 
 import pytest
 from maxtext_runs import (EVAL_KEYS, SCHEDULE, STEPS, TINY_CPU, TRAIN_KEYS, TRAIN_STEPS, UPSTREAM_TRAIN,
@@ -29,6 +30,9 @@ pytestmark = pytest.mark.slow
 # upstream copies HF_TOKEN into its config (hf_access_token), which every tracker receives as run params
 HF_TOKEN = "hf_PrimusTestSecret0123456789abcdefXYZ"
 
+REPO_ROOT = Path(__file__).resolve().parents[3]
+USER_LABELS = ("mlflow_tags=team=jax,stage=e2e", "wandb_tags=[cpu, maxtext]", "wandb_notes=tiny maxtext")
+
 
 @pytest.fixture(scope="module")
 def runs(start, maxtext_python, primus_run_command, mlflow_server, tmp_path_factory):
@@ -37,8 +41,11 @@ def runs(start, maxtext_python, primus_run_command, mlflow_server, tmp_path_fact
     waits = {
         "all": start("all-sinks", [
             sys.executable, "-m", "primus.cli.main", "train", "--config", str(TINY_CPU), *SCHEDULE,
-            *every_tracker_args("maxtext-all-sinks")],
-            env={**mlflow, "PRIMUS_WORKSPACE": str(workspace), "HF_TOKEN": HF_TOKEN, **host_reads_env({})}),
+            *every_tracker_args("maxtext-all-sinks"), *USER_LABELS],
+            # PYTHONPATH: MaxText's environment runs this checkout's primus, not the one installed there
+            env={**mlflow, "PRIMUS_WORKSPACE": str(workspace), "HF_TOKEN": HF_TOKEN,
+                 **host_reads_env({"PYTHONPATH": str(REPO_ROOT)}),
+                 "PRIMUS_CONTAINER_IMAGE": "registry.local/maxtext:tiny"}),
         "mlflow_only": start("mlflow-only", [
             *primus_run_command, "--config", str(TINY_CPU), maxtext_python, *UPSTREAM_TRAIN, *SCHEDULE,
             "enable_tensorboard=false", "mlflow_experiment_name=maxtext-mlflow-only", "run_name=mlflow-only",
@@ -72,6 +79,20 @@ def test_trackers_get_upstreams_names_values_and_settings(runs, mlflow_client):
     [run_file] = wandb_files(ours.wandb_dir)
     [wandb_run] = [r.run for r in wandb_records(run_file) if r.WhichOneof("record_type") == "run"]
     assert (wandb_run.project, wandb_run.display_name) == (WANDB_PROJECT, "maxtext-all-sinks")
+
+
+def test_the_users_labels_and_where_the_run_ran_reach_mlflow_and_wandb(runs, mlflow_client):
+    runs["all"].assert_trained()
+    tags = only_run(mlflow_client, "maxtext-all-sinks").data.tags
+    expected = {"team": "jax", "stage": "e2e", "primus.container.image": "registry.local/maxtext:tiny",
+                "primus.container.image_from": "PRIMUS_CONTAINER_IMAGE", "primus.world_size": "1",
+                "primus.parallel.tp": "1", "primus.parallel.pp": "1", "primus.parallel.dp": "1",
+                "primus.parallel.cp": "1", "primus.parallel.ep": "1", "primus.hosts.count": "1"}
+    assert {k: tags.get(k) for k in expected} == expected
+    assert not [k for k in tags if k.startswith("primus.accelerator.")]  # JAX on a CPU
+    [run_file] = wandb_files(runs["all"].wandb_dir)
+    [wandb_run] = [r.run for r in wandb_records(run_file) if r.WhichOneof("record_type") == "run"]
+    assert (list(wandb_run.tags), wandb_run.notes) == (["cpu", "maxtext"], "tiny maxtext")
 
 
 def test_perf_figures_agree_with_the_batches_the_run_consumed(runs):
