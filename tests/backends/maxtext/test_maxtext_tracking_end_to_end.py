@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import math
 import sys
-from pathlib import Path
 
 import pytest
 from maxtext_runs import (EVAL_KEYS, SCHEDULE, STEPS, TINY_CPU, TRAIN_KEYS, TRAIN_STEPS, UPSTREAM_TRAIN,
                           WANDB_PROJECT, assert_every_step, assert_every_tracker_holds_every_step,
                           every_tracker_args, only_run, tiny_cpu_args)
+from support.checkout_env import checkout_env
 from support.host_reads import host_reads, host_reads_env
 from support.journal_files import run_dirs_under
 from support.readers import mlflow_history, read_tb_scalars, wandb_files, wandb_records
@@ -30,7 +30,6 @@ pytestmark = pytest.mark.slow
 # upstream copies HF_TOKEN into its config (hf_access_token), which every tracker receives as run params
 HF_TOKEN = "hf_PrimusTestSecret0123456789abcdefXYZ"
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
 USER_LABELS = ("mlflow_tags=team=jax,stage=e2e", "wandb_tags=[cpu, maxtext]", "wandb_notes=tiny maxtext")
 
 
@@ -42,9 +41,9 @@ def runs(start, maxtext_python, primus_run_command, mlflow_server, tmp_path_fact
         "all": start("all-sinks", [
             sys.executable, "-m", "primus.cli.main", "train", "--config", str(TINY_CPU), *SCHEDULE,
             *every_tracker_args("maxtext-all-sinks"), *USER_LABELS],
-            # PYTHONPATH: MaxText's environment runs this checkout's primus, not the one installed there
+            # MaxText's environment runs this checkout's primus, not the one installed there
             env={**mlflow, "PRIMUS_WORKSPACE": str(workspace), "HF_TOKEN": HF_TOKEN,
-                 **host_reads_env({"PYTHONPATH": str(REPO_ROOT)}),
+                 **host_reads_env(checkout_env(tmp_path_factory.mktemp("checkout"))),
                  "PRIMUS_CONTAINER_IMAGE": "registry.local/maxtext:tiny"}),
         "mlflow_only": start("mlflow-only", [
             *primus_run_command, "--config", str(TINY_CPU), maxtext_python, *UPSTREAM_TRAIN, *SCHEDULE,

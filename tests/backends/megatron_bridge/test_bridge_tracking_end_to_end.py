@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from support.checkout_env import checkout_env
 from support.launch import FinishedRun, start, wait_or_kill
 from support.readers import mlflow_history, read_tb_scalars, read_wandb_history, wandb_files, wandb_run_ids
 
@@ -76,7 +77,8 @@ def tracked(tmp_path_factory, mlflow_server) -> BridgeRun:
         "TINY_MLFLOW_TRACKING_URI": mlflow_server.uri, "TINY_WANDB_PROJECT": WANDB_PROJECT,
         "TINY_WANDB_EXP_NAME": RUN_NAME, "TINY_WANDB_SAVE_DIR": str(workdir / "wandb"), "WANDB_MODE": "offline",
         "WANDB_DIR": str(workdir / "wandb"), "PRIMUS_OUTPUT_ROOT": str(workdir / "primus"),
-        "PYTHONWARNINGS": "ignore"})
+        "PYTHONWARNINGS": "ignore", "TINY_MLFLOW_TAGS": "team=bridge,stage=e2e",
+        **checkout_env(tmp_path_factory.mktemp("checkout"))})  # not the primus Bridge's environment has installed
     code = wait_or_kill(process, TIMEOUT_S)
     run = BridgeRun(FinishedRun(code, workdir / "run.log", time.monotonic() - started), workdir)
     assert code == 0, run.finished.explain()
@@ -103,6 +105,10 @@ def test_the_mlflow_run_is_finished_and_holds_the_consoles_losses(tracked, mlflo
     [run] = mlflow_client.search_runs([experiment.experiment_id])  # one: Bridge's own MLflow writer started none
     assert (run.info.status, run.info.run_name) == ("FINISHED", RUN_NAME)
     assert run.data.tags["primus.backend"] == "megatron_bridge"
+    # Bridge's own logger.mlflow_tags, checked and recorded as every backend's mlflow_tags; its layout, one process
+    expected = {"team": "bridge", "stage": "e2e", "primus.world_size": "1", "primus.parallel.tp": "1",
+                "primus.parallel.pp": "1", "primus.parallel.dp": "1", "primus.parallel.cp": "1"}
+    assert {k: run.data.tags.get(k) for k in expected} == expected
     assert run.data.params["train.train_iters"] == str(ITERATIONS)  # Bridge's config, flattened
     history = mlflow_history(mlflow_client, run.info.run_id, "lm loss")
     console = tracked.console_losses()

@@ -47,6 +47,7 @@ logger.tensorboard_dir = os.environ.get("TINY_TENSORBOARD_DIR")
 logger.mlflow_experiment = os.environ.get("TINY_MLFLOW_EXPERIMENT")
 logger.mlflow_run_name = os.environ.get("TINY_MLFLOW_RUN_NAME")
 logger.mlflow_tracking_uri = os.environ.get("TINY_MLFLOW_TRACKING_URI")
+logger.mlflow_tags = dict(t.split("=", 1) for t in os.environ.get("TINY_MLFLOW_TAGS", "").split(",") if t) or None
 logger.wandb_project = os.environ.get("TINY_WANDB_PROJECT")
 logger.wandb_exp_name = os.environ.get("TINY_WANDB_EXP_NAME")
 logger.wandb_save_dir = os.environ.get("TINY_WANDB_SAVE_DIR")
