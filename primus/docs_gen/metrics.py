@@ -6,6 +6,7 @@ from __future__ import annotations
 from primus.config.schemas import FRAMEWORKS
 from primus.docs_gen.markdown import code, table
 from primus.docs_gen.options import BACKEND_TITLES
+from primus.docs_gen.run_tags import run_tags_section
 from primus.report.panels import MFU, PANELS
 from primus.tracking.alerts import COUNT_METRIC, TAG_PREFIX, AlertKind
 from primus.tracking.health import LOSS_METRICS, THROUGHPUT_METRICS
@@ -85,6 +86,7 @@ def render_metrics() -> str:
                 f"metric `{COUNT_METRIC}` (how many alerts the run has had, at the alert's iteration); W&B as "
                 "`run.alert` and the same tag in the run summary; TensorBoard as the text "
                 f"`{TAG_PREFIX}<kind>`. Kinds: {', '.join(code(k.value) for k in AlertKind)}.",
+                run_tags_section(),
                 "## What `primus report` plots",
                 "Each panel plots, per run, the first of these names the run's journal holds: Primus's name first, then "
                 "the run's backend's (from the `primus.backend` tag in `meta.json`; every backend's when it is missing). "

@@ -30,7 +30,7 @@ CONTAINER_VARIABLES = (
     "SINGULARITY_CONTAINER",
 )
 # tag -> the variables it is read from, first set wins
-_COPIED = {
+COPIED = {
     "primus.slurm.job_id": ("SLURM_JOB_ID", "SLURM_JOBID"),
     "primus.slurm.array_job_id": ("SLURM_ARRAY_JOB_ID",),
     "primus.slurm.array_task_id": ("SLURM_ARRAY_TASK_ID",),
@@ -41,7 +41,7 @@ _HOSTLIST_HEAD = re.compile(r"(?P<prefix>[^,\[]*)(?:\[(?P<first>[^-,\]]+))?")
 
 
 def launch_tags(environ: Mapping[str, str], argv: Sequence[str]) -> dict[str, str]:
-    tags = {tag: value for tag, names in _COPIED.items() if (value := _first(environ, names)) is not None}
+    tags = {tag: value for tag, names in COPIED.items() if (value := _first(environ, names)) is not None}
     tags.update(_hosts(environ))
     image = next(((name, environ[name]) for name in CONTAINER_VARIABLES if environ.get(name)), None)
     if image is not None:

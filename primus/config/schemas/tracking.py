@@ -129,9 +129,21 @@ OPTIONS = (
         help="Dense peak TFLOP/s of one device for the training dtype, for MFU (e.g. 989.4 for an H100 SXM in "
         "bf16); unset: the built-in table's, and no MFU for a device it does not know.",
     ),
-    _option("mlflow_upload_logs", "bool", False, backends=TORCH, help="Upload this run's log files to MLflow."),
     _option(
-        "mlflow_upload_traces", "bool", False, backends=TORCH, help="Upload this run's profiler trace files to MLflow."
+        "mlflow_upload_logs",
+        "bool",
+        False,
+        backends=TORCH,
+        help="Upload this run's log files to MLflow: every rank's console, a stalled run's stacks, and TorchTitan's "
+        "structured logs (written under the run directory instead of the dump folder while this is on).",
+    ),
+    _option(
+        "mlflow_upload_traces",
+        "bool",
+        False,
+        backends=TORCH,
+        help="Upload this run's profiler trace files to MLflow, and Megatron's memory snapshot "
+        "(--record-memory-history; written under the run's traces/memory/ while this is on).",
     ),
     _option(
         "mlflow_upload_tracelens_report",
