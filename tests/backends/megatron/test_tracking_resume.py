@@ -59,3 +59,11 @@ def test_log_progress(stopped_then_resumed, checkpoint):
     saved = [line.split("\t")[4] for line in progress.splitlines() if "Saved checkpoint" in line]
     assert saved == ["Iteration: 2", "Iteration: 3"], progress  # one line per checkpoint, both processes
     assert re.search(r"\[primus\] iteration 2/3 \|.* ETA \d+:\d\d:\d\d", first.output), first.explain()
+
+
+def test_the_resumed_mlflow_run_has_the_second_processs_tags(stopped_then_resumed, mlflow_client):
+    """A restart resumes the same MLflow run and sets this start's tags over the first's (its command, restart
+    count, hosts)."""
+    [run] = mlflow_runs(mlflow_client, RESUME_EXPERIMENT)
+    command = run.data.tags["primus.launch_command"]
+    assert "--load" in command and "--exit-interval" not in command
