@@ -5,6 +5,7 @@ checkpoint journal the checkpointing patches call (attached to that run)."""
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -51,12 +52,11 @@ def start_tracking(plan: TrackingPlan, config: Any, announce: Callable[[int], No
     from primus.tracking import start_run
 
     settings = config.get_keys()
-    import jax  # MaxText's own: loaded already
-
+    jax = sys.modules.get("jax")  # MaxText's own, loaded by then: its devices are the world the layout divides
     tags = {
         "primus.backend": "maxtext",
         "maxtext.model_name": str(settings.get("model_name", "")),
-        **layout_tags_of(settings, jax.device_count()),
+        **(layout_tags_of(settings, jax.device_count()) if jax is not None else {}),
     }
     run = start_run(plan.run_config(params=settings, tags=tags))
     run.install_exit_handlers()

@@ -18,7 +18,8 @@ from titan_runs import DEBUG_MODEL_TOML_V0_2_2, RELEASES, V0_2, V0_3
 COMMON = {"torchtitan.cpu.device", "torchtitan.tracking.metrics_processor"}
 OWN_PATCHES = {
     V0_3.version: COMMON | {"torchtitan.cpu.fsdp_sum_reduction", "torchtitan.config.experiment",
-                            "torchtitan.tracking.metric_logger", "torchtitan.tracking.checkpoints"},
+                            "torchtitan.tracking.metric_logger", "torchtitan.tracking.checkpoints",
+                            "torchtitan.tracking.structured_logs"},
     V0_2.version: COMMON | {"torchtitan.cpu.fsdp_sum_reduction_v0_2", "torchtitan.cpu.profiler_activities_v0_2",
                             "torchtitan.config.experiment_v0_2", "torchtitan.tracking.metric_logger_v0_2",
                             "torchtitan.tracking.checkpoints_v0_2"},
