@@ -49,3 +49,14 @@ def test_a_supported_release_has_no_untested_tag(registry, monkeypatch):
     monkeypatch.setenv(UPSTREAM_CHECK_ENV, "warn")
     apply(registry, ">=1")
     assert "primus.upstream.untested" not in system_tags()
+
+
+def test_a_users_tag_with_a_system_tags_key_loses_and_is_said(tmp_path, caplog, monkeypatch):
+    from primus.tracking import system_tags as module
+    from primus.tracking.config import TrackingConfig
+    from primus.tracking.meta import RunMeta
+
+    monkeypatch.setattr(module, "git_commit", lambda: "0123abc")  # whether or not the tests run in a git checkout
+    meta = RunMeta.build(TrackingConfig(run_dir=tmp_path, tags={"mlflow.source.git.commit": "mine", "team": "llm"}))
+    assert (meta.tags["mlflow.source.git.commit"], meta.tags["team"]) == ("0123abc", "llm")
+    assert "tag mlflow.source.git.commit='mine' is set by Primus" in caplog.text
