@@ -131,11 +131,11 @@ RUNS: dict[str, RunSpec] = {
                   "--log-learning-rate-to-tensorboard", "false", "--no-log-loss-scale-to-tensorboard",
                   "--log-avg-skip-iterations", "0", "--log-avg-reset-interval", "1",
                   expected=at(STEPS, "lm loss", "grad-norm", SAMPLES_VS_STEPS) | at(PERF_STEPS, *PERF, *PERF_AVG)),
-    # MLflow only: the perf set without --log-throughput (it implies it), logs and traces uploaded,
-    # averages over every interval (no reset within 10), timers on the console only, as their maximum.
-    # tensorboard_dir given with TensorBoard off: recorded as given, beside the traces folder.
+    # MLflow only: the perf set without --log-throughput (it implies it), logs and traces uploaded (with
+    # upstream's memory snapshot), averages over every interval (no reset within 10), timers on the console only,
+    # as their maximum. tensorboard_dir given with TensorBoard off: recorded as given, beside the traces folder.
     "mlflow": spec("mlflow", (MLFLOW,), "--tensorboard-dir", "tb-mine", "--mlflow-upload-performance-metrics",
-                   "--mlflow-upload-logs",
+                   "--mlflow-upload-logs", "--record-memory-history",
                    "--mlflow-upload-traces", "--mlflow-upload-tracelens-report", "--profile", "--use-pytorch-profiler", "--profile-step-start", "1",
                    "--profile-step-end", "2", "--log-avg-skip-iterations", "0", "--timing-log-level", "1",
                    "--timing-log-option", "max",

@@ -274,6 +274,21 @@ def test_mlflow_uploads_this_runs_traces(run_of, mlflow_client):
     assert artifacts, f"no traces uploaded; the profiler wrote {sorted(root(run_of('mlflow')).rglob('*.json.gz'))}"
 
 
+def test_mlflow_uploads_upstreams_memory_snapshot_with_the_traces(run_of, mlflow_client, tmp_path):
+    """--record-memory-history: upstream's last rank dumps the allocator's snapshot at each log step, to
+    --memory-snapshot-path, which the trace upload points into the run's traces/memory/ (on a CPU host, torch's
+    snapshot of no device)."""
+    [run_dir] = run_dirs_under(root(run_of("mlflow")))
+    written = run_dir / "traces" / "memory" / "snapshot.pickle"
+    assert written.is_file() and not (root(run_of("mlflow")) / "snapshot.pickle").exists()
+    run = only_mlflow_run(mlflow_client, "mlflow")
+    assert run.data.params["memory_snapshot_path"] == "snapshot.pickle"  # as the user gave it (upstream's default)
+    assert [a.path for a in mlflow_client.list_artifacts(run.info.run_id, "traces/memory")] == [
+        "traces/memory/snapshot.pickle"]
+    uploaded = Path(mlflow_client.download_artifacts(run.info.run_id, "traces/memory/snapshot.pickle", str(tmp_path)))
+    assert uploaded.read_bytes() == written.read_bytes()
+
+
 def test_mlflow_uploads_this_runs_logs(run_of, mlflow_client, tmp_path):
     console = run_of("mlflow").output
     run = only_mlflow_run(mlflow_client, "mlflow")
