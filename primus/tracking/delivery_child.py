@@ -186,8 +186,9 @@ def follow(run_dir, workers: list[SinkWorker], replies: Replies, stop: threading
         stop.wait(FOLLOW_S)
 
 
-def serve(commands, workers: list[SinkWorker], replies: Replies) -> tuple[str, float] | None:
-    """Answer flush requests until told to close: returns (status, seconds left), or None at end of input."""
+def serve(commands, workers: list[SinkWorker], watch: HealthWatch, replies: Replies) -> tuple[str, float] | None:
+    """Answer flush and watch requests until told to close: returns (status, seconds left), or None at end of
+    input."""
     by_name = {w.name: w for w in workers}
     for line in commands:
         msg = json.loads(line)
@@ -196,6 +197,9 @@ def serve(commands, workers: list[SinkWorker], replies: Replies) -> tuple[str, f
         if msg["t"] == "flush" and msg["sink"] in by_name:
             done = by_name[msg["sink"]].request_flush(int(msg["offset"]))
             threading.Thread(target=answer_flush, args=(done, msg["id"], workers, replies), daemon=True).start()
+        elif msg["t"] == "watch":
+            watch.catch_up()  # its alerts are sent before the answer
+            answer_flush(None, msg["id"], workers, replies)
         elif msg["t"] == "flush":
             answer_flush(None, msg["id"], workers, replies)
     return None
@@ -279,7 +283,7 @@ def deliver(
     )
     direct.start()
 
-    asked = serve(commands, workers, replies)
+    asked = serve(commands, workers, watch, replies)
     trainer_died = False
     if asked is None:  # the training process died without closing: end as its journal says, else KILLED
         ended = last_end_status(cfg.run_dir)

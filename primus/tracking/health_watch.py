@@ -53,6 +53,7 @@ class HealthWatch:
         self._reader = JournalReader(run_dir)
         self._offset = start
         self._stop = threading.Event()
+        self._polling = threading.Lock()  # the watch's thread, and whoever asks it to catch up
         self.thread = threading.Thread(target=self._main, name="primus-health-watch", daemon=True)
 
     def start(self) -> None:
@@ -91,8 +92,14 @@ class HealthWatch:
         while not self._stop.wait(WATCH_S):
             self._poll_safely()
 
+    def catch_up(self) -> None:
+        """Read the journal to its end and look at the clock now, whatever the watch's pace (``Run.finish``: the
+        alerts of a run's last steps journaled before its end)."""
+        self._poll_safely()
+
     def _poll_safely(self) -> None:
-        error = outside_except(self.poll)
+        with self._polling:
+            error = outside_except(self.poll)
         if error is not None:  # a bug here must not stop delivery; the journal still has everything
             log.warning("primus tracking: run health watch failed: %r", error)
 
