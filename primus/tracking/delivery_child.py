@@ -27,7 +27,7 @@ from primus.redaction import redact_text
 from primus.tracking.config import resolved
 from primus.tracking.delivery import DeliverySpec, message
 from primus.tracking.enums import RunStatus
-from primus.tracking.health_watch import HealthWatch
+from primus.tracking.health_watch import HealthWatch, Posted
 from primus.tracking.journal import decode, journal_end, last_end_status
 from primus.tracking.meta import RunMeta
 from primus.tracking.sink_registry import build_sinks
@@ -247,10 +247,11 @@ def deliver(
     direct_pipe,
     lock_fd: int,
     started: Callable[[list[threading.Thread]], None],
+    posted: Posted | None = None,
 ) -> bool:
     """One run's delivery, from its training process's pipes, until told to close or its input ends; True when
     every sink ended in time. ``started``: called with the threads that call a sink or tell of an alert, once
-    they run."""
+    they run; ``posted``: the webhook's alerts, shared by the runs a process delivers."""
     cfg = spec.config
     fcntl.flock(lock_fd, fcntl.LOCK_EX)  # held until the run is delivered; an earlier launch's finishes first
     state = RunState(cfg.run_dir)
@@ -271,6 +272,7 @@ def deliver(
         lambda alert: replies.send({"t": "alert", **asdict(alert)}),
         spec.journal_from,
         Webhook.from_environment(),
+        posted=posted,
     )
     watch.start()
     started([*(w.thread for w in workers), watch.thread])

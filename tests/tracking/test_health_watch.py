@@ -125,6 +125,30 @@ def test_in_the_nodes_shared_delivery_process_each_run_is_watched_on_its_own(tmp
     assert capfd.readouterr().err.count("[primus] ALERT stalled run stalls") == 1
 
 
+def test_the_ranks_of_one_job_sharing_the_nodes_delivery_process_post_one_hang_once(tmp_path, capfd,
+                                                                                    webhook_receiver, monkeypatch):
+    """Every rank its own run (TorchTitan's save_for_all_ranks), one job: a hang stalls every rank at the same
+    step; the webhook gets it once from the node, while each rank's console and journal get their own alert."""
+    monkeypatch.setenv(WEBHOOK_ENV, webhook_receiver.url)
+    runs = [start_run(TrackingConfig(run_dir=tmp_path / f"rank{rank}", run_name=f"job-rank{rank}",
+                                     experiment_name="job", delivery_group=tmp_path,
+                                     tensorboard=TensorBoardConfig(tmp_path / f"tb{rank}"), health=STALL))
+            for rank in (0, 1)]
+    for step in range(1, 4):
+        for run in runs:
+            run.log(step, {"lm loss": 3.0})
+        time.sleep(0.1)
+    for rank in (0, 1):
+        wait_for(lambda: alerts_in_journal(tmp_path / f"rank{rank}"), 30, what=f"rank {rank}'s stalled alert")
+    for run in runs:
+        run.finish()
+    assert [(b["kind"], b["iteration"]) for b in webhook_receiver.bodies] == [("stalled", 3)]
+    for rank in (0, 1):
+        assert [a["kind"] for a in alerts_in_journal(tmp_path / f"rank{rank}")] == ["stalled"]
+    err = capfd.readouterr().err
+    assert "[primus] ALERT stalled run job-rank0 iteration 3" in err and "ALERT stalled run job-rank1 iteration 3" in err
+
+
 KILLED_TRAINER = """
 import os, signal, sys
 from pathlib import Path
