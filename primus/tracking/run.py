@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from primus.tracking.alerts import ALERT_EVENT, Alert, AlertKind
+from primus.tracking.checkpoints import BUSY_EVENT
 from primus.tracking.config import TrackingConfig, TrackingConfigError, WandbConfig
 from primus.tracking.delivery import DeliveryProcess, DeliverySpec
 from primus.tracking.enums import ENDED, RunStatus
-from primus.tracking.health import BUSY_EVENT
 from primus.tracking.health_watch import HealthWatch
 from primus.tracking.hub import ALREADY_TRACKED, MetricsHub, Records
 from primus.tracking.journal import last_steps

@@ -40,11 +40,34 @@ class FinishedRun:
         is followed by the launcher's own traceback), and how it ends."""
         output = self.output.splitlines()
         head = f"exit code {self.returncode} after {self.seconds:.1f} s; log {self.log_path}"
-        tail = "\n".join(output[-lines:])
-        first = next((i for i, line in enumerate(output[:-lines]) if any(m in line for m in CRASH_MARKERS)), None)
-        if first is not None:
-            head += "; first crash:\n" + "\n".join(output[first : first + CRASH_LINES]) + "\n[...]"
-        return f"{head}; last lines:\n{tail}"
+        crash = first_crash(output[:-lines])
+        if crash is not None:
+            head += f"; first crash:\n{crash}"
+        return f"{head}; last lines:\n" + "\n".join(output[-lines:])
+
+
+def first_crash(lines: Sequence[str]) -> str | None:
+    """The lines from the first that starts a process's account of its death, if any."""
+    first = next((i for i, line in enumerate(lines) if any(m in line for m in CRASH_MARKERS)), None)
+    return None if first is None else "\n".join(lines[first : first + CRASH_LINES]) + "\n[...]"
+
+
+def other_ranks_to_files(nproc: int, log_dir: Path) -> list[str]:
+    """torchrun's options that write the output of every local rank but 0 to files under ``log_dir`` (rank 0's
+    stays on the console, unprefixed), so a rank that dies says why somewhere (``rank_crashes``)."""
+    if nproc < 2:
+        return []
+    return ["--log-dir", str(log_dir), "--redirects", ",".join(f"{r}:3" for r in range(1, nproc))]
+
+
+def rank_crashes(log_dir: Path) -> str:
+    """The first crash in each rank's stderr file under ``log_dir`` (``other_ranks_to_files``)."""
+    found = []
+    for path in sorted(log_dir.glob("*/attempt_*/*/stderr.log")):
+        crash = first_crash(path.read_text(errors="replace").splitlines())
+        if crash is not None:
+            found.append(f"{path}:\n{crash}")
+    return "\n".join(found)
 
 
 def run_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
