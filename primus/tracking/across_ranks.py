@@ -1,5 +1,6 @@
 """Memory and utilisation of every rank, as min / mean / max over ranks (a scaling study needs the slowest
-rank, not the one that logs).
+rank, not the one that logs), and each rank's busy time for the straggler figures (stragglers.py): one gather
+carries both when both are on.
 
 One ``all_gather`` of a few host floats per log step, through gloo: the job's default group when it is
 gloo (CPU), else one gloo group made at the first gather (every rank gathers at the same log steps). The
@@ -14,11 +15,15 @@ interval's wall time, so they are the job's figures already."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+import socket
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from primus.tracking.names import SCHEMA
 from primus.tracking.perf import Utilisation, device_memory_metrics
+from primus.tracking.stragglers import BusyClock, slowest_line, summary
 
+HOST_BYTES = 64  # of a host's name, gathered once
 # the names gathered, in the order every rank packs them (absent on a rank: NaN, left out of that figure)
 GATHERED: tuple[str, ...] = tuple(n for n in SCHEMA if n.startswith(("mem/", "sys/")))
 
@@ -40,35 +45,74 @@ def summarise(rows: Sequence[Sequence[float]], names: Sequence[str] = GATHERED) 
 
 
 class RankGather:
-    """Called on every rank at the same log steps; every rank gets the summary (only the logging one uses it)."""
+    """Called on every rank at the same log steps; every rank gets every rank's row (only the logging one uses it)."""
 
     def __init__(self) -> None:
         self._group = None
 
-    def gather(self, values: Mapping[str, float]) -> dict[str, float]:
+    def gather(self, row: Sequence[float]) -> list[list[float]]:
+        """Every rank's ``row`` of host floats (index: rank), in one all_gather."""
         import torch
         import torch.distributed as dist
 
         if self._group is None:
             self._group = _host_group(dist)
-        local = torch.tensor([float(values.get(n, math.nan)) for n in GATHERED], dtype=torch.float64)
+        local = torch.tensor(list(row), dtype=torch.float64)
         rows = [torch.empty_like(local) for _ in range(dist.get_world_size(self._group))]
         dist.all_gather(rows, local, group=self._group)
-        return summarise([row.tolist() for row in rows])
+        return [r.tolist() for r in rows]
+
+    def hosts(self) -> list[str]:
+        """Every rank's host name (index: rank), in one all_gather of a few bytes: once per run."""
+        name = socket.gethostname().encode()[:HOST_BYTES]
+        rows = self.gather(name.ljust(HOST_BYTES, b"\0"))
+        return [bytes(int(b) for b in row if b).decode(errors="replace") for row in rows]
+
+
+@dataclass(frozen=True)
+class LogStepRanks:
+    """What a log step's gather gives this rank."""
+
+    system: dict[str, float] | None  # own memory/utilisation and min/mean/max over ranks (across-rank figures on)
+    stragglers: dict[str, float]  # straggler/* (stragglers on, from the second log step)
+    slowest: str | None  # the console line naming the slowest rank and its host, when it is slow enough
 
 
 class RankFigures:
-    """This rank's memory and utilisation and, gathered, every rank's: each rank calls ``read`` at the same log
-    steps, whether it logs or not."""
+    """Memory and utilisation (``figures``) and busy time (``stragglers``) of every rank, in one gather: each rank
+    calls ``read`` at the same log steps, whether it logs or not."""
 
-    def __init__(self) -> None:
-        self._utilisation = Utilisation()
+    def __init__(self, figures: bool = True, stragglers: bool = False) -> None:
+        self._utilisation = Utilisation() if figures else None
+        self._clock = BusyClock(device=_device_collectives()) if stragglers else None
         self._gather = RankGather()
+        self._hosts: list[str] | None = None
 
-    def read(self) -> dict[str, float]:
-        """This rank's own figures and ``<name>/min|mean|max`` over ranks."""
-        own = {**device_memory_metrics(), **self._utilisation.read()}  # the host's as last sampled
-        return own | self._gather.gather(own)
+    def read(self) -> LogStepRanks:
+        """This rank's own figures and the summaries over ranks."""
+        own = {**device_memory_metrics(), **self._utilisation.read()} if self._utilisation is not None else {}
+        row = [float(own.get(n, math.nan)) for n in GATHERED] if self._utilisation is not None else []
+        if self._clock is not None:
+            row.append(self._clock.take())
+        rows = self._gather.gather(row)
+        system = own | summarise(rows) if self._utilisation is not None else None
+        if self._clock is None:
+            return LogStepRanks(system, {}, None)
+        if self._hosts is None:
+            self._hosts = self._gather.hosts()  # every rank, at its first log step
+        stragglers = summary([r[-1] for r in rows])
+        return LogStepRanks(system, stragglers, slowest_line(stragglers, self._hosts))
+
+    def close(self) -> None:
+        if self._clock is not None:
+            self._clock.close()
+
+
+def _device_collectives() -> bool:
+    """Whether the job's collectives run on a device (NCCL/RCCL), where a wait holds the stream, not the host."""
+    import torch.distributed as dist
+
+    return "nccl" in str(dist.get_backend())
 
 
 def _host_group(dist):

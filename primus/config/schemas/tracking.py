@@ -86,6 +86,15 @@ OPTIONS = (
         "(one small gather of host values per log step; off: the logging rank's own).",
     ),
     _option(
+        "primus_stragglers",
+        "bool",
+        nullable=True,
+        backends=TORCH,
+        help="With more than one rank: each rank's busy time (not waiting for the others) since the last log step, "
+        "gathered at every log step; straggler/* metrics and a console line naming the slowest rank and its host "
+        "at 1.1x the median or more (docs/metrics.md, Stragglers). Unset: DEFAULT_PLACEHOLDER",
+    ),
+    _option(
         "peak_tflops",
         "float",
         nullable=True,
