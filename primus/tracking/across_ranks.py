@@ -84,7 +84,8 @@ class RankFigures:
 
     def __init__(self, figures: bool = True, stragglers: bool = False) -> None:
         self._utilisation = Utilisation() if figures else None
-        self._clock = BusyClock(device=_device_collectives()) if stragglers else None
+        self._stragglers = stragglers
+        self._clock: BusyClock | None = None  # made at the first log step, which only starts it
         self._gather = RankGather()
         self._hosts: list[str] | None = None
 
@@ -92,11 +93,13 @@ class RankFigures:
         """This rank's own figures and the summaries over ranks."""
         own = {**device_memory_metrics(), **self._utilisation.read()} if self._utilisation is not None else {}
         row = [float(own.get(n, math.nan)) for n in GATHERED] if self._utilisation is not None else []
-        if self._clock is not None:
+        if self._stragglers:
+            if self._clock is None:  # the process group is up by the first log step (not when this was made)
+                self._clock = BusyClock(device=_device_collectives())
             row.append(self._clock.take())
         rows = self._gather.gather(row)
         system = own | summarise(rows) if self._utilisation is not None else None
-        if self._clock is None:
+        if not self._stragglers:
             return LogStepRanks(system, {}, None)
         if self._hosts is None:
             self._hosts = self._gather.hosts()  # every rank, at its first log step
