@@ -54,18 +54,23 @@ def _rank(rank: int, port: int, out) -> None:
     from primus.tracking.across_ranks import RankFigures
 
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2)
-    figures = RankFigures(figures=False, stragglers=True)
+    figures = RankFigures(figures=True, stragglers=True)
+    gathers = []
+    real_all_gather = dist.all_gather
+    dist.all_gather = lambda *a, **k: gathers.append(1) or real_all_gather(*a, **k)
     first = figures.read()  # starts the clock, gathers the host names
     for _ in range(2):  # "steps": rank 1 computes (sleeps) before the step's collective, rank 0 waits there
         if rank == 1:
             time.sleep(SLEEP_S)
         dist.all_reduce(torch.ones(4))
+    before = len(gathers)
     second = figures.read()
-    out.put((rank, first, second))
+    out.put((rank, first, second, len(gathers) - before))
     dist.destroy_process_group()
 
 
 def test_a_rank_slowed_before_a_collective_is_named_and_its_waiting_peer_is_not():
+    """Two gloo processes with the across-rank figures and the stragglers on: the busy clock, the one gather."""
     import torch.multiprocessing as mp
 
     ctx = mp.get_context("spawn")
@@ -73,10 +78,12 @@ def test_a_rank_slowed_before_a_collective_is_named_and_its_waiting_peer_is_not(
     procs = [ctx.Process(target=_rank, args=(r, port, queue)) for r in range(2)]
     for p in procs:
         p.start()
-    results = {rank: (first, second) for rank, first, second in (queue.get(timeout=120) for _ in procs)}
+    results = {rank: (first, second, gathers) for rank, first, second, gathers in (queue.get(timeout=120) for _ in procs)}
     for p in procs:
         p.join(30)
-    for first, second in results.values():
+    for first, second, gathers in results.values():
+        assert gathers == 1  # memory/utilisation and busy time in one all_gather per log step
+        assert {"mem/host_rss_gib", "mem/host_rss_gib/min", "mem/host_rss_gib/max"} <= set(second.system)
         assert first.stragglers == {} and first.slowest is None  # the first log step only starts the clock
         assert second.stragglers[SLOWEST_RANK] == 1.0
         # rank 1 slept 2 x 0.3 s; rank 0 spent the same time waiting in the all_reduce, which is not busy time
