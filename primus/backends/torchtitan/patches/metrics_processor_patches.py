@@ -135,11 +135,11 @@ def _install_metric_logger_function(module: ModuleType, handle: PatchHandle) -> 
     "MetricsProcessor.log -> perf/mem/sys metrics (mlflow_upload_performance_metrics)",
 )
 def _install_metrics_processor(module: ModuleType, handle: PatchHandle) -> None:
+    import torch.distributed as dist
+
     from primus.backends.torchtitan.tracking_logger import TrackingLogger
     from primus.backends.torchtitan.tracking_session import current_plan
     from primus.backends.torchtitan.upstream_mfu import UPSTREAM_MFU, unknown_peak_notice, upstream_peak_is_real
-    import torch.distributed as dist
-
     from primus.log import get_logger
     from primus.tracking.across_ranks import RankFigures
 
