@@ -5,9 +5,9 @@ carries both when both are on.
 One ``all_gather`` of a few host floats per log step, through gloo: the job's default group when it is
 gloo (CPU), else one gloo group made at the first gather (every rank gathers at the same log steps). The
 values are host-side reads (allocator counters, NVML/amdsmi, psutil), so no device work is queued and no
-device synchronisation is added. Cost (benchmarks/rank_gather.py, 2 ranks, gloo over loopback on a loaded
-2-core box): the all_gather ~1.6 ms median per log step (the smallest all_reduce there: ~0.6 ms), reading
-the figures ~0.6 ms; between hosts add one network round trip per log step.
+device synchronisation is added. Cost per log step (benchmarks/rank_gather.py, gloo over loopback on a loaded
+2-core box, rank 0's training thread, median wall / CPU): 2 ranks ~0.6 ms / 0.2 ms, 4 ranks ~6 ms / 0.4 ms, 8 ranks
+~20 ms / 0.5 ms (the smallest all_reduce there: 0.3, 1.3 and 6 ms of wall); between hosts add one network round trip per log step.
 
 Tokens/s and TFLOP/s per GPU are not gathered: they are computed from the job's global batch over the log
 interval's wall time, so they are the job's figures already."""

@@ -32,7 +32,7 @@ def slow_rank_run(tmp_path_factory) -> MegatronRun:
     command = [primus_run, sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
                str(PRETRAIN_GPT), *TINY_GPT_ARGS, "--train-iters", str(ITERATIONS), *toggles(True, False, False),
                "--tensorboard-dir", "tb", "--primus-stragglers", "true"]
-    process = start(command, folder, folder / "run.log", slow_rank_env(FORWARD_STEP, SLOW_RANK, 0.15))
+    process = start(command, folder, folder / "run.log", slow_rank_env(folder / "site", FORWARD_STEP, SLOW_RANK, 0.15))
     return MegatronRun(wait_or_kill(process, 300), folder / "run.log", 0)
 
 

@@ -21,10 +21,11 @@ FORWARD_BACKWARD = "torchtitan.trainer:Trainer.forward_backward_step"
 
 
 @pytest.fixture(scope="module")
-def slow_rank_run(titan_run):
+def slow_rank_run(titan_run, tmp_path_factory):
+    site = tmp_path_factory.mktemp("users-site")
     return titan_run("stragglers", "--training.steps", str(STEPS), "--parallelism.data-parallel-shard-degree", "2",
                      "--metrics.enable-tensorboard", "--metrics.primus-stragglers", "True", nproc=2,
-                     launcher="primus-run", env=slow_rank_env(FORWARD_BACKWARD, SLOW_RANK, SLEEP_S))
+                     launcher="primus-run", env=slow_rank_env(site, FORWARD_BACKWARD, SLOW_RANK, SLEEP_S))
 
 
 def test_the_slowed_rank_is_named_on_most_log_steps(slow_rank_run):
