@@ -44,6 +44,41 @@ def test_the_console_line_from_one_point_one_times_the_median():
     assert slowest_line({}, hosts) is None
 
 
+class Event:
+    """A CUDA event's interface over a given time (seconds): no GPU on the CI hosts; the arithmetic is ours."""
+
+    def __init__(self, at: float):
+        self.at, self.synchronised = at, False
+
+    def elapsed_time(self, end: Event) -> float:
+        return (end.at - self.at) * 1000.0  # milliseconds, as torch.cuda.Event's
+
+    def synchronize(self) -> None:
+        self.synchronised = True
+
+
+def test_on_a_device_busy_time_is_the_span_less_the_streams_waits_read_at_the_log_step():
+    from primus.tracking.stragglers import _device_busy
+
+    end = Event(10.0)
+    waits = [(Event(2.0), Event(3.5)), (Event(6.0), Event(6.5))]  # the stream stood 1.5 s and 0.5 s
+    assert _device_busy(Event(0.0), end, waits) == pytest.approx(8.0) and end.synchronised
+
+
+def test_on_a_device_each_wait_of_the_training_thread_is_bracketed_by_two_events():
+    import threading
+
+    from primus.tracking.stragglers import _Waits
+
+    clock = iter(range(100))
+    waits = _Waits(threading.get_ident(), lambda: Event(float(next(clock))))
+    assert waits(lambda: "done", None, (), {}) == "done"
+    other = threading.Thread(target=waits, args=(lambda: None, None, (), {}))
+    other.start()
+    other.join()  # another thread's wait (the hub's, a data loader's) is not the training thread's
+    assert [(a.at, b.at) for a, b in waits.pairs] == [(0.0, 1.0)] and waits.seconds == 0.0
+
+
 SLEEP_S = 0.3
 
 
