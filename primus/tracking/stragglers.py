@@ -16,8 +16,10 @@ arrives late at the next collective and waits least: its busy time is the larges
 * the thread's CPU time: a sleeping, reading or device-bound rank spends little CPU, so it would look idle.
 
 Not counted as waiting: collectives that wait in C++ without ``Work.wait`` (``torch.ops._c10d_functional``'s
-``wait_tensor``: DTensor and tensor parallelism's redistributions), so with tensor parallelism every rank of a group
-includes its waits there; pipeline stages' point-to-point waits are counted as waits (they go through ``Work.wait``).
+``wait_tensor``: DTensor's redistributions, as in TorchTitan's tensor parallelism and its gradient-norm clipping),
+so there every rank of a group includes its waits; Megatron's tensor-parallel all-reduces and pipeline stages'
+point-to-point waits go through ``Work.wait`` and are counted as waits. The wrapper on ``Work.wait`` is installed
+at the first log step with stragglers on and stays for the process (without a clock it only passes the call on).
 The first log step only starts the clock (its interval would include start-up).
 
 On a GPU, ``Work.wait`` returns at once (the current stream waits on the device, not the host): there, CUDA events
