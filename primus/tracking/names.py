@@ -46,6 +46,12 @@ SCHEMA: dict[str, str] = {
     "sys/cpu_util_pct": "host CPU utilisation",
     "sys/host_mem_used_pct": "host memory in use",
     "sys/gpu_util_pct": "utilisation of this rank's own device (NVML / amdsmi; the local rank's visible device)",
+    "straggler/busy_s_min": "the least busy time of any rank since the last log step (seconds not waiting in a "
+    "collective)",
+    "straggler/busy_s_median": "the median over ranks of their busy time since the last log step",
+    "straggler/busy_s_max": "the most busy time of any rank since the last log step: the slowest rank's",
+    "straggler/slowest_rank": "the rank with the most busy time since the last log step (its global rank number)",
+    "straggler/slowest_over_median": "the slowest rank's busy time over the median (1.0: no straggler)",
 }
 
 MLFLOW_MAX_KEY = 250

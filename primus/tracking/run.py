@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from primus.tracking.alerts import ALERT_EVENT, Alert, AlertKind
+from primus.tracking.checkpoints import BUSY_EVENT
 from primus.tracking.config import TrackingConfig, TrackingConfigError, WandbConfig
 from primus.tracking.delivery import DeliveryProcess, DeliverySpec
 from primus.tracking.enums import ENDED, RunStatus
-from primus.tracking.health import BUSY_EVENT
 from primus.tracking.health_watch import HealthWatch
 from primus.tracking.hub import ALREADY_TRACKED, MetricsHub, Records
 from primus.tracking.journal import last_steps
@@ -36,6 +36,7 @@ from primus.tracking.webhook import Webhook
 from primus.tracking.worker import SinkWorker, Worker
 
 log = logging.getLogger("primus.tracking")
+CATCH_UP_S = 5.0  # at the end, how long the health watch may take to read the last records (ms, typically)
 
 
 def start_run(config: TrackingConfig) -> Run:
@@ -239,6 +240,7 @@ class Run:
             self._finished = True
         self._exit_handlers.uninstall()
         deadline = time.monotonic() + self.config.exit_deadline_s
+        self._health_caught_up(min(deadline, time.monotonic() + CATCH_UP_S))
         try:
             self._state.update("run", status=status)
         except OSError as e:  # a full disk: the trackers are still told the status; sync reads RUNNING as KILLED
@@ -255,6 +257,17 @@ class Run:
         self._report(late)
         self._journal.close()
         self._dir_lock.release()
+
+    def _health_caught_up(self, until: float) -> None:
+        """Have the health watch read the journal to its end before the run's end record, so the alerts of the
+        last steps reach the trackers too (a NaN at the very step upstream aborts on: MaxText's
+        abort_on_nan_loss). Waits at most until ``until``; an alert later than that is still told to a person."""
+        if not self._hub.flush(max(0.0, until - time.monotonic()), sinks=()):  # journaled, no sink waited for
+            return
+        if self._delivery is not None:
+            self._delivery.request_watch().wait(max(0.0, until - time.monotonic()))
+        elif self._watch is not None:
+            self._watch.catch_up()
 
     def _report(self, late: list[Worker]) -> None:
         lost = {why: n for why, n in self._hub.dropped.items() if why != ALREADY_TRACKED}
