@@ -46,6 +46,11 @@ SCHEMA: dict[str, str] = {
     "sys/cpu_util_pct": "host CPU utilisation",
     "sys/host_mem_used_pct": "host memory in use",
     "sys/gpu_util_pct": "utilisation of this rank's own device (NVML / amdsmi; the local rank's visible device)",
+    "progress/consumed_samples": "samples the job has trained on since the run's first step, resumes included",
+    "progress/consumed_tokens": "tokens the job has trained on: progress/consumed_samples times the sequence length",
+    "progress/elapsed_s": "wall seconds since this process's tracking started (a resumed job counts from its restart)",
+    "progress/eta_s": "seconds left: the steps left times the step time over the last 5 log intervals",
+    "perf/samples_per_s": "samples per second, whole job, over the log interval",
 }
 
 MLFLOW_MAX_KEY = 250

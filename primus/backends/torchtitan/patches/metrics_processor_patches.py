@@ -8,7 +8,7 @@ each: 0.3's ``MetricsProcessor._build_metric_logger`` (keyword arguments), 0.2.2
 ``_build_metric_logger(job_config, parallel_dims, tag)``.
 
 The same in every release: ``MetricsProcessor.__init__`` leaves upstream's ``mfu(%)`` out of the trackers
-when the device's peak is unknown (upstream_mfu); ``MetricsProcessor.log`` adds the perf metric set when
+when the device's peak is unknown (upstream_mfu); ``MetricsProcessor.log`` adds the progress figures, and the perf metric set when
 it is on. Upstream calls ``log`` on every rank at every log step, so with
 ``mlflow_performance_metrics_across_ranks`` every rank reads its own memory and utilisation there and takes
 part in one gather, and the logging rank(s) log min/mean/max over ranks."""
@@ -130,7 +130,7 @@ def _install_metric_logger_function(module: ModuleType, handle: PatchHandle) -> 
     upstream=TORCHTITAN,
     backend="torchtitan",
     description="MetricsProcessor.__init__ -> no mfu(%) for an unknown peak (upstream's A100 fallback); "
-    "MetricsProcessor.log -> perf/mem/sys metrics (mlflow_upload_performance_metrics)",
+    "MetricsProcessor.log -> progress/* always, perf/mem/sys metrics (mlflow_upload_performance_metrics)",
 )
 def _install_metrics_processor(module: ModuleType, handle: PatchHandle) -> None:
     from primus.backends.torchtitan.tracking_logger import TrackingLogger
@@ -156,10 +156,12 @@ def _install_metrics_processor(module: ModuleType, handle: PatchHandle) -> None:
         figures = getattr(instance, RANK_FIGURES, None)
         system = figures.read() if figures is not None else None  # on every rank, whether it logs or not
         logger = instance.logger
-        if isinstance(logger, TrackingLogger) and logger.perf is not None:
-            # before upstream resets its counters
-            perf = logger.perf.measure(instance, log_arguments("step", args, kwargs), system)
-            extra = {**(log_arguments("extra_metrics", args, kwargs) or {}), **perf}
+        if isinstance(logger, TrackingLogger) and (logger.perf is not None or logger.progress is not None):
+            step = log_arguments("step", args, kwargs)
+            ours = logger.progress.measure(instance, step) if logger.progress is not None else {}
+            if logger.perf is not None:
+                ours |= logger.perf.measure(instance, step, system)  # before upstream resets its counters
+            extra = {**(log_arguments("extra_metrics", args, kwargs) or {}), **ours}
             args, kwargs = log_arguments.replace("extra_metrics", extra, args, kwargs)
         return wrapped(*args, **kwargs)
 
