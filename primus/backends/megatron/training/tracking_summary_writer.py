@@ -140,7 +140,9 @@ class TrackingSummaryWriter:
         if console and console[0]:  # none at the first log step, which only starts the clock
             # one write, not print's two: each write of stdout runs W&B's console hooks (megatron.core.timers
             # imports wandb, which patches sys.stdout.write)
-            sys.stdout.write(render_console_line(iteration, self._args.train_iters, {**console[0], **console[1]}) + "\n")
+            sys.stdout.write(
+                render_console_line(iteration, self._args.train_iters, {**console[0], **console[1]}) + "\n"
+            )
             sys.stdout.flush()
 
     def before_training(self) -> None:
