@@ -4,7 +4,8 @@ them.
 
 * ``GlobalState.tensorboard_logger`` is the hub's writer on Bridge's writing rank, ``wandb_logger`` and
   ``mlflow_logger`` are None: W&B and MLflow are the hub's sinks (Comet stays Bridge's own).
-* After ``training_log`` and each ``evaluate_and_print_results`` the step goes out; ``_finish_train`` ends the run
+* After ``training_log`` (with the progress figures, from the ``global_state`` it is given) and each
+  ``evaluate_and_print_results`` the step goes out; ``_finish_train`` ends the run
   FINISHED (a run that dies earlier is ended by the run's exit handlers). Patched where Bridge looks them up:
   ``train.py`` and ``pretrain.py`` bind them by name at import."""
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 from types import ModuleType
 
 from primus.patches import REGISTRY, PatchHandle
+from primus.patches.arguments import Arguments
 from primus.upstreams.megatron_bridge import MEGATRON_BRIDGE
 
 
@@ -61,10 +63,20 @@ def _then_finish(wrapped, instance, args, kwargs):
 @_bridge_patch(
     "megatron_bridge.tracking.train_steps",
     "megatron.bridge.training.train",
-    "training_log, evaluate_and_print_results -> the step's scalars go out when they return",
+    "training_log -> the step's scalars and progress figures go out when it returns; evaluate_and_print_results "
+    "-> its scalars go out when it returns",
 )
 def _install_train_steps(module: ModuleType, handle: PatchHandle) -> None:
-    handle.wrap(module, "training_log", _then_emit)
+    from primus.backends.megatron_bridge.tracking import TRACKING
+
+    arguments = Arguments(module.training_log, "global_state")
+
+    def then_end_step(wrapped, instance, args, kwargs):
+        result = wrapped(*args, **kwargs)
+        TRACKING.end_step(arguments("global_state", args, kwargs))
+        return result
+
+    handle.wrap(module, "training_log", then_end_step)
     handle.wrap(module, "evaluate_and_print_results", _then_emit)
 
 

@@ -1,0 +1,26 @@
+"""Runs on another environment's interpreter (.venv-maxtext, .venv-bridge) import this checkout's ``primus``: such
+an environment may hold another checkout's (an editable install, whose finder Python consults after PYTHONPATH),
+so a run gets a folder holding only this ``primus`` (a link) first on PYTHONPATH; the repository root itself would
+shadow modules by its other folders' names (benchmarks, scripts, tests)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[2] / "primus"
+
+
+def this_primus_folder(parent: Path) -> Path:
+    """Make, under ``parent``, the folder holding only this checkout's ``primus``."""
+    folder = parent / "this-primus"
+    folder.mkdir(exist_ok=True)
+    if not (folder / "primus").exists():
+        (folder / "primus").symlink_to(PACKAGE, target_is_directory=True)
+    return folder
+
+
+def with_this_primus(folder: Path, env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` with ``folder`` first on its PYTHONPATH (its own entries kept after it)."""
+    return {**env, "PYTHONPATH": os.pathsep.join(p for p in (str(folder), env.get("PYTHONPATH")) if p)}
