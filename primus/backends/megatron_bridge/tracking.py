@@ -58,6 +58,7 @@ class BridgeTracking:
         self.writer: TrackingSummaryWriter | None = None
         self.run: Any = None
         self.progress: Progress | None = None
+        self._state: Any = None  # Bridge's GlobalState, which asks for the writer: its counters at each step
         self._started = False  # planned on this process (whether or not a tracker is on)
 
     def writer_for(self, state: Any, rank: int, world_size: int) -> TrackingSummaryWriter | None:
@@ -65,6 +66,7 @@ class BridgeTracking:
         if not self._started and rank == world_size - 1:
             self._started = True
             self.writer = self._start(state.cfg, rank)
+            self._state = state
         return self.writer
 
     def _start(self, config: Any, rank: int) -> TrackingSummaryWriter | None:
@@ -80,12 +82,12 @@ class BridgeTracking:
         self.progress = Progress(seq_length=config.model.seq_length)
         return TrackingSummaryWriter(self.run, _writer_args(), None, perf_metrics=False)
 
-    def end_step(self, state: Any) -> None:
+    def end_step(self) -> None:
         """After Bridge's training_log: at a log step the progress figures join the step's scalars; then the step
         goes out."""
         if self.writer is None:
             return
-        train, config = state.train_state, state.cfg
+        train, config = self._state.train_state, self._state.cfg
         if self.progress is not None and train.step % config.logger.log_interval == 0:
             now = time.perf_counter()
             figures = self.progress.at(train.step, train.consumed_train_samples, now, config.train.train_iters)
@@ -100,7 +102,7 @@ class BridgeTracking:
 
     def finish(self, status: str = RunStatus.FINISHED) -> None:
         writer, run = self.writer, self.run
-        self.writer, self.run, self.progress, self._started = None, None, None, False
+        self.writer, self.run, self.progress, self._state, self._started = None, None, None, None, False
         if writer is not None:
             writer.flush()
             run.finish(status)
