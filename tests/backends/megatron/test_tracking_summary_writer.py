@@ -194,8 +194,14 @@ def test_without_the_gather_the_step_gets_the_devices_memory_and_the_hosts_lates
 
 def test_progress_goes_out_at_every_log_step_without_the_perf_figures(run):
     """No perf option: upstream's consumed samples (a resume restores them) and the ETA, and no perf/* but
-    samples/s; off log steps nothing of ours."""
-    w = make_writer(run, log_learning_rate=True, log_batch_size=True, log_interval=2)
+    samples/s; off log steps nothing of ours; upstream's FLOPs formula never asked (a model it cannot count must
+    still have its progress)."""
+
+    def no_formula(args, batch_size):
+        raise AssertionError("upstream's FLOPs formula asked for progress alone")
+
+    step = StepFunctions(num_floating_point_operations=no_formula, get_num_microbatches=lambda: 1)
+    w = TrackingSummaryWriter(run, megatron_args(log_interval=2), step, perf_metrics=False)
     for iteration, samples in ((1, 2), (2, 4), (3, 6), (4, 8)):
         w._args.consumed_train_samples = samples
         w.end_step(iteration)

@@ -215,9 +215,11 @@ class TrackingSummaryWriter:
         )
 
     def _figures(self, moment: Moment) -> tuple[dict[str, float], dict[str, float]]:
-        """The perf and progress figures of log step ``moment``."""
+        """The perf figures (when asked for) and the progress figures of log step ``moment``."""
         progress = self._progress.at(moment.iteration, moment.consumed_samples, moment.now, self._args.train_iters)
-        return self._interval_perf(moment), progress
+        # upstream's FLOPs formula only when its figures are wanted: progress alone needs none of it
+        perf = self._interval_perf(moment) if self._throughput_on or self._console_on else {}
+        return perf, progress
 
     def _interval_perf(self, moment: Moment) -> dict[str, float]:
         """The perf figures of the interval that ends at ``moment``, a log step; none at the first log step, which
