@@ -11,7 +11,7 @@ from primus.tracking.alerts import COUNT_METRIC, TAG_PREFIX, AlertKind
 from primus.tracking.health import LOSS_METRICS, THROUGHPUT_METRICS
 from primus.tracking.names import READABLE, SCHEMA, MlflowKeys, is_valid_mlflow_key, mlflow_key
 from primus.tracking.perf import PEAK_TFLOPS
-from primus.tracking.progress import AT_EVERY_LOG_STEP, FROM_THE_SECOND_LOG_STEP
+from primus.tracking.progress import AT_EVERY_LOG_STEP, ETA_WINDOW, FROM_THE_SECOND_LOG_STEP
 
 
 def _names(names: tuple[str, ...]) -> str:
@@ -60,8 +60,10 @@ def render_metrics() -> str:
                 "it is -1), tokens by `training.seq_len`, ETA to `training.steps`; MaxText's are its step + 1 (steps "
                 "count from 0, restored from the checkpoint) times `global_batch_size_to_train_on`, tokens by "
                 "`max_target_length`, ETA to `steps` (under `enable_rampup_batch_size` the full batch from step 0, an "
-                "upper bound). Megatron-Bridge has none yet. `progress/elapsed_s` is the process's own (a resumed job "
-                "counts from its restart). The ETA uses the step time over the last 5 log intervals, so a checkpoint "
+                "upper bound); Megatron-Bridge's are its `train_state.consumed_train_samples` (restored from the checkpoint), "
+                "tokens by the model's `seq_length`, ETA to `train.train_iters`. `progress/elapsed_s` is the process's "
+                "own (a resumed job "
+                f"counts from its restart). The ETA uses the step time over the last {ETA_WINDOW} log intervals, so a checkpoint "
                 "save or an evaluation moves it for a few log steps only; Megatron's `[primus]` console line prints the "
                 "same ETA. In W&B, `progress/consumed_tokens` is defined as an x-axis (`define_metric`, its summary the "
                 "maximum): the `progress/*` charts are drawn against it and any other chart can switch its x-axis to it; "

@@ -49,7 +49,7 @@ SCHEMA: dict[str, str] = {
     "progress/consumed_samples": "samples the job has trained on since the run's first step, resumes included",
     "progress/consumed_tokens": "tokens the job has trained on: progress/consumed_samples times the sequence length",
     "progress/elapsed_s": "wall seconds since this process's tracking started (a resumed job counts from its restart)",
-    "progress/eta_s": "seconds left: the steps left times the step time over the last 5 log intervals",
+    "progress/eta_s": "seconds left: the steps left times the recent step time (Progress, below)",
     "perf/samples_per_s": "samples per second, whole job, over the log interval",
 }
 

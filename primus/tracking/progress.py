@@ -22,26 +22,28 @@ ETA = "progress/eta_s"
 SAMPLES_PER_S = "perf/samples_per_s"
 AT_EVERY_LOG_STEP = (CONSUMED_SAMPLES, CONSUMED_TOKENS, ELAPSED)
 FROM_THE_SECOND_LOG_STEP = (ETA, SAMPLES_PER_S)  # they need an interval of this process
+ETA_WINDOW = 5  # log intervals
 
 
 class Progress:
-    """``seq_length``: tokens per sample; ``started``: when elapsed time starts (``time.perf_counter()``)."""
+    """``started``: when elapsed time starts (``time.perf_counter()``; default: now)."""
 
-    def __init__(self, *, seq_length: int, window: int = 5, started: float | None = None):
-        self._seq_length = seq_length
+    def __init__(self, *, window: int = ETA_WINDOW, started: float | None = None):
         self._started = time.perf_counter() if started is None else started
         self._recent: deque[tuple[int, float, float]] = deque(maxlen=window + 1)  # (step, samples, perf_counter)
 
-    def at(self, step: int, consumed_samples: float, now: float, total_steps: int | None) -> dict[str, float]:
+    def at(
+        self, step: int, consumed_samples: float, now: float, *, seq_length: int, total_steps: int | None
+    ) -> dict[str, float]:
         """The figures of log step ``step`` (steps done), read at ``now`` (``time.perf_counter()`` at the step);
-        ``total_steps``: the run's length in steps (None: no ETA)."""
+        ``seq_length``: tokens per sample; ``total_steps``: the run's length in steps (None: no ETA)."""
         recent = self._recent
         if recent and step <= recent[-1][0]:
             recent.clear()  # the steps went back (an in-process re-run): the old intervals say nothing of these
         recent.append((step, float(consumed_samples), now))
         out = {
             CONSUMED_SAMPLES: float(consumed_samples),
-            CONSUMED_TOKENS: float(consumed_samples) * self._seq_length,
+            CONSUMED_TOKENS: float(consumed_samples) * seq_length,
             ELAPSED: now - self._started,
         }
         if len(recent) < 2:

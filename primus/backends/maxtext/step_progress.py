@@ -13,10 +13,13 @@ from primus.tracking.progress import Progress
 
 class StepProgress:
     def __init__(self, config: Any):
-        self._progress = Progress(seq_length=int(config.max_target_length))
+        self._progress = Progress()
+        self._length = int(config.max_target_length)
         self._batch = int(config.global_batch_size_to_train_on)
         self._steps = int(config.steps)
 
     def measure(self, step: int) -> dict[str, float]:
         done = step + 1
-        return self._progress.at(done, done * self._batch, time.perf_counter(), self._steps)
+        return self._progress.at(
+            done, done * self._batch, time.perf_counter(), seq_length=self._length, total_steps=self._steps
+        )

@@ -79,7 +79,7 @@ class BridgeTracking:
         tags = {"primus.backend": BACKEND, **{str(k): str(v) for k, v in (config.logger.mlflow_tags or {}).items()}}
         self.run = start_run(plan.run_config(params=flat_params(config.to_dict()), tags=tags))
         self.run.install_exit_handlers()
-        self.progress = Progress(seq_length=config.model.seq_length)
+        self.progress = Progress()
         return TrackingSummaryWriter(self.run, _writer_args(), None, perf_metrics=False)
 
     def end_step(self) -> None:
@@ -90,7 +90,13 @@ class BridgeTracking:
         train, config = self._state.train_state, self._state.cfg
         if self.progress is not None and train.step % config.logger.log_interval == 0:
             now = time.perf_counter()
-            figures = self.progress.at(train.step, train.consumed_train_samples, now, config.train.train_iters)
+            figures = self.progress.at(
+                train.step,
+                train.consumed_train_samples,
+                now,
+                seq_length=config.model.seq_length,
+                total_steps=config.train.train_iters,
+            )
             for name, value in figures.items():
                 self.writer.add_scalar(name, value, train.step)
         self.writer.flush()

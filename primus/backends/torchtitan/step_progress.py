@@ -15,7 +15,8 @@ from primus.tracking.progress import Progress
 class ProcessorProgress:
     def __init__(self, training: Mapping[str, Any]):
         """``training``: upstream's ``training`` section as a dict (every release names these fields alike)."""
-        self._progress = Progress(seq_length=int(training["seq_len"]))
+        self._progress = Progress()
+        self._seq_len = int(training["seq_len"])
         self._global_batch = int(training.get("global_batch_size", -1))
         self._local_batch = int(training["local_batch_size"])
         self._steps = int(training["steps"])
@@ -25,4 +26,6 @@ class ProcessorProgress:
         if batch < 0:
             dims = processor.parallel_dims  # the data-parallel degree, as upstream's Trainer takes it
             batch = self._local_batch * dims.dp_replicate * dims.dp_shard
-        return self._progress.at(step, step * batch, time.perf_counter(), self._steps)
+        return self._progress.at(
+            step, step * batch, time.perf_counter(), seq_length=self._seq_len, total_steps=self._steps
+        )

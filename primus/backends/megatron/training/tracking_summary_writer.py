@@ -77,7 +77,7 @@ class TrackingSummaryWriter:
         self._throughput_on = run is not None and (args.log_throughput or perf_metrics)  # upload implies it
         self._console_on = args.log_throughput or args.log_progress
         self._perf = StepPerf(dtype=_dtype(args), device_name=_device_name(args), peak_tflops=args.peak_tflops)
-        self._progress = Progress(seq_length=args.seq_length)
+        self._progress = Progress()
         self._system_on = perf_metrics  # the perf set's memory and utilisation
         self._last: tuple[int, float] | None = None  # (iteration, perf_counter) at the previous log step
         self._flops_per_batch: dict[int, float] = {}  # upstream's formula depends on the batch size only
@@ -216,7 +216,14 @@ class TrackingSummaryWriter:
 
     def _figures(self, moment: Moment) -> tuple[dict[str, float], dict[str, float]]:
         """The perf figures (when asked for) and the progress figures of log step ``moment``."""
-        progress = self._progress.at(moment.iteration, moment.consumed_samples, moment.now, self._args.train_iters)
+        args = self._args
+        progress = self._progress.at(
+            moment.iteration,
+            moment.consumed_samples,
+            moment.now,
+            seq_length=args.seq_length,
+            total_steps=args.train_iters,
+        )
         # upstream's FLOPs formula only when its figures are wanted: progress alone needs none of it
         perf = self._interval_perf(moment) if self._throughput_on or self._console_on else {}
         return perf, progress
