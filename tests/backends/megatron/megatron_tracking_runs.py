@@ -52,7 +52,7 @@ def at(steps: Iterable[int], *tags: str) -> dict[str, list[int]]:
 def progress_at(log_steps: list[int]) -> dict[str, list[int]]:
     """Primus's progress figures, with any tracker on: at every log step of one process, their rates from its
     second."""
-    return at(log_steps, *AT_EVERY_LOG_STEP) | at(log_steps[1:], *FROM_THE_SECOND_LOG_STEP)
+    return at(log_steps, *AT_EVERY_LOG_STEP) | (at(log_steps[1:], *FROM_THE_SECOND_LOG_STEP) if log_steps[1:] else {})
 
 
 def toggles(tensorboard: bool, wandb: bool, mlflow: bool) -> list[str]:
