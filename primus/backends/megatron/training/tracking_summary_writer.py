@@ -111,7 +111,8 @@ class TrackingSummaryWriter:
     # -- the step ------------------------------------------------------------------------
     def end_step(self, iteration: int, system: Mapping[str, float] | None = None) -> None:
         """After upstream's training_log: the step goes to the run as one function the hub's thread calls
-        (``_records``): upstream's scalars of the step, "samples vs steps" and, on log steps, the perf figures.
+        (``_records``): upstream's scalars of the step, "samples vs steps" and, on log steps, the progress and perf
+        figures.
         Here only what must be read at the step: the clock, the micro-batch count, the device's memory.
         ``system``: the memory/utilisation figures gathered over ranks this step (RankFigures), if on."""
         try:
