@@ -12,8 +12,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from megatron_tracking_runs import (AVG_STEPS, MLFLOW, PERF, PERF_AVG, TB, UPSTREAM, RunSpec, assert_sinks, at,
-                                   progress_at)
+from megatron_tracking_runs import (
+    AVG_STEPS,
+    MLFLOW,
+    PERF,
+    PERF_AVG,
+    TB,
+    UPSTREAM,
+    RunSpec,
+    assert_sinks,
+    at,
+    progress_at,
+)
 
 pytestmark = pytest.mark.slow
 
