@@ -12,6 +12,7 @@ from primus.tracking.alerts import COUNT_METRIC, TAG_PREFIX, AlertKind
 from primus.tracking.health import LOSS_METRICS, THROUGHPUT_METRICS
 from primus.tracking.names import READABLE, SCHEMA, MlflowKeys, is_valid_mlflow_key, mlflow_key
 from primus.tracking.perf import PEAK_TFLOPS
+from primus.tracking.progress import AT_EVERY_LOG_STEP, ETA_WINDOW, FROM_THE_SECOND_LOG_STEP
 from primus.tracking.stragglers import SLOW_RATIO
 
 
@@ -48,6 +49,27 @@ def render_metrics() -> str:
                 "Where they go, on every backend: `mlflow_upload_performance_metrics` (with MLflow on) turns the "
                 "`perf/*`, `mem/*` and `sys/*` set on, and every enabled tracker gets it, like every other metric "
                 "(TensorBoard, W&B, MLflow, plugin trackers); the option decides what is measured, not where it goes.",
+                "## Progress",
+                f"The progress figures ({_names(AT_EVERY_LOG_STEP)} at every log step, {_names(FROM_THE_SECOND_LOG_STEP)} "
+                "from a process's second log step, which ends its first measured interval) are always on, on every "
+                "backend, to every tracker: they cost a few additions per log step (on the hub's thread for Megatron, "
+                "beside upstream's log call for TorchTitan and MaxText) and no option turns them off; "
+                "`mlflow_upload_performance_metrics` decides the rest of the `perf/*` set only. Tokens are samples times "
+                "the sequence length. Consumed counts continue after a resume: Megatron's are upstream's "
+                "`consumed_train_samples` (restored from the checkpoint, exact under batch-size ramp-up too) and its ETA "
+                "counts to `train_iters`; TorchTitan's are upstream's `step` (restored from the checkpoint) times the "
+                "global batch (`training.global_batch_size`, or `local_batch_size` times the data-parallel degree when "
+                "it is -1), tokens by `training.seq_len`, ETA to `training.steps`; MaxText's are its step + 1 (steps "
+                "count from 0, restored from the checkpoint) times `global_batch_size_to_train_on`, tokens by "
+                "`max_target_length`, ETA to `steps` (under `enable_rampup_batch_size` the full batch from step 0, an "
+                "upper bound); Megatron-Bridge's are its `train_state.consumed_train_samples` (restored from the checkpoint), "
+                "tokens by the model's `seq_length`, ETA to `train.train_iters`. `progress/elapsed_s` is the process's "
+                "own (a resumed job "
+                f"counts from its restart). The ETA uses the step time over the last {ETA_WINDOW} log intervals, so a checkpoint "
+                "save or an evaluation moves it for a few log steps only; Megatron's `[primus]` console line prints the "
+                "same ETA. In W&B, `progress/consumed_tokens` is defined as an x-axis (`define_metric`, its summary the "
+                "maximum): the `progress/*` charts are drawn against it and any other chart can switch its x-axis to it; "
+                "every other metric keeps W&B's step, the iteration.",
                 "The `mem/*` and `sys/*` names are the logging rank's own readings: the device's allocator counters "
                 "(`mem/allocated_gib`, `mem/reserved_gib`, `mem/peak_allocated_gib`) read at the log step, the host's "
                 "memory (`mem/host_*`) and every `sys/*` figure the latest of a sample a background thread takes "

@@ -63,6 +63,7 @@ def start_tracking(
     config as a dict (every release has its ``training`` and ``metrics`` sections); ``model``: the dict that
     names the model (its ``name`` and ``flavor`` become tags); ``layout``: the run's parallel layout tags."""
     from primus.backends.torchtitan.step_perf import ProcessorPerf
+    from primus.backends.torchtitan.step_progress import ProcessorProgress
     from primus.backends.torchtitan.tracking_logger import TrackingLogger
     from primus.tracking import start_run
 
@@ -78,7 +79,7 @@ def start_tracking(
             log_freq=int(params.get("metrics", {}).get("log_freq", 1)),
             peak_tflops=plan.peak_tflops,
         )
-    return TrackingLogger(run, tag=tag, perf=perf)
+    return TrackingLogger(run, tag=tag, perf=perf, progress=ProcessorProgress(params["training"]))
 
 
 def forget_plan() -> None:

@@ -8,7 +8,7 @@ each: 0.3's ``MetricsProcessor._build_metric_logger`` (keyword arguments), 0.2.2
 ``_build_metric_logger(job_config, parallel_dims, tag)``.
 
 The same in every release: ``MetricsProcessor.__init__`` leaves upstream's ``mfu(%)`` out of the trackers
-when the device's peak is unknown (upstream_mfu); ``MetricsProcessor.log`` adds the perf metric set when
+when the device's peak is unknown (upstream_mfu); ``MetricsProcessor.log`` adds the progress figures, and the perf metric set when
 it is on. Upstream calls ``log`` on every rank at every log step, so with
 ``mlflow_performance_metrics_across_ranks`` every rank reads its own memory and utilisation there and takes
 part in one gather, and the logging rank(s) log min/mean/max over ranks; with ``primus_stragglers`` and more than
@@ -136,7 +136,7 @@ def _install_metric_logger_function(module: ModuleType, handle: PatchHandle) -> 
     upstream=TORCHTITAN,
     backend="torchtitan",
     description="MetricsProcessor.__init__ -> no mfu(%) for an unknown peak (upstream's A100 fallback); "
-    "MetricsProcessor.log -> perf/mem/sys metrics (mlflow_upload_performance_metrics)",
+    "MetricsProcessor.log -> progress/* always, perf/mem/sys metrics (mlflow_upload_performance_metrics)",
 )
 def _install_metrics_processor(module: ModuleType, handle: PatchHandle) -> None:
     import torch.distributed as dist
@@ -169,8 +169,10 @@ def _install_metrics_processor(module: ModuleType, handle: PatchHandle) -> None:
             print(ranks.slowest, flush=True)
         if isinstance(logger, TrackingLogger):
             added = dict(ranks.stragglers) if ranks is not None else {}
+            step = log_arguments("step", args, kwargs)
+            if logger.progress is not None:
+                added.update(logger.progress.measure(instance, step))
             if logger.perf is not None:  # before upstream resets its counters
-                step = log_arguments("step", args, kwargs)
                 added.update(logger.perf.measure(instance, step, None if ranks is None else ranks.system))
             if added:
                 extra = {**(log_arguments("extra_metrics", args, kwargs) or {}), **added}
