@@ -39,6 +39,7 @@ CHARGED = (PRODUCTIVE, STARTUP, SAVE, LOAD, EVAL, DATA_WAIT, LOST, GAP, OTHER)  
 NAMES = (PRODUCTIVE, FRACTION, *CHARGED[1:])
 
 START_EVENT, END_EVENT, BUSY_EVENT = "start", "end", "busy"  # run.py's and health.py's records
+GOODPUT_EVENT, GOODPUT_TEXT = "goodput", "goodput/breakdown"  # the run's end: its figures, and as a line of text
 BUSY_KINDS = {"evaluation": EVAL, "checkpoint save": SAVE, "checkpoint load": LOAD}  # a busy's "what"
 FINISHED = "FINISHED"
 # seconds per iteration, by the name a backend logs it under, and the factor to seconds
@@ -208,13 +209,14 @@ def _seconds(ms: Any) -> float | None:
 
 def breakdown(figures: Mapping[str, float], wall_s: float, attempts: int) -> str:
     """One console line: the fraction, then each category that is not zero."""
-    parts = ", ".join(
-        f"{name.split('/')[1].removesuffix('_s')} {figures[name]:.1f} s"
-        for name in CHARGED
-        if figures.get(name)
-    )
+    parts = ", ".join(f"{label(name)} {figures[name]:.1f} s" for name in CHARGED if figures.get(name))
     plural = "s" if attempts != 1 else ""
     return (
         f"[primus] goodput {100 * figures.get(FRACTION, 0.0):.1f}% of {wall_s:.1f} s "
         f"({attempts} attempt{plural}): {parts or 'nothing yet'}"
     )
+
+
+def label(name: str) -> str:
+    """A figure's name for people: ``badput/restart_gap_s`` -> ``restart gap``."""
+    return name.split("/")[1].removesuffix("_s").replace("_", " ")

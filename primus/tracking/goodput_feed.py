@@ -57,9 +57,14 @@ class GoodputFeed:
         every tracker."""
         return lambda: self._add_figures(records(), at)
 
-    def final(self, step: int, at: float) -> Any:
-        """The run's end: its figures at ``at`` as a record of ``step``, and the breakdown on the console."""
-        return lambda: self._final(step, at)
+    def final(self, at: float) -> tuple[dict[str, float], str]:
+        """The run's end: its figures at ``at`` and their breakdown, also printed on the console. Called once
+        the hub's thread has made every record queued so far (nothing else touches the accounting then)."""
+        self._catch_up(at)
+        figures = self.goodput.figures(at)
+        line = breakdown(figures, self.goodput.wall_s(at), self.goodput.attempts)
+        print(line, file=sys.stderr, flush=True)
+        return figures, line
 
     # -- the hub's thread ------------------------------------------------------------------------
     def _add_figures(self, made: Iterable[Record], at: float) -> list[Record]:
@@ -71,12 +76,6 @@ class GoodputFeed:
                     records[i] = (step, {**metrics, **self.goodput.figures(at)}, only)
                 break
         return records
-
-    def _final(self, step: int, at: float) -> list[Record]:
-        self._catch_up(at)
-        figures = self.goodput.figures(at)
-        print(breakdown(figures, self.goodput.wall_s(at), self.goodput.attempts), file=sys.stderr, flush=True)
-        return [(step, figures, None)]
 
     def _catch_up(self, at: float) -> None:
         if not self._seeded:

@@ -20,6 +20,7 @@ from primus.tracking.alerts import ALERT_EVENT, Alert, AlertKind
 from primus.tracking.config import TrackingConfig, TrackingConfigError, WandbConfig
 from primus.tracking.delivery import DeliveryProcess, DeliverySpec
 from primus.tracking.enums import ENDED, RunStatus
+from primus.tracking.goodput import GOODPUT_EVENT, GOODPUT_TEXT
 from primus.tracking.goodput_feed import GoodputFeed, attempt_start_fields
 from primus.tracking.health import BUSY_EVENT
 from primus.tracking.health_watch import HealthWatch
@@ -37,6 +38,7 @@ from primus.tracking.webhook import Webhook
 from primus.tracking.worker import SinkWorker, Worker
 
 log = logging.getLogger("primus.tracking")
+GOODPUT_WAIT_S = 5.0  # at the end, for the hub's thread to make what is queued before the goodput breakdown
 
 
 def start_run(config: TrackingConfig) -> Run:
@@ -258,7 +260,7 @@ class Run:
             self.alert(Alert(AlertKind(status.lower()), self._last_step, why, time.time()))
         if self._stacks is not None:  # before the upload of the run's files, which only a stall's stacks join
             release_stacks(self._stacks)
-        self._hub.log_later(self._goodput.final(self._last_step, time.time()))  # the breakdown, before the end
+        self._goodput_breakdown(deadline)
         late = self._hub.close(status, deadline)
         if self._watch is not None:
             self._watch.finish(deadline)
@@ -266,6 +268,16 @@ class Run:
         self._report(late)
         self._journal.close()
         self._dir_lock.release()
+
+    def _goodput_breakdown(self, deadline: float) -> None:
+        """The run's goodput breakdown on the console, as text for the trackers (``goodput/breakdown``) and as an
+        event in the journal (``goodput``: the figures at the end, for ``primus report``). Once the hub's thread
+        made every record queued: skipped when it cannot within ``GOODPUT_WAIT_S`` (a hung disk)."""
+        if not self._hub.flush(min(GOODPUT_WAIT_S, max(0.0, deadline - time.monotonic())), sinks=()):
+            return
+        figures, line = self._goodput.final(time.time())
+        self.log_text(GOODPUT_TEXT, line.removeprefix("[primus] "), self._last_step)
+        self.event(GOODPUT_EVENT, **figures)
 
     def _report(self, late: list[Worker]) -> None:
         lost = {why: n for why, n in self._hub.dropped.items() if why != ALREADY_TRACKED}
