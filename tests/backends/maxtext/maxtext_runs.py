@@ -14,6 +14,7 @@ from support.readers import mlflow_history, read_tb_scalars, read_wandb_history
 
 from primus.backends.maxtext.upstream_argv import with_experiment
 from primus.config import load_experiment
+from primus.tracking.goodput import NAMES as GOODPUT
 from primus.tracking.names import is_valid_mlflow_key
 
 REPO = Path(__file__).resolve().parents[3]
@@ -125,7 +126,7 @@ def assert_every_tracker_holds_every_step(run: MaxTextRun, mlflow_client, experi
     upstream's writer puts it, the W&B offline run and the MLflow run each hold every metric at every step,
     once; the MLflow run is FINISHED. Returns the MLflow run."""
     run.assert_trained()
-    expected = TRAIN_KEYS | PERF_KEYS
+    expected = TRAIN_KEYS | PERF_KEYS | set(GOODPUT)  # the run's goodput figures join every train step
     [logdir] = run.tb_dirs()
     assert logdir == run.run_dir() / "tensorboard" / run.run_dir().name  # where upstream's writer puts it
     assert_every_step(tb_steps(logdir), expected)

@@ -12,7 +12,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from megatron_tracking_runs import AVG_STEPS, MLFLOW, PERF, PERF_AVG, TB, UPSTREAM, RunSpec, assert_sinks, at
+from megatron_tracking_runs import (
+    AVG_STEPS,
+    MLFLOW,
+    PERF,
+    PERF_AVG,
+    TB,
+    UPSTREAM,
+    RunSpec,
+    assert_sinks,
+    at,
+    with_goodput,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -43,8 +54,8 @@ def primus_train(workdir: Path, experiment: str, mlflow_uri: str, *argv: str) ->
 
 
 def expectation(experiment: str) -> RunSpec:
-    return RunSpec(frozenset({TB, MLFLOW}), experiment, at([1, 2, 3], *UPSTREAM) | at([2, 3], *PERF)
-                   | at(AVG_STEPS, *PERF_AVG))
+    return RunSpec(frozenset({TB, MLFLOW}), experiment, with_goodput(at([1, 2, 3], *UPSTREAM) | at([2, 3], *PERF)
+                   | at(AVG_STEPS, *PERF_AVG)))
 
 
 @pytest.mark.parametrize("nproc", [1, 2])

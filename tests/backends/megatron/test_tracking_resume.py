@@ -11,6 +11,7 @@ import re
 
 import pytest
 from megatron_tracking_runs import (
+    GOODPUT,
     MLFLOW,
     PERF,
     RESUME_EXPERIMENT,
@@ -37,14 +38,14 @@ def test_one_mlflow_run_with_every_step_once(stopped_then_resumed, mlflow_client
     [run] = mlflow_runs(mlflow_client, RESUME_EXPERIMENT)
     assert run.info.status == "FINISHED"
     # no perf/*: neither --log-throughput nor the perf upload (--log-progress only prints them)
-    assert mlflow_steps(mlflow_client, run) == {mlflow_key(tag): [1, 2, 3] for tag in UPSTREAM}
+    assert mlflow_steps(mlflow_client, run) == {mlflow_key(tag): [1, 2, 3] for tag in (*UPSTREAM, *GOODPUT)}
     assert not set(PERF) & set(run.data.metrics)
 
 
 def test_one_wandb_run_across_both_processes(stopped_then_resumed, checkpoint):
     assert len(wandb_files(checkpoint)) == 2  # one offline file per process ...
     assert len(wandb_run_ids(checkpoint)) == 1  # ... of the same run
-    assert wandb_steps(checkpoint) == {tag: [1, 2, 3] for tag in UPSTREAM}
+    assert wandb_steps(checkpoint) == {tag: [1, 2, 3] for tag in (*UPSTREAM, *GOODPUT)}
 
 
 def test_tensorboard_off_writes_nothing(stopped_then_resumed, checkpoint):
