@@ -4,12 +4,13 @@ records are made, and the step's cumulative figures join its record, so they are
 
 The run's events (checkpoints, ``busy``) are noted with their time from whatever thread makes them (a deque append)
 and given to the accounting in order before the step that follows them. The earlier attempts of the run directory
-are read from its journal once, on the hub's thread at the first step: the journal is read from its start then, a
-cost of about a second per 100 MB of journal, paid off the training thread.
+are read from its journal once, on the hub's thread at the first step: the whole journal is read then (its cost
+grows with the journal's size), off the training thread.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from collections import deque
@@ -18,10 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from primus.tracking.goodput import Goodput, breakdown
+from primus.tracking.hub import Records
 from primus.tracking.journal import EVENT, METRICS, JournalReader
 
+log = logging.getLogger("primus.tracking")
+
 JOB_START_ENV = "SLURM_JOB_START_TIME"  # epoch seconds, set by Slurm in the job's environment
-Record = tuple[int, Mapping[str, Any], Sequence[str] | None]
+Record = tuple[int, Mapping[str, Any], Sequence[str] | None]  # what a log_later function gives, per record
 
 
 def attempt_start_fields(environ: Mapping[str, str] = os.environ) -> dict[str, int]:
@@ -44,6 +48,7 @@ class GoodputFeed:
         self._run_dir = run_dir
         self._until = journal_until  # where this attempt's records begin: the earlier ones are read from the journal
         self._seeded = False
+        self._failed = False  # said once
         self._noted: deque[tuple[float, Mapping[str, Any]]] = deque()
         self.goodput = Goodput()
 
@@ -52,30 +57,43 @@ class GoodputFeed:
         """An event record's data (``{"event": name, ...}``) as it is journaled, at ``at`` (unix seconds)."""
         self._noted.append((at, event))
 
-    def with_figures(self, records: Any, at: float) -> Any:
+    def with_figures(self, records: Records, at: float) -> Records:
         """``records`` (a ``log_later`` function) made at ``at``, its step's figures added to its first record for
         every tracker."""
         return lambda: self._add_figures(records(), at)
 
-    def final(self, at: float) -> tuple[dict[str, float], str]:
-        """The run's end: its figures at ``at`` and their breakdown, also printed on the console. Called once
-        the hub's thread has made every record queued so far (nothing else touches the accounting then)."""
-        self._catch_up(at)
-        figures = self.goodput.figures(at)
+    def final(self, at: float) -> tuple[dict[str, float], str] | None:
+        """The run's end: its figures at ``at`` and their breakdown, also printed on the console (None when the
+        accounting failed). Called once the hub's thread has made every record queued so far (nothing else touches
+        the accounting then)."""
+        try:
+            self._catch_up(at)
+            figures = self.goodput.figures(at)
+        except Exception as error:
+            self._warn(error)
+            return None
         line = breakdown(figures, self.goodput.wall_s(at), self.goodput.attempts)
         print(line, file=sys.stderr, flush=True)
         return figures, line
 
     # -- the hub's thread ------------------------------------------------------------------------
     def _add_figures(self, made: Iterable[Record], at: float) -> list[Record]:
-        records = list(made)
-        for i, (step, metrics, only) in enumerate(records):
-            if only is None:
-                self._catch_up(at)
-                if self.goodput.observe(METRICS, int(step), at, metrics):  # not a second record of a step
-                    records[i] = (step, {**metrics, **self.goodput.figures(at)}, only)
-                break
+        records = list(made)  # what the backend's function raises is the hub's to count
+        try:
+            for i, (step, metrics, only) in enumerate(records):
+                if only is None:
+                    self._catch_up(at)
+                    if self.goodput.observe(METRICS, int(step), at, metrics):  # not a second record of a step
+                        records[i] = (step, {**metrics, **self.goodput.figures(at)}, only)
+                    break
+        except Exception as error:  # a bug here must not cost the step its records: they go on without figures
+            self._warn(error)
         return records
+
+    def _warn(self, error: Exception) -> None:
+        if not self._failed:
+            self._failed = True
+            log.warning("primus tracking: goodput figures could not be worked out: %r", error)
 
     def _catch_up(self, at: float) -> None:
         if not self._seeded:

@@ -275,7 +275,10 @@ class Run:
         made every record queued: skipped when it cannot within ``GOODPUT_WAIT_S`` (a hung disk)."""
         if not self._hub.flush(min(GOODPUT_WAIT_S, max(0.0, deadline - time.monotonic())), sinks=()):
             return
-        figures, line = self._goodput.final(time.time())
+        end = self._goodput.final(time.time())
+        if end is None:
+            return
+        figures, line = end
         self.log_text(GOODPUT_TEXT, line.removeprefix("[primus] "), self._last_step)
         self.event(GOODPUT_EVENT, **figures)
 

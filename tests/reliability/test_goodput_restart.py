@@ -9,23 +9,11 @@ from __future__ import annotations
 import os
 import signal
 import time
-from dataclasses import dataclass
 
 import pytest
 from reliability_runs import Training, journal, mlflow_run_id
 
-from primus.tracking.goodput import (
-    CHARGED,
-    FRACTION,
-    GAP,
-    GOODPUT_TEXT,
-    LOAD,
-    LOST,
-    NAMES,
-    PRODUCTIVE,
-    SAVE,
-    STARTUP,
-)
+from primus.tracking import goodput
 from primus.tracking.names import mlflow_key
 
 pytestmark = pytest.mark.slow
@@ -34,15 +22,9 @@ STEPS, CHECKPOINT_EVERY, KILL_AT = 7, 3, 6
 SUM_TOLERANCE_S = 0.05  # nine figures rounded to 1 ms, and the end record's time taken a few µs after the figures'
 
 
-@dataclass
-class Restarted:
-    launched_at: float  # wall-clock time before the first launch
-    killed: Training
-    resumed: Training
-
-
 @pytest.fixture(scope="module")
-def killed_then_restarted(backend, mlflow_server, tmp_path_factory, titan_assets_dir) -> Restarted:
+def killed_then_restarted(backend, mlflow_server, tmp_path_factory, titan_assets_dir):
+    """(wall-clock time before the first launch, the killed training, its restart)"""
     root = tmp_path_factory.mktemp(f"goodput-{backend.name}")
     env = {"MLFLOW_TRACKING_URI": mlflow_server.uri}
     args = backend.args(STEPS, f"goodput-{backend.name}", tensorboard=False)
@@ -57,28 +39,28 @@ def killed_then_restarted(backend, mlflow_server, tmp_path_factory, titan_assets
     resumed = Training(backend, root, [*args, *backend.checkpoint(CHECKPOINT_EVERY, load=True)], name="resumed",
                        env=env, assets=titan_assets_dir)
     assert resumed.wait().returncode == 0, resumed.result().explain()
-    return Restarted(launched_at, killed, resumed)
+    return launched_at, killed, resumed
 
 
 def goodput_records(run_dir) -> list[dict]:
     """The log steps' records with figures, then the end's event (``goodput``)."""
-    return [r for r in journal(run_dir) if PRODUCTIVE in r["d"]]
+    return [r for r in journal(run_dir) if goodput.PRODUCTIVE in r["d"]]
 
 
 def test_every_log_step_carries_the_cumulative_figures(killed_then_restarted, backend):
-    run_dir = killed_then_restarted.resumed.run_dir()
+    run_dir = killed_then_restarted[2].run_dir()
     records = goodput_records(run_dir)
     logged = [r["s"] for r in journal(run_dir) if r["k"] == "m" and backend.loss in r["d"]]
     assert [r["s"] for r in records if r["k"] == "m"] == logged
-    assert all(set(NAMES) <= set(r["d"]) for r in records)
+    assert all(set(goodput.NAMES) <= set(r["d"]) for r in records)
     assert [r["d"].get("event") for r in records if r["k"] == "e"] == ["goodput"]  # the restart's end; killed: none
     # cumulative: the wall time they add up to only grows, restart included
-    walls = [sum(r["d"][name] for name in CHARGED) for r in records]
+    walls = [sum(r["d"][name] for name in goodput.CHARGED) for r in records]
     assert walls == sorted(walls)
 
 
 def test_the_breakdown_of_the_killed_and_restarted_run_adds_up_to_its_wall_time(killed_then_restarted, backend):
-    killed, resumed = killed_then_restarted.killed, killed_then_restarted.resumed
+    launched_at, killed, resumed = killed_then_restarted
     run_dir = resumed.run_dir()
     assert run_dir == killed.run_dir()
     records = journal(run_dir)
@@ -87,28 +69,28 @@ def test_the_breakdown_of_the_killed_and_restarted_run_adds_up_to_its_wall_time(
     final = goodput_records(run_dir)[-1]  # the end's
     figures = final["d"]
     wall = (final["t"] - starts[0]["d"]["process_start_ms"]) / 1000
-    print(f"goodput breakdown ({backend.name}): wall {wall:.3f} s,", {n: figures[n] for n in NAMES})
-    assert sum(figures[name] for name in CHARGED) == pytest.approx(wall, abs=SUM_TOLERANCE_S)
-    assert 0 < figures[FRACTION] < 1
-    assert figures[LOST] > 0  # steps 4 and 5 were trained, logged, and trained again
-    assert figures[GAP] > 0 and figures[STARTUP] > 0 and figures[SAVE] > 0 and figures[LOAD] > 0
+    print(f"goodput breakdown ({backend.name}): wall {wall:.3f} s,", {n: figures[n] for n in goodput.NAMES})
+    assert sum(figures[name] for name in goodput.CHARGED) == pytest.approx(wall, abs=SUM_TOLERANCE_S)
+    assert 0 < figures[goodput.FRACTION] < 1
+    assert figures[goodput.LOST] > 0  # steps 4 and 5 were trained, logged, and trained again
+    assert all(figures[name] > 0 for name in (goodput.GAP, goodput.STARTUP, goodput.SAVE, goodput.LOAD))
     # the wall time is the test's own: from before the first launch to after the restart's exit
     assert resumed.exited_at is not None
-    assert wall <= resumed.exited_at - killed_then_restarted.launched_at + SUM_TOLERANCE_S
+    assert wall <= resumed.exited_at - launched_at + SUM_TOLERANCE_S
     console = resumed.result().output
     assert "[primus] goodput " in console and "(2 attempts)" in console
 
 
 def test_the_figures_reach_the_one_mlflow_run(killed_then_restarted, backend, session_client):
-    run_dir = killed_then_restarted.resumed.run_dir()
+    run_dir = killed_then_restarted[2].run_dir()
     experiment = session_client.get_experiment_by_name(f"goodput-{backend.name}")
     [run] = session_client.search_runs([experiment.experiment_id])
     assert run.info.run_id == mlflow_run_id(run_dir) and run.info.status == "FINISHED"
     last_step = [r for r in goodput_records(run_dir) if r["k"] == "m"][-1]
-    for name in (PRODUCTIVE, FRACTION, LOST):
+    for name in (goodput.PRODUCTIVE, goodput.FRACTION, goodput.LOST):
         history = session_client.get_metric_history(run.info.run_id, mlflow_key(name))
         assert [m.step for m in history] == [r["s"] for r in goodput_records(run_dir) if r["k"] == "m"]
         last = max(history, key=lambda m: m.step)
         assert last.value == pytest.approx(last_step["d"][name], abs=1e-6), name
-    breakdown = run.data.tags[mlflow_key(f"text/{GOODPUT_TEXT}")]  # the MLflow sink's tag for a text
+    breakdown = run.data.tags[mlflow_key(f"text/{goodput.GOODPUT_TEXT}")]  # the MLflow sink's tag for a text
     assert breakdown.startswith("goodput ") and "(2 attempts)" in breakdown

@@ -12,6 +12,7 @@ import pytest
 from primus.tracking.checkpoints import CheckpointJournal, CheckpointLoaded, CheckpointSaved
 from primus.tracking.config import TrackingConfig
 from primus.tracking.goodput import CHARGED, GAP, GOODPUT_EVENT, GOODPUT_TEXT, LOAD, LOST, NAMES, PRODUCTIVE, SAVE
+from primus.tracking.goodput_feed import attempt_start_fields
 from primus.tracking.journal import EVENT, METRICS, TEXT, read_all
 from primus.tracking.run import start_run
 
@@ -69,3 +70,27 @@ def test_the_figures_are_worked_out_on_the_hubs_thread(tmp_path, monkeypatch):
     monkeypatch.setattr(goodput_feed.Goodput, "observe", spy)
     attempt(tmp_path, [1, 2])
     assert threads and set(threads) == {"primus-tracking-hub"}
+
+
+def test_the_start_record_says_when_the_process_and_the_slurm_job_began():
+    import psutil
+
+    fields = attempt_start_fields({"SLURM_JOB_START_TIME": "1700000000"})
+    assert fields == {"process_start_ms": int(psutil.Process().create_time() * 1000), "job_start_ms": 1700000000000}
+    assert "job_start_ms" not in attempt_start_fields({"SLURM_JOB_START_TIME": "soon"})
+
+
+def test_a_failure_in_the_accounting_costs_the_step_only_its_figures(tmp_path, monkeypatch, caplog):
+    from primus.tracking import goodput_feed
+
+    def broken(self, *args, **kwargs):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(goodput_feed.Goodput, "observe", broken)
+    monkeypatch.setattr(goodput_feed.Goodput, "figures", broken)
+    attempt(tmp_path, [1, 2])  # and its end: no breakdown, the run still ends
+    assert [(r.step, dict(r.data)) for r in read_all(tmp_path) if r.kind == METRICS] == [(1, {"loss": 1.0}),
+                                                                                          (2, {"loss": 1.0})]
+    assert caplog.text.count("goodput figures could not be worked out") == 1
+    assert [r.data["status"] for r in read_all(tmp_path) if r.kind == EVENT and r.data["event"] == "end"] == [
+        "FINISHED"]
