@@ -43,14 +43,15 @@ class RankGather:
     """Called on every rank at the same log steps; every rank gets the summary (only the logging one uses it)."""
 
     def __init__(self) -> None:
-        self._group = None
+        self._group = None  # the default group, or a gloo group of the same ranks made at the first gather
+        self._grouped = False
 
     def gather(self, values: Mapping[str, float]) -> dict[str, float]:
         import torch
         import torch.distributed as dist
 
-        if self._group is None:
-            self._group = _host_group(dist)
+        if not self._grouped:
+            self._group, self._grouped = _host_group(dist), True
         local = torch.tensor([float(values.get(n, math.nan)) for n in GATHERED], dtype=torch.float64)
         rows = [torch.empty_like(local) for _ in range(dist.get_world_size(self._group))]
         dist.all_gather(rows, local, group=self._group)
@@ -72,7 +73,9 @@ class RankFigures:
 
 
 def _host_group(dist):
-    """A group that gathers CPU tensors on the host: the default one when its backend has gloo for CPU."""
+    """A group that gathers CPU tensors on the host: the default one (None) when its backend has gloo for CPU.
+    Never the default group's object itself: held here, it would outlive upstream's destroy_process_group and
+    keep its gloo connections open into interpreter shutdown."""
     if "gloo" in str(dist.get_backend()):
-        return dist.group.WORLD
+        return None
     return dist.new_group(backend="gloo")

@@ -36,6 +36,8 @@ from primus.redaction import redact_text
 from primus.tracking.journal import EVENT, Record
 
 SAVE_START, SAVED, LOADED = "checkpoint_save_start", "checkpoint_saved", "checkpoint_loaded"
+# an expected pause in steps begins or ends: {"what": "checkpoint save" | "evaluation", "on": bool} (health.py)
+BUSY_EVENT = "busy"
 RESUMED_FROM_TAG = "primus.resumed_from"
 WANDB_ARTIFACT_TYPE = "model"  # Megatron's; the W&B sink gives every backend's checkpoints this type
 WAITING_RECORDS = 64  # records kept for a run not started yet (a process that never tracks keeps only these)
@@ -105,8 +107,9 @@ def _read(record: Record, event: str, cls: type) -> Any:
 
 
 class CheckpointJournal:
-    """What a backend's checkpoint hooks call, on a process that tracks. Until a run is attached (MaxText loads its
-    checkpoint before the run starts) the records wait here, with their own time."""
+    """What a backend's checkpoint hooks (and its evaluation's, the other expected pause) call, on a process that
+    tracks. Until a run is attached (MaxText loads its checkpoint before the run starts) the records wait here,
+    with their own time."""
 
     def __init__(self, run: EventLog | None = None):
         self._run = run
@@ -141,6 +144,10 @@ class CheckpointJournal:
         start, self._load_started = self._load_started, None
         seconds = None if start is None else round(time.monotonic() - start, 3)
         self._event(LOADED, **asdict(load) | {"path": redact_text(load.path), "seconds": seconds})
+
+    def evaluating(self, on: bool) -> None:
+        """An evaluation starts (``on``) or ends: no step is logged meanwhile, which is not a stall."""
+        self._event(BUSY_EVENT, what="evaluation", on=on)
 
     def _event(self, name: str, **fields: Any) -> None:
         if self._run is not None:

@@ -10,7 +10,8 @@ The child runs the same ``SinkWorker`` per sink as a thread would, from the same
 saved cursors. Parent and child talk in JSON lines over two pipes:
 
 * parent -> child (its stdin): first the spec (base64 pickle of ``DeliverySpec``), then
-  ``{"t": "flush", "id", "sink", "offset"}`` and ``{"t": "close", "status", "within_s"}``. End of input
+  ``{"t": "flush", "id", "sink", "offset"}``, ``{"t": "watch", "id"}`` (the health watch reads the journal to its
+  end now; answered as a flush, after the alerts it raised) and ``{"t": "close", "status", "within_s"}``. End of input
   without "close" means the training process died: the child delivers what the journal holds within the
   exit deadline and ends the tracker runs as the journal's end record says, else KILLED.
 * parent -> child, a second pipe (the second descriptor on its command line): records the journal could not
@@ -244,12 +245,20 @@ class DeliveryProcess:
         self._lost_on_the_way(records)
 
     def request_flush(self, sink: str, offset: int) -> threading.Event:
+        return self._request({"t": "flush", "sink": sink, "offset": offset})
+
+    def request_watch(self) -> threading.Event:
+        """Set once the child's health watch has read the journal as far as it goes now, and the alerts that
+        raised are here (``on_alert`` called): they come on the same pipe, before the answer."""
+        return self._request({"t": "watch"})
+
+    def _request(self, msg: dict[str, Any]) -> threading.Event:
         done = threading.Event()
         with self._lock:
             self._next_id += 1
-            flush_id = self._next_id
-            self._flushes[flush_id] = done
-        if self._gone.is_set() or not self._send({"t": "flush", "id": flush_id, "sink": sink, "offset": offset}):
+            request_id = self._next_id
+            self._flushes[request_id] = done
+        if self._gone.is_set() or not self._send({**msg, "id": request_id}):
             done.set()  # as a worker thread that ended: nothing more will be delivered by this process
         return done
 

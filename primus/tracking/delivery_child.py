@@ -27,7 +27,7 @@ from primus.redaction import redact_text
 from primus.tracking.config import resolved
 from primus.tracking.delivery import DeliverySpec, message
 from primus.tracking.enums import RunStatus
-from primus.tracking.health_watch import HealthWatch
+from primus.tracking.health_watch import HealthWatch, Posted
 from primus.tracking.journal import decode, journal_end, last_end_status
 from primus.tracking.meta import RunMeta
 from primus.tracking.sink_registry import build_sinks
@@ -186,8 +186,9 @@ def follow(run_dir, workers: list[SinkWorker], replies: Replies, stop: threading
         stop.wait(FOLLOW_S)
 
 
-def serve(commands, workers: list[SinkWorker], replies: Replies) -> tuple[str, float] | None:
-    """Answer flush requests until told to close: returns (status, seconds left), or None at end of input."""
+def serve(commands, workers: list[SinkWorker], watch: HealthWatch, replies: Replies) -> tuple[str, float] | None:
+    """Answer flush and watch requests until told to close: returns (status, seconds left), or None at end of
+    input."""
     by_name = {w.name: w for w in workers}
     for line in commands:
         msg = json.loads(line)
@@ -196,6 +197,9 @@ def serve(commands, workers: list[SinkWorker], replies: Replies) -> tuple[str, f
         if msg["t"] == "flush" and msg["sink"] in by_name:
             done = by_name[msg["sink"]].request_flush(int(msg["offset"]))
             threading.Thread(target=answer_flush, args=(done, msg["id"], workers, replies), daemon=True).start()
+        elif msg["t"] == "watch":
+            watch.catch_up()  # its alerts are sent before the answer
+            answer_flush(None, msg["id"], workers, replies)
         elif msg["t"] == "flush":
             answer_flush(None, msg["id"], workers, replies)
     return None
@@ -243,10 +247,11 @@ def deliver(
     direct_pipe,
     lock_fd: int,
     started: Callable[[list[threading.Thread]], None],
+    posted: Posted | None = None,
 ) -> bool:
     """One run's delivery, from its training process's pipes, until told to close or its input ends; True when
     every sink ended in time. ``started``: called with the threads that call a sink or tell of an alert, once
-    they run."""
+    they run; ``posted``: the webhook's alerts, shared by the runs a process delivers."""
     cfg = spec.config
     fcntl.flock(lock_fd, fcntl.LOCK_EX)  # held until the run is delivered; an earlier launch's finishes first
     state = RunState(cfg.run_dir)
@@ -267,6 +272,7 @@ def deliver(
         lambda alert: replies.send({"t": "alert", **asdict(alert)}),
         spec.journal_from,
         Webhook.from_environment(),
+        posted=posted,
     )
     watch.start()
     started([*(w.thread for w in workers), watch.thread])
@@ -279,7 +285,7 @@ def deliver(
     )
     direct.start()
 
-    asked = serve(commands, workers, replies)
+    asked = serve(commands, workers, watch, replies)
     trainer_died = False
     if asked is None:  # the training process died without closing: end as its journal says, else KILLED
         ended = last_end_status(cfg.run_dir)

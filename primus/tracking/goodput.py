@@ -29,7 +29,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from primus.tracking.checkpoints import LOADED, SAVE_START, SAVED
+from primus.tracking.checkpoints import BUSY_EVENT, LOADED, SAVE_START, SAVED
+from primus.tracking.health import END_EVENT
 from primus.tracking.journal import EVENT, METRICS
 
 PRODUCTIVE, FRACTION = "goodput/productive_s", "goodput/productive_fraction"
@@ -38,7 +39,7 @@ DATA_WAIT, LOST, GAP, OTHER = "badput/data_wait_s", "badput/lost_progress_s", "b
 CHARGED = (PRODUCTIVE, STARTUP, SAVE, LOAD, EVAL, DATA_WAIT, LOST, GAP, OTHER)  # these add up to the wall time
 NAMES = (PRODUCTIVE, FRACTION, *CHARGED[1:])
 
-START_EVENT, END_EVENT, BUSY_EVENT = "start", "end", "busy"  # run.py's and health.py's records
+START_EVENT = "start"  # run.py's record of an attempt's start
 GOODPUT_EVENT, GOODPUT_TEXT = "goodput", "goodput/breakdown"  # the run's end: its figures, and as a line of text
 BUSY_KINDS = {"evaluation": EVAL, "checkpoint save": SAVE, "checkpoint load": LOAD}  # a busy's "what"
 FINISHED = "FINISHED"

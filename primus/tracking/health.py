@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from primus.tracking.alerts import Alert, AlertKind
-from primus.tracking.checkpoints import SAVE_START, SAVED
+from primus.tracking.checkpoints import BUSY_EVENT, SAVE_START, SAVED
 from primus.tracking.journal import EVENT, METRICS, Record
 
 # What "the loss" and "the throughput" are called in each backend's journal: the one place that knows.
@@ -37,7 +37,7 @@ LOSS_METRICS = (
 )
 THROUGHPUT_METRICS = ("perf/tokens_per_sec",)  # tracking/perf.py, the same in every backend
 
-END_EVENT, BUSY_EVENT = "end", "busy"  # "busy": {"what": "checkpoint save" | "evaluation", "on": bool}
+END_EVENT = "end"
 MAX_INTERVALS = 1000  # the step intervals the median is taken over (the latest)
 SPIKE_MIN_REL = 0.01  # the MAD taken as at least this fraction of the median
 

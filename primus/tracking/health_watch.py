@@ -30,6 +30,24 @@ log = logging.getLogger("primus.tracking")
 WATCH_S = 1.0  # how often the journal and the clock are looked at
 
 
+class Posted:
+    """The alerts one delivery process has posted to the webhook, by (experiment, kind, iteration): the runs of one
+    job that share the node's delivery process (TorchTitan's save_for_all_ranks: a run per rank) post a hang once
+    per node, not once per rank. Each rank's console and trackers still get their own."""
+
+    def __init__(self) -> None:
+        self._seen: set[tuple[str, str, int]] = set()
+        self._lock = threading.Lock()
+
+    def first(self, experiment: str, alert: Alert) -> bool:
+        key = (experiment, str(alert.kind), alert.iteration)
+        with self._lock:
+            if key in self._seen:
+                return False
+            self._seen.add(key)
+            return True
+
+
 class HealthWatch:
     def __init__(
         self,
@@ -41,18 +59,21 @@ class HealthWatch:
         start: int = 0,
         webhook: Webhook | None = None,
         clock: Callable[[], float] = time.time,
+        posted: Posted | None = None,
     ):
         self.run_dir = run_dir
         self.run_name = run_name
         self.experiment = experiment
         self.journal_alert = journal_alert
         self.webhook = webhook
+        self.posted = posted or Posted()
         self.clock = clock
         self.monitor = HealthMonitor(settings, clock())
         self.told: list[Alert] = []  # every alert this watch told a person of
         self._reader = JournalReader(run_dir)
         self._offset = start
         self._stop = threading.Event()
+        self._polling = threading.Lock()  # the watch's thread, and whoever asks it to catch up
         self.thread = threading.Thread(target=self._main, name="primus-health-watch", daemon=True)
 
     def start(self) -> None:
@@ -91,8 +112,14 @@ class HealthWatch:
         while not self._stop.wait(WATCH_S):
             self._poll_safely()
 
+    def catch_up(self) -> None:
+        """Read the journal to its end and look at the clock now, whatever the watch's pace (``Run.finish``: the
+        alerts of a run's last steps journaled before its end)."""
+        self._poll_safely()
+
     def _poll_safely(self) -> None:
-        error = outside_except(self.poll)
+        with self._polling:
+            error = outside_except(self.poll)
         if error is not None:  # a bug here must not stop delivery; the journal still has everything
             log.warning("primus tracking: run health watch failed: %r", error)
 
@@ -114,5 +141,5 @@ class HealthWatch:
     def _tell(self, alert: Alert) -> None:
         self.told.append(alert)
         print(alert.console_line(self.run_name), file=sys.stderr, flush=True)
-        if self.webhook is not None:
+        if self.webhook is not None and self.posted.first(self.experiment, alert):
             self.webhook.send(alert.body(self.run_name, self.experiment))

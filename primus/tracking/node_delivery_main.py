@@ -19,6 +19,7 @@ from pathlib import Path
 
 from primus.tracking.delivery import DeliverySpec
 from primus.tracking.delivery_child import Replies, Routes, configure_process, deliver, exit_process
+from primus.tracking.health_watch import Posted
 from primus.tracking.node_delivery import HELLO, RUN_FDS
 
 log = logging.getLogger("primus.tracking")
@@ -32,6 +33,7 @@ class NodeDelivery:
         self.socket_path = socket_path
         self.lock_path = lock_path
         self.routes = Routes()
+        self.posted = Posted()  # a job's ranks on this node post each alert once
         self.served = 0  # runs accepted so far
         self._running = 0
         self._lock = threading.Lock()
@@ -94,7 +96,7 @@ class NodeDelivery:
                 spec = DeliverySpec.decode(commands.readline())
                 primus_log = logging.getLogger("primus")
                 primus_log.setLevel(min(primus_log.level, spec.log_level))  # the most any run asked for
-                delivered = deliver(spec, commands, replies, os.fdopen(direct_fd, "rb"), lock_fd, started)
+                delivered = deliver(spec, commands, replies, os.fdopen(direct_fd, "rb"), lock_fd, started, self.posted)
         except Exception:  # noqa: BLE001 - one run's failure must not end the others'; its trainer hears of it
             log.exception("primus tracking: the shared delivery process failed to deliver a run")
         finally:

@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from primus.tracking.alerts import ALERT_EVENT, Alert, AlertKind
+from primus.tracking.checkpoints import BUSY_EVENT
 from primus.tracking.config import TrackingConfig, TrackingConfigError, WandbConfig
 from primus.tracking.delivery import DeliveryProcess, DeliverySpec
 from primus.tracking.enums import ENDED, RunStatus
 from primus.tracking.goodput import GOODPUT_EVENT, GOODPUT_TEXT
 from primus.tracking.goodput_feed import GoodputFeed, attempt_start_fields
-from primus.tracking.health import BUSY_EVENT
 from primus.tracking.health_watch import HealthWatch
 from primus.tracking.hub import ALREADY_TRACKED, MetricsHub, Records
 from primus.tracking.journal import last_steps
@@ -38,6 +38,7 @@ from primus.tracking.webhook import Webhook
 from primus.tracking.worker import SinkWorker, Worker
 
 log = logging.getLogger("primus.tracking")
+CATCH_UP_S = 5.0  # at the end, how long the health watch may take to read the last records (ms, typically)
 GOODPUT_WAIT_S = 5.0  # at the end, for the hub's thread to make what is queued before the goodput breakdown
 
 
@@ -251,6 +252,7 @@ class Run:
             self._finished = True
         self._exit_handlers.uninstall()
         deadline = time.monotonic() + self.config.exit_deadline_s
+        self._health_caught_up(min(deadline, time.monotonic() + CATCH_UP_S))
         try:
             self._state.update("run", status=status)
         except OSError as e:  # a full disk: the trackers are still told the status; sync reads RUNNING as KILLED
@@ -281,6 +283,17 @@ class Run:
         figures, line = end
         self.log_text(GOODPUT_TEXT, line.removeprefix("[primus] "), self._last_step)
         self.event(GOODPUT_EVENT, **figures)
+
+    def _health_caught_up(self, until: float) -> None:
+        """Have the health watch read the journal to its end before the run's end record, so the alerts of the
+        last steps reach the trackers too (a NaN at the very step upstream aborts on: MaxText's
+        abort_on_nan_loss). Waits at most until ``until``; an alert later than that is still told to a person."""
+        if not self._hub.flush(max(0.0, until - time.monotonic()), sinks=()):  # journaled, no sink waited for
+            return
+        if self._delivery is not None:
+            self._delivery.request_watch().wait(max(0.0, until - time.monotonic()))
+        elif self._watch is not None:
+            self._watch.catch_up()
 
     def _report(self, late: list[Worker]) -> None:
         lost = {why: n for why, n in self._hub.dropped.items() if why != ALREADY_TRACKED}

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import time
 
+import pytest
 from support.journal_files import journal_lines
 from support.readers import read_tb_texts
 from support.timing import wait_for
@@ -82,6 +83,26 @@ def test_without_a_tracker_the_run_watches_itself_and_a_nan_is_told(tmp_path, mo
     assert "[primus] ALERT nan run run iteration 2: loss_metrics/global_avg_loss is nan" in capfd.readouterr().err
 
 
+@pytest.mark.parametrize("tracker", [True, False], ids=["delivery-process", "watch-thread"])
+def test_a_nan_at_the_step_the_run_fails_on_reaches_the_trackers_before_its_end(tmp_path, monkeypatch, capfd,
+                                                                               webhook_receiver, tracker):
+    """Upstream aborts at the very step of a NaN (MaxText's abort_on_nan_loss): the run's end has the watch read the
+    journal first, so the trackers get the nan alert before the failure, not only the console and the webhook."""
+    monkeypatch.setenv(WEBHOOK_ENV, webhook_receiver.url)
+    run = start_run(TrackingConfig(run_dir=tmp_path / "run",
+                                   tensorboard=TensorBoardConfig(tmp_path / "tb") if tracker else None))
+    run.log(1, {"learning/loss": 5.0})
+    run.log(2, {"learning/loss": float("nan")})
+    run.finish("FAILED")  # at once: the watch's own pace (a poll a second) would see the NaN after the end
+    records = [r["d"] for r in journal_lines(tmp_path / "run") if r["k"] == "e"]
+    alerts = [(a["kind"], a["iteration"]) for a in records if a.get("event") == "alert"]
+    assert alerts == [("nan", 2), ("failed", 2)] and records[-1]["event"] == "end"
+    assert [(b["kind"], b["iteration"]) for b in webhook_receiver.bodies] == [("nan", 2), ("failed", 2)]
+    if tracker:
+        assert "primus.alert.nan/text_summary" in read_tb_texts(tmp_path / "tb")
+    assert capfd.readouterr().err.count("[primus] ALERT nan run run iteration 2") == 1
+
+
 def test_in_the_nodes_shared_delivery_process_each_run_is_watched_on_its_own(tmp_path, capfd, webhook_receiver,
                                                                               monkeypatch):
     """Two runs of one job share the node's delivery process: the run that stalls is told once, to its own trainer,
@@ -102,6 +123,30 @@ def test_in_the_nodes_shared_delivery_process_each_run_is_watched_on_its_own(tmp
     assert [a["kind"] for a in alerts_in_journal(tmp_path / "stalls")] == ["stalled"]
     assert alerts_in_journal(tmp_path / "steady") == []
     assert capfd.readouterr().err.count("[primus] ALERT stalled run stalls") == 1
+
+
+def test_the_ranks_of_one_job_sharing_the_nodes_delivery_process_post_one_hang_once(tmp_path, capfd,
+                                                                                    webhook_receiver, monkeypatch):
+    """Every rank its own run (TorchTitan's save_for_all_ranks), one job: a hang stalls every rank at the same
+    step; the webhook gets it once from the node, while each rank's console and journal get their own alert."""
+    monkeypatch.setenv(WEBHOOK_ENV, webhook_receiver.url)
+    runs = [start_run(TrackingConfig(run_dir=tmp_path / f"rank{rank}", run_name=f"job-rank{rank}",
+                                     experiment_name="job", delivery_group=tmp_path,
+                                     tensorboard=TensorBoardConfig(tmp_path / f"tb{rank}"), health=STALL))
+            for rank in (0, 1)]
+    for step in range(1, 4):
+        for run in runs:
+            run.log(step, {"lm loss": 3.0})
+        time.sleep(0.1)
+    for rank in (0, 1):
+        wait_for(lambda: alerts_in_journal(tmp_path / f"rank{rank}"), 30, what=f"rank {rank}'s stalled alert")
+    for run in runs:
+        run.finish()
+    assert [(b["kind"], b["iteration"]) for b in webhook_receiver.bodies] == [("stalled", 3)]
+    for rank in (0, 1):
+        assert [a["kind"] for a in alerts_in_journal(tmp_path / f"rank{rank}")] == ["stalled"]
+    err = capfd.readouterr().err
+    assert "[primus] ALERT stalled run job-rank0 iteration 3" in err and "ALERT stalled run job-rank1 iteration 3" in err
 
 
 KILLED_TRAINER = """

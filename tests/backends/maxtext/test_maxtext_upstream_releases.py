@@ -119,10 +119,10 @@ def test_a_diverging_run_of_the_release_is_failed(runs, version, mlflow_client):
     losses = [value for _, value in history]
     assert math.isfinite(losses[0]) and math.isnan(losses[-1])  # up to and including the NaN step
     # the person is told (run health, issue 28): the NaN at its step, then the failure. Upstream aborts at that
-    # very step, before the delivery process's nan alert is back in the trainer's journal: the trackers get
-    # the failure (the console and the webhook get both)
+    # very step; the run's end has the health watch read the journal first, so the trackers get both alerts too
     nan_step = history[-1][0]
     assert f"[primus] ALERT nan run diverges iteration {nan_step}: " in run.output, run.explain()
+    assert mlflow_run.data.tags["primus.alert.nan"] == f"iteration {nan_step}: learning/loss is nan at iteration {nan_step}"
     assert mlflow_run.data.tags["primus.alert.failed"].startswith(f"iteration {nan_step}: ")
 
 

@@ -11,8 +11,8 @@ import time
 from pathlib import Path
 
 import pytest
-from support.launch import start, wait_or_kill
-from titan_runs import STEPS, V0_3, Release, TitanRun
+from support.launch import other_ranks_to_files, start, wait_or_kill
+from titan_runs import RANK_LOGS, STEPS, V0_3, Release, TitanRun
 
 from primus.backends.torchtitan.assets import ASSETS_ENV, VERSION, ensure_tiny_assets
 
@@ -37,7 +37,7 @@ def titan_run(tmp_path_factory, titan_assets):
         run_env = {"HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", ASSETS_ENV: str(titan_assets), **release.env(),
                    **(env or {})}
         torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}",
-                    "--local-ranks-filter", "0"]
+                    "--local-ranks-filter", "0", *other_ranks_to_files(nproc, tmp_path / RANK_LOGS)]
         command = {
             "primus": [sys.executable, "-m", "primus.backends.torchtitan"] if nproc == 1
             else [*torchrun, "-m", "primus.backends.torchtitan"],

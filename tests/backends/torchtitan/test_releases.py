@@ -15,7 +15,7 @@ import pytest
 from support.launch import run_env
 from titan_runs import DEBUG_MODEL_TOML_V0_2_2, RELEASES, V0_2, V0_3
 
-COMMON = {"torchtitan.cpu.device", "torchtitan.tracking.metrics_processor"}
+COMMON = {"torchtitan.cpu.device", "torchtitan.tracking.metrics_processor", "torchtitan.tracking.validation"}
 OWN_PATCHES = {
     V0_3.version: COMMON | {"torchtitan.cpu.fsdp_sum_reduction", "torchtitan.config.experiment",
                             "torchtitan.tracking.metric_logger", "torchtitan.tracking.checkpoints"},

@@ -8,11 +8,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from support.launch import FinishedRun
+from support.launch import FinishedRun, rank_crashes
 from support.upstreams import upstream_path
 
 from primus.backends.torchtitan.assets import TinyAssets
 
+RANK_LOGS = "ranks"  # beside the dump folder: the output of torchrun's ranks but 0
 CPU_CONFIG = ["--module", "primus.backends.torchtitan", "--config", "llama3_debugmodel_cpu"]
 STEPS = 3
 # Upstream's own llama3 debug job file of torchtitan v0.2.2 (torchtitan/models/llama3/train_configs/, not in
@@ -86,6 +87,11 @@ class TitanRun(FinishedRun):
     def console_steps(self) -> dict[int, tuple[str, str]]:
         """{step: (loss, grad_norm)} as upstream printed them (rounded to 5 and 4 decimals)."""
         return {int(m.group(1)): (m.group(2), m.group(3)) for m in _CONSOLE_STEP.finditer(_ANSI.sub("", self.output))}
+
+    def explain(self, lines: int = 60) -> str:
+        """As any run's, with the crash of a rank whose output went to a file (every torchrun rank but 0)."""
+        crashes = rank_crashes(self.dump.parent / RANK_LOGS)
+        return super().explain(lines) + (f"\nother ranks:\n{crashes}" if crashes else "")
 
     def assert_trained(self) -> None:
         assert self.returncode == 0, self.explain()
