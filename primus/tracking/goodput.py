@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from primus.tracking.checkpoints import BUSY_EVENT, LOADED, SAVE_START, SAVED
+from primus.tracking.enums import RunStatus
 from primus.tracking.health import END_EVENT
 from primus.tracking.journal import EVENT, METRICS
 
@@ -42,7 +43,6 @@ NAMES = (PRODUCTIVE, FRACTION, *CHARGED[1:])
 START_EVENT = "start"  # run.py's record of an attempt's start
 GOODPUT_EVENT, GOODPUT_TEXT = "goodput", "goodput/breakdown"  # the run's end: its figures, and as a line of text
 BUSY_KINDS = {"evaluation": EVAL, "checkpoint save": SAVE, "checkpoint load": LOAD}  # a busy's "what"
-FINISHED = "FINISHED"
 # seconds per iteration, by the name a backend logs it under, and the factor to seconds
 ITERATION_TIME = {"perf/iteration_time_ms": 1e-3, "iteration-time": 1.0}  # ours (perf.py), Megatron's own
 DATA_WAIT_PER_ITERATION = {"batch-generator-time": 1.0}  # Megatron's timer, max over ranks, already per iteration
@@ -200,7 +200,7 @@ class Goodput:
         """An attempt another one followed: charged to its last record; what it computed after its last log step
         was lost unless it ended normally."""
         self._charge(attempt, attempt.last)
-        self.totals[OTHER if attempt.ended == FINISHED else LOST] += attempt.pending
+        self.totals[OTHER if attempt.ended == RunStatus.FINISHED else LOST] += attempt.pending
         attempt.pending = 0.0
 
 

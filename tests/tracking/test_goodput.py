@@ -159,3 +159,20 @@ def test_a_start_before_the_previous_attempts_end_is_not_counted_twice():
     figures = g.figures(12.0)
     assert figures[GAP] == 0.0 and figures[STARTUP] == 12.0
     adds_up(figures, 12.0)
+
+
+def test_a_save_still_in_progress_at_a_log_step_ends_there_and_an_unknown_pause_is_other():
+    g = Goodput()
+    start(g, 0.0)
+    step(g, 1.0, 1)
+    event(g, 1.0, SAVE_START, iteration=1)  # asynchronous: its record comes after the next steps
+    step(g, 3.0, 2)
+    event(g, 3.5, "busy", what="a user's own pause", on=True)
+    event(g, 4.5, "busy", what="a user's own pause", on=False)
+    step(g, 5.0, 3)
+    event(g, 6.0, SAVED, iteration=1)
+    step(g, 7.0, 4)
+    figures = g.figures(7.0)
+    assert figures[SAVE] == 2.0 and figures[OTHER] == 1.0
+    assert figures[PRODUCTIVE] == 0.5 + 0.5 + 2.0  # step 4's interval: the late save record is not a pause
+    adds_up(figures, 7.0)
