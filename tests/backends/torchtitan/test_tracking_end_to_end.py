@@ -17,6 +17,7 @@ from support.journal_files import run_dirs_under
 from support.readers import mlflow_history, read_tb_scalars, read_wandb_history, wandb_files, wandb_records
 from titan_runs import RELEASES, STEPS, TRACKED_ON_CPU, UPSTREAM_KEYS, V0_2
 
+from primus.tracking.goodput import NAMES as GOODPUT
 from primus.tracking.names import is_valid_mlflow_key, mlflow_key
 from primus.tracking.state import RunState
 
@@ -69,6 +70,7 @@ def only_run(client, experiment: str):
 
 
 def assert_mlflow_has_every_step(client, run, keys) -> None:
+    keys = {*keys, *GOODPUT}  # the run's goodput figures join every logged step
     assert run.info.status == "FINISHED"
     assert all(is_valid_mlflow_key(k) for k in run.data.metrics), sorted(run.data.metrics)
     assert set(run.data.metrics) == {mlflow_key(k) for k in keys}
@@ -80,6 +82,7 @@ def assert_mlflow_has_every_step(client, run, keys) -> None:
 
 
 def assert_tb_has_every_step(logdir: Path, keys) -> dict[str, list[tuple[int, float]]]:
+    keys = {*keys, *GOODPUT}  # the run's goodput figures join every logged step
     scalars = read_tb_scalars(logdir)
     assert set(scalars) == set(keys)
     for key in keys:
