@@ -1,10 +1,14 @@
-"""Cost of the across-rank figures (mlflow_performance_metrics_across_ranks) per logged step, on every rank:
-reading this rank's memory and utilisation, and the one gloo all_gather of them, side by side with the
-smallest collective there is (an all_reduce of one float on the same group) as the baseline.
+"""Cost of the log step's gather over ranks per logged step, on every rank: the straggler figures alone
+(``primus_stragglers``: this rank's busy time, one gloo all_gather of it, the summary) and the across-rank figures
+(``mlflow_performance_metrics_across_ranks``: memory and utilisation read, then gathered), each in a pair with the
+smallest collective there is (an all_reduce of one float on the same group) as the baseline, the pair's two halves
+interleaved so that load on the machine falls on both alike. Wall time and the training thread's CPU time, median
+and spread (10th-90th percentile) over the log steps, as rank 0 sees them; and the cost of the wrapper that times
+collective waits, per wait, in one process.
 
-Two processes on this machine's CPU (gloo over loopback, as the 2-process CPU tests); on a GPU cluster the
+N processes on this machine's CPU (gloo over loopback, as the multi-process CPU tests); on a GPU cluster the
 gather crosses the network once per log step between hosts. Run:
-``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/rank_gather.py [--steps N]`` (seconds).
+``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/rank_gather.py [--ranks 2 4 8] [--steps N]``.
 """
 
 from __future__ import annotations
@@ -21,61 +25,93 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from support.mlflow_server import free_port  # noqa: E402
 
-from primus.tracking.across_ranks import GATHERED  # noqa: E402
+KINDS = ("stragglers", "figures")
 
 
 def worker(rank: int, world: int, port: int, steps: int, out) -> None:
     import torch
     import torch.distributed as dist
 
-    from primus.tracking.across_ranks import RankGather
-    from primus.tracking.perf import Utilisation, memory_metrics
+    from primus.tracking.across_ranks import RankFigures
 
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
-    utilisation, gather = Utilisation(), RankGather()
+    gathers = {"stragglers": RankFigures(figures=False, stragglers=True), "figures": RankFigures()}
     one = torch.zeros(1)
-    reads, gathers, baseline = [], [], []
-    for _ in range(steps):
+    cost: dict[str, list[tuple[float, float]]] = {k: [] for k in (*KINDS, "baseline")}
+
+    def timed(key: str, call) -> None:
         dist.barrier()  # the ranks arrive together, as they do at a log step after a training step
-        t0 = time.perf_counter()
-        own = memory_metrics() | utilisation.read()
-        t1 = time.perf_counter()
-        gather.gather(own)
-        t2 = time.perf_counter()
-        dist.barrier()
-        t3 = time.perf_counter()
-        dist.all_reduce(one)
-        baseline.append(time.perf_counter() - t3)
-        reads.append(t1 - t0)
-        gathers.append(t2 - t1)
+        w0, c0 = time.perf_counter(), time.thread_time()
+        call()
+        cost[key].append((time.perf_counter() - w0, time.thread_time() - c0))
+
+    for kind in KINDS:
+        gathers[kind].read()  # the first log step: starts the clock, gathers the host names
+    for step in range(steps):
+        for kind in KINDS if step % 2 else KINDS[::-1]:
+            timed(kind, gathers[kind].read)
+            timed("baseline", lambda: dist.all_reduce(one))
     if rank == 0:
-        out.put((reads, gathers, baseline))
+        out.put(cost)
     dist.destroy_process_group()
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--steps", type=int, default=500)
-    steps = parser.parse_args().steps
+def wait_wrapper_cost(calls: int = 20000) -> float:
+    """Seconds the wrapper adds to one Work.wait: a finished work's wait, timed with and without the clock."""
+    import torch
+    import torch.distributed as dist
+
+    from primus.tracking.stragglers import BusyClock
+
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{free_port()}", rank=0, world_size=1)
+    work = dist.all_reduce(torch.zeros(1), async_op=True)
+    work.wait()
+
+    def per_wait() -> float:
+        started = time.perf_counter()
+        for _ in range(calls):
+            work.wait()
+        return (time.perf_counter() - started) / calls
+
+    bare = per_wait()
+    clock = BusyClock()
+    timed = per_wait()
+    clock.close()
+    dist.destroy_process_group()
+    return timed - bare
+
+
+def spread(xs: list[float]) -> str:
+    xs = sorted(xs)
+    at = lambda q: xs[min(len(xs) - 1, int(len(xs) * q))] * 1e6  # noqa: E731
+    return f"{statistics.median(xs) * 1e6:7.0f} µs ({at(0.1):.0f}-{at(0.9):.0f})"
+
+
+def run(world: int, steps: int) -> None:
     import torch.multiprocessing as mp
 
     ctx = mp.get_context("spawn")
     queue, port = ctx.Queue(), free_port()
-    procs = [ctx.Process(target=worker, args=(r, 2, port, steps, queue)) for r in range(2)]
+    procs = [ctx.Process(target=worker, args=(r, world, port, steps, queue)) for r in range(world)]
     for p in procs:
         p.start()
-    reads, gathers, baseline = queue.get(timeout=300)
+    cost = queue.get(timeout=600)
     for p in procs:
         p.join(60)
+    print(f"{world} ranks, gloo on 127.0.0.1, {steps} log steps, rank 0's training thread, median (p10-p90):")
+    for key in (*KINDS, "baseline"):
+        wall, cpu = [c[0] for c in cost[key]], [c[1] for c in cost[key]]
+        print(f"  {key:<11} wall {spread(wall)}   cpu {spread(cpu)}")
 
-    def us(xs: list[float]) -> str:
-        return f"median {statistics.median(xs) * 1e6:.0f} µs, p90 {sorted(xs)[int(len(xs) * 0.9)] * 1e6:.0f} µs"
 
-    print(f"2 ranks, gloo on 127.0.0.1, {steps} log steps, rank 0's training thread:")
-    print(f"read own memory + utilisation per logged step: {us(reads)}")
-    print(f"all_gather of {len(GATHERED)} floats per logged step: {us(gathers)}")
-    print(f"baseline all_reduce of 1 float: {us(baseline)}")
-    print(f"gather / baseline ratio: {statistics.median(gathers) / statistics.median(baseline):.2f}")
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--ranks", type=int, nargs="+", default=[2, 4, 8])
+    parser.add_argument("--steps", type=int, default=300)
+    options = parser.parse_args()
+    for world in options.ranks:
+        run(world, options.steps)
+    print(f"wrapper on Work.wait: {wait_wrapper_cost() * 1e6:.2f} µs per wait (the training thread's, every step)")
 
 
 if __name__ == "__main__":

@@ -11,6 +11,8 @@ from primus.tracking.alerts import COUNT_METRIC, TAG_PREFIX, AlertKind
 from primus.tracking.health import LOSS_METRICS, THROUGHPUT_METRICS
 from primus.tracking.names import READABLE, SCHEMA, MlflowKeys, is_valid_mlflow_key, mlflow_key
 from primus.tracking.perf import PEAK_TFLOPS
+from primus.tracking.progress import AT_EVERY_LOG_STEP, ETA_WINDOW, FROM_THE_SECOND_LOG_STEP
+from primus.tracking.stragglers import SLOW_RATIO
 
 
 def _names(names: tuple[str, ...]) -> str:
@@ -46,6 +48,27 @@ def render_metrics() -> str:
                 "Where they go, on every backend: `mlflow_upload_performance_metrics` (with MLflow on) turns the "
                 "`perf/*`, `mem/*` and `sys/*` set on, and every enabled tracker gets it, like every other metric "
                 "(TensorBoard, W&B, MLflow, plugin trackers); the option decides what is measured, not where it goes.",
+                "## Progress",
+                f"The progress figures ({_names(AT_EVERY_LOG_STEP)} at every log step, {_names(FROM_THE_SECOND_LOG_STEP)} "
+                "from a process's second log step, which ends its first measured interval) are always on, on every "
+                "backend, to every tracker: they cost a few additions per log step (on the hub's thread for Megatron, "
+                "beside upstream's log call for TorchTitan and MaxText) and no option turns them off; "
+                "`mlflow_upload_performance_metrics` decides the rest of the `perf/*` set only. Tokens are samples times "
+                "the sequence length. Consumed counts continue after a resume: Megatron's are upstream's "
+                "`consumed_train_samples` (restored from the checkpoint, exact under batch-size ramp-up too) and its ETA "
+                "counts to `train_iters`; TorchTitan's are upstream's `step` (restored from the checkpoint) times the "
+                "global batch (`training.global_batch_size`, or `local_batch_size` times the data-parallel degree when "
+                "it is -1), tokens by `training.seq_len`, ETA to `training.steps`; MaxText's are its step + 1 (steps "
+                "count from 0, restored from the checkpoint) times `global_batch_size_to_train_on`, tokens by "
+                "`max_target_length`, ETA to `steps` (under `enable_rampup_batch_size` the full batch from step 0, an "
+                "upper bound); Megatron-Bridge's are its `train_state.consumed_train_samples` (restored from the checkpoint), "
+                "tokens by the model's `seq_length`, ETA to `train.train_iters`. `progress/elapsed_s` is the process's "
+                "own (a resumed job "
+                f"counts from its restart). The ETA uses the step time over the last {ETA_WINDOW} log intervals, so a checkpoint "
+                "save or an evaluation moves it for a few log steps only; Megatron's `[primus]` console line prints the "
+                "same ETA. In W&B, `progress/consumed_tokens` is defined as an x-axis (`define_metric`, its summary the "
+                "maximum): the `progress/*` charts are drawn against it and any other chart can switch its x-axis to it; "
+                "every other metric keeps W&B's step, the iteration.",
                 "The `mem/*` and `sys/*` names are the logging rank's own readings: the device's allocator counters "
                 "(`mem/allocated_gib`, `mem/reserved_gib`, `mem/peak_allocated_gib`) read at the log step, the host's "
                 "memory (`mem/host_*`) and every `sys/*` figure the latest of a sample a background thread takes "
@@ -55,6 +78,28 @@ def render_metrics() -> str:
                 "them also goes out as `<name>/min`, `<name>/mean` and `<name>/max` over every rank's reading at the same "
                 "log step (one gather of host values per log step). Tokens/s and TFLOP/s per GPU are not gathered: they "
                 "are computed from the job's global batch over the log interval, so they are the job's figures already.",
+                "## Stragglers",
+                "With `primus_stragglers` (Megatron `--primus-stragglers true`, TorchTitan `metrics.primus_stragglers`) "
+                "and more than one rank, every rank measures its busy time since the last log step: the wall time "
+                "minus the time its training thread spent blocked waiting in a collective (`torch.distributed`'s "
+                "`Work.wait`, which gloo's blocking calls, FSDP's all-gathers and reduce-scatters and Megatron's "
+                "gradient buckets wait through; on a GPU, CUDA events around each wait and at each log step, read at "
+                "the log step). A rank slowed by anything (a slow data loader, a throttled device, a noisy "
+                "neighbour, a sleep) arrives late at the next collective while the others wait there, so its busy "
+                "time is the largest. At every log step the figures travel in one gather of host floats (with the "
+                "across-rank memory and utilisation when those are on too), and the logging rank logs the "
+                "`straggler/*` names above from the second log step on (the first only starts the clock). When the "
+                f"slowest rank is at least {SLOW_RATIO:g}x the median, that rank prints "
+                "`[primus] slowest rank 17 (node-3): 1.34x the median` (the host names are gathered once). With two "
+                "ranks the median is their mean, so the ratio stays under 2. Not counted as waiting: "
+                "`wait_tensor` of torch's functional collectives (DTensor's redistributions: TorchTitan's tensor "
+                "parallelism and gradient-norm clipping), which wait in C++; Megatron's tensor-parallel all-reduces "
+                "and the point-to-point waits between pipeline stages are waits. Unset, the option is "
+                "off: the gather costs ~20 ms of wall time per log step at 8 ranks on a 2-core host "
+                "(`benchmarks/rank_gather.py`: 8 gloo processes over loopback; ~0.5 ms of the training thread's "
+                "CPU), above the 1 ms a default may add; at 2 ranks it is ~0.6 ms. Counting waits adds a few "
+                "µs to each collective wait of the training thread while it is on. MaxText (JAX) is not covered: "
+                "its CPU runs are one process, and it has no `torch.distributed` waits to count.",
                 "## Peak FLOP/s behind `perf/mfu`",
                 "Dense (no sparsity) peak TFLOP/s of one device, from the vendors' datasheets, matched against the device "
                 "name torch or JAX reports (first row whose key the name contains). The run's `peak_tflops` option "

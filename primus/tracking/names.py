@@ -46,6 +46,17 @@ SCHEMA: dict[str, str] = {
     "sys/cpu_util_pct": "host CPU utilisation",
     "sys/host_mem_used_pct": "host memory in use",
     "sys/gpu_util_pct": "utilisation of this rank's own device (NVML / amdsmi; the local rank's visible device)",
+    "straggler/busy_s_min": "the least busy time of any rank since the last log step (seconds not waiting in a "
+    "collective)",
+    "straggler/busy_s_median": "the median over ranks of their busy time since the last log step",
+    "straggler/busy_s_max": "the most busy time of any rank since the last log step: the slowest rank's",
+    "straggler/slowest_rank": "the rank with the most busy time since the last log step (its global rank number)",
+    "straggler/slowest_over_median": "the slowest rank's busy time over the median (1.0: no straggler)",
+    "progress/consumed_samples": "samples the job has trained on since the run's first step, resumes included",
+    "progress/consumed_tokens": "tokens the job has trained on: progress/consumed_samples times the sequence length",
+    "progress/elapsed_s": "wall seconds since this process's tracking started (a resumed job counts from its restart)",
+    "progress/eta_s": "seconds left: the steps left times the recent step time (Progress, below)",
+    "perf/samples_per_s": "samples per second, whole job, over the log interval",
     # goodput.py: the run directory's wall time, every attempt together, cumulative at each log step and the end
     "goodput/productive_s": "time of steps whose results were kept: between log steps, less data wait and any "
     "save, evaluation or load in between; steps a restart computed again move to badput/lost_progress_s",

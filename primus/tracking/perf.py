@@ -12,14 +12,12 @@ import functools
 import os
 import resource
 import sys
-import threading
-import time
-import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from primus.tracking.devices import amdsmi_handle, local_ordinal, nvml_handle
+from primus.tracking.sampling import sample_every
 
 GIB = float(1 << 30)
 _PAGE_BYTES = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
@@ -335,13 +333,11 @@ class Utilisation:
         latest = self._latest
         if latest is None:  # the first read: finds the device on this (the training) thread, then samples
             latest = self._latest = self.sample()
-            threading.Thread(
-                target=_sample_while_alive,
-                args=(weakref.ref(self), self._interval_s),
-                name="primus-utilisation",
-                daemon=True,
-            ).start()
+            sample_every(self._interval_s, self, Utilisation._refresh, "primus-utilisation")
         return latest
+
+    def _refresh(self) -> None:
+        self._latest = self.sample()
 
     def sample(self) -> dict[str, float]:
         out = {
@@ -368,17 +364,3 @@ class Utilisation:
         except Exception:  # a driver hiccup must not break logging; the metric is just absent this step
             return None
         return None
-
-
-def _sample_while_alive(ref: weakref.ref[Utilisation], interval_s: float) -> None:
-    """The sampling thread: ends when its Utilisation is gone (it holds only a weak reference)."""
-    while True:
-        time.sleep(interval_s)
-        utilisation = ref()
-        if utilisation is None:
-            return
-        try:
-            utilisation._latest = utilisation.sample()
-        except Exception:  # noqa: BLE001 - a failed read keeps the previous one; logging is never broken
-            pass
-        del utilisation

@@ -24,6 +24,8 @@ from primus.tracking.run_layout import TRACES_DIR, rank_log_file
 
 PERF = "mlflow_upload_performance_metrics"
 ACROSS_RANKS = "mlflow_performance_metrics_across_ranks"
+STRAGGLERS = "primus_stragglers"
+STRAGGLERS_DEFAULT = False  # unset: see the option's help and docs/metrics.md (the gather's measured cost)
 
 
 class TrackingPlanError(ValueError):
@@ -92,6 +94,7 @@ class TrackingPlan:
     traces_dir: Path | None = None  # upstream's profiler writes there; uploaded/reported on after training
     perf_metrics: bool = False  # the perf/mem/sys metric set (mlflow_upload_performance_metrics with MLflow on)
     across_ranks: bool = False  # that set's memory/utilisation gathered over ranks (every rank takes part)
+    stragglers: bool = False  # busy time gathered over ranks at log steps (every rank takes part, with > 1 rank)
     peak_tflops: float | None = None  # one device's dense peak TFLOP/s for MFU; None: the built-in table's
     # params recorded over the backend's own (e.g. the folders Primus chose, under their own names)
     recorded_params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
@@ -146,10 +149,11 @@ def plan_run(
     if ACROSS_RANKS in chosen and PERF not in chosen:
         notices.info(f"{section}{ACROSS_RANKS} ignored: {section}{PERF} is off")
         chosen.discard(ACROSS_RANKS)
+    stragglers = STRAGGLERS_DEFAULT if options.get(STRAGGLERS) is None else bool(options[STRAGGLERS])
     where = destinations(notices)
     if where is None:
         notices.raise_if_errors()
-        return TrackingPlan(None, notices)
+        return TrackingPlan(None, notices, stragglers=stragglers)
     config = notices.resolved(
         TrackingConfig(
             run_dir=where.run_dir,
@@ -186,5 +190,6 @@ def plan_run(
         traces_dir=where.run_dir / TRACES_DIR if tracing else None,
         perf_metrics=PERF in chosen,
         across_ranks=ACROSS_RANKS in chosen,
+        stragglers=stragglers,
         peak_tflops=options["peak_tflops"],
     )

@@ -127,7 +127,7 @@ def test_torchtitan_and_maxtext_primus_keys():
         "metrics.mlflow_upload_tracelens_report", "metrics.primus_exit_deadline", "metrics.primus_journal_retention",
         "model.module", "model.config", "metrics.peak_tflops", "metrics.mlflow_performance_metrics_across_ranks",
         "metrics.primus_stall_after", "metrics.primus_loss_spike_mads", "metrics.primus_throughput_drop_fraction",
-        "metrics.mlflow_upload_checkpoints",
+        "metrics.mlflow_upload_checkpoints", "metrics.primus_stragglers",
     }
     assert schema_for("maxtext").primus_keys == {
         "enable_mlflow", "mlflow_run_name", "mlflow_experiment_name", "mlflow_upload_performance_metrics",

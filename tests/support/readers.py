@@ -71,6 +71,19 @@ def wandb_records(path: Path) -> Iterator[Any]:
         yield record
 
 
+def wandb_metric_definitions(root: Path) -> dict[str, dict[str, Any]]:
+    """``define_metric`` calls in the offline run files under ``root``: {name or glob: {step_metric, summary}}
+    (the summaries asked for, by name), the latest definition of each."""
+    out: dict[str, dict[str, Any]] = {}
+    for path in wandb_files(root):
+        for record in wandb_records(path):
+            if record.WhichOneof("record_type") == "metric" and not record.metric.expanded_from_glob:
+                metric = record.metric
+                summary = {f.name for f, value in metric.summary.ListFields() if value}
+                out[metric.name or metric.glob_name] = {"step_metric": metric.step_metric, "summary": summary}
+    return out
+
+
 def read_wandb_history(root: Path) -> list[dict[str, Any]]:
     """History rows (``_step`` included) of every offline run file under ``root``, oldest file first."""
     rows = []

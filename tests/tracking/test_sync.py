@@ -14,6 +14,7 @@ from collections import Counter
 import pytest
 from support.plugin_dists import SINK_DOWN, read_sink_record
 from support.readers import read_wandb_history, wandb_files, wandb_records, wandb_run_ids
+from support.timing import wait_for
 
 from primus.tracking.journal import METRICS, encode, journal_end, read_all
 from primus.tracking.journal_writer import JournalWriter
@@ -141,7 +142,14 @@ def test_a_wandb_run_that_lags_the_journal_gets_the_rest_in_the_same_run(run_dir
     CursorStore(run_dir).save("wandb", "lag12345", _record_ends(run_dir)[4])  # steps 0..4 were delivered
     report = sync_run(run_dir, timeout_s=60)
     assert report.delivered == {"wandb": True, "demo": True}, report.errors
-    rows = [r for r in read_wandb_history(wandb_offline) if "loss" in r]
+
+    def loss_rows():
+        return [r for r in read_wandb_history(wandb_offline) if "loss" in r]
+
+    # finish() returns once W&B's service has the records; it writes the offline file a moment later (seen empty
+    # right after the sync returned, whole a second later, on a loaded box)
+    wait_for(lambda: len(loss_rows()) >= STEPS - 5, 30, what="W&B's service to write the offline run file")
+    rows = loss_rows()
     assert [r["_step"] for r in rows] == list(range(5, STEPS)), _what_wandb_wrote(wandb_offline)
     assert [r["loss"] for r in rows] == [step / 4 for step in range(5, STEPS)]
     assert wandb_run_ids(wandb_offline) == {"lag12345"}

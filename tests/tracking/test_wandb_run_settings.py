@@ -8,16 +8,23 @@ import time
 
 import pytest
 from support.readers import wandb_files, wandb_records
+from support.timing import wait_for
 
 from primus.tracking import TrackingConfig, WandbConfig, start_run
 
 pytestmark = pytest.mark.slow
 
 
-def run_records(root) -> list:
-    """The run record of every offline run file under ``root``, oldest first."""
-    return [r.run for f in sorted(wandb_files(root), key=lambda p: p.parent.parent.name)
-            for r in wandb_records(f) if r.WhichOneof("record_type") == "run"]
+def run_records(root, count: int) -> list:
+    """The run record of every offline run file under ``root``, oldest first, once there are ``count``: W&B's
+    service writes the file a moment after finish() returns."""
+
+    def found() -> list:
+        return [r.run for f in sorted(wandb_files(root), key=lambda p: p.parent.parent.name)
+                for r in wandb_records(f) if r.WhichOneof("record_type") == "run"]
+
+    wait_for(lambda: len(found()) >= count, 30, what=f"W&B's service to write {count} offline run file(s)")
+    return found()
 
 
 def train(tmp_path, wandb: WandbConfig, steps) -> str:
@@ -34,14 +41,14 @@ def test_given_id_notes_tags_job_type_and_fork_point(tmp_path, wandb_offline, mo
     cfg = WandbConfig(project="primus-tests", run_id="given01", notes="a note", tags=("ablation", "lr-3e-4"),
                       job_type="pretrain", fork_from="parent9?_step=4")
     assert train(tmp_path, cfg, range(5, 8)) == "given01"
-    [first] = run_records(wandb_offline)
+    [first] = run_records(wandb_offline, 1)
     assert (first.run_id, first.notes, list(first.tags), first.job_type) == ("given01", "a note",
                                                                              ["ablation", "lr-3e-4"], "pretrain")
     assert (first.branch_point.run, first.branch_point.value, first.branch_point.metric) == ("parent9", 4, "_step")
 
     time.sleep(1.1)  # offline run folders are named by the second they start
     train(tmp_path, cfg, range(8, 10))  # the job restarted: the same run, not a second fork
-    _, second = run_records(wandb_offline)
+    _, second = run_records(wandb_offline, 2)
     assert second.run_id == "given01" and not second.HasField("branch_point") and second.resume
 
 
@@ -49,9 +56,9 @@ def test_resume_from_rewinds_that_run_under_its_own_id(tmp_path, wandb_offline, 
     monkeypatch.setenv("WANDB_RESUME_FROM", "earlier3?_step=7")
     cfg = WandbConfig(project="primus-tests", resume_from="earlier3?_step=7")
     assert train(tmp_path, cfg, range(8, 10)) == "earlier3"
-    [record] = run_records(wandb_offline)
+    [record] = run_records(wandb_offline, 1)
     assert (record.run_id, record.branch_point.run, record.branch_point.value) == ("earlier3", "earlier3", 7)
     time.sleep(1.1)
     train(tmp_path, cfg, range(10, 12))  # a restart resumes the rewound run, it does not rewind it again
-    _, again = run_records(wandb_offline)
+    _, again = run_records(wandb_offline, 2)
     assert again.run_id == "earlier3" and not again.HasField("branch_point") and again.resume

@@ -18,6 +18,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from primus.backends.maxtext.step_progress import StepProgress
 from primus.tracking import SinkName
 from primus.tracking.perf import GIB, StepPerf
 
@@ -103,8 +104,10 @@ class TrackingMetricWriter:
         perf_metrics: bool = False,
         peak_tflops: float | None = None,
         announce: Callable[[int], None] | None = None,
+        progress: StepProgress | None = None,
     ):
         self.run = run
+        self.progress = progress  # the progress figures of each train step
         self.tensorboard = run.config.tensorboard is not None
         self.perf_metrics = perf_metrics
         self.peak_tflops = peak_tflops
@@ -119,6 +122,8 @@ class TrackingMetricWriter:
         if not metrics or metric_type not in TRACKED_TYPES:
             return
         values = flat_scalars(metrics)
+        if self.progress is not None and metric_type == "train":
+            values |= self.progress.measure(int(step))
         if self.perf is not None and metric_type == "train":
             values |= self.perf.measure(values)
         self.run.log(int(step), values)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from primus.backends.maxtext.primus_options import PrimusOptions
+from primus.backends.maxtext.step_progress import StepProgress
 from primus.backends.maxtext.tracking_metric_writer import TrackingMetricWriter
 from primus.backends.maxtext.tracking_plan import plan_tracking
 from primus.config.environment import RUN_DIR_ENV
@@ -60,6 +61,7 @@ def start_tracking(plan: TrackingPlan, config: Any, announce: Callable[[int], No
         perf_metrics=plan.perf_metrics,
         peak_tflops=plan.peak_tflops,
         announce=announce,
+        progress=StepProgress(config),
     )
 
 

@@ -5,11 +5,14 @@ the first ask plans the run from Bridge's logger settings, starts it, and from t
 writer is Megatron's ``TrackingSummaryWriter`` (Bridge's code is megatron-core's: the same ``add_scalar`` calls,
 ``Timers.write`` included), so every scalar Bridge writes — losses, learning rate, grad norm, throughput, memory,
 timers, validation — goes to the run and from there to every tracker; Bridge's own W&B and MLflow writers stay
-unset. Each step goes out when Bridge's ``training_log`` (or an evaluation) returns."""
+unset. Each step goes out when Bridge's ``training_log`` (or an evaluation) returns, with the progress figures
+(``tracking/progress.py``) at log steps: Bridge's own consumed samples (which its checkpoint restores), its
+``seq_length`` and ``train_iters``."""
 
 from __future__ import annotations
 
 import json
+import time
 from types import SimpleNamespace
 from typing import Any
 
@@ -18,6 +21,7 @@ from primus.backends.megatron_bridge.tracking_plan import BACKEND, plan_tracking
 from primus.config.schemas.tracking import params_for
 from primus.log import get_logger
 from primus.tracking import RunStatus
+from primus.tracking.progress import Progress
 
 log = get_logger("primus.megatron_bridge")
 
@@ -53,6 +57,8 @@ class BridgeTracking:
     def __init__(self) -> None:
         self.writer: TrackingSummaryWriter | None = None
         self.run: Any = None
+        self.progress: Progress | None = None
+        self._state: Any = None  # Bridge's GlobalState, which asks for the writer: its counters at each step
         self._started = False  # planned on this process (whether or not a tracker is on)
 
     def writer_for(self, state: Any, rank: int, world_size: int) -> TrackingSummaryWriter | None:
@@ -60,6 +66,7 @@ class BridgeTracking:
         if not self._started and rank == world_size - 1:
             self._started = True
             self.writer = self._start(state.cfg, rank)
+            self._state = state
         return self.writer
 
     def _start(self, config: Any, rank: int) -> TrackingSummaryWriter | None:
@@ -72,7 +79,27 @@ class BridgeTracking:
         tags = {"primus.backend": BACKEND, **{str(k): str(v) for k, v in (config.logger.mlflow_tags or {}).items()}}
         self.run = start_run(plan.run_config(params=flat_params(config.to_dict()), tags=tags))
         self.run.install_exit_handlers()
+        self.progress = Progress()
         return TrackingSummaryWriter(self.run, _writer_args(), None, perf_metrics=False)
+
+    def end_step(self) -> None:
+        """After Bridge's training_log: at a log step the progress figures join the step's scalars; then the step
+        goes out."""
+        if self.writer is None:
+            return
+        train, config = self._state.train_state, self._state.cfg
+        if self.progress is not None and train.step % config.logger.log_interval == 0:
+            now = time.perf_counter()
+            figures = self.progress.at(
+                train.step,
+                train.consumed_train_samples,
+                now,
+                seq_length=config.model.seq_length,
+                total_steps=config.train.train_iters,
+            )
+            for name, value in figures.items():
+                self.writer.add_scalar(name, value, train.step)
+        self.writer.flush()
 
     def emit(self) -> None:
         """The step's scalars (or an evaluation's) go out now, not with the next step's."""
@@ -81,7 +108,7 @@ class BridgeTracking:
 
     def finish(self, status: str = RunStatus.FINISHED) -> None:
         writer, run = self.writer, self.run
-        self.writer, self.run, self._started = None, None, False
+        self.writer, self.run, self.progress, self._state, self._started = None, None, None, None, False
         if writer is not None:
             writer.flush()
             run.finish(status)

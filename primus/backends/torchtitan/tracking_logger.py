@@ -13,14 +13,23 @@ from typing import Any
 from torchtitan.components.metrics import BaseLogger
 
 from primus.backends.torchtitan.step_perf import ProcessorPerf
+from primus.backends.torchtitan.step_progress import ProcessorProgress
 from primus.tracking import RunStatus
 
 
 class TrackingLogger(BaseLogger):
-    def __init__(self, run, *, tag: str | None = None, perf: ProcessorPerf | None = None):
+    def __init__(
+        self,
+        run,
+        *,
+        tag: str | None = None,
+        perf: ProcessorPerf | None = None,
+        progress: ProcessorProgress | None = None,
+    ):
         self.run = run
         self.tag = tag
         self.perf = perf  # set when the perf metric set is on; read by the wrapped MetricsProcessor.log
+        self.progress = progress  # the progress figures, read there too
         self.dropped: frozenset[str] = frozenset()  # upstream's names not tracked (upstream_mfu)
 
     def log(self, metrics: dict[str, Any], step: int) -> None:

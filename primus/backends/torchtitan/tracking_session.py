@@ -56,6 +56,7 @@ def start_tracking(plan: TrackingPlan, *, params: dict[str, Any], model: dict[st
     config as a dict (every release has its ``training`` and ``metrics`` sections); ``model``: the dict that
     names the model (its ``name`` and ``flavor`` become tags)."""
     from primus.backends.torchtitan.step_perf import ProcessorPerf
+    from primus.backends.torchtitan.step_progress import ProcessorProgress
     from primus.backends.torchtitan.tracking_logger import TrackingLogger
     from primus.tracking import start_run
 
@@ -71,7 +72,7 @@ def start_tracking(plan: TrackingPlan, *, params: dict[str, Any], model: dict[st
             log_freq=int(params.get("metrics", {}).get("log_freq", 1)),
             peak_tflops=plan.peak_tflops,
         )
-    return TrackingLogger(run, tag=tag, perf=perf)
+    return TrackingLogger(run, tag=tag, perf=perf, progress=ProcessorProgress(params["training"]))
 
 
 def forget_plan() -> None:

@@ -86,6 +86,16 @@ OPTIONS = (
         "(one small gather of host values per log step; off: the logging rank's own).",
     ),
     _option(
+        "primus_stragglers",
+        "bool",
+        nullable=True,
+        backends=TORCH,
+        help="With more than one rank: each rank's busy time (not waiting for the others) since the last log step, "
+        "gathered at every log step; straggler/* metrics and a console line naming the slowest rank and its host "
+        "at 1.1x the median or more (docs/metrics.md, Stragglers). Unset: off (the gather costs ~20 ms of wall time "
+        "per log step at 8 ranks on a 2-core host, over the 1 ms a default may cost).",
+    ),
+    _option(
         "peak_tflops",
         "float",
         nullable=True,

@@ -7,7 +7,10 @@ directory (or given: ``WandbConfig.run_id``), so a restarted job resumes the sam
 A checkpoint save (``checkpoints.py``) becomes a reference artifact as Megatron's ``wandb_utils`` logs one: type
 ``model``, metadata ``{"iteration": N}``, a ``file://`` reference without checksums, the record's small files, its
 alias, and ``<entity>/<project>`` written to its pointer file. A resume sets ``primus.resumed_from`` in the run's
-config and calls ``use_artifact`` (which W&B refuses offline: then one line says so, as upstream's does)."""
+config and calls ``use_artifact`` (which W&B refuses offline: then one line says so, as upstream's does).
+
+``define_metric`` makes ``progress/consumed_tokens`` an x-axis (``progress.py``): the ``progress/*`` charts use it,
+the rest keep W&B's step."""
 
 from __future__ import annotations
 
@@ -28,6 +31,7 @@ from primus.tracking.checkpoints import saved as saved_checkpoint
 from primus.tracking.config import resolved
 from primus.tracking.enums import RunStatus, SinkName
 from primus.tracking.journal import METRICS, TEXT, Record
+from primus.tracking.progress import CONSUMED_TOKENS, PROGRESS_GROUP
 from primus.tracking.sink import Durability, Sink, SinkContext, SinkUnavailable, outside_except
 
 log = logging.getLogger("primus.tracking")
@@ -65,6 +69,10 @@ class WandbSink(Sink):
                 raise SinkUnavailable(f"wandb.init(mode={self.cfg.mode!r}) failed: {error}") from error
             self._run = self._offline_instead(wandb, error)
         self._run.config.update({**self.context.params, "primus_tags": self.context.tags}, allow_val_change=True)
+        # consumed tokens as an x-axis (its summary the run's total): the progress group is plotted against it,
+        # every other metric keeps W&B's step (the iteration), and any chart can switch to it
+        self._run.define_metric(CONSUMED_TOKENS, summary="max")
+        self._run.define_metric(PROGRESS_GROUP, step_metric=CONSUMED_TOKENS)
         self.context.save(id=self.run_id, mode=self._run.settings.mode, sync_dir=str(self._run.settings.sync_dir))
         return self.run_id
 

@@ -16,6 +16,7 @@ from primus.backends.maxtext.upstream_argv import with_experiment
 from primus.config import load_experiment
 from primus.tracking.goodput import NAMES as GOODPUT
 from primus.tracking.names import is_valid_mlflow_key
+from primus.tracking.progress import AT_EVERY_LOG_STEP, FROM_THE_SECOND_LOG_STEP
 
 REPO = Path(__file__).resolve().parents[3]
 TINY_CPU = REPO / "configs" / "maxtext" / "tiny_cpu.yaml"
@@ -109,12 +110,13 @@ def only_run(client, experiment: str):
 
 
 def assert_every_step(history: dict[str, list[int]], keys) -> None:
-    """``history``: {name: [steps]}; train keys at every train step, eval keys at the eval steps."""
-    assert set(history) == set(keys) | EVAL_KEYS, sorted(set(history) ^ (set(keys) | EVAL_KEYS))
-    for key in keys:
-        assert history[key] == TRAIN_STEPS, key
-    for key in EVAL_KEYS:
-        assert history[key] == EVAL_AT, key
+    """``history``: {name: [steps]}; train keys and Primus's progress figures at every train step (the progress
+    rates from the second: the first starts their interval), eval keys at the eval steps."""
+    expected = ({key: TRAIN_STEPS for key in (*keys, *AT_EVERY_LOG_STEP)}
+                | {key: TRAIN_STEPS[1:] for key in FROM_THE_SECOND_LOG_STEP} | {key: EVAL_AT for key in EVAL_KEYS})
+    assert set(history) == set(expected), sorted(set(history) ^ set(expected))
+    for key, steps in expected.items():
+        assert history[key] == steps, key
 
 
 def tb_steps(logdir) -> dict[str, list[int]]:

@@ -20,9 +20,10 @@ from maxtext_runs import (EVAL_KEYS, SCHEDULE, STEPS, TINY_CPU, TRAIN_KEYS, TRAI
                           every_tracker_args, only_run, tiny_cpu_args)
 from support.host_reads import host_reads, host_reads_env
 from support.journal_files import run_dirs_under
-from support.readers import mlflow_history, read_tb_scalars, wandb_files, wandb_records
+from support.readers import mlflow_history, read_tb_scalars, read_wandb_history, wandb_files, wandb_records
 
 from primus.config import load_experiment
+from primus.tracking.progress import CONSUMED_SAMPLES, CONSUMED_TOKENS, ETA
 
 pytestmark = pytest.mark.slow
 
@@ -88,6 +89,22 @@ def test_perf_figures_agree_with_the_batches_the_run_consumed(runs):
         assert tb["perf/tokens_per_sec_per_gpu"][step] * seconds == pytest.approx(tokens_per_device, rel=1e-5), step
         assert tb["perf/tokens_per_sec"][step] == pytest.approx(tb["perf/tokens_per_sec_per_gpu"][step], rel=1e-5)
         assert tb["perf/tflops_per_gpu"][step] == pytest.approx(tb["perf/per_device_tflops_per_sec"][step], rel=1e-5)
+
+
+def test_consumed_tokens_are_steps_times_the_global_batch_times_the_sequence_length(runs, mlflow_client):
+    """Exact in every tracker: MaxText's step n is n + 1 steps; one CPU device, so the global batch is the
+    experiment's per-device batch."""
+    params = load_experiment(TINY_CPU).modules["pre_trainer"].params
+    batch, length = params["per_device_batch_size"], params["max_target_length"]
+    samples = {step: (step + 1) * batch for step in TRAIN_STEPS}
+    tokens = {step: n * length for step, n in samples.items()}
+    run = runs["all"]
+    tb = {tag: dict(points) for tag, points in read_tb_scalars(run.tb_dirs()[0]).items()}
+    assert (tb[CONSUMED_SAMPLES], tb[CONSUMED_TOKENS]) == (samples, tokens)
+    assert {r["_step"]: r[CONSUMED_TOKENS] for r in read_wandb_history(run.wandb_dir) if CONSUMED_TOKENS in r} == tokens
+    mlflow_run = only_run(mlflow_client, "maxtext-all-sinks")
+    assert dict(mlflow_history(mlflow_client, mlflow_run.info.run_id, CONSUMED_TOKENS)) == tokens
+    assert all(tb[ETA][step] >= 0 for step in TRAIN_STEPS[1:]) and tb[ETA][TRAIN_STEPS[-1]] == 0  # none left
 
 
 def test_the_token_upstream_put_in_its_config_reaches_no_tracker(runs, mlflow_client):

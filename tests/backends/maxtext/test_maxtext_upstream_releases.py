@@ -21,9 +21,11 @@ import pytest
 from maxtext_runs import (SCHEDULE, STEPS, TINY_CPU, UPSTREAM_TRAIN, assert_every_tracker_holds_every_step,
                           every_tracker_args, only_run)
 from support.launch import run_env
-from support.readers import mlflow_history
+from support.readers import mlflow_history, read_wandb_alerts
 from support.upstreams import releases, upstream_env, upstream_path
+from support.webhook_server import Receiver
 
+from primus.tracking.webhook import WEBHOOK_ENV
 from primus.upstreams.maxtext import MAXTEXT
 from primus.docs_gen import compatibility
 
@@ -57,9 +59,12 @@ def doctor(maxtext_python: str, pythonpath: Path) -> subprocess.CompletedProcess
 
 
 @pytest.fixture(scope="module")
-def runs(start, maxtext_python, primus_run_command, mlflow_server, tmp_path_factory):
-    """The releases' runs and the refused one start together (most of a MaxText run is imports and compiling)."""
+def runs(start, maxtext_python, primus_run_command, mlflow_server, tmp_path_factory, request):
+    """The releases' runs and the refused one start together (most of a MaxText run is imports and compiling);
+    the diverging runs post their alerts to one webhook receiver (``results["webhook"]``)."""
     mlflow = {"MLFLOW_TRACKING_URI": mlflow_server.uri}
+    webhook = Receiver()
+    request.addfinalizer(webhook.close)
     waits = {}
     for version in RELEASES:
         env = {**mlflow, **DECOUPLED, **upstream_env("maxtext", version)}
@@ -72,7 +77,8 @@ def runs(start, maxtext_python, primus_run_command, mlflow_server, tmp_path_fact
         waits[version, "diverges"] = start(f"maxtext-{version}-diverges", [
             *primus_run_command, "--config", str(TINY_CPU), maxtext_python, *UPSTREAM_TRAIN, f"steps={STEPS}",
             "learning_rate=1e30", "enable_tensorboard=false", f"mlflow_experiment_name={experiment(version, 'nan')}",
-            "run_name=diverges", "base_output_directory=out"], env=env)
+            "enable_wandb=true", f"wandb_project_name={experiment(version, 'nan')}",
+            "run_name=diverges", "base_output_directory=out"], env={**env, WEBHOOK_ENV: webhook.url})
     tree = source_tree(tmp_path_factory.mktemp("checkout"), maxtext_python, REFUSED)
     waits[REFUSED, "refused"] = start("maxtext-refused", [
         *primus_run_command, "--config", str(TINY_CPU), maxtext_python, *UPSTREAM_TRAIN, f"steps={STEPS}",
@@ -80,6 +86,7 @@ def runs(start, maxtext_python, primus_run_command, mlflow_server, tmp_path_fact
         "base_output_directory=out"], env={**mlflow, "PYTHONPATH": str(tree)})
     results = {key: wait() for key, wait in waits.items()}
     results["tree"] = tree / "maxtext"
+    results["webhook"] = webhook
     return results
 
 
@@ -121,9 +128,15 @@ def test_a_diverging_run_of_the_release_is_failed(runs, version, mlflow_client):
     # the person is told (run health, issue 28): the NaN at its step, then the failure. Upstream aborts at that
     # very step; the run's end has the health watch read the journal first, so the trackers get both alerts too
     nan_step = history[-1][0]
-    assert f"[primus] ALERT nan run diverges iteration {nan_step}: " in run.output, run.explain()
-    assert mlflow_run.data.tags["primus.alert.nan"] == f"iteration {nan_step}: learning/loss is nan at iteration {nan_step}"
+    said = f"iteration {nan_step}: learning/loss is nan at iteration {nan_step}"
+    assert f"[primus] ALERT nan run diverges {said}" in run.output, run.explain()
+    assert mlflow_run.data.tags["primus.alert.nan"] == said
     assert mlflow_run.data.tags["primus.alert.failed"].startswith(f"iteration {nan_step}: ")
+    posted = [(b["kind"], b["iteration"]) for b in runs["webhook"].bodies if b["experiment"] == experiment(version, "nan")]
+    assert posted == [("nan", nan_step), ("failed", nan_step)]
+    alerts = read_wandb_alerts(run.workdir)  # W&B's run.alert, kept in the offline run file
+    assert [(title, text) for title, text, _ in alerts][:1] == [("primus: nan", said)]
+    assert [title for title, _, _ in alerts] == ["primus: nan", "primus: failed"]
 
 
 def test_a_source_tree_of_a_release_below_the_range_is_refused_before_training(runs, mlflow_client):

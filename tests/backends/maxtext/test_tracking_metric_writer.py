@@ -31,7 +31,8 @@ def feed_for(tmp_path, log_period: int, announced: list[int], tensorboard: bool 
 
 def test_the_writer_gets_upstreams_log_period_and_the_plans_perf_settings(tmp_path):
     config = SimpleNamespace(run_name="tiny", base_output_directory=str(tmp_path), log_period=5, enable_wandb=False,
-                             enable_tensorboard=True, tensorboard_dir=str(tmp_path / "tb"), get_keys=lambda: {})
+                             enable_tensorboard=True, tensorboard_dir=str(tmp_path / "tb"), get_keys=lambda: {},
+                             max_target_length=16, global_batch_size_to_train_on=4, steps=3)
     writer = start_tracking(plan_tracking(config, PrimusOptions(peak_tflops=989.4), environ={}), config, None)
     assert (writer._log_period, writer.perf_metrics, writer.peak_tflops, writer.tensorboard) == (5, False, 989.4, True)
     writer.finish("FINISHED")

@@ -23,6 +23,7 @@ from support.upstreams import releases, upstream_env
 
 from primus.tracking.goodput import NAMES as GOODPUT
 from primus.tracking.names import mlflow_key
+from primus.tracking.progress import AT_EVERY_LOG_STEP, FROM_THE_SECOND_LOG_STEP
 
 TB, WANDB, MLFLOW = "tensorboard", "wandb", "mlflow"
 SINKS = (TB, WANDB, MLFLOW)
@@ -47,6 +48,12 @@ MEMORY = ("mem-reserved-bytes", "mem-allocated-bytes", "mem-max-allocated-bytes"
 
 def at(steps: Iterable[int], *tags: str) -> dict[str, list[int]]:
     return {tag: list(steps) for tag in tags}
+
+
+def progress_at(log_steps: list[int]) -> dict[str, list[int]]:
+    """Primus's progress figures, with any tracker on: at every log step of one process, their rates from its
+    second."""
+    return at(log_steps, *AT_EVERY_LOG_STEP) | (at(log_steps[1:], *FROM_THE_SECOND_LOG_STEP) if log_steps[1:] else {})
 
 
 def toggles(tensorboard: bool, wandb: bool, mlflow: bool) -> list[str]:
@@ -101,7 +108,7 @@ def every_tracker_on(name: str, release: str | None = None) -> RunSpec:
                 "--one-logger-project", "h6", "--one-logger-run-name", "h6-one", "--one-logger-async",
                 "--app-tag-run-name", "h6-app", "--app-tag-run-version", "1.2.3",
                 expected=at(STEPS, *UPSTREAM, "params-norm") | at(PERF_STEPS, *PERF, *SYSTEM)
-                | at(AVG_STEPS, *PERF_AVG), release=release)
+                | at(AVG_STEPS, *PERF_AVG) | progress_at(STEPS), release=release)
 
 
 RUNS: dict[str, RunSpec] = {
@@ -123,12 +130,13 @@ RUNS: dict[str, RunSpec] = {
                expected=at(STEPS, *UPSTREAM, "params-norm", "num-zeros", "world-size", "batch-size", *MEMORY,
                            "throughput", *TIMERS_LEVEL_1)
                | at(PERF_STEPS, *PERF, "iteration-time") | at(AVG_STEPS, *PERF_AVG)
-               | at([3, 3, 3], "lm loss validation", "lm loss validation ppl")),
+               | at([3, 3, 3], "lm loss validation", "lm loss validation ppl") | progress_at(STEPS)),
     # W&B only, learning rate and loss scale switched off; averages from the first interval, reset every step.
     "wandb": spec("wandb", (WANDB,), "--wandb-project", "h6-wandb", "--log-throughput",
                   "--log-learning-rate-to-tensorboard", "false", "--no-log-loss-scale-to-tensorboard",
                   "--log-avg-skip-iterations", "0", "--log-avg-reset-interval", "1",
-                  expected=at(STEPS, "lm loss", "grad-norm", SAMPLES_VS_STEPS) | at(PERF_STEPS, *PERF, *PERF_AVG)),
+                  expected=at(STEPS, "lm loss", "grad-norm", SAMPLES_VS_STEPS) | at(PERF_STEPS, *PERF, *PERF_AVG)
+                  | progress_at(STEPS)),
     # MLflow only: the perf set without --log-throughput (it implies it), logs and traces uploaded,
     # averages over every interval (no reset within 10), timers on the console only, as their maximum.
     # tensorboard_dir given with TensorBoard off: recorded as given, beside the traces folder.
@@ -137,12 +145,12 @@ RUNS: dict[str, RunSpec] = {
                    "--mlflow-upload-traces", "--mlflow-upload-tracelens-report", "--profile", "--use-pytorch-profiler", "--profile-step-start", "1",
                    "--profile-step-end", "2", "--log-avg-skip-iterations", "0", "--timing-log-level", "1",
                    "--timing-log-option", "max",
-                   expected=at(STEPS, *UPSTREAM) | at(PERF_STEPS, *PERF, *PERF_AVG, *SYSTEM)),
+                   expected=at(STEPS, *UPSTREAM) | at(PERF_STEPS, *PERF, *PERF_AVG, *SYSTEM) | progress_at(STEPS)),
     # TensorBoard + W&B, 4 iterations: tensorboard_log_interval 2 halves the steps, log_interval 3 sets the
     # console cadence (iterations 1 and 3) independently.
     "tb_wandb": spec("tb_wandb", (TB, WANDB), "--wandb-project", "h6-intervals", "--train-iters", "4",
                      "--tensorboard-log-interval", "2", "--log-interval", "3",
-                     expected=at([2, 4], *UPSTREAM), iterations=4),
+                     expected=at([2, 4], *UPSTREAM) | progress_at([3]), iterations=4),
     # torchrun, 2 processes; memory and utilisation as min/mean/max over the two ranks, beside the writer's own.
     # Upstream's own iteration time and TFLOP/s/GPU go to the trackers too (the throughput oracle reads them), and
     # averages start at the first interval, so the last step's averages span two intervals of a 2-GPU job.
@@ -150,11 +158,11 @@ RUNS: dict[str, RunSpec] = {
                     "--mlflow-upload-performance-metrics", "--mlflow-performance-metrics-across-ranks",
                     "--log-timers-to-tensorboard", "--log-avg-skip-iterations", "0",
                     expected=at(STEPS, *UPSTREAM, "throughput")
-                    | at(PERF_STEPS, *PERF, *PERF_AVG, "iteration-time", *SYSTEM, *ACROSS_RANKS),
+                    | at(PERF_STEPS, *PERF, *PERF_AVG, "iteration-time", *SYSTEM, *ACROSS_RANKS) | progress_at(STEPS),
                     nproc=2),
     "pp2_wandb": spec("pp2_wandb", (WANDB,), "--wandb-project", "h6-pp2", "--pipeline-model-parallel-size", "2",
                       "--log-throughput", expected=at(STEPS, *UPSTREAM) | at(PERF_STEPS, *PERF)
-                      | at(AVG_STEPS, *PERF_AVG), nproc=2),
+                      | at(AVG_STEPS, *PERF_AVG) | progress_at(STEPS), nproc=2),
 }
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from megatron_tracking_runs import result
 from support.journal_files import journal_lines, run_dirs_under
+from support.readers import read_wandb_alerts
 
 pytestmark = pytest.mark.slow
 
@@ -39,9 +40,11 @@ def test_a_loss_upstream_rejects_as_nan_is_told_as_nan_at_its_iteration(megatron
     checkpoint code, a TypeError without --save); the person hears "nan at iteration N" before the failure."""
     from megatron_tracking_runs import toggles
 
-    run = megatron_run("nan", *toggles(False, False, True), "--mlflow-experiment-name", "h6-nan", "--lr", "1e4",
-                       "--min-lr", "1e3", "--train-iters", "12",
-                       env={"MLFLOW_TRACKING_URI": mlflow_uri, "PRIMUS_ALERT_WEBHOOK": webhook_receiver.url})
+    run = megatron_run("nan", *toggles(False, True, True), "--mlflow-experiment-name", "h6-nan", "--lr", "1e4",
+                       "--min-lr", "1e3", "--train-iters", "12", "--wandb-project", "h6-nan",
+                       "--wandb-save-dir", "wandb-nan",
+                       env={"MLFLOW_TRACKING_URI": mlflow_uri, "PRIMUS_ALERT_WEBHOOK": webhook_receiver.url,
+                            "WANDB_MODE": "offline"})
     assert run.returncode != 0, run.explain()
     kinds = [(b["kind"], b["iteration"]) for b in webhook_receiver.bodies]
     [(_, at)] = [k for k in kinds if k[0] == "nan"]
@@ -51,3 +54,6 @@ def test_a_loss_upstream_rejects_as_nan_is_told_as_nan_at_its_iteration(megatron
     assert mlrun.data.tags["primus.alert.nan"].startswith(f"iteration {at}: upstream rejected a result at iteration")
     assert "NaN" in mlrun.data.tags["primus.alert.nan"]
     assert mlrun.info.status == "FAILED" and "primus.alert.failed" in mlrun.data.tags
+    alerts = read_wandb_alerts(run.log_path.parent)  # W&B's run.alert, kept in the offline run file
+    assert [title for title, _, _ in alerts] == ["primus: nan", "primus: failed"]
+    assert alerts[0][1] == mlrun.data.tags["primus.alert.nan"]

@@ -22,6 +22,7 @@ from megatron_tracking_runs import (
     RunSpec,
     assert_sinks,
     at,
+    progress_at,
     with_goodput,
 )
 
@@ -55,7 +56,7 @@ def primus_train(workdir: Path, experiment: str, mlflow_uri: str, *argv: str) ->
 
 def expectation(experiment: str) -> RunSpec:
     return RunSpec(frozenset({TB, MLFLOW}), experiment, with_goodput(at([1, 2, 3], *UPSTREAM) | at([2, 3], *PERF)
-                   | at(AVG_STEPS, *PERF_AVG)))
+                   | at(AVG_STEPS, *PERF_AVG) | progress_at([1, 2, 3])))
 
 
 @pytest.mark.parametrize("nproc", [1, 2])

@@ -3,7 +3,9 @@
 run id across both processes' offline files. W&B + MLflow on, TensorBoard off (that toggle combination
 of test_tracking_toggles.py): TensorBoard writes nothing. log_progress (without log_throughput): upstream's
 progress.txt beside the checkpoint, Primus's progress line with the ETA on the console, no perf/* tracked. The
-two runs (session fixtures in conftest.py) also serve test_checkpoint_patches.py."""
+two runs (session fixtures in conftest.py) also serve test_checkpoint_patches.py. The progress figures continue
+across the restart: consumed samples and tokens from upstream's restored count, exact (iterations x global batch x
+sequence length), in both trackers."""
 
 from __future__ import annotations
 
@@ -20,11 +22,25 @@ from megatron_tracking_runs import (
     mlflow_runs,
     mlflow_steps,
     wandb_steps,
+    wandb_values,
     written_by,
 )
-from support.readers import wandb_files, wandb_run_ids
+from support.readers import mlflow_history, wandb_files, wandb_metric_definitions, wandb_run_ids
 
 from primus.tracking.names import mlflow_key
+from primus.tracking.progress import (
+    AT_EVERY_LOG_STEP,
+    CONSUMED_SAMPLES,
+    CONSUMED_TOKENS,
+    FROM_THE_SECOND_LOG_STEP,
+    PROGRESS_GROUP,
+)
+
+GLOBAL_BATCH, SEQ_LENGTH = 8, 128  # megatron_runs.py's tiny model
+# each process's first log step only starts the interval: the first process's second step (2) has the rates, the
+# resumed process's only step (3) does not
+TRACKED = {tag: [1, 2, 3] for tag in (*UPSTREAM, *AT_EVERY_LOG_STEP, *GOODPUT)} | {
+    tag: [2] for tag in FROM_THE_SECOND_LOG_STEP}
 
 pytestmark = pytest.mark.slow
 
@@ -38,14 +54,14 @@ def test_one_mlflow_run_with_every_step_once(stopped_then_resumed, mlflow_client
     [run] = mlflow_runs(mlflow_client, RESUME_EXPERIMENT)
     assert run.info.status == "FINISHED"
     # no perf/*: neither --log-throughput nor the perf upload (--log-progress only prints them)
-    assert mlflow_steps(mlflow_client, run) == {mlflow_key(tag): [1, 2, 3] for tag in (*UPSTREAM, *GOODPUT)}
+    assert mlflow_steps(mlflow_client, run) == {mlflow_key(tag): steps for tag, steps in TRACKED.items()}
     assert not set(PERF) & set(run.data.metrics)
 
 
 def test_one_wandb_run_across_both_processes(stopped_then_resumed, checkpoint):
     assert len(wandb_files(checkpoint)) == 2  # one offline file per process ...
     assert len(wandb_run_ids(checkpoint)) == 1  # ... of the same run
-    assert wandb_steps(checkpoint) == {tag: [1, 2, 3] for tag in (*UPSTREAM, *GOODPUT)}
+    assert wandb_steps(checkpoint) == TRACKED
 
 
 def test_tensorboard_off_writes_nothing(stopped_then_resumed, checkpoint):
@@ -60,3 +76,21 @@ def test_log_progress(stopped_then_resumed, checkpoint):
     saved = [line.split("\t")[4] for line in progress.splitlines() if "Saved checkpoint" in line]
     assert saved == ["Iteration: 2", "Iteration: 3"], progress  # one line per checkpoint, both processes
     assert re.search(r"\[primus\] iteration 2/3 \|.* ETA \d+:\d\d:\d\d", first.output), first.explain()
+
+
+def test_consumed_samples_and_tokens_continue_after_the_resume(stopped_then_resumed, checkpoint, mlflow_client):
+    [run] = mlflow_runs(mlflow_client, RESUME_EXPERIMENT)
+    samples = {step: step * GLOBAL_BATCH for step in (1, 2, 3)}
+    tokens = {step: n * SEQ_LENGTH for step, n in samples.items()}
+    assert dict(mlflow_history(mlflow_client, run.info.run_id, CONSUMED_SAMPLES)) == samples
+    assert dict(mlflow_history(mlflow_client, run.info.run_id, CONSUMED_TOKENS)) == tokens
+    assert wandb_values(checkpoint, CONSUMED_TOKENS) == tokens  # step 3 from the resumed process
+
+
+def test_wandb_draws_the_progress_group_against_consumed_tokens(stopped_then_resumed, checkpoint):
+    """define_metric in each process's file: tokens an x-axis (summary max), the progress group on it; no other
+    metric is given a step metric (they keep W&B's step)."""
+    definitions = wandb_metric_definitions(checkpoint)
+    assert definitions[CONSUMED_TOKENS]["summary"] == {"max"}
+    assert definitions[PROGRESS_GROUP]["step_metric"] == CONSUMED_TOKENS
+    assert {name for name, d in definitions.items() if d["step_metric"]} == {PROGRESS_GROUP}

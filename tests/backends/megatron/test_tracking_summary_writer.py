@@ -7,6 +7,7 @@ import pytest
 
 from primus.backends.megatron.training.tracking_summary_writer import StepFunctions, TrackingSummaryWriter
 from primus.tracking.goodput import NAMES as GOODPUT
+from primus.tracking.progress import CONSUMED_SAMPLES, CONSUMED_TOKENS, ELAPSED, ETA, SAMPLES_PER_S
 
 
 class RecordingRun:
@@ -124,7 +125,9 @@ def test_a_step_ends_in_one_log_call_with_its_perf_figures(run):
     w = make_writer(run, log_learning_rate=True, log_batch_size=True, perf_metrics=True)
     w.add_scalar("lm loss", 1.0, 1)
     w.end_step(1, system={"mem/host_rss_gib": 1.0})  # the first log step only starts the clock
-    assert run.calls == [("log", 1, {"lm loss": 1.0, "samples vs steps": 0.0}, None)]
+    [(_, _, first, _)] = run.calls
+    assert {k: v for k, v in first.items() if k != ELAPSED} == {
+        "lm loss": 1.0, "samples vs steps": 0.0, CONSUMED_SAMPLES: 0.0, CONSUMED_TOKENS: 0.0}
     w.add_scalar("lm loss", 0.5, 2)
     w.end_step(2, system={"mem/host_rss_gib": 2.0})
     [(kind, step, metrics, only)] = run.calls[1:]
@@ -138,7 +141,7 @@ def test_a_step_without_upstreams_scalars_still_sends_its_figures(run):
                                tensorboard_log_interval=100)
     w.end_step(7, system={})
     w.end_step(8, system={})
-    [(_, step, metrics, _)] = run.calls
+    [(_, step, metrics, _)] = run.calls[1:]
     assert step == 8 and "perf/tflops_per_gpu" in metrics
 
 
@@ -189,3 +192,33 @@ def test_without_the_gather_the_step_gets_the_devices_memory_and_the_hosts_lates
     w.end_step(2)
     [(_, _, metrics, _)] = run.calls[1:]
     assert {"mem/host_rss_gib", "mem/host_peak_rss_gib", "sys/cpu_util_pct"} <= set(metrics)
+
+
+def test_progress_goes_out_at_every_log_step_without_the_perf_figures(run):
+    """No perf option: upstream's consumed samples (a resume restores them) and the ETA, and no perf/* but
+    samples/s; off log steps nothing of ours; upstream's FLOPs formula never asked (a model it cannot count must
+    still have its progress)."""
+
+    def no_formula(args, batch_size):
+        raise AssertionError("upstream's FLOPs formula asked for progress alone")
+
+    step = StepFunctions(num_floating_point_operations=no_formula, get_num_microbatches=lambda: 1)
+    w = TrackingSummaryWriter(run, megatron_args(log_interval=2), step, perf_metrics=False)
+    for iteration, samples in ((1, 2), (2, 4), (3, 6), (4, 8)):
+        w._args.consumed_train_samples = samples
+        w.end_step(iteration)
+    [(_, s1, odd, _), (_, s2, first, _), (_, s3, _, _), (_, s4, second, _)] = run.calls
+    assert (s1, s2, s3, s4) == (1, 2, 3, 4) and not {CONSUMED_SAMPLES, ELAPSED} & set(odd)
+    assert (first[CONSUMED_SAMPLES], first[CONSUMED_TOKENS]) == (4, 4 * 8) and ETA not in first
+    assert (second[CONSUMED_SAMPLES], second[CONSUMED_TOKENS]) == (8, 8 * 8)
+    assert {ETA, SAMPLES_PER_S} <= set(second) and not [k for k in second if k.startswith("perf/") and k !=
+                                                          SAMPLES_PER_S]
+
+
+def test_the_console_eta_is_the_trackers(run, capsys):
+    w = make_writer(run, log_learning_rate=True, log_batch_size=True, log_progress=True)
+    w.end_step(1)
+    w.end_step(2)
+    [(_, _, metrics, _)] = run.calls[1:]
+    eta = round(metrics[ETA])
+    assert f"ETA {eta // 3600}:{eta % 3600 // 60:02d}:{eta % 60:02d}" in capsys.readouterr().out

@@ -1,7 +1,8 @@
 """Megatron-Bridge 0.6.2 trains the tiny GPT (tiny_pretrain.py, a user's own script calling ``pretrain()``) on CPU
 under ``primus-run``, with Bridge's own logger settings turning TensorBoard, W&B (offline) and MLflow (the
 session's server) on. One training serves every test here: each tracker must hold every step Bridge logs once,
-with the console's values, and Bridge's own writers must have written nothing."""
+with the console's values, and Bridge's own writers must have written nothing. The training imports this checkout's
+``primus`` (support/this_primus.py), not the one .venv-bridge was installed with."""
 
 from __future__ import annotations
 
@@ -17,6 +18,9 @@ from pathlib import Path
 import pytest
 from support.launch import FinishedRun, start, wait_or_kill
 from support.readers import mlflow_history, read_tb_scalars, read_wandb_history, wandb_files, wandb_run_ids
+from support.this_primus import this_primus_folder, with_this_primus
+
+from primus.tracking.progress import AT_EVERY_LOG_STEP, CONSUMED_SAMPLES, CONSUMED_TOKENS, FROM_THE_SECOND_LOG_STEP
 
 pytestmark = pytest.mark.slow
 
@@ -70,13 +74,14 @@ def tracked(tmp_path_factory, mlflow_server) -> BridgeRun:
     command = [primus_run, str(BRIDGE_PYTHON), "-m", "torch.distributed.run", "--standalone", "--nproc_per_node",
                "1", str(SCRIPT)]
     started = time.monotonic()
-    process = start(command, workdir, workdir / "run.log", {
+    this_primus = this_primus_folder(tmp_path_factory.mktemp("primus"))
+    process = start(command, workdir, workdir / "run.log", with_this_primus(this_primus, {
         "TINY_ITERATIONS": str(ITERATIONS), "TINY_TENSORBOARD_DIR": str(workdir / "tb"),
         "TINY_MLFLOW_EXPERIMENT": EXPERIMENT, "TINY_MLFLOW_RUN_NAME": RUN_NAME,
         "TINY_MLFLOW_TRACKING_URI": mlflow_server.uri, "TINY_WANDB_PROJECT": WANDB_PROJECT,
         "TINY_WANDB_EXP_NAME": RUN_NAME, "TINY_WANDB_SAVE_DIR": str(workdir / "wandb"), "WANDB_MODE": "offline",
         "WANDB_DIR": str(workdir / "wandb"), "PRIMUS_OUTPUT_ROOT": str(workdir / "primus"),
-        "PYTHONWARNINGS": "ignore"})
+        "PYTHONWARNINGS": "ignore"}))
     code = wait_or_kill(process, TIMEOUT_S)
     run = BridgeRun(FinishedRun(code, workdir / "run.log", time.monotonic() - started), workdir)
     assert code == 0, run.finished.explain()
@@ -122,3 +127,18 @@ def test_wandb_gets_every_step_once_from_the_hub_alone(tracked):
     assert steps == STEPS
     console = tracked.console_losses()
     assert all(math.isclose(row["lm loss"], console[row["_step"]], rel_tol=1e-6) for row in history if "lm loss" in row)
+
+
+def test_progress_reaches_every_tracker_with_exact_consumed_tokens(tracked, mlflow_client):
+    """Bridge's consumed samples (global batch 2 a step) times its sequence length (128), at every log step; the
+    rates from the second."""
+    samples = {step: 2 * step for step in STEPS}
+    tokens = {step: n * 128 for step, n in samples.items()}
+    scalars = {tag: dict(points) for tag, points in read_tb_scalars(tracked.workdir / "tb").items()}
+    assert (scalars[CONSUMED_SAMPLES], scalars[CONSUMED_TOKENS]) == (samples, tokens)
+    assert all(sorted(scalars[tag]) == STEPS for tag in AT_EVERY_LOG_STEP)
+    assert all(sorted(scalars[tag]) == STEPS[1:] for tag in FROM_THE_SECOND_LOG_STEP)
+    history = read_wandb_history(tracked.workdir / "wandb")
+    assert {row["_step"]: row[CONSUMED_TOKENS] for row in history if CONSUMED_TOKENS in row} == tokens
+    [run] = mlflow_client.search_runs([mlflow_client.get_experiment_by_name(EXPERIMENT).experiment_id])
+    assert dict(mlflow_history(mlflow_client, run.info.run_id, CONSUMED_TOKENS)) == tokens

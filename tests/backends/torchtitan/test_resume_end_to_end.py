@@ -20,6 +20,7 @@ from support.launch import FinishedRun, start, wait_or_kill
 from support.readers import mlflow_history, read_tb_scalars, read_wandb_history, wandb_artifacts, wandb_run_ids
 
 from primus.backends.torchtitan.assets import ASSETS_ENV
+from primus.tracking.progress import CONSUMED_SAMPLES
 
 pytestmark = pytest.mark.slow
 
@@ -96,6 +97,8 @@ def test_relaunch_resumes_the_same_runs_from_the_checkpoint_without_duplicate_st
     [run] = mlflow_client.search_runs([mlflow_client.get_experiment_by_name("titan_resume").experiment_id])
     assert run.info.status == "FINISHED"
     assert [s for s, _ in mlflow_history(mlflow_client, run.info.run_id, LOSS)] == every_step
+    # upstream's step restored from the checkpoint: the consumed count goes on (local batch 2, one process)
+    assert dict(mlflow_history(mlflow_client, run.info.run_id, CONSUMED_SAMPLES)) == {s: 2 * s for s in every_step}
 
     [logdir] = {p.parent for p in run_dir.rglob("events.out.tfevents.*")}
     assert [s for s, _ in read_tb_scalars(logdir)[LOSS]] == every_step

@@ -19,6 +19,7 @@ from titan_runs import RELEASES, STEPS, TRACKED_ON_CPU, UPSTREAM_KEYS, V0_2
 
 from primus.tracking.goodput import NAMES as GOODPUT
 from primus.tracking.names import is_valid_mlflow_key, mlflow_key
+from primus.tracking.progress import AT_EVERY_LOG_STEP, CONSUMED_SAMPLES, CONSUMED_TOKENS, FROM_THE_SECOND_LOG_STEP
 from primus.tracking.state import RunState
 
 pytestmark = pytest.mark.slow
@@ -69,24 +70,32 @@ def only_run(client, experiment: str):
     return runs[0]
 
 
+def tracked_steps(keys) -> dict[str, list[int]]:
+    """{key: steps} a tracked run holds: ``keys`` and Primus's progress figures at every step, the progress rates
+    from the second (each process's first log step starts their interval)."""
+    return {k: STEP_LIST for k in (*keys, *AT_EVERY_LOG_STEP)} | {k: STEP_LIST[1:] for k in FROM_THE_SECOND_LOG_STEP}
+
+
 def assert_mlflow_has_every_step(client, run, keys) -> None:
     keys = {*keys, *GOODPUT}  # the run's goodput figures join every logged step
     assert run.info.status == "FINISHED"
     assert all(is_valid_mlflow_key(k) for k in run.data.metrics), sorted(run.data.metrics)
-    assert set(run.data.metrics) == {mlflow_key(k) for k in keys}
+    expected = tracked_steps(keys)
+    assert set(run.data.metrics) == {mlflow_key(k) for k in expected}
     # readable keys, no hash suffix (no two of upstream's names meet on one key)
     assert not [k for k in run.data.metrics if re.search(r"_[0-9a-f]{8}$", k)], sorted(run.data.metrics)
     assert {"throughput_tps", "memory/max_active_GiB", "memory/max_reserved_pct"} <= set(run.data.metrics)
-    for key in keys:
-        assert [s for s, _ in mlflow_history(client, run.info.run_id, mlflow_key(key))] == STEP_LIST, key
+    for key, steps in expected.items():
+        assert [s for s, _ in mlflow_history(client, run.info.run_id, mlflow_key(key))] == steps, key
 
 
 def assert_tb_has_every_step(logdir: Path, keys) -> dict[str, list[tuple[int, float]]]:
     keys = {*keys, *GOODPUT}  # the run's goodput figures join every logged step
     scalars = read_tb_scalars(logdir)
-    assert set(scalars) == set(keys)
-    for key in keys:
-        assert [s for s, _ in scalars[key]] == STEP_LIST, key
+    expected = tracked_steps(keys)
+    assert set(scalars) == set(expected)
+    for key, steps in expected.items():
+        assert [s for s, _ in scalars[key]] == steps, key
     return scalars
 
 
@@ -132,7 +141,8 @@ def test_every_sink_gets_every_metric_at_every_step(all_sinks, release, mlflow_c
     rows = [r for r in read_wandb_history(all_sinks.dump) if "grad_norm" in r]
     assert [r["_step"] for r in rows] == STEP_LIST
     for row in rows:
-        assert expected <= set(row)
+        assert expected | set(AT_EVERY_LOG_STEP) <= set(row)
+        assert set(FROM_THE_SECOND_LOG_STEP) <= set(row) or row["_step"] == 1
         tb_loss = dict(tb["loss_metrics/global_avg_loss"])[row["_step"]]
         assert row["loss_metrics/global_avg_loss"] == pytest.approx(tb_loss, rel=1e-6)
 
@@ -158,6 +168,21 @@ def test_perf_figures_agree_with_upstreams_own_counts(all_sinks):
         assert tb["perf/tflops_per_gpu"][step] / tb["perf/tokens_per_sec_per_gpu"][step] == pytest.approx(
             flops_per_token, rel=1e-5), step
         assert tb["perf/tokens_per_sec_per_gpu"][step] == pytest.approx(tb["throughput(tps)"][step], rel=0.35), step
+
+
+def test_consumed_tokens_are_steps_times_the_global_batch_times_the_sequence_length(all_sinks, release,
+                                                                                    mlflow_client):
+    """In every tracker, exact: one process, local batch 2 (-1 global: no accumulation), 256 tokens a sample."""
+    all_sinks.assert_trained()
+    samples = {step: step * 2 for step in STEP_LIST}
+    tokens = {step: n * 256 for step, n in samples.items()}
+    [logdir] = tb_dirs(all_sinks.dump)
+    tb = {tag: dict(points) for tag, points in read_tb_scalars(logdir).items()}
+    assert (tb[CONSUMED_SAMPLES], tb[CONSUMED_TOKENS]) == (samples, tokens)
+    assert {r["_step"]: r[CONSUMED_TOKENS] for r in read_wandb_history(all_sinks.dump) if CONSUMED_TOKENS in r} == tokens
+    run = only_run(mlflow_client, all_sinks_experiment(release))
+    assert dict(mlflow_history(mlflow_client, run.info.run_id, CONSUMED_TOKENS)) == tokens
+    assert tokens[STEPS] == tb["n_tokens_seen"][STEPS]  # upstream's own count of the tokens it trained on
 
 
 def test_wandb_run_takes_its_settings_from_the_environment(all_sinks):

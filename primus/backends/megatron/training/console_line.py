@@ -1,9 +1,12 @@
 """The line Primus prints after upstream's own at a log step when ``log_throughput`` or ``log_progress`` is on:
-tokens/s and TFLOP/s per GPU (with their running averages), MFU and the time left."""
+tokens/s and TFLOP/s per GPU (with their running averages), MFU and the time left (``progress/eta_s``, as the
+trackers get it)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+
+from primus.tracking.progress import ETA
 
 
 def render_console_line(iteration: int, train_iters: int | None, perf: Mapping[str, float]) -> str:
@@ -20,10 +23,8 @@ def render_console_line(iteration: int, train_iters: int | None, perf: Mapping[s
         )
     if "perf/mfu" in perf:
         parts.append(f"MFU {perf['perf/mfu']:.1%}")
-    avg_ms = perf.get("perf/iteration_time_ms_avg", perf.get("perf/iteration_time_ms"))
-    if avg_ms is not None and train_iters:
-        remaining = max(train_iters - iteration, 0) * avg_ms / 1e3
-        parts.append(f"ETA {_hms(remaining)}")
+    if ETA in perf:
+        parts.append(f"ETA {_hms(perf[ETA])}")
     return "[primus] " + " | ".join(parts)
 
 

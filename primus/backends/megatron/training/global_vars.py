@@ -16,7 +16,7 @@ from primus.backends.megatron.tracking_plan import plan_tracking
 from primus.backends.megatron.training.tracking_summary_writer import StepFunctions, TrackingSummaryWriter
 from primus.log import get_logger, set_level
 from primus.log_capture import capture_console, stop_console_capture
-from primus.tracking.across_ranks import RankFigures
+from primus.tracking.across_ranks import LogStepRanks, RankFigures
 from primus.tracking.alerts import Alert, AlertKind
 from primus.tracking.checkpoints import CheckpointJournal
 from primus.tracking.plan import TrackingPlan
@@ -26,16 +26,20 @@ log = get_logger("primus.megatron")
 
 
 class LogStepFigures:
-    """Every rank's memory and utilisation at a log step (``mlflow_performance_metrics_across_ranks``): upstream
-    calls ``training_log`` on every rank, so on log steps each rank takes part in one gather."""
+    """Every rank's memory and utilisation (``mlflow_performance_metrics_across_ranks``) and busy time
+    (``primus_stragglers``) at a log step: upstream calls ``training_log`` on every rank, so on log steps each rank
+    takes part in one gather."""
 
-    def __init__(self, log_interval: int):
+    def __init__(self, log_interval: int, figures: bool, stragglers: bool):
         self._log_interval = log_interval
-        self._figures = RankFigures()
+        self._figures = RankFigures(figures, stragglers)
 
-    def at(self, iteration: int) -> dict[str, float] | None:
-        """On a log step (every rank must call it) this rank's figures and the summary over ranks, else None."""
+    def at(self, iteration: int) -> LogStepRanks | None:
+        """On a log step (every rank must call it) this rank's figures and the summaries over ranks, else None."""
         return None if iteration % self._log_interval else self._figures.read()
+
+    def close(self) -> None:
+        self._figures.close()
 
 
 class MegatronTracking:
@@ -53,6 +57,7 @@ class MegatronTracking:
         self.step_functions: StepFunctions | None = None
         self.iteration_of: Callable[[tuple, dict], int] | None = None  # training_log's (args, kwargs) -> iteration
         self.checkpoints: CheckpointJournal | None = None
+        self.logs_slowest = False  # the writer rank (the last) names the slowest rank on the console
 
     def plan_for(self, args) -> TrackingPlan:
         if args.logging_level is not None:
@@ -67,7 +72,10 @@ class MegatronTracking:
         TrackingSummaryWriter; with every tracker off, the writer rank still gets a writer (not upstream's) for the console
         figures (tokens/s, averages, ETA)."""
         plan = self.plan if self.plan is not None else self.plan_for(args)
-        self.rank_figures = LogStepFigures(args.log_interval) if plan.across_ranks else None
+        stragglers = plan.stragglers and args.world_size > 1
+        if plan.across_ranks or stragglers:
+            self.rank_figures = LogStepFigures(args.log_interval, plan.across_ranks, stragglers)
+        self.logs_slowest = args.rank == args.world_size - 1
         if args.rank != args.world_size - 1:
             if plan.config is not None:  # the writer's delivery process saves this rank's stacks at a stall
                 register_for_stacks(plan.config.run_dir)
@@ -94,9 +102,14 @@ class MegatronTracking:
             return result
         assert self.iteration_of is not None, "bound with the wrapper, when the training_log patch installs"
         iteration = self.iteration_of(args, kwargs)
-        system = self.rank_figures.at(iteration) if self.rank_figures is not None else None
+        ranks = self.rank_figures.at(iteration) if self.rank_figures is not None else None
+        if ranks is not None and ranks.slowest is not None and self.logs_slowest:
+            print(ranks.slowest, flush=True)
         if self.writer is not None:
-            self.writer.end_step(iteration, system)
+            if ranks is not None and self.writer.run is not None:
+                for name, value in ranks.stragglers.items():  # every rank's busy time, summarised
+                    self.writer.add_scalar(name, value, iteration)
+            self.writer.end_step(iteration, None if ranks is None else ranks.system)
         return result
 
     def evaluate_and_print_results(self, wrapped, instance, args, kwargs):
@@ -134,6 +147,8 @@ class MegatronTracking:
     def finish(self, status: str | None = None) -> None:
         """End the run (in-process re-runs, tests); process exit is covered by the run's exit handlers."""
         writer = self.writer
+        if self.rank_figures is not None:
+            self.rank_figures.close()
         self.writer, self.plan, self.rank_figures, self.checkpoints = None, None, None, None
         stop_console_capture()  # the log is complete on disk before the run's end uploads it
         if writer is not None and writer.run is not None:  # a tracker is on

@@ -11,7 +11,9 @@ step's "vs samples" scalars go as one more call.
 (as upstream, which never sends them to W&B: W&B steps must not go backwards).
 
 Perf figures come from structured values at log steps only — consumed tokens, upstream's own FLOPs
-formula, wall time between log steps — so no device synchronisation or collective is added. With every tracker
+formula, wall time between log steps — so no device synchronisation or collective is added. The progress figures
+(``tracking/progress.py``: consumed samples from upstream's ``consumed_train_samples``, which a resume restores,
+and the ETA from ``train_iters``) go to the trackers at every log step, whatever the perf options. With every tracker
 off (``run`` None) the object is not upstream's writer; it still gives the console figures (tokens/s, averages,
 ETA)."""
 
@@ -27,6 +29,7 @@ from primus.backends.megatron.training.console_line import render_console_line
 from primus.log import get_logger
 from primus.tracking import SinkName
 from primus.tracking.perf import IntervalAverager, StepPerf
+from primus.tracking.progress import Progress
 
 log = get_logger("primus.megatron")
 
@@ -43,6 +46,15 @@ class StepFunctions(NamedTuple):
 
     num_floating_point_operations: Callable[[Any, int], float]  # (args, batch_size): one batch's model FLOPs
     get_num_microbatches: Callable[[], int]
+
+
+class Moment(NamedTuple):
+    """What a log step's figures are made from, read at the step on the training thread."""
+
+    iteration: int
+    now: float  # time.perf_counter()
+    batch_size: int  # the global batch
+    consumed_samples: float  # upstream's consumed_train_samples, restored on a resume
 
 
 class TrackingSummaryWriter:
@@ -65,6 +77,7 @@ class TrackingSummaryWriter:
         self._throughput_on = run is not None and (args.log_throughput or perf_metrics)  # upload implies it
         self._console_on = args.log_throughput or args.log_progress
         self._perf = StepPerf(dtype=_dtype(args), device_name=_device_name(args), peak_tflops=args.peak_tflops)
+        self._progress = Progress()
         self._system_on = perf_metrics  # the perf set's memory and utilisation
         self._last: tuple[int, float] | None = None  # (iteration, perf_counter) at the previous log step
         self._flops_per_batch: dict[int, float] = {}  # upstream's formula depends on the batch size only
@@ -98,18 +111,19 @@ class TrackingSummaryWriter:
     # -- the step ------------------------------------------------------------------------
     def end_step(self, iteration: int, system: Mapping[str, float] | None = None) -> None:
         """After upstream's training_log: the step goes to the run as one function the hub's thread calls
-        (``_records``): upstream's scalars of the step, "samples vs steps" and, on log steps, the perf figures.
+        (``_records``): upstream's scalars of the step, "samples vs steps" and, on log steps, the progress and perf
+        figures.
         Here only what must be read at the step: the clock, the micro-batch count, the device's memory.
         ``system``: the memory/utilisation figures gathered over ranks this step (RankFigures), if on."""
         try:
             moment = self._moment(iteration)
-            perf = self._interval_perf(moment) if moment is not None and self._console_on else None
+            console = self._figures(moment) if moment is not None and self._console_on else None
             if self.run is not None:
                 calls, self._calls = self._calls, []
                 if iteration % self._args.tensorboard_log_interval == 0:
                     calls.append((SAMPLES_VS_STEPS, self._args.consumed_train_samples, iteration))
                 # the console line's figures are made here already: the hub's thread takes them as they are
-                figures = (perf if self._console_on else moment) if self._throughput_on else None
+                figures = console if self._console_on else moment
                 if figures is not None and self._system_on and system is None:
                     system = self._perf.device_now()  # the host's latest sample is added on the hub's thread
                     gathered = False
@@ -124,10 +138,12 @@ class TrackingSummaryWriter:
         except Exception as e:
             self._failure("end_step", e)
             return
-        if perf:
+        if console and console[0]:  # none at the first log step, which only starts the clock
             # one write, not print's two: each write of stdout runs W&B's console hooks (megatron.core.timers
             # imports wandb, which patches sys.stdout.write)
-            sys.stdout.write(render_console_line(iteration, self._args.train_iters, perf) + "\n")
+            sys.stdout.write(
+                render_console_line(iteration, self._args.train_iters, {**console[0], **console[1]}) + "\n"
+            )
             sys.stdout.flush()
 
     def before_training(self) -> None:
@@ -141,14 +157,14 @@ class TrackingSummaryWriter:
         self,
         calls: list[tuple[str, Any, Any]],
         iteration: int = 0,
-        figures: Mapping[str, float] | tuple[int, float, int] | None = None,
+        figures: tuple[dict[str, float], dict[str, float]] | Moment | None = None,
         system: Mapping[str, float] | None = None,
         gathered: bool = False,
     ) -> list[tuple[int, dict[str, Any], tuple[str, ...] | None]]:
-        """One record per step upstream wrote to, with the perf ``figures`` of log step ``iteration`` (made, or the
-        moment to make them from) and, the perf set on, its memory and utilisation (``system``: ``gathered`` over
-        ranks, or this device's memory read at the step, to which the host's latest sample is added here); then one
-        record per "vs samples" step, to TensorBoard only."""
+        """One record per step upstream wrote to, with the progress and perf ``figures`` of log step ``iteration``
+        (made, or the moment to make them from; perf with throughput on) and, the perf set on, its memory and
+        utilisation (``system``: ``gathered`` over ranks, or this device's memory read at the step, to which the
+        host's latest sample is added here); then one record per "vs samples" step, to TensorBoard only."""
         steps: dict[int, dict[str, Any]] = {}
         samples: dict[int, dict[str, Any]] = {}
         for tag, value, step in calls:
@@ -157,10 +173,12 @@ class TrackingSummaryWriter:
                 kind = self._kinds[tag] = self._kind(tag)
             if kind != _DROPPED:
                 (samples if kind == _VS_SAMPLES_TAG else steps).setdefault(int(step or 0), {})[tag] = value
-        made = self._interval_perf(figures) if isinstance(figures, tuple) else figures
-        if made:  # none off log steps and at the first, which only starts the clock
+        perf, progress = self._figures(figures) if isinstance(figures, Moment) else figures or ({}, {})
+        if progress:  # none off log steps
+            steps.setdefault(iteration, {}).update(progress)
+        if perf and self._throughput_on:  # none at the first log step, which only starts the clock
             step = steps.setdefault(iteration, {})
-            step.update(made)
+            step.update(perf)
             if system is not None:
                 step.update(system)
                 if not gathered:
@@ -182,24 +200,40 @@ class TrackingSummaryWriter:
             )
 
     # -- perf figures --------------------------------------------------------------------
-    def _moment(self, iteration: int) -> tuple[int, float, int] | None:
-        """At a log step (figures on): the iteration, the clock and the global batch size, read at the step."""
-        if iteration % self._args.log_interval != 0 or not (self._throughput_on or self._console_on):
+    def _moment(self, iteration: int) -> Moment | None:
+        """At a log step (a tracker or the console on): the iteration, the clock, the global batch size and the
+        consumed samples, read at the step."""
+        if iteration % self._args.log_interval != 0 or not (self.run is not None or self._console_on):
             return None
         step = self._step_functions
         assert step is not None, "the training_log patch binds upstream's step functions before it asks for figures"
         args = self._args
-        return (
+        return Moment(
             iteration,
             time.perf_counter(),
             args.micro_batch_size * args.data_parallel_size * step.get_num_microbatches(),
+            args.consumed_train_samples,
         )
 
-    def _interval_perf(self, moment: tuple[int, float, int]) -> dict[str, float]:
+    def _figures(self, moment: Moment) -> tuple[dict[str, float], dict[str, float]]:
+        """The perf figures (when asked for) and the progress figures of log step ``moment``."""
+        args = self._args
+        progress = self._progress.at(
+            moment.iteration,
+            moment.consumed_samples,
+            moment.now,
+            seq_length=args.seq_length,
+            total_steps=args.train_iters,
+        )
+        # upstream's FLOPs formula only when its figures are wanted: progress alone needs none of it
+        perf = self._interval_perf(moment) if self._throughput_on or self._console_on else {}
+        return perf, progress
+
+    def _interval_perf(self, moment: Moment) -> dict[str, float]:
         """The perf figures of the interval that ends at ``moment``, a log step; none at the first log step, which
         only starts the clock (its time includes start-up). Made on the hub's thread, or on the training thread for
         the console line: the interval's state is kept on one of them for the whole run."""
-        iteration, now, batch_size = moment
+        iteration, now, batch_size, _ = moment
         previous, self._last = self._last, (iteration, now)
         if previous is None or iteration <= previous[0]:
             self._averager.start()

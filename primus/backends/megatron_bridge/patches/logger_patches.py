@@ -4,13 +4,15 @@ them.
 
 * ``GlobalState.tensorboard_logger`` is the hub's writer on Bridge's writing rank, ``wandb_logger`` and
   ``mlflow_logger`` are None: W&B and MLflow are the hub's sinks (Comet stays Bridge's own).
-* After ``training_log`` and each ``evaluate_and_print_results`` the step goes out; ``_finish_train`` ends the run
+* After ``training_log`` (with the progress figures) and each ``evaluate_and_print_results`` the step goes out; ``_finish_train`` ends the run
   FINISHED (a run that dies earlier is ended by the run's exit handlers). Patched where Bridge looks them up:
   ``train.py`` and ``pretrain.py`` bind them by name at import."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from types import ModuleType
+from typing import Any
 
 from primus.patches import REGISTRY, PatchHandle
 from primus.upstreams.megatron_bridge import MEGATRON_BRIDGE
@@ -41,12 +43,25 @@ def _install_writers(module: ModuleType, handle: PatchHandle) -> None:
     handle.replace(module.GlobalState, "mlflow_logger", property(lambda state: None))
 
 
-def _then_emit(wrapped, instance, args, kwargs):
-    from primus.backends.megatron_bridge.tracking import TRACKING
+def _then(step_out: Callable[[Any], None]):
+    """A wrapper: upstream's call, then ``step_out(TRACKING)``."""
 
-    result = wrapped(*args, **kwargs)
-    TRACKING.emit()
-    return result
+    def wrapper(wrapped, instance, args, kwargs):
+        from primus.backends.megatron_bridge.tracking import TRACKING
+
+        result = wrapped(*args, **kwargs)
+        step_out(TRACKING)
+        return result
+
+    return wrapper
+
+
+def _emit(tracking) -> None:
+    tracking.emit()
+
+
+def _end_step(tracking) -> None:
+    tracking.end_step()
 
 
 def _then_finish(wrapped, instance, args, kwargs):
@@ -61,11 +76,12 @@ def _then_finish(wrapped, instance, args, kwargs):
 @_bridge_patch(
     "megatron_bridge.tracking.train_steps",
     "megatron.bridge.training.train",
-    "training_log, evaluate_and_print_results -> the step's scalars go out when they return",
+    "training_log -> the step's scalars and progress figures go out when it returns; evaluate_and_print_results "
+    "-> its scalars go out when it returns",
 )
 def _install_train_steps(module: ModuleType, handle: PatchHandle) -> None:
-    handle.wrap(module, "training_log", _then_emit)
-    handle.wrap(module, "evaluate_and_print_results", _then_emit)
+    handle.wrap(module, "training_log", _then(_end_step))
+    handle.wrap(module, "evaluate_and_print_results", _then(_emit))
 
 
 @_bridge_patch(
@@ -74,5 +90,5 @@ def _install_train_steps(module: ModuleType, handle: PatchHandle) -> None:
     "the final validation/test evaluations go out when they return; _finish_train ends the run FINISHED",
 )
 def _install_pretrain_end(module: ModuleType, handle: PatchHandle) -> None:
-    handle.wrap(module, "evaluate_and_print_results", _then_emit)
+    handle.wrap(module, "evaluate_and_print_results", _then(_emit))
     handle.wrap(module, "_finish_train", _then_finish)

@@ -8,10 +8,12 @@ each: 0.3's ``MetricsProcessor._build_metric_logger`` (keyword arguments), 0.2.2
 ``_build_metric_logger(job_config, parallel_dims, tag)``.
 
 The same in every release: ``MetricsProcessor.__init__`` leaves upstream's ``mfu(%)`` out of the trackers
-when the device's peak is unknown (upstream_mfu); ``MetricsProcessor.log`` adds the perf metric set when
+when the device's peak is unknown (upstream_mfu); ``MetricsProcessor.log`` adds the progress figures, and the perf metric set when
 it is on. Upstream calls ``log`` on every rank at every log step, so with
 ``mlflow_performance_metrics_across_ranks`` every rank reads its own memory and utilisation there and takes
-part in one gather, and the logging rank(s) log min/mean/max over ranks."""
+part in one gather, and the logging rank(s) log min/mean/max over ranks; with ``primus_stragglers`` and more than
+one rank the same gather carries each rank's busy time, the logging rank(s) log the straggler/* figures and rank 0
+names the slowest rank on the console."""
 
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ from primus.patches import REGISTRY, PatchHandle
 from primus.patches.arguments import Arguments
 from primus.upstreams.torchtitan import CONFIGURABLE, TOML_JOB_CONFIG, TORCHTITAN
 
-RANK_FIGURES = "_primus_rank_figures"  # the MetricsProcessor's RankFigures, with the across-rank figures on
+RANK_FIGURES = "_primus_rank_figures"  # the MetricsProcessor's RankFigures: across-rank figures or stragglers on
 
 
 def _tracking_logger(
@@ -130,9 +132,11 @@ def _install_metric_logger_function(module: ModuleType, handle: PatchHandle) -> 
     upstream=TORCHTITAN,
     backend="torchtitan",
     description="MetricsProcessor.__init__ -> no mfu(%) for an unknown peak (upstream's A100 fallback); "
-    "MetricsProcessor.log -> perf/mem/sys metrics (mlflow_upload_performance_metrics)",
+    "MetricsProcessor.log -> progress/* always, perf/mem/sys metrics (mlflow_upload_performance_metrics)",
 )
 def _install_metrics_processor(module: ModuleType, handle: PatchHandle) -> None:
+    import torch.distributed as dist
+
     from primus.backends.torchtitan.tracking_logger import TrackingLogger
     from primus.backends.torchtitan.tracking_session import current_plan
     from primus.backends.torchtitan.upstream_mfu import UPSTREAM_MFU, unknown_peak_notice, upstream_peak_is_real
@@ -145,8 +149,9 @@ def _install_metrics_processor(module: ModuleType, handle: PatchHandle) -> None:
     def init(wrapped, instance, args, kwargs):
         wrapped(*args, **kwargs)  # builds the logger, then reads the device's peak
         plan = current_plan()
-        if plan is not None and plan.across_ranks:  # every rank: each takes part in the gather at log steps
-            setattr(instance, RANK_FIGURES, RankFigures())
+        stragglers = plan is not None and plan.stragglers and dist.is_initialized() and dist.get_world_size() > 1
+        if plan is not None and (plan.across_ranks or stragglers):  # every rank takes part in the log steps' gather
+            setattr(instance, RANK_FIGURES, RankFigures(plan.across_ranks, stragglers))
         device = instance.device_memory_monitor.device_name
         if isinstance(instance.logger, TrackingLogger) and not upstream_peak_is_real(device, instance.gpu_peak_flops):
             instance.logger.dropped = frozenset({UPSTREAM_MFU})
@@ -154,13 +159,20 @@ def _install_metrics_processor(module: ModuleType, handle: PatchHandle) -> None:
 
     def log(wrapped, instance, args, kwargs):
         figures = getattr(instance, RANK_FIGURES, None)
-        system = figures.read() if figures is not None else None  # on every rank, whether it logs or not
+        ranks = figures.read() if figures is not None else None  # on every rank, whether it logs or not
         logger = instance.logger
-        if isinstance(logger, TrackingLogger) and logger.perf is not None:
-            # before upstream resets its counters
-            perf = logger.perf.measure(instance, log_arguments("step", args, kwargs), system)
-            extra = {**(log_arguments("extra_metrics", args, kwargs) or {}), **perf}
-            args, kwargs = log_arguments.replace("extra_metrics", extra, args, kwargs)
+        if ranks is not None and ranks.slowest is not None and dist.get_rank() == 0:
+            print(ranks.slowest, flush=True)
+        if isinstance(logger, TrackingLogger):
+            added = dict(ranks.stragglers) if ranks is not None else {}
+            step = log_arguments("step", args, kwargs)
+            if logger.progress is not None:
+                added.update(logger.progress.measure(instance, step))
+            if logger.perf is not None:  # before upstream resets its counters
+                added.update(logger.perf.measure(instance, step, None if ranks is None else ranks.system))
+            if added:
+                extra = {**(log_arguments("extra_metrics", args, kwargs) or {}), **added}
+                args, kwargs = log_arguments.replace("extra_metrics", extra, args, kwargs)
         return wrapped(*args, **kwargs)
 
     handle.wrap(module.MetricsProcessor, "__init__", init)
