@@ -110,9 +110,9 @@ def only_run(client, experiment: str):
 
 
 def assert_every_step(history: dict[str, list[int]], keys) -> None:
-    """``history``: {name: [steps]}; train keys and Primus's progress figures at every train step (the progress
-    rates from the second: the first starts their interval), eval keys at the eval steps."""
-    expected = ({key: TRAIN_STEPS for key in (*keys, *AT_EVERY_LOG_STEP)}
+    """``history``: {name: [steps]}; train keys, Primus's progress and goodput figures at every train step (the
+    progress rates from the second: the first starts their interval), eval keys at the eval steps."""
+    expected = ({key: TRAIN_STEPS for key in (*keys, *AT_EVERY_LOG_STEP, *GOODPUT)}
                 | {key: TRAIN_STEPS[1:] for key in FROM_THE_SECOND_LOG_STEP} | {key: EVAL_AT for key in EVAL_KEYS})
     assert set(history) == set(expected), sorted(set(history) ^ set(expected))
     for key, steps in expected.items():
@@ -128,7 +128,7 @@ def assert_every_tracker_holds_every_step(run: MaxTextRun, mlflow_client, experi
     upstream's writer puts it, the W&B offline run and the MLflow run each hold every metric at every step,
     once; the MLflow run is FINISHED. Returns the MLflow run."""
     run.assert_trained()
-    expected = TRAIN_KEYS | PERF_KEYS | set(GOODPUT)  # the run's goodput figures join every train step
+    expected = TRAIN_KEYS | PERF_KEYS
     [logdir] = run.tb_dirs()
     assert logdir == run.run_dir() / "tensorboard" / run.run_dir().name  # where upstream's writer puts it
     assert_every_step(tb_steps(logdir), expected)
