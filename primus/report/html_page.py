@@ -9,12 +9,13 @@ import io
 
 from matplotlib.figure import Figure
 
+from primus.report import goodput
 from primus.report.build import Report
 from primus.report.table import TABLE_HEADER, alert_lines, table_rows, warmup_note
 
 _STYLE = (
     "body{font-family:sans-serif;margin:1.5em}table{border-collapse:collapse}"
-    "td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left}.note{color:#666}"
+    "td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left}.note{color:#666}" + goodput.STYLE
 )
 
 
@@ -37,6 +38,7 @@ def html_page(report: Report, figure: Figure) -> str:
         f'<img alt="metrics over steps" src="data:image/png;base64,{image}">\n{omitted}\n'
         f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>\n"
         f'<p class="note">{html.escape(warmup_note(report.summary))}</p>\n'
+        + goodput.bars_html(report.runs)
         + (f"<h2>alerts</h2><ul>{alerts}</ul>\n" if alerts else "")
         + "</body></html>\n"
     )

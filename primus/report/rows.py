@@ -12,6 +12,7 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
+from primus.report.goodput import goodput_fraction
 from primus.report.panels import MFU, SCALE, TFLOPS, TOKENS_PER_SEC, Panel
 from primus.report.run_data import RunData
 from primus.report.summary import CLOCK_START_BACKENDS, intervals_after_warmup, summarize
@@ -28,6 +29,7 @@ COLUMNS = (
     "median_mfu",  # a fraction of the device's peak
     "peak_memory_gib",
     "wall_time_s",
+    "goodput_fraction",  # goodput/productive_fraction at the run's end (or its last log step): all attempts together
 )
 
 
@@ -47,6 +49,7 @@ def run_row(run: RunData) -> dict[str, Any]:
                 median_after_warmup(run, MFU),
                 summary.peak_memory_gib,
                 run.wall_time_s,
+                goodput_fraction(run),
             ),
             strict=True,
         )

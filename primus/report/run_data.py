@@ -9,6 +9,7 @@ from pathlib import Path
 
 from primus.report.panels import SCALE, Panel, pick_name
 from primus.tracking.alerts import Alert, alert_of
+from primus.tracking.goodput import FRACTION, GOODPUT_EVENT, NAMES
 from primus.tracking.journal import EVENT, METRICS, has_journal, read_all
 from primus.tracking.meta import RunMeta
 from primus.tracking.run_layout import JOURNAL_DIR
@@ -37,6 +38,7 @@ class RunData:
     points: dict[str, list[Point]]  # metric name -> its points in journal order
     alerts: list[Alert]  # its health alerts (stalled, nan, failed, ...) in journal order
     wall_time_s: float | None = None  # the time its processes ran: first to last record of each, summed
+    goodput: dict[str, float] | None = None  # its latest goodput figures: the end's, else the last log step's
 
     def metric_for(self, panel: Panel) -> str | None:
         """The metric this run logged for ``panel`` (see ``panels``), or None."""
@@ -59,13 +61,16 @@ def load_run(path: Path, label: str | None = None) -> RunData:
     points: dict[str, list[Point]] = defaultdict(list)
     spans: dict[int, tuple[int, int]] = {}  # segment -> (first, last) record time, unix ms
     alerts = []
+    goodput = None
     segment = 0
     for record in read_all(path):
         if record.kind == EVENT and record.data.get("event") == "start":
             segment += 1
+        elif FRACTION in record.data and (record.kind == METRICS or record.data.get("event") == GOODPUT_EVENT):
+            goodput = {name: float(record.data[name]) for name in NAMES if name in record.data}
         elif (alert := alert_of(record)) is not None:
             alerts.append(alert)
-        elif record.kind == METRICS:
+        if record.kind == METRICS:
             for name, value in record.data.items():
                 points[name].append(Point(record.step, float(value), segment))
         first, _ = spans.get(segment, (record.ts_ms, record.ts_ms))
@@ -80,6 +85,7 @@ def load_run(path: Path, label: str | None = None) -> RunData:
         points=dict(points),
         wall_time_s=sum(last - first for first, last in spans.values()) / 1000 if spans else None,
         alerts=alerts,
+        goodput=goodput,
     )
 
 

@@ -12,8 +12,9 @@ the hook ran (unix ms); its ``s`` is 0, like every event's. The ``d`` fields:
   its files, None when not cheap to know; ``artifact``/``alias``: the W&B artifact's name and alias; ``files``: small
   files that go into the W&B artifact with their text at the save (Megatron's tracker file, which a later save
   rewrites); ``wandb_pointer``: a file to write ``<entity>/<project>`` to once the artifact is logged, None if none.
-* ``{"event": "checkpoint_loaded", "iteration": N, "path": P, "wandb_artifact": R}``: training resumed from ``path``;
-  ``wandb_artifact`` is the name the W&B sink passes to ``use_artifact`` (None: none to use).
+* ``{"event": "checkpoint_loaded", "iteration": N, "path": P, "wandb_artifact": R, "seconds": S}``: training resumed
+  from ``path``; ``wandb_artifact`` is the name the W&B sink passes to ``use_artifact`` (None: none to use);
+  ``seconds``: since the load's start mark (None without one), badput in ``goodput.py``.
 
 A record made before its run started also has ``"at_ms"``, when it happened (its ``t`` is when it was journaled).
 A start mark with no save after it: upstream declined the save or it failed. ``seconds`` of an asynchronous save
@@ -85,6 +86,7 @@ class CheckpointLoaded:
     path: str
     iteration: int | None = None
     wandb_artifact: str | None = None
+    seconds: float | None = None
 
 
 def saved(record: Record) -> CheckpointSaved | None:
@@ -113,6 +115,7 @@ class CheckpointJournal:
         self._run = run
         self._waiting: deque[tuple[str, dict[str, Any]]] = deque(maxlen=WAITING_RECORDS)
         self._started: dict[int, float] = {}  # iteration -> monotonic time of its start mark
+        self._load_started: float | None = None  # monotonic time of the latest load's start mark
 
     def attach(self, run: EventLog) -> None:
         self._run = run
@@ -131,8 +134,16 @@ class CheckpointJournal:
         size = None if "://" in save.path else size_of(Path(save.path))
         self._event(SAVED, **asdict(save) | {"path": redact_text(save.path), "seconds": seconds, "bytes": size})
 
+    def load_started(self) -> None:
+        """A load begins: its record says how long it took. No record of its own (a load that finds no
+        checkpoint is not one)."""
+        self._load_started = time.monotonic()
+
     def loaded(self, load: CheckpointLoaded) -> None:
-        self._event(LOADED, **asdict(load) | {"path": redact_text(load.path)})
+        """Journal ``load`` with the seconds since the load's start mark, if one."""
+        start, self._load_started = self._load_started, None
+        seconds = None if start is None else round(time.monotonic() - start, 3)
+        self._event(LOADED, **asdict(load) | {"path": redact_text(load.path), "seconds": seconds})
 
     def evaluating(self, on: bool) -> None:
         """An evaluation starts (``on``) or ends: no step is logged meanwhile, which is not a stall."""

@@ -57,6 +57,24 @@ SCHEMA: dict[str, str] = {
     "progress/elapsed_s": "wall seconds since this process's tracking started (a resumed job counts from its restart)",
     "progress/eta_s": "seconds left: the steps left times the recent step time (Progress, below)",
     "perf/samples_per_s": "samples per second, whole job, over the log interval",
+    # goodput.py: the run directory's wall time, every attempt together, cumulative at each log step and the end
+    "goodput/productive_s": "time of steps whose results were kept: between log steps, less data wait and any "
+    "save, evaluation or load in between; steps a restart computed again move to badput/lost_progress_s",
+    "goodput/productive_fraction": "goodput/productive_s over the wall time so far, from the first attempt's start "
+    "(SLURM_JOB_START_TIME when set)",
+    "badput/startup_s": "from each attempt's start (its process's, or its Slurm job's) to its first log step, less "
+    "a checkpoint load and, where the record gives the iteration time, the first interval's steps",
+    "badput/checkpoint_save_s": "checkpoint saves: from a save's start mark to its record (an asynchronous save: "
+    "until the next log step at most)",
+    "badput/checkpoint_load_s": "checkpoint loads, where the backend's hook times them (Megatron, TorchTitan)",
+    "badput/eval_s": "evaluations (the backends' busy marks: Megatron's evaluate_and_print_results, TorchTitan's "
+    "Validator.validate)",
+    "badput/data_wait_s": "waiting for batches where upstream times it (Megatron's batch-generator timer with "
+    "--log-timers-to-tensorboard); 0 elsewhere",
+    "badput/lost_progress_s": "productive time of steps computed again after a restart (past the checkpoint it "
+    "loaded), and what an attempt that did not end normally computed after its last log step",
+    "badput/restart_gap_s": "from an attempt's last journal record to the next attempt's start",
+    "badput/other_s": "the rest: after an attempt's last log step until its end (teardown), other busy marks",
 }
 
 MLFLOW_MAX_KEY = 250

@@ -21,6 +21,8 @@ from primus.tracking.checkpoints import BUSY_EVENT
 from primus.tracking.config import TrackingConfig, TrackingConfigError, WandbConfig
 from primus.tracking.delivery import DeliveryProcess, DeliverySpec
 from primus.tracking.enums import ENDED, RunStatus
+from primus.tracking.goodput import GOODPUT_EVENT, GOODPUT_TEXT
+from primus.tracking.goodput_feed import GoodputFeed, attempt_start_fields
 from primus.tracking.health_watch import HealthWatch
 from primus.tracking.hub import ALREADY_TRACKED, MetricsHub, Records
 from primus.tracking.journal import last_steps
@@ -37,6 +39,7 @@ from primus.tracking.worker import SinkWorker, Worker
 
 log = logging.getLogger("primus.tracking")
 CATCH_UP_S = 5.0  # at the end, how long the health watch may take to read the last records (ms, typically)
+GOODPUT_WAIT_S = 5.0  # at the end, for the hub's thread to make what is queued before the goodput breakdown
 
 
 def start_run(config: TrackingConfig) -> Run:
@@ -93,7 +96,8 @@ class Run:
         self._last_step = 0  # for the iteration a failed or killed alert names
         self._stacks = register_for_stacks(self.run_dir)
         self._watch_health(self._journal.size)
-        self._hub.event("start", pid=os.getpid(), run_name=cfg.run_name, resumed=self.resumed)
+        self._goodput = GoodputFeed(self.run_dir, self._journal.size)
+        self.event("start", pid=os.getpid(), run_name=cfg.run_name, resumed=self.resumed, **attempt_start_fields())
         self._hub.start()
         self._keeper.start()
 
@@ -147,9 +151,16 @@ class Run:
         """Queue one step's metrics (plain floats; names per ``primus.tracking.names``). Never blocks,
         never raises. ``only`` limits the record to some sinks by name (``SinkName``, or a plugin's)
         (e.g. Megatron's "vs samples" x-axis exists only in TensorBoard)."""
-        if only is None:  # a record for some trackers may count on another axis (Megatron's "vs samples")
-            self._last_step = step
-        self._hub.log(step, metrics, only)
+        if only is not None:  # a record for some trackers may count on another axis (Megatron's "vs samples")
+            self._hub.log(step, metrics, only)
+            return
+        self._last_step = step
+        try:
+            copied = dict(metrics)  # the caller may reuse its dict
+        except Exception:  # not a mapping: the hub counts it
+            self._hub.log(step, metrics, only)
+            return
+        self._hub.log_later(self._goodput.with_figures(lambda: ((step, copied, None),), time.time()))
 
     def log_later(self, records: Records, step: int | None = None) -> None:
         """Queue a function the hub's thread calls for one or more metrics records ``(step, metrics, only)``, as if
@@ -158,7 +169,7 @@ class Run:
         blocks, never raises; a function that raises loses its records, which the run's end counts."""
         if step is not None:
             self._last_step = step
-        self._hub.log_later(records)
+        self._hub.log_later(self._goodput.with_figures(records, time.time()))
 
     def log_text(self, tag: str, text: str, step: int = 0, only: Sequence[str] | None = None) -> None:
         """Text for TensorBoard ``add_text``, W&B summary and an MLflow tag; redacted (by tag name and
@@ -167,6 +178,7 @@ class Run:
 
     def event(self, name: str, **fields: Any) -> None:
         """An event record (JSON fields) for every sink, e.g. a checkpoint (``checkpoints.py``). Never blocks."""
+        self._goodput.note(time.time(), {"event": name, **fields})
         self._hub.event(name, **fields)
 
     def alert(self, alert: Alert, notified: bool = False) -> None:
@@ -176,8 +188,8 @@ class Run:
 
     def busy(self, what: str, on: bool) -> None:
         """Journal that a long pause in steps is expected (``what``: "checkpoint save", "evaluation") or over:
-        the stall alert allows it more time (``health.HealthSettings.busy_s``)."""
-        self._hub.event(BUSY_EVENT, what=what, on=on)
+        the stall alert allows it more time (``health.HealthSettings.busy_s``); goodput counts it as badput."""
+        self.event(BUSY_EVENT, what=what, on=on)
 
     def flush(self, timeout_s: float, sinks: Collection[str] | None = None) -> bool:
         """Wait until every running sink (or those named) has delivered what was logged so far; False on
@@ -250,6 +262,7 @@ class Run:
             self.alert(Alert(AlertKind(status.lower()), self._last_step, why, time.time()))
         if self._stacks is not None:  # before the upload of the run's files, which only a stall's stacks join
             release_stacks(self._stacks)
+        self._goodput_breakdown(deadline)
         late = self._hub.close(status, deadline)
         if self._watch is not None:
             self._watch.finish(deadline)
@@ -257,6 +270,19 @@ class Run:
         self._report(late)
         self._journal.close()
         self._dir_lock.release()
+
+    def _goodput_breakdown(self, deadline: float) -> None:
+        """The run's goodput breakdown on the console, as text for the trackers (``goodput/breakdown``) and as an
+        event in the journal (``goodput``: the figures at the end, for ``primus report``). Once the hub's thread
+        made every record queued: skipped when it cannot within ``GOODPUT_WAIT_S`` (a hung disk)."""
+        if not self._hub.flush(min(GOODPUT_WAIT_S, max(0.0, deadline - time.monotonic())), sinks=()):
+            return
+        end = self._goodput.final(time.time())
+        if end is None:
+            return
+        figures, line = end
+        self.log_text(GOODPUT_TEXT, line.removeprefix("[primus] "), self._last_step)
+        self.event(GOODPUT_EVENT, **figures)
 
     def _health_caught_up(self, until: float) -> None:
         """Have the health watch read the journal to its end before the run's end record, so the alerts of the

@@ -32,7 +32,7 @@ def titan_run(run_dir):
         (EVENT, 0, 20_000, {"event": "start", "resumed": True}),
         (METRICS, 3, 21_500, {"loss_metrics/global_avg_loss": 7.5, "throughput(tps)": 2.0, "mfu(%)": 2.0}),
         (METRICS, 4, 22_500, {"loss_metrics/global_avg_loss": 6.0, "throughput(tps)": 200.0, "mfu(%)": 45.0,
-                              "memory/max_reserved(GiB)": 3.5}),
+                              "memory/max_reserved(GiB)": 3.5, "goodput/productive_fraction": 0.25}),
     ])
 
 
@@ -47,9 +47,10 @@ def test_one_csv_row_per_run_on_stdout(tmp_path, capsys):
         "median_tokens_per_sec_per_gpu": "200.0",  # of 100, 300, 200: the warm-up points 1 and 2 left out
         "median_tflops_per_gpu": "", "median_mfu": "0.45", "peak_memory_gib": "3.5",
         "wall_time_s": "5.5",  # 10 s to 13 s, then 20 s to 22.5 s
+        "goodput_fraction": "0.25",
     }
     assert (rows[1]["run"], rows[1]["steps"], rows[1]["final_loss"], rows[1]["median_tokens_per_sec_per_gpu"],
-            rows[1]["wall_time_s"]) == ("bare", "1", "3.0", "", "0.5")
+            rows[1]["wall_time_s"], rows[1]["goodput_fraction"]) == ("bare", "1", "3.0", "", "0.5", "")
     assert list(rows[0]) == list(COLUMNS)
 
 

@@ -35,3 +35,10 @@ def run_dirs_under(root: Path) -> list[Path]:
     """The run directories (those holding a journal) anywhere under ``root``."""
     return sorted({p.parent for p in root.rglob("journal") if p.is_dir()} |
                   {p.parent for p in root.rglob("journal.jsonl")})
+
+
+def without_goodput(data: dict[str, Any]) -> dict[str, Any]:
+    """A metrics record's data less the goodput figures every tracked run adds to each log step's record."""
+    from primus.tracking.goodput import NAMES
+
+    return {name: value for name, value in data.items() if name not in NAMES}

@@ -4,6 +4,7 @@ directory's single journal.jsonl still read and adopted. Read back the plain way
 
 from __future__ import annotations
 
+import gzip
 import os
 import shutil
 
@@ -66,7 +67,7 @@ def test_segments_rotate_at_their_size_and_read_as_one_journal_compressed_or_not
 def test_a_journal_ends_where_its_last_segment_ends_and_an_empty_one_at_0(tmp_path):
     (tmp_path / "journal").mkdir()
     assert journal_end(tmp_path) == 0  # nothing logged yet: a sink's cursor 0 has it all
-    logged_run(tmp_path / "run", range(50))
+    logged_run(tmp_path / "run", range(5))  # one segment: the keeper compresses a closed one meanwhile
     last = segments(tmp_path / "run")[-1]
     written = sum(f.stat().st_size for f in segment_files(tmp_path / "run"))  # none compressed
     assert journal_end(tmp_path / "run") == last.start + last.size() == written
@@ -78,10 +79,11 @@ def test_the_tail_is_read_from_the_last_segments_only(tmp_path):
     JournalKeeper(run_dir, "keep", [], CursorStore(run_dir)).compress_closed()
     assert last_steps(run_dir) == {None: 299}
     assert last_end_status(run_dir) == "FINISHED"
-    writer = JournalWriter(run_dir, SEGMENT)  # a fresh segment holding only a start record
-    writer.append([b"x" * SEGMENT + b"\n", encode(EVENT, 0, 1, {"event": "start"})])
+    writer = JournalWriter(run_dir, SEGMENT)
+    writer.append([encode(METRICS, 300, 1, {"loss": 1.0})])  # a step where the run's end records are
+    writer.append([b"x" * SEGMENT + b"\n", encode(EVENT, 0, 1, {"event": "start"})])  # a fresh segment, no step
     writer.close()
-    assert last_steps(run_dir, tail_bytes=2 * SEGMENT) == {None: 299}  # from the segment before
+    assert last_steps(run_dir, tail_bytes=2 * SEGMENT) == {None: 300}  # from the segment before
 
 
 def test_a_resumed_run_continues_the_segments_and_skips_steps_already_tracked(tmp_path):
@@ -124,17 +126,20 @@ def test_an_older_run_directorys_single_journal_is_read_then_adopted_as_the_firs
 
     logged_run(run_dir, range(45, 60))  # a newer Primus resumes it
     assert not (run_dir / "journal.jsonl").exists()
-    assert segment_files(run_dir)[0].name == "00000000000000000000.jsonl"
+    # the first segment, compressed once closed: the resumed run's records (with goodput's figures) fill segments
+    assert segment_files(run_dir)[0].name in ("00000000000000000000.jsonl", "00000000000000000000.jsonl.gz")
     assert metric_steps(run_dir, skip_torn=True) == list(range(60))  # the torn line was ended, not glued to the next
-    assert len(journal_lines(run_dir, skip_torn=True)) == len(legacy) + 10 + 2  # steps 50-59, start, end: none lost
+    # steps 50-59, start, the goodput breakdown (a text and an event), end: none lost
+    assert len(journal_lines(run_dir, skip_torn=True)) == len(legacy) + 10 + 4
 
 
 def test_an_older_run_directorys_single_journal_syncs_as_it_is(tmp_path, mlflow_uri, mlflow_client):
     run_dir = tmp_path / "old"
     logged_run(run_dir, range(1, 31), experiment_name="older-layout", delivery="thread", exit_deadline_s=1,
                mlflow=MlflowConfig(tracking_uri="http://127.0.0.1:9"))  # MLflow unreachable: it got nothing
-    (run_dir / "journal.jsonl").write_bytes(b"".join(f.read_bytes() for f in segment_files(run_dir)))
-    shutil.rmtree(run_dir / "journal")  # the layout before segments (these files are all raw: nothing compressed)
+    raw = (gzip.decompress(f.read_bytes()) if f.name.endswith(".gz") else f.read_bytes() for f in segment_files(run_dir))
+    (run_dir / "journal.jsonl").write_bytes(b"".join(raw))
+    shutil.rmtree(run_dir / "journal")  # the layout before segments
     assert primus_cli(["tracking", "sync", str(run_dir), "--tracking-uri", mlflow_uri]) == 0
     run_id = RunState(run_dir).section("mlflow")["run_id"]
     assert mlflow_history(mlflow_client, run_id, "loss") == [(s, s / 8) for s in range(1, 31)]

@@ -14,6 +14,7 @@ from support.readers import mlflow_history, read_tb_scalars, read_wandb_history
 
 from primus.backends.maxtext.upstream_argv import with_experiment
 from primus.config import load_experiment
+from primus.tracking.goodput import NAMES as GOODPUT
 from primus.tracking.names import is_valid_mlflow_key
 from primus.tracking.progress import AT_EVERY_LOG_STEP, FROM_THE_SECOND_LOG_STEP
 
@@ -109,9 +110,9 @@ def only_run(client, experiment: str):
 
 
 def assert_every_step(history: dict[str, list[int]], keys) -> None:
-    """``history``: {name: [steps]}; train keys and Primus's progress figures at every train step (the progress
-    rates from the second: the first starts their interval), eval keys at the eval steps."""
-    expected = ({key: TRAIN_STEPS for key in (*keys, *AT_EVERY_LOG_STEP)}
+    """``history``: {name: [steps]}; train keys, Primus's progress and goodput figures at every train step (the
+    progress rates from the second: the first starts their interval), eval keys at the eval steps."""
+    expected = ({key: TRAIN_STEPS for key in (*keys, *AT_EVERY_LOG_STEP, *GOODPUT)}
                 | {key: TRAIN_STEPS[1:] for key in FROM_THE_SECOND_LOG_STEP} | {key: EVAL_AT for key in EVAL_KEYS})
     assert set(history) == set(expected), sorted(set(history) ^ set(expected))
     for key, steps in expected.items():

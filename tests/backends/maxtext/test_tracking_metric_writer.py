@@ -11,6 +11,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from support.journal_files import without_goodput
 from support.readers import read_tb_scalars
 
 from primus.backends.maxtext.primus_options import PrimusOptions
@@ -18,6 +19,7 @@ from primus.backends.maxtext.tracking_metric_writer import FLUSH_TIMEOUT_S, Trac
 from primus.backends.maxtext.tracking_plan import plan_tracking
 from primus.backends.maxtext.tracking_session import start_tracking
 from primus.tracking import TensorBoardConfig, TrackingConfig, start_run
+from primus.tracking.goodput import GOODPUT_TEXT
 from primus.tracking.journal import METRICS, TEXT, read_all
 
 
@@ -58,12 +60,13 @@ def test_one_record_per_step_with_upstreams_names_and_no_running_eval(tmp_path):
     feed.write_texts({"steps": 20}, tensorboard_only=True)
     feed.finish("FINISHED")
     records = list(read_all(tmp_path / "run"))
-    assert [(r.step, dict(r.data)) for r in records if r.kind == METRICS] == [
+    assert [(r.step, without_goodput(r.data)) for r in records if r.kind == METRICS] == [
         (3, {"learning/loss": 7.5, "perf/step_time_seconds": 0.25, "learning/moe/layer_0": 1.0}),
         (3, {"eval/avg_loss": 7.25}),
     ]
     assert [(r.data["tag"], r.only) for r in records if r.kind == TEXT] == [("num_model_parameters", None),
-                                                                            ("steps", ("tensorboard",))]
+                                                                            ("steps", ("tensorboard",)),
+                                                                            (GOODPUT_TEXT, None)]  # the run's end
 
 
 def test_tensorboard_is_flushed_every_log_period_train_steps(tmp_path):

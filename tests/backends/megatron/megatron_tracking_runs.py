@@ -21,6 +21,7 @@ from support.journal_files import run_dirs_under
 from support.readers import mlflow_history, read_tb_scalars, read_wandb_history, wandb_files, wandb_run_ids
 from support.upstreams import releases, upstream_env
 
+from primus.tracking.goodput import NAMES as GOODPUT
 from primus.tracking.names import mlflow_key
 from primus.tracking.progress import AT_EVERY_LOG_STEP, FROM_THE_SECOND_LOG_STEP
 
@@ -74,10 +75,16 @@ class RunSpec:
     env: Mapping[str, str] = field(default_factory=dict)  # the launcher's, as a Slurm job under pyxis would have
 
 
+def with_goodput(expected: Mapping[str, list[int]]) -> dict[str, list[int]]:
+    """``expected`` and the goodput figures, which join every logged step's record (primus/tracking/goodput.py)."""
+    steps = sorted({step for steps in expected.values() for step in steps})
+    return {**expected, **at(steps, *GOODPUT)} if steps else dict(expected)
+
+
 def spec(name: str, on: Iterable[str], *args: str, expected: Mapping[str, list[int]], iterations: int = 3,
          nproc: int = 1, release: str | None = None, env: Mapping[str, str] | None = None) -> RunSpec:
     on = frozenset(on)
-    return RunSpec(on, f"h6-{name}", expected,
+    return RunSpec(on, f"h6-{name}", with_goodput(expected),
                    (*toggles(TB in on, WANDB in on, MLFLOW in on), "--mlflow-experiment-name", f"h6-{name}", *args),
                    iterations, nproc, release, dict(env or {}))
 

@@ -62,6 +62,8 @@ def test_the_resume_asks_wandb_for_the_artifact_upstream_asks_for(stopped_then_r
     # upstream's on_load_checkpoint_success: "<latest_wandb_artifact_path.txt>/<save dir's stem>:<checkpoint's stem>"
     assert load["wandb_artifact"] == f"/{RESUME_EXPERIMENT}/{checkpoint.name}:iter_0000002"
     assert load["path"] == str(checkpoint / "iter_0000002")
+    # the iteration from upstream's folder name, the seconds from load_checkpoint's start (goodput's badput)
+    assert load["iteration"] == 2 and 0 < load["seconds"] < second.seconds
     # W&B refuses use_artifact offline; upstream prints "failed to find checkpoint ... in wandb" then
     assert f"W&B did not find the checkpoint {checkpoint / 'iter_0000002'}" in second.output, second.explain()
 

@@ -23,6 +23,7 @@ from megatron_tracking_runs import (
     assert_sinks,
     at,
     progress_at,
+    with_goodput,
 )
 
 pytestmark = pytest.mark.slow
@@ -54,8 +55,8 @@ def primus_train(workdir: Path, experiment: str, mlflow_uri: str, *argv: str) ->
 
 
 def expectation(experiment: str) -> RunSpec:
-    return RunSpec(frozenset({TB, MLFLOW}), experiment, at([1, 2, 3], *UPSTREAM) | at([2, 3], *PERF)
-                   | at(AVG_STEPS, *PERF_AVG) | progress_at([1, 2, 3]))
+    return RunSpec(frozenset({TB, MLFLOW}), experiment, with_goodput(at([1, 2, 3], *UPSTREAM) | at([2, 3], *PERF)
+                   | at(AVG_STEPS, *PERF_AVG) | progress_at([1, 2, 3])))
 
 
 @pytest.mark.parametrize("nproc", [1, 2])

@@ -13,6 +13,7 @@ import re
 
 import pytest
 from megatron_tracking_runs import (
+    GOODPUT,
     MLFLOW,
     PERF,
     RESUME_EXPERIMENT,
@@ -38,7 +39,8 @@ from primus.tracking.progress import (
 GLOBAL_BATCH, SEQ_LENGTH = 8, 128  # megatron_runs.py's tiny model
 # each process's first log step only starts the interval: the first process's second step (2) has the rates, the
 # resumed process's only step (3) does not
-TRACKED = {tag: [1, 2, 3] for tag in (*UPSTREAM, *AT_EVERY_LOG_STEP)} | {tag: [2] for tag in FROM_THE_SECOND_LOG_STEP}
+TRACKED = {tag: [1, 2, 3] for tag in (*UPSTREAM, *AT_EVERY_LOG_STEP, *GOODPUT)} | {
+    tag: [2] for tag in FROM_THE_SECOND_LOG_STEP}
 
 pytestmark = pytest.mark.slow
 

@@ -25,6 +25,7 @@ from support.readers import (
 )
 from titan_runs import RELEASES, STEPS, TRACKED_ON_CPU, UPSTREAM_KEYS, V0_2
 
+from primus.tracking.goodput import NAMES as GOODPUT
 from primus.tracking.names import is_valid_mlflow_key, mlflow_key
 from primus.tracking.progress import AT_EVERY_LOG_STEP, CONSUMED_SAMPLES, CONSUMED_TOKENS, FROM_THE_SECOND_LOG_STEP
 from primus.tracking.sinks.tensorboard import TAGS_TAG
@@ -93,6 +94,7 @@ def tracked_steps(keys) -> dict[str, list[int]]:
 
 
 def assert_mlflow_has_every_step(client, run, keys) -> None:
+    keys = {*keys, *GOODPUT}  # the run's goodput figures join every logged step
     assert run.info.status == "FINISHED"
     assert all(is_valid_mlflow_key(k) for k in run.data.metrics), sorted(run.data.metrics)
     expected = tracked_steps(keys)
@@ -105,6 +107,7 @@ def assert_mlflow_has_every_step(client, run, keys) -> None:
 
 
 def assert_tb_has_every_step(logdir: Path, keys) -> dict[str, list[tuple[int, float]]]:
+    keys = {*keys, *GOODPUT}  # the run's goodput figures join every logged step
     scalars = read_tb_scalars(logdir)
     expected = tracked_steps(keys)
     assert set(scalars) == set(expected)

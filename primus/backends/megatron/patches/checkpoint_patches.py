@@ -10,6 +10,7 @@ the W&B sink logs it in the delivery process."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from primus.patches import REGISTRY
@@ -17,13 +18,22 @@ from primus.patches.arguments import Arguments
 from primus.tracking.checkpoints import CheckpointLoaded, CheckpointSaved
 from primus.upstreams.megatron import MEGATRON
 
+# checkpointing.get_checkpoint_name: <save>/iter_<7 digits>, and /mp_rank_XX/... in the legacy format
+ITERATION_FOLDER = re.compile(r"(?:^|/)iter_(\d+)(?=/|$)")
+
+
+def _iteration_of(path: str) -> int | None:
+    found = ITERATION_FOLDER.findall(str(path))
+    return int(found[-1]) if found else None
+
 
 @REGISTRY.patch(
     "megatron.tracking.checkpoint_start",
     target="megatron.training.checkpointing",
     upstream=MEGATRON,
     backend="megatron",
-    description="checkpointing.save_checkpoint: a start mark in the journal (the save's seconds; an expected gap)",
+    description="checkpointing.save_checkpoint/load_checkpoint: a start mark in the journal (the save's seconds; an "
+    "expected gap), and the load's start (its seconds)",
 )
 def _install_save_start(module, handle):
     from primus.backends.megatron.training.global_vars import TRACKING
@@ -35,7 +45,13 @@ def _install_save_start(module, handle):
             TRACKING.checkpoints.save_started(arguments("iteration", args, kwargs))
         return wrapped(*args, **kwargs)
 
+    def load_checkpoint(wrapped, instance, args, kwargs):
+        if TRACKING.checkpoints is not None:
+            TRACKING.checkpoints.load_started()
+        return wrapped(*args, **kwargs)
+
     handle.wrap(module, "save_checkpoint", save_checkpoint)
+    handle.wrap(module, "load_checkpoint", load_checkpoint)
 
 
 @REGISTRY.patch(
@@ -80,7 +96,9 @@ def _install_checkpoint_hooks(module, handle):
             name, alias = name_and_alias(Path(load_dir), Path(path))
             pointer = pointer_file(load_dir)
             project = f"{pointer.read_text().strip()}/" if pointer.is_file() else ""  # as upstream reads it
-            loaded = CheckpointLoaded(path=str(Path(path).resolve()), wandb_artifact=f"{project}{name}:{alias}")
+            loaded = CheckpointLoaded(
+                path=str(Path(path).resolve()), iteration=_iteration_of(path), wandb_artifact=f"{project}{name}:{alias}"
+            )
             TRACKING.checkpoints.loaded(loaded)
         return result
 

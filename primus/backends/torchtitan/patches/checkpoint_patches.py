@@ -38,6 +38,7 @@ def _install(manager: Any, handle: PatchHandle) -> None:
         return result
 
     def dcp_load(wrapped, instance, args, kwargs):
+        CHECKPOINTS.load_started()
         result = wrapped(*args, **kwargs)
         path = str(load("checkpoint_id", args, kwargs))
         CHECKPOINTS.loaded(CheckpointLoaded(path=path, iteration=_step_of(path)))
