@@ -216,7 +216,7 @@ class HealthMonitor:
             elif event in (SAVE_START, SAVED):  # a checkpoint's own records (checkpoints.py) mark its save
                 self.stall.busy(event == SAVE_START, at)
             return []
-        if record.kind != METRICS:
+        if record.kind != METRICS or record.only is not None:  # for some sinks: another axis (Megatron's "vs samples")
             return []
         found = [self.stall.step(record.step, at)]
         if (loss := first_of(LOSS_METRICS, record.data)) is not None:

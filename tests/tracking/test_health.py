@@ -105,6 +105,18 @@ def test_nothing_after_the_run_ended():
     assert m.observe(metrics(3, T0 + 1001, **{"lm loss": math.nan})) == []
 
 
+def test_a_record_for_some_sinks_only_is_on_another_axis_and_not_a_step():
+    """Megatron's "vs samples" scalars go to TensorBoard only, at the consumed-samples count: not the iteration a
+    stall or a killed run names, nor a step that ends a stall."""
+    m = HealthMonitor(HealthSettings(stall_after_s=5), now=T0)
+    steps(m, 1, 5, 1.0)
+    vs_samples = Record(METRICS, 40, int((T0 + 5) * 1000), {"lm loss": math.nan}, end=0, only=("tensorboard",))
+    assert m.observe(vs_samples) == []
+    assert m.stall.last_step == 5
+    [stalled] = m.check(T0 + 100)
+    assert stalled.kind == AlertKind.STALLED and stalled.iteration == 5
+
+
 @pytest.mark.parametrize("name", LOSS_METRICS)
 @pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
 def test_a_loss_that_is_not_finite_is_a_nan_alert_at_once_in_every_backend(name, value):
