@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import time
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -31,12 +32,9 @@ Record = tuple[int, Mapping[str, Any], Sequence[str] | None]  # what a log_later
 def attempt_start_fields(environ: Mapping[str, str] = os.environ) -> dict[str, int]:
     """For this process's ``start`` record: when the process began and, under Slurm, when its job began (ms)."""
     fields: dict[str, int] = {}
-    try:
-        import psutil
-
-        fields["process_start_ms"] = int(psutil.Process().create_time() * 1000)
-    except Exception:  # no psutil or no /proc: the start record's time stands for the process's start
-        pass
+    started = process_start_s()
+    if started is not None:
+        fields["process_start_ms"] = int(started * 1000)
     job_start = environ.get(JOB_START_ENV, "")
     if job_start.strip().isdigit():
         fields["job_start_ms"] = int(job_start) * 1000
@@ -116,3 +114,17 @@ class GoodputFeed:
                     self.goodput.observe(r.kind, r.step, r.ts_ms / 1000.0, r.data, r.only)
         finally:
             reader.close()
+
+
+def process_start_s() -> float | None:
+    """When this process began, in epoch seconds, to a clock tick (10 ms): its start in ticks since boot
+    (/proc/self/stat) against the boot clock now. Not psutil's ``create_time``: it adds /proc/stat's boot time in
+    whole seconds, up to a second early, which put a restart's start before the previous attempt's last record.
+    None where there is no /proc (the start record's time stands for it)."""
+    try:
+        with open("/proc/self/stat", "rb") as f:
+            ticks = int(f.read().rsplit(b")", 1)[1].split()[19])  # field 22, starttime
+        since_boot = time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
+    return time.time() - since_boot
