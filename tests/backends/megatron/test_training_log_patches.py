@@ -9,10 +9,9 @@ import types
 
 import pytest
 
+from support.one_patch import installed
+
 from primus.backends.megatron.training.global_vars import TRACKING
-from primus.patches import REGISTRY, PatchContext
-from primus.patches.catalog import load_all
-from primus.patches.handle import PatchHandle
 
 
 def training_module(**overrides):
@@ -30,13 +29,8 @@ def training_module(**overrides):
 
 
 def install(module):
-    load_all()
-    [patch] = [p for p in REGISTRY.patches() if p.id == "megatron.tracking.training_log"]
-    handle = PatchHandle(patch, PatchContext(), lambda handle, error: None)
-    try:
-        patch.install(module, handle)
-    finally:
-        handle.undo()
+    with installed("megatron.tracking.training_log", module):
+        pass
 
 
 @pytest.fixture(autouse=True)

@@ -77,13 +77,16 @@ def _install_checkpoint_hooks(module, handle):
                 save(n, args, kwargs) for n in ("checkpoint_path", "tracker_filename", "save_dir")
             )
             name, alias = name_and_alias(Path(save_dir), Path(path))
+            iteration = save("iteration", args, kwargs)
             TRACKING.checkpoints.save_ended(
                 CheckpointSaved(
-                    iteration=save("iteration", args, kwargs),
+                    iteration=iteration,
                     path=str(Path(path).resolve()),
                     artifact=name,
                     alias=alias,
-                    files={Path(tracker).name: Path(tracker).read_text()},
+                    # what rank 0 writes to the tracker file, not read from it: this hook runs on the last rank, which
+                    # does not wait for rank 0's write (the file is missing at the first save, a save behind after)
+                    files={Path(tracker).name: str(iteration)},
                     wandb_pointer=str(pointer_file(save_dir)),
                 )
             )
