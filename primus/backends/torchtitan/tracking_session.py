@@ -79,7 +79,9 @@ def start_tracking(
             log_freq=int(params.get("metrics", {}).get("log_freq", 1)),
             peak_tflops=plan.peak_tflops,
         )
-    return TrackingLogger(run, tag=tag, perf=perf, progress=ProcessorProgress(params["training"]))
+    return TrackingLogger(
+        run, tag=tag, perf=perf, progress=ProcessorProgress(params["training"], params.get("parallelism"))
+    )
 
 
 def forget_plan() -> None:
