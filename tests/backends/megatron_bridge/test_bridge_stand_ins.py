@@ -10,9 +10,7 @@ from pathlib import Path
 import pytest
 
 BRIDGE_ENV = Path(__file__).resolve().parents[2] / "support" / "bridge_env"
-NEEDS = (
-    "import json\nimport absentpkg.sub as a\nfrom demo_bridge import checks\nNAME = a.Thing.__name__\nThing = a.Thing\n"
-)
+NEEDS = "import json\nimport absentpkg.sub as a\nfrom demo_bridge import checks\nNAME = a.Thing.__name__\nThing = a.Thing\n"
 CHECKS = "try:\n    import absentpkg\n    HAVE = True\nexcept ImportError:\n    HAVE = False\n"
 
 

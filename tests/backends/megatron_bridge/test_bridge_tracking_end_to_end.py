@@ -32,45 +32,21 @@ STEPS = list(range(1, ITERATIONS + 1))  # Bridge's writers count iterations from
 EXPERIMENT, RUN_NAME, WANDB_PROJECT = "bridge-e2e", "tiny-bridge", "bridge-e2e"
 # What Bridge writes at every step of this run (log_interval 1, throughput, memory and level-1 timers on); the
 # timers reach the hub through megatron-core's Timers.write, as Megatron's do
-TRAIN_TAGS = frozenset(
-    {
-        "lm loss",
-        "learning-rate",
-        "grad-norm",
-        "loss-scale",
-        "batch-size",
-        "iteration-time",
-        "throughput/tflops",
-        "throughput/tflops/device",
-        "memory/mem-allocated-gigabytes",
-        "memory/mem-reserved-gigabytes",
-        "memory/mem-max-allocated-gigabytes",
-        "memory/mem-max-reserved-gigabytes",
-        "forward-backward-time",
-        "optimizer-time",
-    }
-)
+TRAIN_TAGS = frozenset({
+    "lm loss", "learning-rate", "grad-norm", "loss-scale", "batch-size", "iteration-time", "throughput/tflops",
+    "throughput/tflops/device", "memory/mem-allocated-gigabytes", "memory/mem-reserved-gigabytes",
+    "memory/mem-max-allocated-gigabytes", "memory/mem-max-reserved-gigabytes", "forward-backward-time",
+    "optimizer-time",
+})
 # Bridge's own start-up patches, and megatron-core's CPU patches serving Bridge as they are
-CPU_PATCHES = frozenset(
-    {
-        "megatron_bridge.cpu.allow_no_cuda",
-        "megatron_bridge.cpu.one_device_during_init",
-        "megatron_bridge.cpu.prebuilt_dataset_helpers",
-        "megatron.cpu.cuda_runtime_shims",
-        "megatron.cpu.device_placement",
-        "megatron.cpu.cuda_tensor_type_names",
-        "megatron.cpu.eager_jit_fuser",
-        "megatron.cpu.rng_tracker_on_cpu_generator",
-        "megatron.cpu.host_memory_stats",
-    }
-)
+CPU_PATCHES = frozenset({
+    "megatron_bridge.cpu.allow_no_cuda", "megatron_bridge.cpu.one_device_during_init",
+    "megatron_bridge.cpu.prebuilt_dataset_helpers", "megatron.cpu.cuda_runtime_shims", "megatron.cpu.device_placement",
+    "megatron.cpu.cuda_tensor_type_names", "megatron.cpu.eager_jit_fuser", "megatron.cpu.rng_tracker_on_cpu_generator",
+    "megatron.cpu.host_memory_stats",
+})
 # Primus's throughput figures, which Bridge's log_throughput_to_tensorboard turns on (step_perf.py)
-PERF_THROUGHPUT = (
-    "perf/tokens_per_sec",
-    "perf/tokens_per_sec_per_gpu",
-    "perf/tflops_per_gpu",
-    "perf/iteration_time_ms",
-)
+PERF_THROUGHPUT = ("perf/tokens_per_sec", "perf/tokens_per_sec_per_gpu", "perf/tflops_per_gpu", "perf/iteration_time_ms")
 TIMEOUT_S = 400.0
 _CONSOLE_LOSS = re.compile(r"iteration\s+(\d+)/\s*\d+ \|.*?\| lm loss: (\S+) \|")
 _CONSOLE_VALIDATION = re.compile(r"validation loss at iteration \d+.*?\| lm loss value: (\S+) \|")
@@ -97,41 +73,17 @@ class BridgeRun:
 def tracked(tmp_path_factory, mlflow_server) -> BridgeRun:
     workdir = tmp_path_factory.mktemp("bridge-tracked")
     primus_run = shutil.which("primus-run") or str(Path(sys.executable).with_name("primus-run"))
-    command = [
-        primus_run,
-        str(BRIDGE_PYTHON),
-        "-m",
-        "torch.distributed.run",
-        "--standalone",
-        "--nproc_per_node",
-        "1",
-        str(SCRIPT),
-    ]
+    command = [primus_run, str(BRIDGE_PYTHON), "-m", "torch.distributed.run", "--standalone", "--nproc_per_node",
+               "1", str(SCRIPT)]
     started = time.monotonic()
     this_primus = this_primus_folder(tmp_path_factory.mktemp("primus"))
-    process = start(
-        command,
-        workdir,
-        workdir / "run.log",
-        with_this_primus(
-            this_primus,
-            {
-                "TINY_ITERATIONS": str(ITERATIONS),
-                "TINY_TENSORBOARD_DIR": str(workdir / "tb"),
-                "TINY_MLFLOW_EXPERIMENT": EXPERIMENT,
-                "TINY_MLFLOW_RUN_NAME": RUN_NAME,
-                "TINY_MLFLOW_TRACKING_URI": mlflow_server.uri,
-                "TINY_WANDB_PROJECT": WANDB_PROJECT,
-                "TINY_WANDB_EXP_NAME": RUN_NAME,
-                "TINY_WANDB_SAVE_DIR": str(workdir / "wandb"),
-                "WANDB_MODE": "offline",
-                "WANDB_DIR": str(workdir / "wandb"),
-                "PRIMUS_OUTPUT_ROOT": str(workdir / "primus"),
-                "PYTHONWARNINGS": "ignore",
-                "TINY_MLFLOW_TAGS": "team=bridge,stage=e2e",
-            },
-        ),
-    )
+    process = start(command, workdir, workdir / "run.log", with_this_primus(this_primus, {
+        "TINY_ITERATIONS": str(ITERATIONS), "TINY_TENSORBOARD_DIR": str(workdir / "tb"),
+        "TINY_MLFLOW_EXPERIMENT": EXPERIMENT, "TINY_MLFLOW_RUN_NAME": RUN_NAME,
+        "TINY_MLFLOW_TRACKING_URI": mlflow_server.uri, "TINY_WANDB_PROJECT": WANDB_PROJECT,
+        "TINY_WANDB_EXP_NAME": RUN_NAME, "TINY_WANDB_SAVE_DIR": str(workdir / "wandb"), "WANDB_MODE": "offline",
+        "WANDB_DIR": str(workdir / "wandb"), "PRIMUS_OUTPUT_ROOT": str(workdir / "primus"),
+        "PYTHONWARNINGS": "ignore", "TINY_MLFLOW_TAGS": "team=bridge,stage=e2e"}))
     code = wait_or_kill(process, TIMEOUT_S)
     run = BridgeRun(FinishedRun(code, workdir / "run.log", time.monotonic() - started), workdir)
     assert code == 0, run.finished.explain()
@@ -150,8 +102,7 @@ def test_every_scalar_bridge_writes_reaches_tensorboard_once_per_step(tracked):
     assert [value for _, value in scalars["lm loss"]] == pytest.approx([console[s] for s in STEPS], rel=1e-6)
     # the periodic validation, then Bridge's final validation and test evaluations, all under Bridge's one tag
     assert [value for _, value in scalars["lm loss validation"]] == pytest.approx(
-        tracked.console_validation_losses(), rel=1e-6
-    )
+        tracked.console_validation_losses(), rel=1e-6)
 
 
 def test_the_mlflow_run_is_finished_and_holds_the_consoles_losses(tracked, mlflow_client):
@@ -160,15 +111,8 @@ def test_the_mlflow_run_is_finished_and_holds_the_consoles_losses(tracked, mlflo
     assert (run.info.status, run.info.run_name) == ("FINISHED", RUN_NAME)
     assert run.data.tags["primus.backend"] == "megatron_bridge"
     # Bridge's own logger.mlflow_tags, checked and recorded as every backend's mlflow_tags; its layout, one process
-    expected = {
-        "team": "bridge",
-        "stage": "e2e",
-        "primus.world_size": "1",
-        "primus.parallel.tp": "1",
-        "primus.parallel.pp": "1",
-        "primus.parallel.dp": "1",
-        "primus.parallel.cp": "1",
-    }
+    expected = {"team": "bridge", "stage": "e2e", "primus.world_size": "1", "primus.parallel.tp": "1",
+                "primus.parallel.pp": "1", "primus.parallel.dp": "1", "primus.parallel.cp": "1"}
     assert {k: run.data.tags.get(k) for k in expected} == expected
     assert run.data.params["train.train_iters"] == str(ITERATIONS)  # Bridge's config, flattened
     history = mlflow_history(mlflow_client, run.info.run_id, "lm loss")
@@ -210,14 +154,11 @@ def test_bridge_gets_megatrons_perf_set_with_bridges_own_flops(tracked):
     """Bridge's log_throughput_to_tensorboard turns our throughput figures on, from the second log step. Bridge's
     ``throughput/tflops/device`` is its FLOPs over its interval timer: the same FLOPs over our interval give ours."""
     scalars = {tag: dict(points) for tag, points in read_tb_scalars(tracked.workdir / "tb").items()}
-    for tag in PERF_THROUGHPUT:
-        assert sorted(scalars[tag]) == STEPS[1:], tag
+    assert all(sorted(scalars[tag]) == STEPS[1:] for tag in PERF_THROUGHPUT)
+    tokens = 2 * 128  # one step of the global batch of 2
     for step in STEPS[1:]:
-        tokens = 2 * 128  # one step of the global batch of 2
-        ours = scalars["perf/tflops_per_gpu"][step] * tokens / scalars["perf/tokens_per_sec"][step]
+        seconds = tokens / scalars["perf/tokens_per_sec"][step]  # our interval: one step
         bridges = scalars["throughput/tflops/device"][step] * scalars["iteration-time"][step]
-        assert ours == pytest.approx(bridges, rel=1e-4), step  # TFLOP per step, the same FLOPs counter
-        assert scalars["perf/iteration_time_ms"][step] == pytest.approx(
-            tokens / scalars["perf/tokens_per_sec"][step] * 1e3
-        )
+        assert scalars["perf/tflops_per_gpu"][step] * seconds == pytest.approx(bridges, rel=1e-4), step  # TFLOP
+        assert scalars["perf/iteration_time_ms"][step] == pytest.approx(seconds * 1e3)
     assert "perf/mfu" not in scalars  # a CPU has no peak

@@ -15,19 +15,9 @@ from primus.tracking.plan import TrackingPlanError
 
 def bridge_config(tmp_path: Path, save: str | None = None, **logger) -> SimpleNamespace:
     """The fields of Bridge's ConfigContainer the plan reads, with LoggerConfig's defaults."""
-    settings = dict(
-        tensorboard_dir=None,
-        tensorboard_queue_size=1000,
-        wandb_project=None,
-        wandb_entity=None,
-        wandb_exp_name=None,
-        wandb_save_dir=None,
-        mlflow_experiment=None,
-        mlflow_run_name=None,
-        mlflow_tracking_uri=None,
-        mlflow_tags=None,
-        comet_project=None,
-    )
+    settings = dict(tensorboard_dir=None, tensorboard_queue_size=1000, wandb_project=None, wandb_entity=None,
+                    wandb_exp_name=None, wandb_save_dir=None, mlflow_experiment=None, mlflow_run_name=None,
+                    mlflow_tracking_uri=None, mlflow_tags=None, comet_project=None)
     settings.update(logger)
     return SimpleNamespace(logger=SimpleNamespace(**settings), checkpoint=SimpleNamespace(save=save))
 
@@ -41,24 +31,17 @@ def test_no_bridge_tracker_set_leaves_bridge_alone(tmp_path):
 
 
 def test_bridges_tensorboard_folder_is_where_the_hub_writes(tmp_path):
-    config = plan_tracking(
-        bridge_config(tmp_path, tensorboard_dir=str(tmp_path / "tb"), tensorboard_queue_size=7),
-        rank=0,
-        environ=environ(tmp_path),
-    ).config
+    config = plan_tracking(bridge_config(tmp_path, tensorboard_dir=str(tmp_path / "tb"), tensorboard_queue_size=7),
+                           rank=0, environ=environ(tmp_path)).config
     assert (config.tensorboard.log_dir, config.tensorboard.queue_size) == (tmp_path / "tb", 7)
     assert config.wandb is None and config.mlflow is None
     assert config.run_dir.parent == tmp_path / "out"  # a fresh run: a timestamped folder under PRIMUS_OUTPUT_ROOT
 
 
 def test_bridges_mlflow_settings_name_the_experiment_run_and_server(tmp_path):
-    config = plan_tracking(
-        bridge_config(
-            tmp_path, mlflow_experiment="exp", mlflow_run_name="tiny", mlflow_tracking_uri="http://127.0.0.1:5999"
-        ),
-        rank=0,
-        environ=environ(tmp_path, MLFLOW_TRACKING_URI="http://127.0.0.1:1"),
-    ).config
+    config = plan_tracking(bridge_config(tmp_path, mlflow_experiment="exp", mlflow_run_name="tiny",
+                                         mlflow_tracking_uri="http://127.0.0.1:5999"),
+                           rank=0, environ=environ(tmp_path, MLFLOW_TRACKING_URI="http://127.0.0.1:1")).config
     assert (config.mlflow.experiment_name, config.mlflow.run_name) == ("exp", "tiny")
     assert config.mlflow.tracking_uri == "http://127.0.0.1:5999"  # Bridge's own setting over the environment's
     assert config.tensorboard is None
@@ -66,11 +49,8 @@ def test_bridges_mlflow_settings_name_the_experiment_run_and_server(tmp_path):
 
 def test_bridges_wandb_settings_and_the_checkpointed_run_directory(tmp_path):
     save = tmp_path / "ckpt"
-    config = plan_tracking(
-        bridge_config(tmp_path, save=str(save), wandb_project="proj", wandb_entity="team", wandb_exp_name="tiny"),
-        rank=0,
-        environ=environ(tmp_path),
-    ).config
+    config = plan_tracking(bridge_config(tmp_path, save=str(save), wandb_project="proj", wandb_entity="team",
+                                         wandb_exp_name="tiny"), rank=0, environ=environ(tmp_path)).config
     assert (config.wandb.project, config.wandb.entity, config.wandb.name) == ("proj", "team", "tiny")
     assert config.run_dir == save / "primus"  # a job restarted from its checkpoint resumes the same runs
     assert config.wandb.save_dir == save / "primus" / "wandb"
@@ -78,18 +58,12 @@ def test_bridges_wandb_settings_and_the_checkpointed_run_directory(tmp_path):
 
 
 def test_primus_run_dir_wins_and_a_bad_tracking_uri_is_refused_before_training(tmp_path):
-    config = plan_tracking(
-        bridge_config(tmp_path, tensorboard_dir=str(tmp_path / "tb")),
-        rank=0,
-        environ=environ(tmp_path, PRIMUS_RUN_DIR=str(tmp_path / "mine")),
-    ).config
+    config = plan_tracking(bridge_config(tmp_path, tensorboard_dir=str(tmp_path / "tb")), rank=0,
+                           environ=environ(tmp_path, PRIMUS_RUN_DIR=str(tmp_path / "mine"))).config
     assert config.run_dir == tmp_path / "mine"
     with pytest.raises(TrackingPlanError, match="mlflow_tracking_uri|MLFLOW_TRACKING_URI"):
-        plan_tracking(
-            bridge_config(tmp_path, mlflow_experiment="exp", mlflow_tracking_uri="nope://x"),
-            rank=0,
-            environ=environ(tmp_path),
-        )
+        plan_tracking(bridge_config(tmp_path, mlflow_experiment="exp", mlflow_tracking_uri="nope://x"), rank=0,
+                      environ=environ(tmp_path))
 
 
 def test_comet_stays_bridges_own_and_says_so(tmp_path):
@@ -99,23 +73,13 @@ def test_comet_stays_bridges_own_and_says_so(tmp_path):
 
 def test_bridges_config_becomes_flat_params_trackers_can_store():
     assert flat_params({"train": {"train_iters": 4, "seq": [1, 2]}, "name": None, "dtype": float}) == {
-        "train.train_iters": 4,
-        "train.seq": "[1, 2]",
-        "name": None,
-        "dtype": "<class 'float'>",
-    }
+        "train.train_iters": 4, "train.seq": "[1, 2]", "name": None, "dtype": "<class 'float'>"}
 
 
 def test_bridges_mlflow_tags_are_checked_as_every_backends(tmp_path):
-    plan = plan_tracking(
-        bridge_config(tmp_path, mlflow_experiment="exp", mlflow_tags={"team": "bridge", "n": 2}),
-        rank=0,
-        environ=environ(tmp_path),
-    )
+    plan = plan_tracking(bridge_config(tmp_path, mlflow_experiment="exp", mlflow_tags={"team": "bridge", "n": 2}),
+                         rank=0, environ=environ(tmp_path))
     assert dict(plan.user_tags) == {"team": "bridge", "n": "2"}
     with pytest.raises(TrackingPlanError, match="key 'primus.backend' is in the primus"):
-        plan_tracking(
-            bridge_config(tmp_path, mlflow_experiment="exp", mlflow_tags={"primus.backend": "x"}),
-            rank=0,
-            environ=environ(tmp_path),
-        )
+        plan_tracking(bridge_config(tmp_path, mlflow_experiment="exp", mlflow_tags={"primus.backend": "x"}), rank=0,
+                      environ=environ(tmp_path))

@@ -18,16 +18,8 @@ model = cfg.model
 model.num_layers, model.hidden_size, model.ffn_hidden_size, model.num_attention_heads = 2, 64, 256, 4
 model.seq_length = model.max_position_embeddings = 128
 model.transformer_layer_spec = local_layer_spec  # no Transformer Engine on CPU
-for fusion in (
-    "gradient_accumulation_fusion",
-    "persist_layer_norm",
-    "bias_activation_fusion",
-    "bias_dropout_fusion",
-    "masked_softmax_fusion",
-    "apply_rope_fusion",
-    "cross_entropy_loss_fusion",
-    "bf16",
-):
+for fusion in ("gradient_accumulation_fusion", "persist_layer_norm", "bias_activation_fusion", "bias_dropout_fusion",
+               "masked_softmax_fusion", "apply_rope_fusion", "cross_entropy_loss_fusion", "bf16"):
     setattr(model, fusion, False)
 model.params_dtype = torch.float32
 cfg.mixed_precision = None
@@ -41,15 +33,8 @@ cfg.validation.eval_iters = 1
 cfg.scheduler.lr_warmup_iters, cfg.scheduler.lr_decay_iters = 1, ITERATIONS
 cfg.tokenizer.vocab_size = 1024
 cfg.dataset = MockGPTDatasetConfig(
-    seq_length=128,
-    random_seed=1234,
-    reset_attention_mask=False,
-    reset_position_ids=False,
-    eod_mask_loss=False,
-    num_dataset_builder_threads=1,
-    split="9999,8,2",
-    data_sharding=True,
-    dataloader_type="single",
+    seq_length=128, random_seed=1234, reset_attention_mask=False, reset_position_ids=False, eod_mask_loss=False,
+    num_dataset_builder_threads=1, split="9999,8,2", data_sharding=True, dataloader_type="single",
     skip_getting_attention_mask_from_dataset=True,
 )
 cfg.dataset.num_workers = 0
