@@ -22,7 +22,6 @@ setup-upstream-matrix: $(STAMP) setup-maxtext
 # .venv/tracker-floors, where it runs our W&B sink. Instant once built.
 setup-dependency-floors: $(STAMP)
 	scripts/setup-dependency-floors.sh
-	scripts/setup-tracker-floors.sh
 
 # MaxText (JAX) lives in its own environment: its pins must not fight torch's. Idempotent and instant
 # once built (the script keeps its own stamp of what it installed).

@@ -81,7 +81,6 @@ def test_the_core_runs_on_the_lowest_release_of_each_dependency_setup_cfg_allows
     assert done.returncode == 0, f"the core's tests on {wanted}:\n{done.stdout[-6000:]}{done.stderr[-3000:]}"
 
 
-TRACKER_SCRIPT = ROOT / "scripts" / "setup-tracker-floors.sh"
 TRACKER_FOLDER = ROOT / ".venv" / "tracker-floors"
 # Our W&B sink end to end on the floor, offline: every step once, a restart resuming the same run, an alert, each
 # read back from the run files (with the floor's own record reader)
@@ -96,12 +95,12 @@ WANDB_SINK_TESTS = [
 @pytest.mark.slow  # a real W&B service and MLflow server in a child pytest: ~2.5 min on 2 cores
 def test_our_wandb_sink_runs_on_the_lowest_wandb_setup_cfg_allows():
     """The wandb extra's floor is Megatron-Bridge's pin (0.29.0), so primus-tracking[wandb] installs beside it."""
-    [wanted] = subprocess.run([TRACKER_SCRIPT, "--list"], capture_output=True, text=True, check=True).stdout.split()
+    [wanted] = subprocess.run([SCRIPT, "--list-trackers"], capture_output=True, text=True, check=True).stdout.split()
     installed = (
         (TRACKER_FOLDER / ".installed").read_text().split() if (TRACKER_FOLDER / ".installed").exists() else None
     )
     assert installed == [wanted], (
-        f"{TRACKER_FOLDER} holds {installed}, setup.cfg asks for {wanted}: `make setup` (scripts/setup-tracker-floors.sh)"
+        f"{TRACKER_FOLDER} holds {installed}, setup.cfg asks for {wanted}: `make setup` (scripts/setup-dependency-floors.sh)"
     )
     name, floor = wanted.split("==")
     env = {**os.environ, "PYTHONPATH": str(TRACKER_FOLDER), "OMP_NUM_THREADS": "1"}
