@@ -18,7 +18,8 @@ setup-upstream-matrix: $(STAMP) setup-maxtext
 	scripts/setup-upstream-matrix.sh
 
 # The lowest releases of the core's dependencies that setup.cfg allows, in .venv/floors, where
-# tests/test_dependency_floors.py runs the core on them: small wheels, --no-deps. Instant once built.
+# tests/test_dependency_floors.py runs the core on them: small wheels, --no-deps; and W&B's floor in
+# .venv/tracker-floors, where it runs our W&B sink. Instant once built.
 setup-dependency-floors: $(STAMP)
 	scripts/setup-dependency-floors.sh
 

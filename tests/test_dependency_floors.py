@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from packaging.version import Version
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -78,3 +79,47 @@ def test_the_core_runs_on_the_lowest_release_of_each_dependency_setup_cfg_allows
 
     done = run_on_floors("-m", "pytest", "-q", "-m", "not slow", *CORE_TESTS, timeout=240)
     assert done.returncode == 0, f"the core's tests on {wanted}:\n{done.stdout[-6000:]}{done.stderr[-3000:]}"
+
+
+TRACKER_FOLDER = ROOT / ".venv" / "tracker-floors"
+# Our W&B sink end to end on the floor, offline: every step once, a restart resuming the same run, an alert, each
+# read back from the run files (with the floor's own record reader)
+WANDB_SINK_TESTS = [
+    "tests/tracking/test_sinks_end_to_end.py::test_all_sinks_receive_every_step_exactly_once",
+    "tests/tracking/test_sinks_end_to_end.py::test_same_run_dir_resumes_the_same_runs_without_duplicates",
+    "tests/tracking/test_sinks_end_to_end.py::test_an_alert_reaches_every_tracker_its_own_way",
+    "tests/tracking/test_wandb_unreachable.py",  # an unreachable server: bounded, then offline, nothing lost
+]
+
+
+@pytest.mark.slow  # a real W&B service and MLflow server in a child pytest: ~2.5 min on 2 cores
+def test_our_wandb_sink_runs_on_the_lowest_wandb_setup_cfg_allows():
+    """The wandb extra's floor is Megatron-Bridge's pin (0.29.0), so primus-tracking[wandb] installs beside it."""
+    [wanted] = subprocess.run([SCRIPT, "--list-trackers"], capture_output=True, text=True, check=True).stdout.split()
+    installed = (
+        (TRACKER_FOLDER / ".installed").read_text().split() if (TRACKER_FOLDER / ".installed").exists() else None
+    )
+    assert installed == [wanted], (
+        f"{TRACKER_FOLDER} holds {installed}, setup.cfg asks for {wanted}: `make setup` (scripts/setup-dependency-floors.sh)"
+    )
+    name, floor = wanted.split("==")
+    env = {**os.environ, "PYTHONPATH": str(TRACKER_FOLDER), "OMP_NUM_THREADS": "1"}
+    probe = subprocess.run(
+        [sys.executable, "-c", PROBE, name], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert probe.returncode == 0, probe.stderr[-3000:]
+    [(version, files)] = json.loads(probe.stdout).values()
+    assert Version(version) == Version(floor) and files and all(Path(f).is_relative_to(TRACKER_FOLDER) for f in files)
+
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *WANDB_SINK_TESTS],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=400,
+        )
+    except subprocess.TimeoutExpired as e:
+        raise AssertionError(f"still running after 400 s:\n{_text(e.stdout)[-6000:]}") from e
+    assert done.returncode == 0, f"our W&B sink on wandb {floor}:\n{done.stdout[-6000:]}{done.stderr[-3000:]}"

@@ -18,6 +18,7 @@ from typing import Any
 
 from primus.backends.megatron.layout import parallel_degrees
 from primus.backends.megatron.training.tracking_summary_writer import TrackingSummaryWriter
+from primus.backends.megatron_bridge.step_perf import BridgePerf
 from primus.backends.megatron_bridge.tracking_plan import BACKEND, plan_tracking
 from primus.config.schemas.tracking import params_for
 from primus.log import get_logger
@@ -42,12 +43,15 @@ def flat_params(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
+def _megatron_defaults() -> dict[str, Any]:
+    return {p.name: p.default for p in params_for("megatron")}  # the averages' window, as Megatron's
+
+
 def _writer_args() -> SimpleNamespace:
     """What the Megatron writer reads from Megatron's arguments, for Bridge: its config decides what it writes
-    (the learning rate and batch size are kept), and Primus's console figures and perf set are not Bridge's yet."""
-    defaults = {p.name: p.default for p in params_for("megatron")}  # the averages' window, as Megatron's
+    (the learning rate and batch size are kept); the perf figures are ``BridgePerf``'s, from Bridge's counters."""
     return SimpleNamespace(
-        **{**defaults, "log_batch_size_to_tensorboard": True},
+        **{**_megatron_defaults(), "log_batch_size_to_tensorboard": True},
         log_throughput=False,
         log_progress=False,
         bf16=False,
@@ -60,6 +64,7 @@ class BridgeTracking:
         self.writer: TrackingSummaryWriter | None = None
         self.run: Any = None
         self.progress: Progress | None = None
+        self.perf: BridgePerf | None = None  # the perf set, when Bridge's throughput options or the plan ask for it
         self._state: Any = None  # Bridge's GlobalState, which asks for the writer: its counters at each step
         self._started = False  # planned on this process (whether or not a tracker is on)
 
@@ -82,6 +87,7 @@ class BridgeTracking:
         self.run = start_run(plan.run_config(params=flat_params(config.to_dict()), tags=tags))
         self.run.install_exit_handlers()
         self.progress = Progress()
+        self.perf = _perf(config, plan, world_size)
         return TrackingSummaryWriter(self.run, _writer_args(), None, perf_metrics=False)
 
     def end_step(self) -> None:
@@ -99,6 +105,16 @@ class BridgeTracking:
                 seq_length=config.model.seq_length,
                 total_steps=config.train.train_iters,
             )
+            if self.perf is not None:
+                figures.update(
+                    self.perf.at(
+                        train.step,
+                        now,
+                        consumed_samples=train.consumed_train_samples,
+                        flops_so_far=train.floating_point_operations_so_far,
+                        seq_length=config.model.seq_length,
+                    )
+                )
             for name, value in figures.items():
                 self.writer.add_scalar(name, value, train.step)
         self.writer.flush()
@@ -108,12 +124,35 @@ class BridgeTracking:
         if self.writer is not None:
             self.writer.flush()
 
+    def detach(self) -> None:
+        """Our writer is no longer Bridge's (it failed): steps go nowhere from here; a run already started is
+        ended by its exit handlers."""
+        self.writer, self.perf = None, None
+
     def finish(self, status: str = RunStatus.FINISHED) -> None:
         writer, run = self.writer, self.run
-        self.writer, self.run, self.progress, self._state, self._started = None, None, None, None, False
+        self.writer, self.run, self.progress, self.perf, self._state = None, None, None, None, None
+        self._started = False
         if writer is not None:
             writer.flush()
             run.finish(status)
+
+
+def _perf(config: Any, plan: Any, world_size: int) -> BridgePerf | None:
+    """As Megatron's: the throughput figures with Bridge's own throughput options or the perf set, memory and
+    utilisation with the perf set."""
+    logger = config.logger
+    if not (logger.log_throughput or logger.log_throughput_to_tensorboard or plan.perf_metrics):
+        return None
+    defaults = _megatron_defaults()
+    return BridgePerf(
+        config.model,
+        world_size=world_size,
+        peak_tflops=plan.peak_tflops,
+        system=plan.perf_metrics,
+        skip_iterations=defaults["log_avg_skip_iterations"],
+        reset_interval=defaults["log_avg_reset_interval"],
+    )
 
 
 TRACKING = BridgeTracking()

@@ -71,7 +71,12 @@ def plan_tracking(config: Any, *, rank: int, environ: Mapping[str, str] = os.env
 
     notices = Notices()
     if getattr(logger, "comet_project", None):
-        notices.warn("logger.comet_project is set: Comet is not one of Primus's trackers, Bridge writes it itself")
+        notices.warn(
+            f"logger.comet_project={logger.comet_project!r}: Comet is not one of Primus's trackers, so Bridge writes "
+            "it itself (one blocking call per metric, no journal: what a Comet outage loses is lost); to have it "
+            "tracked with the rest, install a Comet plugin sink and the comet_ml client (pip install comet_ml) and "
+            "name it in PRIMUS_SINKS, or unset logger.comet_project to turn Comet off"
+        )
     # Bridge's own URI takes the place of MLFLOW_TRACKING_URI, as it does in Bridge
     uri = {"MLFLOW_TRACKING_URI": logger.mlflow_tracking_uri} if logger.mlflow_tracking_uri else {}
     return plan_run(

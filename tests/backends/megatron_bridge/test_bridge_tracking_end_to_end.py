@@ -45,6 +45,8 @@ CPU_PATCHES = frozenset({
     "megatron.cpu.cuda_tensor_type_names", "megatron.cpu.eager_jit_fuser", "megatron.cpu.rng_tracker_on_cpu_generator",
     "megatron.cpu.host_memory_stats",
 })
+# Primus's throughput figures, which Bridge's log_throughput_to_tensorboard turns on (step_perf.py)
+PERF_THROUGHPUT = ("perf/tokens_per_sec", "perf/tokens_per_sec_per_gpu", "perf/tflops_per_gpu", "perf/iteration_time_ms")
 TIMEOUT_S = 400.0
 _CONSOLE_LOSS = re.compile(r"iteration\s+(\d+)/\s*\d+ \|.*?\| lm loss: (\S+) \|")
 _CONSOLE_VALIDATION = re.compile(r"validation loss at iteration \d+.*?\| lm loss value: (\S+) \|")
@@ -146,3 +148,17 @@ def test_progress_reaches_every_tracker_with_exact_consumed_tokens(tracked, mlfl
     assert {row["_step"]: row[CONSUMED_TOKENS] for row in history if CONSUMED_TOKENS in row} == tokens
     [run] = mlflow_client.search_runs([mlflow_client.get_experiment_by_name(EXPERIMENT).experiment_id])
     assert dict(mlflow_history(mlflow_client, run.info.run_id, CONSUMED_TOKENS)) == tokens
+
+
+def test_bridge_gets_megatrons_perf_set_with_bridges_own_flops(tracked):
+    """Bridge's log_throughput_to_tensorboard turns our throughput figures on, from the second log step. Bridge's
+    ``throughput/tflops/device`` is its FLOPs over its interval timer: the same FLOPs over our interval give ours."""
+    scalars = {tag: dict(points) for tag, points in read_tb_scalars(tracked.workdir / "tb").items()}
+    assert all(sorted(scalars[tag]) == STEPS[1:] for tag in PERF_THROUGHPUT)
+    tokens = 2 * 128  # one step of the global batch of 2
+    for step in STEPS[1:]:
+        seconds = tokens / scalars["perf/tokens_per_sec"][step]  # our interval: one step
+        bridges = scalars["throughput/tflops/device"][step] * scalars["iteration-time"][step]
+        assert scalars["perf/tflops_per_gpu"][step] * seconds == pytest.approx(bridges, rel=1e-4), step  # TFLOP
+        assert scalars["perf/iteration_time_ms"][step] == pytest.approx(seconds * 1e3)
+    assert "perf/mfu" not in scalars  # a CPU has no peak

@@ -68,7 +68,9 @@ def test_primus_run_dir_wins_and_a_bad_tracking_uri_is_refused_before_training(t
 
 def test_comet_stays_bridges_own_and_says_so(tmp_path):
     plan = plan_tracking(bridge_config(tmp_path, comet_project="c"), rank=0, environ=environ(tmp_path))
-    assert plan.config is None and any("comet_project" in w for w in plan.notices.warnings)
+    [warning] = [w for w in plan.notices.warnings if "comet_project" in w]
+    assert plan.config is None and "logger.comet_project='c'" in warning  # the option, then both fixes
+    assert "pip install comet_ml" in warning and "unset logger.comet_project" in warning
 
 
 def test_bridges_config_becomes_flat_params_trackers_can_store():

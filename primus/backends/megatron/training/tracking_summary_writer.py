@@ -76,7 +76,9 @@ class TrackingSummaryWriter:
         self._averager = IntervalAverager(args.log_avg_skip_iterations, args.log_avg_reset_interval)
         self._throughput_on = run is not None and (args.log_throughput or perf_metrics)  # upload implies it
         self._console_on = args.log_throughput or args.log_progress
-        self._perf = StepPerf(dtype=_dtype(args), device_name=_device_name(args), peak_tflops=args.peak_tflops)
+        self._perf = StepPerf(
+            dtype=training_dtype(args), device_name=mfu_device_name(args), peak_tflops=args.peak_tflops
+        )
         self._progress = Progress()
         self._system_on = perf_metrics  # the perf set's memory and utilisation
         self._last: tuple[int, float] | None = None  # (iteration, perf_counter) at the previous log step
@@ -258,11 +260,12 @@ class TrackingSummaryWriter:
         return flops
 
 
-def _dtype(args) -> str:
+def training_dtype(args) -> str:
+    """The dtype the MFU peak is looked up for, from Megatron's precision flags (Bridge's model config has the same)."""
     return "bf16" if args.bf16 else "fp16" if args.fp16 else "fp32"
 
 
-def _device_name(args) -> str | None:
+def mfu_device_name(args) -> str | None:
     """Device name for the MFU peak; None (no MFU) under FP8, where a dense-peak MFU misleads."""
     import torch
 

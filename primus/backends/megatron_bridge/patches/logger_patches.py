@@ -14,8 +14,11 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
+from primus.log import get_logger
 from primus.patches import REGISTRY, PatchHandle
 from primus.upstreams.megatron_bridge import MEGATRON_BRIDGE
+
+log = get_logger("primus.megatron_bridge")
 
 
 def _bridge_patch(id: str, target: str, description: str):
@@ -24,23 +27,57 @@ def _bridge_patch(id: str, target: str, description: str):
     )
 
 
+# What Bridge's training loop reads on the host at a log step for the perf set (step_perf.py): a release that
+# renamed one fails when the patch installs, not in the first logged step
+TRAIN_STATE_COUNTERS = ("step", "consumed_train_samples", "floating_point_operations_so_far")
+
+
 @_bridge_patch(
     "megatron_bridge.tracking.writers",
     "megatron.bridge.training.state",
     "GlobalState.tensorboard_logger -> the hub's writer (every scalar Bridge writes, to every "
-    "tracker); wandb_logger, mlflow_logger -> None (state.py:178-229)",
+    "tracker); wandb_logger, mlflow_logger -> None (state.py:178-229); a failure of ours -> Bridge's own writers",
 )
 def _install_writers(module: ModuleType, handle: PatchHandle) -> None:
     from primus.backends.megatron_bridge.tracking import TRACKING
 
+    missing = [name for name in TRAIN_STATE_COUNTERS if name not in module.TrainState.__dataclass_fields__]
+    if missing:
+        raise AttributeError(f"megatron.bridge.training.state.TrainState has no {', '.join(missing)}")
     get_rank, get_world_size = module.get_rank_safe, module.get_world_size_safe
 
     def tensorboard_logger(state):
         return TRACKING.writer_for(state, get_rank(), get_world_size())
 
-    handle.replace(module.GlobalState, "tensorboard_logger", property(tensorboard_logger))
-    handle.replace(module.GlobalState, "wandb_logger", property(lambda state: None))
-    handle.replace(module.GlobalState, "mlflow_logger", property(lambda state: None))
+    _guarded_property(handle, module.GlobalState, "tensorboard_logger", tensorboard_logger, TRACKING.detach)
+    for name in ("wandb_logger", "mlflow_logger"):
+        _guarded_property(handle, module.GlobalState, name, lambda state: None, TRACKING.detach)
+
+
+def _guarded_property(
+    handle: PatchHandle, owner: type, name: str, ours: Callable[[Any], Any], detach: Callable[[], None]
+) -> None:
+    """``owner.<name>`` becomes a property that answers ``ours(state)``. A property is not a call the handle's
+    guard wraps, so the guard is here: a failure of ours turns the patch off (the registry's one warning), our
+    writer is ``detach``ed, and from then on each of these properties is Bridge's own again (its own writers, as
+    its logger settings say), so training goes on tracked by Bridge. Bridge's own errors propagate unchanged."""
+    bridge = vars(owner)[name]
+
+    def get(state):
+        if handle.enabled:
+            try:
+                return ours(state)
+            except Exception as error:
+                handle.fail(error)
+                detach()
+                log.error(
+                    "Primus's tracking of this Megatron-Bridge run failed (%r): Bridge's own writers take over "
+                    "from here, as its logger settings say; Primus's trackers get nothing more from this process",
+                    error,
+                )
+        return bridge.fget(state)
+
+    handle.replace(owner, name, property(get))
 
 
 def _then(step_out: Callable[[Any], None]):

@@ -1,0 +1,55 @@
+"""The perf set (docs/metrics.md: ``perf/*``, and ``mem/*``/``sys/*`` with mlflow_upload_performance_metrics) at
+Megatron-Bridge's log steps, from counters Bridge keeps on the host: its consumed samples (the job's, which a
+checkpoint restores) and ``floating_point_operations_so_far``, the running total of its own FLOPs function that its
+``training_log`` also takes its TFLOP/s from. The interval is the wall time between two log steps; no device value
+is read (the allocator counters are host-side) and nothing is computed off log steps."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from primus.backends.megatron.training.tracking_summary_writer import mfu_device_name, training_dtype
+from primus.tracking.perf import IntervalAverager, StepPerf
+
+
+class BridgePerf:
+    """``throughput``: the tokens/s, TFLOP/s, MFU and time per step figures (Megatron's ``--log-throughput``,
+    Bridge's ``log_throughput``/``log_throughput_to_tensorboard``, or the perf set); ``system``: the perf set's
+    memory and utilisation. ``model``: Bridge's model config (the same precision flags as Megatron's args)."""
+
+    def __init__(
+        self,
+        model: Any,
+        *,
+        world_size: int,
+        peak_tflops: float | None,
+        system: bool,
+        skip_iterations: int,
+        reset_interval: int,
+    ):
+        self._perf = StepPerf(dtype=training_dtype(model), device_name=mfu_device_name(model), peak_tflops=peak_tflops)
+        self._averager = IntervalAverager(skip_iterations, reset_interval)
+        self._world_size = world_size
+        self._system = system
+        self._last: tuple[int, float, float, float | None] | None = None  # step, clock, samples, FLOPs so far
+        if system:  # Bridge has picked its device: the utilisation's is looked up now, not at a logged step
+            self._perf.begin()
+
+    def at(self, step: int, now: float, *, consumed_samples: float, flops_so_far: Any, seq_length: int) -> dict:
+        """The figures of the interval that ends at log step ``step``; none at the first, which only starts the
+        clock (its time includes start-up)."""
+        # a tensor would need a device read: Bridge keeps a number, and anything else gives no TFLOP/s
+        flops_now = float(flops_so_far) if isinstance(flops_so_far, (int, float)) else None
+        previous, self._last = self._last, (step, now, consumed_samples, flops_now)
+        if previous is None or step <= previous[0]:
+            self._averager.start()
+            return {}
+        steps, seconds = step - previous[0], now - previous[1]
+        tokens = (consumed_samples - previous[2]) * seq_length
+        flops = flops_now - previous[3] if flops_now is not None and previous[3] is not None else None
+        self._averager.add(iterations=steps, seconds=seconds, tokens=tokens, flops=flops or 0.0)
+        out = self._perf.interval(tokens=tokens, seconds=seconds, steps=steps, world_size=self._world_size, flops=flops)
+        out.update(self._averager.averages(self._world_size))
+        if self._system:
+            out.update(self._perf.system())
+        return out
