@@ -197,7 +197,7 @@ def plan_run(
         perf_metrics=PERF in chosen,
         across_ranks=ACROSS_RANKS in chosen,
         stragglers=stragglers,
-        peak_tflops=options["peak_tflops"],
+        peak_tflops=options.get("peak_tflops"),  # Megatron-Bridge has no perf set yet
         user_tags=labels.tags,
     )
 
