@@ -130,16 +130,15 @@ def _backend_section(framework: str, purposes: Mapping[str, str]) -> str:
 
 def _bridge_keys_section() -> str:
     """Bridge's own logger keys that stand for Primus options: set there, checked as ours."""
-    rows = [[code(key), code(option)] for option, key in upstream_keys(MEGATRON_BRIDGE).items()]
+    pairs = ", ".join(f"{code(key)} for {code(option)}" for option, key in upstream_keys(MEGATRON_BRIDGE).items())
     return "\n\n".join(
         [
             "### Bridge's own keys for Primus options",
-            "Set where Bridge's docs say; Primus checks and honours them as its own option of that name (the other "
-            "backends' spelling). `logger.tensorboard_dir`, `logger.wandb_project` and `logger.mlflow_experiment` "
-            "turn TensorBoard, W&B and MLflow on; `logger.tensorboard_queue_size`, `logger.wandb_entity`, "
-            "`logger.wandb_exp_name`, `logger.wandb_save_dir` and `logger.mlflow_tracking_uri` keep their meaning; "
-            "the run directory is `<checkpoint.save>/primus` when the job checkpoints.",
-            table(["Bridge key", "Primus option"], rows),
+            f"Set where Bridge's docs say, checked and honoured as the other backends' Primus option: {pairs}. "
+            "`logger.tensorboard_dir`, `logger.wandb_project` and `logger.mlflow_experiment` turn TensorBoard, W&B "
+            "and MLflow on; `logger.tensorboard_queue_size`, `logger.wandb_entity`, `logger.wandb_exp_name`, "
+            "`logger.wandb_save_dir` and `logger.mlflow_tracking_uri` keep their meaning; the run directory is "
+            "`<checkpoint.save>/primus` when the job checkpoints (under `primus train`, the launcher's).",
         ]
     )
 
@@ -163,20 +162,10 @@ def _upstream_section(framework: str, schema: Schema, shown: set[str]) -> str:
             [[code(p.name), code(yaml_text(p.default)), p.expected(), _flag(p)] for p in rest],
         )
         spelling = "In YAML, write the name as it is here; on upstream's command line (`primus-run`), the flag."
-    elif framework == "megatron_bridge":  # thousands: every model provider's fields, by section
-        table_file = megatron_bridge.table()
-        release = f"megatron-bridge {upstream_tables.load(table_file)[framework]}"
-        sections: dict[str, int] = {}
-        for p in rest:
-            sections[p.name.split(".")[0]] = sections.get(p.name.split(".")[0], 0) + 1
-        header, rows = ["Section", "Fields"], [[code(name), str(count)] for name, count in sorted(sections.items())]
-        spelling = (
-            "Listed by section (the table file has each field's type, default and help); `model` holds the fields "
-            "of every model provider a recipe may choose. Types are upstream's own annotations; a value of another "
-            "type is refused before the job starts."
-        )
     else:
-        table_file = {"torchtitan": torchtitan.table, "maxtext": maxtext.table}[framework]()
+        table_file = {"torchtitan": torchtitan.table, "maxtext": maxtext.table, MEGATRON_BRIDGE: megatron_bridge.table}[
+            framework
+        ]()
         release = upstream_tables.load(table_file)[framework]
         header, rows = (
             ["Parameter", "Default", "Type"],

@@ -29,7 +29,10 @@ class Walk:
     def table(self, root: type) -> dict[str, dict[str, Any]]:
         fields: dict[str, dict[str, Any]] = {}
         self._walk(root, "", fields, (root,))
-        return dict(sorted(fields.items()))
+        # a field one subclass makes a section and another a plain value (a provider's vision_config) is a section:
+        # a key is one or the other in a config file
+        sections = {name.rsplit(".", 1)[0] for name in fields if "." in name}
+        return {name: row for name, row in sorted(fields.items()) if name not in sections}
 
     def _walk(self, cls: type, prefix: str, out: dict[str, dict[str, Any]], path: tuple[type, ...]) -> None:
         for klass in _subclasses(cls):
@@ -52,7 +55,7 @@ class Walk:
                     )
                     out[name]["type"] = " | ".join(kinds)
                     continue
-                out[name] = upstream_tables.entry(expression, self._default(field), self.docstring(klass, field.name))
+                out[name] = self._entry(klass, field, expression)
 
     def _default(self, field: dataclasses.Field) -> tuple[bool, Any]:
         """Upstream's default as a config file writes it (an enum member as its parser takes it)."""
@@ -63,6 +66,19 @@ class Walk:
         else:
             return False, None
         return upstream_tables.plain_default(type_expressions.enum_value(value, self.enum_by))
+
+    def _entry(self, klass: type, field: dataclasses.Field, expression: str) -> dict[str, Any]:
+        """The field's row; a default outside upstream's own annotation (Bridge's ``fp8_buf: bool = False,``, a
+        tuple) is left out: it is no value a config file could give."""
+        plain, value = self._default(field)
+        if plain and value is not None and isinstance(value, (list, tuple)) and _scalar(expression):
+            plain = False
+        return upstream_tables.entry(expression, (plain, value), self.docstring(klass, field.name))
+
+
+def _scalar(expression: str) -> bool:
+    """The annotation takes no list: one of bool, int, float, str (or null)."""
+    return set(type_expressions.split_union(expression)) <= {"bool", "int", "float", "str", "None"}
 
 
 def _subclasses(cls: type) -> list[type]:

@@ -17,7 +17,7 @@ def bridge_config(tmp_path: Path, save: str | None = None, **logger) -> SimpleNa
     """The fields of Bridge's ConfigContainer the plan reads, with LoggerConfig's defaults."""
     settings = dict(tensorboard_dir=None, tensorboard_queue_size=1000, wandb_project=None, wandb_entity=None,
                     wandb_exp_name=None, wandb_save_dir=None, mlflow_experiment=None, mlflow_run_name=None,
-                    mlflow_tracking_uri=None, mlflow_tags=None, comet_project=None)
+                    mlflow_tracking_uri=None, mlflow_tags=None, mlflow_description=None, comet_project=None)
     settings.update(logger)
     return SimpleNamespace(logger=SimpleNamespace(**settings), checkpoint=SimpleNamespace(save=save))
 
