@@ -83,3 +83,30 @@ def test_bridges_mlflow_tags_are_checked_as_every_backends(tmp_path):
     with pytest.raises(TrackingPlanError, match="key 'primus.backend' is in the primus"):
         plan_tracking(bridge_config(tmp_path, mlflow_experiment="exp", mlflow_tags={"primus.backend": "x"}), rank=0,
                       environ=environ(tmp_path))
+
+
+def test_bridges_mlflow_description_is_the_run_description(tmp_path):
+    plan = plan_tracking(bridge_config(tmp_path, mlflow_experiment="exp", mlflow_description="a tiny run"), rank=0,
+                         environ=environ(tmp_path))
+    assert plan.user_tags["mlflow.note.content"] == "a tiny run"
+
+
+def test_primus_options_bridge_has_no_key_for_come_from_the_experiment(tmp_path):
+    """`primus train` (and `primus-run --config`) name the experiment in PRIMUS_CONFIG: every rank reads the Primus
+    options of its Megatron-Bridge module from it, as the other backends do."""
+    experiment = tmp_path / "exp.yaml"
+    experiment.write_text("modules:\n  m:\n    framework: megatron_bridge\n    config: pre_trainer.yaml\n"
+                          "    overrides: {recipe: vanilla_gpt_pretrain_config, wandb_tags: [a, b], "
+                          "wandb_notes: from the experiment, primus_exit_deadline: 7}\n")
+    config = plan_tracking(bridge_config(tmp_path, wandb_project="proj"), rank=0,
+                           environ=environ(tmp_path, PRIMUS_CONFIG=str(experiment))).config
+    assert (config.wandb.tags, config.wandb.notes, config.exit_deadline_s) == (("a", "b"), "from the experiment", 7)
+    # none given: the catalogue's defaults
+    assert plan_tracking(bridge_config(tmp_path, wandb_project="proj"), rank=0,
+                         environ=environ(tmp_path)).config.exit_deadline_s == 30.0
+
+
+def test_a_bad_bridge_key_is_named_as_the_user_wrote_it(tmp_path):
+    with pytest.raises(TrackingPlanError, match=r"mlflow_tags=.*\(logger\.mlflow_tags\) is invalid"):
+        plan_tracking(bridge_config(tmp_path, mlflow_experiment="exp", mlflow_tags={"primus.x": "y"}), rank=0,
+                      environ=environ(tmp_path))
