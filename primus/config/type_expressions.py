@@ -176,7 +176,7 @@ class _YamlTuple:
     @classmethod
     def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
         """A bare ``tuple`` (Bridge's untyped tuple fields): any items."""
-        return handler(cls[Any, ...])
+        return handler(cls.__class_getitem__((Any, ...)))
 
 
 @functools.cache

@@ -2,7 +2,7 @@
 
 * `primus train --config configs/megatron_bridge/tiny_cpu.yaml`: a recipe plus ConfigContainer overrides, checked
   against Bridge's own field types before anything starts, then Bridge's ``pretrain()``; one two-process (gloo)
-  training serves every check of it here, the two-rank planning among them;
+  training serves every check of it here (each rank's planning: test_bridge_tracking_plan.py);
 * run_recipe.py's path under `primus-run torchrun`: run_recipe.py is not in the wheel and a test reaches the package
   index only, so tiny_run_recipe.py makes the same library calls it makes (recipe function -> dataset preset ->
   KEY=VALUE overrides -> sequence length from the dataset -> ``pretrain(config, forward_step)``).
@@ -157,16 +157,6 @@ def test_the_mlflow_run_has_bridges_names_labels_and_config(trained, mlflow_clie
     params = run.data.params
     assert (params["train.train_iters"], params["model.num_layers"], params["model.hidden_size"]) == ("4", "2", "64")
     assert [step for step, _ in mlflow_history(mlflow_client, run.info.run_id, "lm loss")] == STEPS
-
-
-@pytest.mark.slow
-def test_both_ranks_planned_the_run_before_training(trained):
-    """Rank 0 does not write (Bridge writes from the last rank) but planned the same run: its stacks are kept in the
-    run's folder for a stall; the writer's delivery process holds its own."""
-    state = json.loads((trained.run_dir / "run.json").read_text())
-    stacks = sorted(path.name for path in (trained.run_dir / "stacks").glob("*.txt"))
-    pids = {int(name.rsplit("-", 1)[1].removesuffix(".txt")) for name in stacks}
-    assert len(pids) == 1 and state["run"]["pid"] not in pids, stacks
 
 
 # -- run_recipe.py's calls under primus-run torchrun -------------------------------------------------------------

@@ -3,14 +3,17 @@ tracker on by Bridge's own rule and named as Bridge names it, the run directory 
 
 from __future__ import annotations
 
+import os
+import socket
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
-from primus.backends.megatron_bridge.tracking import flat_params
+from primus.backends.megatron_bridge.tracking import BridgeTracking, flat_params
 from primus.backends.megatron_bridge.tracking_plan import plan_tracking
 from primus.tracking.plan import TrackingPlanError
+from primus.tracking.stacks import release_stacks, stacks_file
 
 
 def bridge_config(tmp_path: Path, save: str | None = None, **logger) -> SimpleNamespace:
@@ -110,3 +113,22 @@ def test_a_bad_bridge_key_is_named_as_the_user_wrote_it(tmp_path):
     with pytest.raises(TrackingPlanError, match=r"mlflow_tags=.*\(logger\.mlflow_tags\) is invalid"):
         plan_tracking(bridge_config(tmp_path, mlflow_experiment="exp", mlflow_tags={"primus.x": "y"}), rank=0,
                       environ=environ(tmp_path))
+
+
+def test_every_rank_plans_before_training_and_one_that_does_not_write_keeps_its_stacks_in_the_run(tmp_path,
+                                                                                                  monkeypatch):
+    """What the plan patch calls on each rank before Bridge's setup: the last rank writes; rank 0 of two plans the same
+    run, fails on a bad setting as the writer does, and has its stacks saved in the run's folder at a stall (the
+    file goes at a clean exit, so a training cannot show it afterwards)."""
+    monkeypatch.setenv("PRIMUS_RUN_DIR", str(tmp_path / "run"))
+    config = bridge_config(tmp_path, tensorboard_dir=str(tmp_path / "tb"))
+    stacks = stacks_file(tmp_path / "run", socket.gethostname(), os.getpid())
+    rank0 = BridgeTracking()
+    rank0.plan_for(config, 0, 2)
+    assert rank0.plan.config.run_dir == tmp_path / "run" and stacks.is_file()
+    release_stacks(stacks)
+    writer = BridgeTracking()
+    writer.plan_for(config, 1, 2)
+    assert writer.plan.config.run_dir == tmp_path / "run" and not stacks.exists()  # its delivery process's instead
+    with pytest.raises(TrackingPlanError, match="logger.mlflow_tags"):
+        BridgeTracking().plan_for(bridge_config(tmp_path, mlflow_experiment="e", mlflow_tags={"primus.x": "y"}), 0, 2)

@@ -7,27 +7,33 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from primus.patches import REGISTRY, PatchHandle
+from primus.patches import REGISTRY, Patch, PatchHandle
 from primus.upstreams.megatron_bridge import MEGATRON_BRIDGE
 
 
 def _plan_then_setup(wrapped, instance, args, kwargs):
-    import megatron.bridge.training.state as state_module
+    import megatron.bridge.training.state as bridge_state
 
     from primus.backends.megatron_bridge.tracking import TRACKING
 
-    state = kwargs["state"] if "state" in kwargs else args[0]
-    TRACKING.plan_for(state.cfg, state_module.get_rank_safe(), state_module.get_world_size_safe())
+    config = (kwargs["state"] if "state" in kwargs else args[0]).cfg
+    TRACKING.plan_for(config, bridge_state.get_rank_safe(), bridge_state.get_world_size_safe())
     return wrapped(*args, **kwargs)
 
 
-@REGISTRY.patch(
-    "megatron_bridge.tracking.plan",
-    target="megatron.bridge.training.pretrain",
-    upstream=MEGATRON_BRIDGE,
-    backend="megatron_bridge",
-    description="setup (pretrain() and finetune(), every rank) -> the run is planned from the config first "
-    "(pretrain.py:_pretrain)",
+def _install(pretrain: ModuleType, handle: PatchHandle) -> None:
+    handle.wrap(pretrain, "setup", _plan_then_setup)
+
+
+REGISTRY.register(
+    Patch(
+        id="megatron_bridge.tracking.plan",
+        target="megatron.bridge.training.pretrain",
+        upstream=MEGATRON_BRIDGE,
+        versions="",
+        install=_install,
+        backend="megatron_bridge",
+        description="setup (in pretrain() and finetune(), every rank) -> the run is planned from the config first "
+        "(pretrain.py:_pretrain)",
+    )
 )
-def _install_plan(module: ModuleType, handle: PatchHandle) -> None:
-    handle.wrap(module, "setup", _plan_then_setup)
