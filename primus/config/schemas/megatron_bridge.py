@@ -42,6 +42,10 @@ PARAMS = [
 ]
 
 
+# Bridge's own credential field: in a config file it is refused like any credential (comet_ml reads COMET_API_KEY)
+CREDENTIALS = frozenset({"logger.comet_api_key"})
+
+
 def table() -> Path:
     """The generated table of the Megatron-Bridge release installed here (else the newest)."""
     from primus.upstreams.megatron_bridge import MEGATRON_BRIDGE as UPSTREAM  # a declaration; imports no upstream
@@ -50,4 +54,5 @@ def table() -> Path:
 
 
 def schema() -> Schema:
-    return Schema("Megatron-Bridge config field", [*upstream_tables.params(table()), *PARAMS])
+    upstream = [p for p in upstream_tables.params(table()) if p.name not in CREDENTIALS]
+    return Schema("Megatron-Bridge config field", [*upstream, *PARAMS])
