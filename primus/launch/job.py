@@ -35,8 +35,8 @@ ENTRY_MODULES = {
 # framework -> (what it imports to run, the variable naming its Python, the environment beside this one). A
 # MaxText checkout on PYTHONPATH makes `maxtext` importable from the torch environment too: JAX tells them apart.
 OWN_INTERPRETERS = {
-    "maxtext": (("maxtext", "jax"), "PRIMUS_MAXTEXT_PYTHON", ".venv-maxtext"),
-    "megatron_bridge": (("megatron.bridge",), "PRIMUS_BRIDGE_PYTHON", ".venv-bridge"),
+    "maxtext": (("maxtext", "jax"), "PRIMUS_MAXTEXT_PYTHON", ".venv-maxtext", "scripts/setup-maxtext-venv.sh"),
+    "megatron_bridge": (("megatron.bridge",), "PRIMUS_BRIDGE_PYTHON", ".venv-bridge", "scripts/setup-bridge-venv.sh"),
 }
 TITAN_CHECKPOINT_FOLDER = "checkpoint"  # upstream's checkpoint.folder default (torchtitan 0.2.2 and 0.3)
 
@@ -68,7 +68,7 @@ def interpreter(framework: str, default: str = sys.executable, environ: Mapping[
     environment next to this one. Raises ValueError saying how to set it up."""
     if framework not in OWN_INTERPRETERS:
         return default
-    packages, variable, venv = OWN_INTERPRETERS[framework]
+    packages, variable, venv, setup = OWN_INTERPRETERS[framework]
     if environ.get(variable):
         return environ[variable]
     if all(importlib.util.find_spec(package) is not None for package in packages):
@@ -78,7 +78,7 @@ def interpreter(framework: str, default: str = sys.executable, environ: Mapping[
         return str(beside)
     raise ValueError(
         f"framework {framework!r} needs its own Python environment and none was found (looked at "
-        f"{variable}, this interpreter, {beside}): create it with `make setup` (it builds {venv}), or set "
+        f"{variable}, this interpreter, {beside}): create it with `{setup} {beside.parent.parent}`, or set "
         f"{variable} to a Python that has {', '.join(packages)} and primus installed"
     )
 
