@@ -138,6 +138,11 @@ def prepare_job(exp: Experiment, module: ModuleConfig, overrides: Sequence[str],
     entry = ENTRY_MODULES.get(module.framework)
     if entry is None:
         raise ValueError(f"framework {module.framework!r} cannot be launched yet; supported: {sorted(ENTRY_MODULES)}")
+    if module.framework == "megatron_bridge" and not module.params.get("recipe"):
+        raise ValueError(
+            f"modules.{module.name}.overrides.recipe: missing; name a recipe of megatron.bridge.recipes, e.g. "
+            "recipe: vanilla_gpt_pretrain_config"
+        )
     run_dir = run_directory(exp, module, run_id=run_id)
     overrides = [*overrides, *_derived_overrides(exp, module, run_dir)]
     env = {CONFIG_ENV: str(exp.source), OVERRIDES_ENV: json.dumps(overrides), RUN_DIR_ENV: str(run_dir)}

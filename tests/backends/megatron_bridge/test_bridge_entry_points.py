@@ -73,6 +73,7 @@ def test_the_experiments_fields_become_run_recipes_overrides():
     ("modules.pre_trainer.overrides.train.train_iters=four", "train.train_iters = 'four': expected int or null"),
     ("modules.pre_trainer.overrides.primus_loss_spike_mads=-1", "primus_loss_spike_mads = '-1': expected float >= 0"),
     ("modules.pre_trainer.overrides.logger.comet_api_key=abc123", "export COMET_API_KEY instead"),
+    ("modules.pre_trainer.overrides.recipe=", "recipe: missing; name a recipe of megatron.bridge.recipes"),
 ])
 def test_a_bad_key_or_value_is_refused_before_the_job_starts(override, problem, capsys):
     """Checked by the launching environment against Bridge's own annotations (the generated table): no Bridge."""
