@@ -16,7 +16,8 @@ from primus.tracking.names import SCHEMA
 
 OPTIONS = generate.DOCS_DIR / "options.md"
 METRICS = generate.DOCS_DIR / "metrics.md"
-SECTION_OF = {"megatron": "## Megatron", "torchtitan": "## TorchTitan", "maxtext": "## MaxText",
+SECTION_OF = {"megatron": "## Megatron (", "torchtitan": "## TorchTitan", "maxtext": "## MaxText",
+              "megatron_bridge": "## Megatron-Bridge",
               "launch": "## The experiment's `launch:` block"}
 _CELL_SPLIT = re.compile(r"(?<!\\)\|")
 

@@ -173,6 +173,11 @@ class _YamlTuple:
 
         return typing.Annotated[tuple[items], BeforeValidator(lambda v: tuple(v) if isinstance(v, list) else v)]
 
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
+        """A bare ``tuple`` (Bridge's untyped tuple fields): any items."""
+        return handler(cls.__class_getitem__((Any, ...)))
+
 
 @functools.cache
 def _adapter(expression: str) -> Any:

@@ -22,6 +22,7 @@ from pathlib import Path
 from primus.config import Experiment, ModuleConfig
 from primus.config.environment import CONFIG_ENV, OVERRIDES_ENV, RUN_DIR_ENV
 from primus.config.run_directory import choose_run_dir, timestamp
+from primus.tracking.run_layout import TENSORBOARD_DIR
 from primus.upstreams.release import UPSTREAM_CHECK_ENV
 
 # python -m <entry> runs the framework's upstream trainer with Primus's patches active
@@ -29,10 +30,14 @@ ENTRY_MODULES = {
     "megatron": "primus.backends.megatron",
     "torchtitan": "primus.backends.torchtitan",
     "maxtext": "primus.backends.maxtext",
+    "megatron_bridge": "primus.backends.megatron_bridge",
 }
 # framework -> (what it imports to run, the variable naming its Python, the environment beside this one). A
 # MaxText checkout on PYTHONPATH makes `maxtext` importable from the torch environment too: JAX tells them apart.
-OWN_INTERPRETERS = {"maxtext": (("maxtext", "jax"), "PRIMUS_MAXTEXT_PYTHON", ".venv-maxtext")}
+OWN_INTERPRETERS = {
+    "maxtext": (("maxtext", "jax"), "PRIMUS_MAXTEXT_PYTHON", ".venv-maxtext", "scripts/setup-maxtext-venv.sh"),
+    "megatron_bridge": (("megatron.bridge",), "PRIMUS_BRIDGE_PYTHON", ".venv-bridge", "scripts/setup-bridge-venv.sh"),
+}
 TITAN_CHECKPOINT_FOLDER = "checkpoint"  # upstream's checkpoint.folder default (torchtitan 0.2.2 and 0.3)
 
 
@@ -63,7 +68,7 @@ def interpreter(framework: str, default: str = sys.executable, environ: Mapping[
     environment next to this one. Raises ValueError saying how to set it up."""
     if framework not in OWN_INTERPRETERS:
         return default
-    packages, variable, venv = OWN_INTERPRETERS[framework]
+    packages, variable, venv, setup = OWN_INTERPRETERS[framework]
     if environ.get(variable):
         return environ[variable]
     if all(importlib.util.find_spec(package) is not None for package in packages):
@@ -73,9 +78,8 @@ def interpreter(framework: str, default: str = sys.executable, environ: Mapping[
         return str(beside)
     raise ValueError(
         f"framework {framework!r} needs its own Python environment and none was found (looked at "
-        f"{variable}, this interpreter, {beside}): create it with `scripts/setup-maxtext-venv.sh "
-        f"{beside.parent.parent}`, or set {variable} to a Python that has {', '.join(packages)} and "
-        f"primus installed"
+        f"{variable}, this interpreter, {beside}): create it with `{setup} {beside.parent.parent}`, or set "
+        f"{variable} to a Python that has {', '.join(packages)} and primus installed"
     )
 
 
@@ -98,6 +102,8 @@ def _checkpoint_dir(exp: Experiment, module: ModuleConfig) -> Path | str | None:
     """Where the module's checkpoints go when the experiment turns checkpointing on."""
     if module.framework == "megatron":
         return module.params.get("save")
+    if module.framework == "megatron_bridge":
+        return (module.params.get("checkpoint") or {}).get("save")
     checkpoint = _titan_checkpoint(module)
     if checkpoint is not None:
         return _titan_dump_folder(exp, module) / str(checkpoint.get("folder") or TITAN_CHECKPOINT_FOLDER)
@@ -132,6 +138,11 @@ def prepare_job(exp: Experiment, module: ModuleConfig, overrides: Sequence[str],
     entry = ENTRY_MODULES.get(module.framework)
     if entry is None:
         raise ValueError(f"framework {module.framework!r} cannot be launched yet; supported: {sorted(ENTRY_MODULES)}")
+    if module.framework == "megatron_bridge" and not module.params.get("recipe"):
+        raise ValueError(
+            f"modules.{module.name}.overrides.recipe: missing; name a recipe of megatron.bridge.recipes, e.g. "
+            "recipe: vanilla_gpt_pretrain_config"
+        )
     run_dir = run_directory(exp, module, run_id=run_id)
     overrides = [*overrides, *_derived_overrides(exp, module, run_dir)]
     env = {CONFIG_ENV: str(exp.source), OVERRIDES_ENV: json.dumps(overrides), RUN_DIR_ENV: str(run_dir)}
@@ -155,9 +166,18 @@ def _derived_overrides(exp: Experiment, module: ModuleConfig, run_dir: Path) -> 
         if not metrics.get("mlflow_experiment_name"):
             derived.append(f"{prefix}.metrics.mlflow_experiment_name={exp.name}")
         return derived
+    if module.framework == "megatron_bridge":
+        return _bridge_overrides(module, prefix, run_dir)
     if module.framework not in ("megatron", "maxtext"):
         return []
     derived = [f"{prefix}.primus_run_dir={run_dir}"] if module.framework == "megatron" else []
     if not module.params.get("mlflow_experiment_name"):
         derived.append(f"{prefix}.mlflow_experiment_name={exp.name}")
     return derived
+
+
+def _bridge_overrides(module: ModuleConfig, prefix: str, run_dir: Path) -> list[str]:
+    """Bridge's TensorBoard folder in the run directory unless the experiment names one (or null: off); a recipe's
+    own default is a folder under the working directory."""
+    logger = module.params.get("logger") or {}
+    return [] if "tensorboard_dir" in logger else [f"{prefix}.logger.tensorboard_dir={run_dir / TENSORBOARD_DIR}"]

@@ -34,12 +34,22 @@ PANELS = (
     Panel(
         "loss",
         (),
-        {"megatron": ("lm loss",), "torchtitan": ("loss_metrics/global_avg_loss",), "maxtext": ("learning/loss",)},
+        {
+            "megatron": ("lm loss",),
+            "torchtitan": ("loss_metrics/global_avg_loss",),
+            "maxtext": ("learning/loss",),
+            "megatron_bridge": ("lm loss",),  # Bridge's training_log is megatron-core's: the same names
+        },
     ),
     Panel(
         "learning rate",
         (),
-        {"megatron": ("learning-rate",), "torchtitan": ("lr/",), "maxtext": ("learning/current_learning_rate",)},
+        {
+            "megatron": ("learning-rate",),
+            "torchtitan": ("lr/",),
+            "maxtext": ("learning/current_learning_rate",),
+            "megatron_bridge": ("learning-rate",),
+        },
     ),
     Panel(
         "tokens/s per GPU",
@@ -49,7 +59,12 @@ PANELS = (
     Panel(
         "TFLOP/s per GPU",
         ("perf/tflops_per_gpu",),
-        {"megatron": ("throughput",), "torchtitan": ("tflops",), "maxtext": ("perf/per_device_tflops_per_sec",)},
+        {
+            "megatron": ("throughput",),
+            "torchtitan": ("tflops",),
+            "maxtext": ("perf/per_device_tflops_per_sec",),
+            "megatron_bridge": ("throughput/tflops/device",),
+        },
     ),
     # device memory first; host RSS is what a CPU-only run has
     Panel(

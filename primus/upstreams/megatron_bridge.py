@@ -9,5 +9,9 @@ MEGATRON_BRIDGE = Upstream(
     package="megatron.bridge",
     supported=">=0.6,<0.7",
     version_files=("package_info.py",),
-    entry_points=("primus-run [torchrun ...] <your script calling megatron.bridge's pretrain()>",),
+    entry_points=(
+        "primus-run [torchrun ...] <your script calling megatron.bridge's pretrain()>",
+        "primus-run torchrun ... scripts/training/run_recipe.py --recipe NAME [KEY=VALUE ...]",
+        "primus train --config EXP.yaml (framework: megatron_bridge: a recipe plus ConfigContainer overrides)",
+    ),
 )

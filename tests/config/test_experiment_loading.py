@@ -97,7 +97,7 @@ def test_every_problem_is_listed_at_once(tmp_path):
         "export WANDB_API_KEY instead",
         "command line: 'nonsense' is not key=value",
         "colour is not a top-level key",
-        "modules.other: framework = 'jax': expected one of ['megatron', 'torchtitan', 'maxtext']",
+        "modules.other: framework = 'jax': expected one of ['megatron', 'torchtitan', 'maxtext', 'megatron_bridge']",
         "modules.pre_trainer: 'no_such_model.yaml': no such preset",
         "trian_iters is not a megatron parameter; did you mean train_iters?",
         "lr = 'fast': expected float >= 0 or null, got str",
@@ -150,4 +150,5 @@ def test_module_block_needs_framework_and_config(tmp_path):
     assert len(problems) == 3
     assert "b.model: ${NOPE} is not set" in problems[0]
     assert problems[1].startswith("modules.a.config: missing; name a module preset")
-    assert problems[2] == "modules.b.framework: missing; name the backend: megatron | torchtitan | maxtext"
+    assert problems[2] == ("modules.b.framework: missing; name the backend: megatron | torchtitan | maxtext | "
+                           "megatron_bridge")

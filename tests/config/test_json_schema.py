@@ -11,6 +11,7 @@ from jsonschema import Draft202012Validator
 
 from primus.cli.main import main
 from primus.config import yaml12
+from primus.config.schemas import FRAMEWORKS
 
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED = sorted((REPO / "configs").glob("*/*.yaml"))
@@ -20,7 +21,7 @@ SHIPPED = sorted((REPO / "configs").glob("*/*.yaml"))
 def schemas(tmp_path_factory) -> dict[str, Draft202012Validator]:
     out = tmp_path_factory.mktemp("schemas")
     validators = {}
-    for framework in ("megatron", "torchtitan", "maxtext"):
+    for framework in FRAMEWORKS:
         assert main(["config", "schema", "--framework", framework, "-o", str(out / f"{framework}.json")]) == 0
         schema = json.loads((out / f"{framework}.json").read_text())
         Draft202012Validator.check_schema(schema)

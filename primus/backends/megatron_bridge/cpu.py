@@ -6,12 +6,19 @@ CPU generator) install when Bridge imports it. Bridge's start-up (``megatron.bri
 from __future__ import annotations
 
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any
 
 from primus.backends.megatron.cpu import initialize
 from primus.backends.megatron.cpu.platform import cpu_patch
 from primus.patches import Patch, PatchHandle
 from primus.upstreams.megatron_bridge import MEGATRON_BRIDGE
+
+
+def install_local_layer_spec(gpt_provider: ModuleType, handle: PatchHandle) -> None:
+    """A recipe's default layer spec is Transformer Engine's, which has no CPU build; a callable a YAML or
+    run_recipe.py's KEY=VALUE overrides cannot replace (Bridge restores callables after the overrides)."""
+    handle.replace(gpt_provider, "transformer_engine_layer_spec", gpt_provider.local_layer_spec)
 
 
 def bridge_cpu_patch(id: str, target: str, description: str, install: Callable[[Any, PatchHandle], None]) -> Patch:
@@ -39,5 +46,12 @@ PATCHES = (
         "compile_helpers imports megatron-core's prebuilt helpers_cpp instead of running make, which the wheel "
         "cannot (initialize.py:147 exits)",
         initialize.install_prebuilt_dataset_helpers,
+    ),
+    bridge_cpu_patch(
+        "megatron_bridge.cpu.local_layer_spec",
+        "megatron.bridge.models.gpt_provider",
+        "default_layer_spec builds megatron-core's local layer spec in place of Transformer Engine's, which has no "
+        "CPU build (gpt_provider.py:125)",
+        install_local_layer_spec,
     ),
 )

@@ -24,7 +24,9 @@ from primus.config.schemas.tracking import params_for
 from primus.log import get_logger
 from primus.tracking import RunStatus
 from primus.tracking.layout import layout_tags
+from primus.tracking.plan import TrackingPlan
 from primus.tracking.progress import Progress
+from primus.tracking.stacks import register_for_stacks
 
 log = get_logger("primus.megatron_bridge")
 
@@ -66,7 +68,15 @@ class BridgeTracking:
         self.progress: Progress | None = None
         self.perf: BridgePerf | None = None  # the perf set, when Bridge's throughput options or the plan ask for it
         self._state: Any = None  # Bridge's GlobalState, which asks for the writer: its counters at each step
-        self._started = False  # planned on this process (whether or not a tracker is on)
+        self._started = False  # started on this process (whether or not a tracker is on)
+        self.plan: TrackingPlan | None = None  # every rank's, before training (the plan patch)
+
+    def plan_for(self, config: Any, rank: int, world_size: int) -> None:
+        """Every rank, before training: the plan (raises on a bad setting); a rank that does not write has its
+        stacks saved in the run's folder at a stall."""
+        self.plan = plan_tracking(config, rank=rank)
+        if self.plan.config is not None and rank != world_size - 1:
+            register_for_stacks(self.plan.config.run_dir)
 
     def writer_for(self, state: Any, rank: int, world_size: int) -> TrackingSummaryWriter | None:
         """The writer Bridge gets in place of its SummaryWriter; None on other ranks and with every tracker off."""
@@ -79,7 +89,7 @@ class BridgeTracking:
     def _start(self, config: Any, rank: int, world_size: int) -> TrackingSummaryWriter | None:
         from primus.tracking import start_run
 
-        plan = plan_tracking(config, rank=rank)
+        plan = self.plan if self.plan is not None else plan_tracking(config, rank=rank)
         plan.notices.emit(log)
         if plan.config is None:
             return None
@@ -132,7 +142,7 @@ class BridgeTracking:
     def finish(self, status: str = RunStatus.FINISHED) -> None:
         writer, run = self.writer, self.run
         self.writer, self.run, self.progress, self.perf, self._state = None, None, None, None, None
-        self._started = False
+        self._started, self.plan = False, None
         if writer is not None:
             writer.flush()
             run.finish(status)

@@ -1,8 +1,11 @@
-"""What a Megatron-Bridge run will track, decided from Bridge's own logger settings (``ConfigContainer.logger``),
-which keep their meaning: ``tensorboard_dir`` turns TensorBoard on and names its folder, ``wandb_project`` W&B
-(``wandb_entity``, ``wandb_exp_name``, ``wandb_save_dir``), ``mlflow_experiment`` MLflow (``mlflow_run_name``,
-``mlflow_tracking_uri``, ``mlflow_tags``: the same as the ``mlflow_tags`` option of the other backends, checked the
-same way). Every tracker then runs behind the hub and Bridge writes none itself.
+"""What a Megatron-Bridge run will track, decided on every rank before training from Bridge's own logger settings
+(``ConfigContainer.logger``), which keep their meaning: ``tensorboard_dir`` turns TensorBoard on and names its
+folder (``tensorboard_queue_size``), ``wandb_project`` W&B (``wandb_entity``, ``wandb_exp_name``, ``wandb_save_dir``),
+``mlflow_experiment`` MLflow (``mlflow_tracking_uri``). Bridge's keys that stand for Primus options (the catalogue's
+``upstream`` spelling: ``mlflow_experiment``, ``mlflow_run_name``, ``mlflow_tags``, ``mlflow_description``) are
+checked as those options; Primus's options Bridge has no key for come from the experiment (PRIMUS_CONFIG, as
+`primus train` and `primus-run --config` give it), else their defaults. Every tracker then runs behind the hub and
+Bridge writes none itself.
 
 Run directory (journal, run ids, derived tracker folders), by the rule every launcher shares
 (primus.config.run_directory): PRIMUS_RUN_DIR; else ``<checkpoint.save>/primus``, so a job restarted from its
@@ -16,18 +19,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from primus.config.environment import RUN_DIR_ENV
+from primus.config.environment import RUN_DIR_ENV, module_params_from_env
 from primus.config.run_directory import choose_run_dir, timestamp
-from primus.config.schemas.tracking import MAXTEXT, params_for
+from primus.config.schemas.tracking import MEGATRON_BRIDGE, params_for, upstream_keys
 from primus.tracking import TensorBoardConfig, WandbConfig
 from primus.tracking.plan import Destinations, Notices, TrackingPlan, plan_run
 from primus.tracking.plugin_sinks import requested_sinks
 from primus.tracking.run_layout import WANDB_DIR
 
-BACKEND = "megatron_bridge"
-# The catalogue (primus/config/schemas/tracking.py) does not list this backend yet: until it does, Bridge has the
-# options every backend has, at their defaults, with MaxText's spelling of the MLflow toggle.
-OPTIONS_LIKE = MAXTEXT
+BACKEND = MEGATRON_BRIDGE
+BRIDGE_KEYS = upstream_keys(BACKEND)  # option -> Bridge's own key for it (logger.mlflow_tags)
+DEFAULTS = {p.name: p.default for p in params_for(BACKEND)}
 
 
 def run_directory(checkpoint_save: str | None, environ: Mapping[str, str] = os.environ) -> Path:
@@ -35,18 +37,32 @@ def run_directory(checkpoint_save: str | None, environ: Mapping[str, str] = os.e
     return choose_run_dir(explicit=environ.get(RUN_DIR_ENV), checkpoint_dir=checkpoint_save, fresh=root / timestamp())
 
 
-def plan_tracking(config: Any, *, rank: int, environ: Mapping[str, str] = os.environ) -> TrackingPlan:
-    """``config``: Bridge's ConfigContainer (its ``logger`` and ``checkpoint`` sections). Raises TrackingPlanError
-    listing every problem."""
+def experiment_options(environ: Mapping[str, str] = os.environ) -> dict[str, Any]:
+    """Primus's options the experiment (PRIMUS_CONFIG) gives its Megatron-Bridge module; none without one."""
+    params = module_params_from_env(BACKEND, environ) or {}
+    return {name: params[name] for name in DEFAULTS if name in params and name not in BRIDGE_KEYS}
+
+
+def _bridge_value(config: Any, dotted: str) -> Any:
+    value = config
+    for part in dotted.split("."):
+        value = getattr(value, part)
+    return value or None  # Bridge's unset is None or empty
+
+
+def plan_tracking(
+    config: Any, *, rank: int, environ: Mapping[str, str] = os.environ, options: Mapping[str, Any] | None = None
+) -> TrackingPlan:
+    """``config``: Bridge's ConfigContainer (its ``logger`` and ``checkpoint`` sections); ``options``: Primus's
+    options by name (default: the experiment's). Raises TrackingPlanError listing every problem."""
     logger = config.logger
     mlflow = bool(logger.mlflow_experiment)
-    bridge_values = {
-        "enable_mlflow": mlflow,
-        "mlflow_experiment_name": logger.mlflow_experiment or None,
-        "mlflow_run_name": logger.mlflow_run_name or None,
-        "mlflow_tags": logger.mlflow_tags or None,  # checked and recorded as every backend's mlflow_tags
-    }
-    defaults = {p.name: p.default for p in params_for(OPTIONS_LIKE)}
+    given = experiment_options(environ) if options is None else options
+
+    def value_of(name: str) -> Any:
+        if name in BRIDGE_KEYS:
+            return _bridge_value(config, BRIDGE_KEYS[name])
+        return given.get(name, DEFAULTS[name])
 
     def destinations(notices: Notices) -> Destinations | None:
         if not (logger.tensorboard_dir or logger.wandb_project or logger.mlflow_experiment or requested_sinks(environ)):
@@ -80,11 +96,12 @@ def plan_tracking(config: Any, *, rank: int, environ: Mapping[str, str] = os.env
     # Bridge's own URI takes the place of MLFLOW_TRACKING_URI, as it does in Bridge
     uri = {"MLFLOW_TRACKING_URI": logger.mlflow_tracking_uri} if logger.mlflow_tracking_uri else {}
     return plan_run(
-        OPTIONS_LIKE,
-        lambda name: bridge_values.get(name, defaults[name]),
+        BACKEND,
+        value_of,
         destinations,
         notices,
         mlflow=mlflow,
         mlflow_off_by="logger.mlflow_experiment unset",
+        flag=lambda name: BRIDGE_KEYS.get(name, name),  # the key the user wrote
         environ={**environ, **uri},
     )

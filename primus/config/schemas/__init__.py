@@ -5,9 +5,14 @@ from __future__ import annotations
 import functools
 
 from primus.config.schema import Schema
-from primus.config.schemas import maxtext, megatron, torchtitan
+from primus.config.schemas import maxtext, megatron, megatron_bridge, torchtitan
 
-_BUILDERS = {"megatron": megatron.schema, "torchtitan": torchtitan.schema, "maxtext": maxtext.schema}
+_BUILDERS = {
+    "megatron": megatron.schema,
+    "torchtitan": torchtitan.schema,
+    "maxtext": maxtext.schema,
+    "megatron_bridge": megatron_bridge.schema,
+}
 FRAMEWORKS = tuple(_BUILDERS)
 
 

@@ -15,8 +15,11 @@ from primus.config.schemas.user_tags import as_list, as_mapping, text_problem
 from primus.redaction import redact_value
 
 JOURNAL_RETENTIONS = ("keep", "delivered")  # primus.tracking.config's (config must not import tracking; a test checks)
-MEGATRON, TORCHTITAN, MAXTEXT = "megatron", "torchtitan", "maxtext"
+MEGATRON, TORCHTITAN, MAXTEXT, MEGATRON_BRIDGE = "megatron", "torchtitan", "maxtext", "megatron_bridge"
 EVERY = (MEGATRON, TORCHTITAN, MAXTEXT)
+# Megatron-Bridge has the options its tracking honours; the ones its own LoggerConfig already has keep Bridge's
+# spelling (``upstream``), so a Bridge user sets them where Bridge's own docs say, and the plan checks them as ours
+WITH_BRIDGE = (*EVERY, MEGATRON_BRIDGE)
 SECTION = {TORCHTITAN: "metrics."}  # where a backend keeps them: TorchTitan beside its own metrics fields
 # for a backend that builds fields or flags; "any" (a tag mapping or list) is text there, read by the plan
 PYTHON_TYPES = {"bool": bool, "int": int, "float": float, "str": str, "any": str}
@@ -27,10 +30,20 @@ TORCH = (MEGATRON, TORCHTITAN)  # what MaxText's JAX run has no counterpart for:
 class Option:
     param: Param
     backends: tuple[str, ...]
+    upstream: dict[str, str] = dataclasses.field(default_factory=dict)  # backend -> upstream's own key for it
 
 
-def _option(name: str, type: Any, default: Any = None, *, backends: tuple[str, ...], help: str, **kw: Any) -> Option:
-    return Option(Param(name, type, default=default, primus=True, help=help, **kw), backends)
+def _option(
+    name: str,
+    type: Any,
+    default: Any = None,
+    *,
+    backends: tuple[str, ...],
+    help: str,
+    upstream: dict[str, str] | None = None,
+    **kw: Any,
+) -> Option:
+    return Option(Param(name, type, default=default, primus=True, help=help, **kw), backends, upstream or {})
 
 
 OPTIONS = (
@@ -61,21 +74,23 @@ OPTIONS = (
         "mlflow_run_name",
         "str",
         nullable=True,
-        backends=EVERY,
+        backends=WITH_BRIDGE,
+        upstream={MEGATRON_BRIDGE: "logger.mlflow_run_name"},
         help="MLflow run name (unset: the run's own name, from its run directory or upstream's run name).",
     ),
     _option(
         "mlflow_experiment_name",
         "str",
         nullable=True,
-        backends=EVERY,
+        backends=WITH_BRIDGE,
+        upstream={MEGATRON_BRIDGE: "logger.mlflow_experiment"},
         help="MLflow experiment name; unset: MLFLOW_EXPERIMENT_NAME, else 'primus'.",
     ),
     _option(
         "mlflow_upload_performance_metrics",
         "bool",
         False,
-        backends=EVERY,
+        backends=WITH_BRIDGE,
         help="Log the perf/memory/utilisation metric set (perf/, mem/, sys/) every log step, to every tracker "
         "(turns the throughput calculation on).",
     ),
@@ -92,7 +107,8 @@ OPTIONS = (
         "mlflow_tags",
         "any",
         nullable=True,
-        backends=EVERY,
+        backends=WITH_BRIDGE,
+        upstream={MEGATRON_BRIDGE: "logger.mlflow_tags"},
         help="Tags for the MLflow run, a mapping (YAML) or key=value,key=value; unset: PRIMUS_MLFLOW_TAGS. Every "
         "tracker gets them (W&B in its config's primus_tags, TensorBoard in its run-tags text). Keys under "
         "primus. are Primus's own and refused.",
@@ -101,14 +117,15 @@ OPTIONS = (
         "mlflow_description",
         "str",
         nullable=True,
-        backends=EVERY,
+        backends=WITH_BRIDGE,
+        upstream={MEGATRON_BRIDGE: "logger.mlflow_description"},
         help="The MLflow run's description (its mlflow.note.content tag); unset: PRIMUS_MLFLOW_DESCRIPTION.",
     ),
     _option(
         "wandb_tags",
         "any",
         nullable=True,
-        backends=EVERY,
+        backends=WITH_BRIDGE,
         help="Tags of the W&B run, a list (YAML) or text,text; unset: WANDB_TAGS (TorchTitan: WANDB_RUN_TAGS, "
         "as upstream reads it).",
     ),
@@ -116,7 +133,7 @@ OPTIONS = (
         "wandb_notes",
         "str",
         nullable=True,
-        backends=EVERY,
+        backends=WITH_BRIDGE,
         help="Notes of the W&B run; unset: WANDB_NOTES (TorchTitan: WANDB_RUN_NOTES, as upstream reads it).",
     ),
     _option(
@@ -135,7 +152,7 @@ OPTIONS = (
         nullable=True,
         gt=0,
         le=1e6,
-        backends=EVERY,
+        backends=WITH_BRIDGE,
         help="Dense peak TFLOP/s of one device for the training dtype, for MFU (e.g. 989.4 for an H100 SXM in "
         "bf16); unset: the built-in table's, and no MFU for a device it does not know.",
     ),
@@ -207,7 +224,7 @@ OPTIONS = (
         30.0,
         gt=0,
         le=86400,
-        backends=TORCH,
+        backends=(*TORCH, MEGATRON_BRIDGE),
         help="Seconds to wait at exit for the trackers to deliver; what they could not deliver stays in the run's "
         "journal for `primus tracking sync`.",
     ),
@@ -218,7 +235,7 @@ OPTIONS = (
         nullable=True,
         gt=0,
         le=1e6,
-        backends=EVERY,
+        backends=WITH_BRIDGE,
         help="Seconds without a new log step before a `stalled` alert (with every rank's stacks saved under the "
         "run's stacks/); unset: automatic, from the run's own intervals between log steps, with a start-up "
         "allowance until the first step and more during an evaluation or a checkpoint save (docs/metrics.md, "
@@ -230,7 +247,7 @@ OPTIONS = (
         6.0,
         ge=0,
         le=1e6,
-        backends=EVERY,
+        backends=WITH_BRIDGE,
         help="A `loss_spike` alert when a logged loss is this many median absolute deviations above the median of "
         "the recent losses (docs/metrics.md, Health alerts); 0 turns it off.",
     ),
@@ -240,7 +257,7 @@ OPTIONS = (
         0.5,
         ge=0,
         le=0.99,
-        backends=EVERY,
+        backends=WITH_BRIDGE,
         help="A `throughput_drop` alert when tokens/s stays below this fraction of the run's median for several "
         "log steps in a row (docs/metrics.md, Health alerts); 0 turns it off.",
     ),
@@ -249,7 +266,7 @@ OPTIONS = (
         "str",
         "keep",
         choices=JOURNAL_RETENTIONS,
-        backends=EVERY,
+        backends=WITH_BRIDGE,
         help="keep: the run's journal stays whole (report and sync can replay all of it); delivered: a closed "
         "journal segment is deleted once every tracker of the run has it.",
     ),
@@ -261,6 +278,11 @@ def params_for(backend: str, *, in_section: bool = True) -> list[Param]:
     or by their bare names."""
     prefix = SECTION.get(backend, "") if in_section else ""
     return [dataclasses.replace(o.param, name=prefix + o.param.name) for o in OPTIONS if backend in o.backends]
+
+
+def upstream_keys(backend: str) -> dict[str, str]:
+    """Option name -> the key of ``backend``'s own config that stands for it (Bridge's ``logger.mlflow_tags``)."""
+    return {o.param.name: o.upstream[backend] for o in OPTIONS if backend in o.upstream}
 
 
 def problems(

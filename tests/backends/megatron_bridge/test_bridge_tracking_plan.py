@@ -3,21 +3,24 @@ tracker on by Bridge's own rule and named as Bridge names it, the run directory 
 
 from __future__ import annotations
 
+import os
+import socket
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
-from primus.backends.megatron_bridge.tracking import flat_params
+from primus.backends.megatron_bridge.tracking import BridgeTracking, flat_params
 from primus.backends.megatron_bridge.tracking_plan import plan_tracking
 from primus.tracking.plan import TrackingPlanError
+from primus.tracking.stacks import release_stacks, stacks_file
 
 
 def bridge_config(tmp_path: Path, save: str | None = None, **logger) -> SimpleNamespace:
     """The fields of Bridge's ConfigContainer the plan reads, with LoggerConfig's defaults."""
     settings = dict(tensorboard_dir=None, tensorboard_queue_size=1000, wandb_project=None, wandb_entity=None,
                     wandb_exp_name=None, wandb_save_dir=None, mlflow_experiment=None, mlflow_run_name=None,
-                    mlflow_tracking_uri=None, mlflow_tags=None, comet_project=None)
+                    mlflow_tracking_uri=None, mlflow_tags=None, mlflow_description=None, comet_project=None)
     settings.update(logger)
     return SimpleNamespace(logger=SimpleNamespace(**settings), checkpoint=SimpleNamespace(save=save))
 
@@ -85,3 +88,55 @@ def test_bridges_mlflow_tags_are_checked_as_every_backends(tmp_path):
     with pytest.raises(TrackingPlanError, match="key 'primus.backend' is in the primus"):
         plan_tracking(bridge_config(tmp_path, mlflow_experiment="exp", mlflow_tags={"primus.backend": "x"}), rank=0,
                       environ=environ(tmp_path))
+
+
+def test_bridges_mlflow_description_is_the_run_description(tmp_path):
+    plan = plan_tracking(bridge_config(tmp_path, mlflow_experiment="exp", mlflow_description="a tiny run"), rank=0,
+                         environ=environ(tmp_path))
+    assert plan.user_tags["mlflow.note.content"] == "a tiny run"
+
+
+def test_primus_options_bridge_has_no_key_for_come_from_the_experiment(tmp_path):
+    """`primus train` (and `primus-run --config`) name the experiment in PRIMUS_CONFIG: every rank reads the Primus
+    options of its Megatron-Bridge module from it, as the other backends do."""
+    experiment = tmp_path / "exp.yaml"
+    experiment.write_text("modules:\n  m:\n    framework: megatron_bridge\n    config: pre_trainer.yaml\n"
+                          "    overrides: {recipe: vanilla_gpt_pretrain_config, wandb_tags: [a, b], "
+                          "wandb_notes: from the experiment, primus_exit_deadline: 7}\n")
+    config = plan_tracking(bridge_config(tmp_path, wandb_project="proj"), rank=0,
+                           environ=environ(tmp_path, PRIMUS_CONFIG=str(experiment))).config
+    assert (config.wandb.tags, config.wandb.notes, config.exit_deadline_s) == (("a", "b"), "from the experiment", 7)
+    # the perf set and the MFU peak, which Bridge's logger has no key for
+    experiment.write_text(experiment.read_text().replace("primus_exit_deadline: 7", "primus_exit_deadline: 7, "
+                                                         "mlflow_upload_performance_metrics: true, peak_tflops: 99.5"))
+    plan = plan_tracking(bridge_config(tmp_path, mlflow_experiment="exp", mlflow_run_name="r"), rank=0,
+                         environ=environ(tmp_path, PRIMUS_CONFIG=str(experiment)))
+    assert (plan.perf_metrics, plan.peak_tflops) == (True, 99.5)
+    # none given: the catalogue's defaults
+    assert plan_tracking(bridge_config(tmp_path, wandb_project="proj"), rank=0,
+                         environ=environ(tmp_path)).config.exit_deadline_s == 30.0
+
+
+def test_a_bad_bridge_key_is_named_as_the_user_wrote_it(tmp_path):
+    with pytest.raises(TrackingPlanError, match=r"mlflow_tags=.*\(logger\.mlflow_tags\) is invalid"):
+        plan_tracking(bridge_config(tmp_path, mlflow_experiment="exp", mlflow_tags={"primus.x": "y"}), rank=0,
+                      environ=environ(tmp_path))
+
+
+def test_every_rank_plans_before_training_and_one_that_does_not_write_keeps_its_stacks_in_the_run(tmp_path,
+                                                                                                  monkeypatch):
+    """What the plan patch calls on each rank before Bridge's setup: the last rank writes; rank 0 of two plans the same
+    run, fails on a bad setting as the writer does, and has its stacks saved in the run's folder at a stall (the
+    file goes at a clean exit, so a training cannot show it afterwards)."""
+    monkeypatch.setenv("PRIMUS_RUN_DIR", str(tmp_path / "run"))
+    config = bridge_config(tmp_path, tensorboard_dir=str(tmp_path / "tb"))
+    stacks = stacks_file(tmp_path / "run", socket.gethostname(), os.getpid())
+    rank0 = BridgeTracking()
+    rank0.plan_for(config, 0, 2)
+    assert rank0.plan.config.run_dir == tmp_path / "run" and stacks.is_file()
+    release_stacks(stacks)
+    writer = BridgeTracking()
+    writer.plan_for(config, 1, 2)
+    assert writer.plan.config.run_dir == tmp_path / "run" and not stacks.exists()  # its delivery process's instead
+    with pytest.raises(TrackingPlanError, match="logger.mlflow_tags"):
+        BridgeTracking().plan_for(bridge_config(tmp_path, mlflow_experiment="e", mlflow_tags={"primus.x": "y"}), 0, 2)
