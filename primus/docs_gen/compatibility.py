@@ -45,10 +45,15 @@ def render_compatibility() -> str:
         "were written for, and is tagged `primus.upstream.untested` (distribution and version) on every tracker; "
         "`primus doctor` shows the release as `untested, allowed`.",
         "`make canary` installs the newest release of each upstream on the package index (pre-releases too) into "
-        "`.venv/upstreams/` and trains each backend's tiny CPU job on it in `warn` mode, printing backend × "
-        "release × entry point → `trained`, or the patch that failed and why. When a row fails: read the patch "
-        "and the upstream function it names, write a variant of the patch for the new release (declared by "
-        "`versions`, as the others), and widen the upstream's supported range once CI trains it.",
+        "the `upstreams/` folder of the environment that runs it (`.venv`, `.venv-maxtext`, `.venv-bridge`) and "
+        "trains each backend's tiny CPU job on it in `warn` mode, printing backend × release × entry point → "
+        "`trained`, or the patch that failed and why. When a row fails: read the patch and the upstream function "
+        "it names, write a variant of the patch for the new release (declared by `versions`, as the others), and "
+        "widen the upstream's supported range once CI trains it.",
+        "A source checkout is judged by the version its own files declare. TorchTitan's main branch has kept its "
+        "last release's number in `assets/version.txt` while its code moved on (0.2.2 there, after 0.3.0 shipped): "
+        "such a checkout gets that release's patches and is refused at the first one that no longer fits. To try a "
+        "development head in `warn` mode, write the next version into that file of your checkout.",
     ]
     for upstream in sorted(upstreams(), key=lambda u: u.name):  # declaration order depends on import order
         parts.append(_section(upstream))

@@ -33,10 +33,16 @@ ENTRY_MODULES = {
     "megatron_bridge": "primus.backends.megatron_bridge",
 }
 # framework -> (what it imports to run, the variable naming its Python, the environment beside this one). A
-# MaxText checkout on PYTHONPATH makes `maxtext` importable from the torch environment too: JAX tells them apart.
+# MaxText or Megatron-Bridge checkout on PYTHONPATH makes it importable from the torch environment too: a dependency
+# that environment lacks (JAX; Bridge's transformers) tells them apart.
 OWN_INTERPRETERS = {
     "maxtext": (("maxtext", "jax"), "PRIMUS_MAXTEXT_PYTHON", ".venv-maxtext", "scripts/setup-maxtext-venv.sh"),
-    "megatron_bridge": (("megatron.bridge",), "PRIMUS_BRIDGE_PYTHON", ".venv-bridge", "scripts/setup-bridge-venv.sh"),
+    "megatron_bridge": (
+        ("megatron.bridge", "transformers"),
+        "PRIMUS_BRIDGE_PYTHON",
+        ".venv-bridge",
+        "scripts/setup-bridge-venv.sh",
+    ),
 }
 TITAN_CHECKPOINT_FOLDER = "checkpoint"  # upstream's checkpoint.folder default (torchtitan 0.2.2 and 0.3)
 

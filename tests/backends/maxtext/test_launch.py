@@ -26,16 +26,20 @@ def test_the_variable_wins_then_the_environment_beside_this_one(tmp_path, monkey
     assert interpreter("maxtext", "/usr/bin/python3", {}) == str(beside)
 
 
-def test_a_maxtext_checkout_on_the_path_of_this_environment_still_runs_on_maxtexts(tmp_path, monkeypatch):
-    """maxtext importable here (a checkout on PYTHONPATH) but JAX is not: MaxText's own environment runs it."""
-    (tmp_path / "checkout" / "maxtext").mkdir(parents=True)
-    (tmp_path / "checkout" / "maxtext" / "__init__.py").touch()
+@pytest.mark.parametrize("framework, package, venv", [("maxtext", "maxtext", ".venv-maxtext"),
+                                                      ("megatron_bridge", "megatron/bridge", ".venv-bridge")])
+def test_a_checkout_on_the_path_of_this_environment_still_runs_on_its_own(tmp_path, monkeypatch, framework, package,
+                                                                          venv):
+    """maxtext (or megatron.bridge: `make canary`'s install) importable here from a folder on PYTHONPATH, but JAX
+    (Bridge's transformers) is not: the framework's own environment runs it."""
+    (tmp_path / "checkout" / package).mkdir(parents=True)
+    (tmp_path / "checkout" / package / "__init__.py").touch()
     monkeypatch.syspath_prepend(str(tmp_path / "checkout"))
-    beside = tmp_path / ".venv-maxtext" / "bin" / "python"
+    beside = tmp_path / venv / "bin" / "python"
     beside.parent.mkdir(parents=True)
     beside.touch()
     monkeypatch.setattr(sys, "prefix", str(tmp_path / ".venv"))
-    assert interpreter("maxtext", "/usr/bin/python3", {}) == str(beside)
+    assert interpreter(framework, "/usr/bin/python3", {}) == str(beside)
 
 
 def test_no_environment_says_how_to_make_one(tmp_path, monkeypatch):
