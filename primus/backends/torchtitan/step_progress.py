@@ -5,7 +5,6 @@ data-parallel rank, no gradient accumulation."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -21,11 +20,10 @@ class ProcessorProgress:
         self._local_batch = int(training["local_batch_size"])
         self._steps = int(training["steps"])
 
-    def measure(self, processor: Any, step: int) -> dict[str, float]:
+    def figures(self, step: int, now: float, dims: Any) -> dict[str, float]:
+        """The figures of log step ``step``, read at ``now`` (``time.perf_counter()``); ``dims``: upstream's
+        ParallelDims (the data-parallel degree, as upstream's Trainer takes it)."""
         batch = self._global_batch
         if batch < 0:
-            dims = processor.parallel_dims  # the data-parallel degree, as upstream's Trainer takes it
             batch = self._local_batch * dims.dp_replicate * dims.dp_shard
-        return self._progress.at(
-            step, step * batch, time.perf_counter(), seq_length=self._seq_len, total_steps=self._steps
-        )
+        return self._progress.at(step, step * batch, now, seq_length=self._seq_len, total_steps=self._steps)
