@@ -129,7 +129,9 @@ class TrackingSummaryWriter:
             if moment is not None and self._system_on and not gathered:
                 system = self._perf.device_now()  # the host's latest sample is added on the hub's thread
             self.run.log_later(
-                functools.partial(self._records, calls, iteration, moment, system if self._system_on else None, gathered),
+                functools.partial(
+                    self._records, calls, iteration, moment, system if self._system_on else None, gathered
+                ),
                 iteration,
             )
         except Exception as e:
