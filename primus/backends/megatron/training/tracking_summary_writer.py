@@ -80,6 +80,7 @@ class TrackingSummaryWriter:
         self._perf = StepPerf(dtype=_dtype(args), device_name=_device_name(args), peak_tflops=args.peak_tflops)
         self._progress = Progress()
         self._system_on = perf_metrics  # the perf set's memory and utilisation
+        self._device_counters: bool | None = None  # whether the device has memory counters to read, once known
         self._last: tuple[int, float] | None = None  # (iteration, perf_counter) at the previous log step
         self._flops_per_batch: dict[int, float] = {}  # upstream's formula depends on the batch size only
 
@@ -117,17 +118,26 @@ class TrackingSummaryWriter:
         Here only what must be read at the step: the clock, the micro-batch count, the device's memory.
         ``system``: the memory/utilisation figures gathered over ranks this step (RankFigures), if on."""
         try:
-            moment = self._moment(iteration)
+            args = self._args
+            moment = None
+            if iteration % args.log_interval == 0:  # a log step: the iteration, the clock, the global batch size
+                step = self._step_functions
+                assert step is not None, "the training_log patch binds upstream's step functions before it asks"
+                batch_size = args.micro_batch_size * args.data_parallel_size * step.get_num_microbatches()
+                moment = Moment(iteration, time.perf_counter(), batch_size, args.consumed_train_samples)
             if self.run is None:  # no hub: the console line is made here
                 if moment is not None:
                     self._print(moment, *self._figures(moment))
                 return
             calls, self._calls = self._calls, []
-            if iteration % self._args.tensorboard_log_interval == 0:
-                calls.append((SAMPLES_VS_STEPS, self._args.consumed_train_samples, iteration))
+            if iteration % args.tensorboard_log_interval == 0:
+                calls.append((SAMPLES_VS_STEPS, args.consumed_train_samples, iteration))
             gathered = system is not None
             if moment is not None and self._system_on and not gathered:
-                system = self._perf.device_now()  # the host's latest sample is added on the hub's thread
+                # the host's latest sample is added on the hub's thread; a device without memory counters (no
+                # accelerator) has none at any later step either
+                system = self._perf.device_now() if self._device_counters is not False else {}
+                self._device_counters = bool(system)
             self.run.log_later(
                 functools.partial(
                     self._records, calls, iteration, moment, system if self._system_on else None, gathered
@@ -206,21 +216,6 @@ class TrackingSummaryWriter:
             )
 
     # -- perf figures --------------------------------------------------------------------
-    def _moment(self, iteration: int) -> Moment | None:
-        """At a log step (a tracker or the console on): the iteration, the clock, the global batch size and the
-        consumed samples, read at the step."""
-        if iteration % self._args.log_interval != 0 or not (self.run is not None or self._console_on):
-            return None
-        step = self._step_functions
-        assert step is not None, "the training_log patch binds upstream's step functions before it asks for figures"
-        args = self._args
-        return Moment(
-            iteration,
-            time.perf_counter(),
-            args.micro_batch_size * args.data_parallel_size * step.get_num_microbatches(),
-            args.consumed_train_samples,
-        )
-
     def _figures(self, moment: Moment) -> tuple[dict[str, float], dict[str, float]]:
         """The perf figures (when asked for) and the progress figures of log step ``moment``."""
         args = self._args
