@@ -252,3 +252,24 @@ def test_the_console_eta_is_the_trackers(run, capsys):
     [(_, _, metrics, _)] = run.calls[1:]
     eta = round(metrics[ETA])
     assert f"ETA {eta // 3600}:{eta % 3600 // 60:02d}:{eta % 60:02d}" in capsys.readouterr().out
+
+
+def test_the_last_console_line_the_hubs_thread_prints_is_in_the_uploaded_log(tmp_path):
+    """TRACKING.finish has the hub's thread print what is queued before the console capture closes the log file
+    the run's end uploads: the last log step's line is in it."""
+    from primus.backends.megatron.training.global_vars import MegatronTracking
+    from primus.log_capture import capture_console, stop_console_capture
+    from primus.tracking import TrackingConfig, start_run
+
+    log_file = tmp_path / "logs" / "console.log"
+    capture_console(log_file)
+    tracking = MegatronTracking()
+    try:
+        tracking.writer = make_writer(start_run(TrackingConfig(run_dir=tmp_path / "run")), log_learning_rate=True,
+                                      log_batch_size=True, log_throughput=True)
+        tracking.writer.end_step(1)
+        tracking.writer.end_step(2)
+        tracking.finish()
+    finally:
+        stop_console_capture()  # already stopped by finish, unless it failed first
+    assert "[primus] iteration 2/10 | tokens/s/GPU" in log_file.read_text()
