@@ -22,6 +22,7 @@ from typing import Any
 
 from primus.backends.maxtext.step_progress import StepProgress
 from primus.tracking import SinkName
+from primus.tracking.device_counters import DeviceCounters
 from primus.tracking.perf import GIB, StepPerf
 
 TENSORBOARD_ONLY = (SinkName.TENSORBOARD,)
@@ -78,10 +79,11 @@ class StepScalarsPerf:
             device_memory=self._device_memory,
         )
         self._perf.begin()  # the device is known: looked up and sampled now, once, not in the first step
+        self._device_now = DeviceCounters(self._perf.device_now)
 
-    def device_now(self) -> dict[str, float]:
+    def device_now(self) -> Mapping[str, float]:
         """The device's memory, read at the step (on the training thread)."""
-        return self._perf.device_now()
+        return self._device_now()
 
     def measure(self, scalars: Mapping[str, Any], device: Mapping[str, float]) -> dict[str, float]:
         """The step's perf set from its scalars and its ``device`` memory (``device_now``), with the host's latest

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
+from primus.tracking.device_counters import DeviceCounters
 from primus.tracking.perf import StepPerf
 
 _DTYPES = {"bfloat16": "bf16", "float32": "fp32", "float16": "fp16"}
@@ -36,23 +37,19 @@ class ProcessorPerf:
         # upstream's Trainer has set its device before it builds the metric logger
         self._perf.begin()
         self._last_step: int | None = None
-        self._device_counters: bool | None = None  # whether the device has memory counters to read, once known
+        self._device_now = DeviceCounters(self._perf.device_now)
 
     def read(self, processor: Any, now: float, system: Mapping[str, float] | None = None) -> PerfReading:
         """Call before upstream's ``log`` on the same step (it resets the counters read here); ``now``:
         ``time.perf_counter()`` at the step. ``system``: the memory/utilisation figures gathered over ranks
         (RankFigures), in place of this rank's own reading."""
-        gathered = system is not None
-        if system is None:  # a device without memory counters (no accelerator) has none at any later step either
-            system = self._perf.device_now() if self._device_counters is not False else {}
-            self._device_counters = bool(system)
         return PerfReading(
             now - processor.time_last_log,
             processor.ntokens_since_last_log,
             processor.num_flops_per_token,
             processor.device_memory_monitor.device_name,
-            system,
-            gathered,
+            self._device_now() if system is None else system,
+            system is not None,
         )
 
     def figures(self, step: int, dims: Any, reading: PerfReading) -> dict[str, float]:

@@ -29,6 +29,7 @@ from typing import Any, NamedTuple
 from primus.backends.megatron.training.console_line import render_console_line
 from primus.log import get_logger
 from primus.tracking import SinkName
+from primus.tracking.device_counters import DeviceCounters
 from primus.tracking.perf import IntervalAverager, StepPerf
 from primus.tracking.progress import Progress
 
@@ -80,7 +81,7 @@ class TrackingSummaryWriter:
         self._perf = StepPerf(dtype=_dtype(args), device_name=_device_name(args), peak_tflops=args.peak_tflops)
         self._progress = Progress()
         self._system_on = perf_metrics  # the perf set's memory and utilisation
-        self._device_counters: bool | None = None  # whether the device has memory counters to read, once known
+        self._device_now = DeviceCounters(self._perf.device_now)
         self._last: tuple[int, float] | None = None  # (iteration, perf_counter) at the previous log step
         self._flops_per_batch: dict[int, float] = {}  # upstream's formula depends on the batch size only
 
@@ -134,10 +135,7 @@ class TrackingSummaryWriter:
                 calls.append((SAMPLES_VS_STEPS, args.consumed_train_samples, iteration))
             gathered = system is not None
             if moment is not None and self._system_on and not gathered:
-                # the host's latest sample is added on the hub's thread; a device without memory counters (no
-                # accelerator) has none at any later step either
-                system = self._perf.device_now() if self._device_counters is not False else {}
-                self._device_counters = bool(system)
+                system = self._device_now()  # the host's latest sample is added on the hub's thread
             self.run.log_later(
                 functools.partial(
                     self._records, calls, iteration, moment, system if self._system_on else None, gathered
