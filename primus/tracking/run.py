@@ -38,8 +38,7 @@ from primus.tracking.webhook import Webhook
 from primus.tracking.worker import SinkWorker, Worker
 
 log = logging.getLogger("primus.tracking")
-CATCH_UP_S = 5.0  # at the end, how long the health watch may take to read the last records (ms, typically)
-GOODPUT_WAIT_S = 5.0  # at the end, for the hub's thread to make what is queued before the goodput breakdown
+CATCH_UP_S = 5.0  # at the end, how long the hub's thread and the health watch may take for the last records (ms)
 
 
 def start_run(config: TrackingConfig) -> Run:
@@ -252,7 +251,12 @@ class Run:
             self._finished = True
         self._exit_handlers.uninstall()
         deadline = time.monotonic() + self.config.exit_deadline_s
-        self._health_caught_up(min(deadline, time.monotonic() + CATCH_UP_S))
+        until = min(deadline, time.monotonic() + CATCH_UP_S)
+        # one drain, journaled and no sink waited for: the health watch and the goodput breakdown need every record
+        # logged so far made; skipped both when the hub's thread cannot within CATCH_UP_S (a hung disk)
+        made = self._hub.flush(max(0.0, until - time.monotonic()), sinks=())
+        if made:
+            self._health_caught_up(until)
         try:
             self._state.update("run", status=status)
         except OSError as e:  # a full disk: the trackers are still told the status; sync reads RUNNING as KILLED
@@ -262,7 +266,8 @@ class Run:
             self.alert(Alert(AlertKind(status.lower()), self._last_step, why, time.time()))
         if self._stacks is not None:  # before the upload of the run's files, which only a stall's stacks join
             release_stacks(self._stacks)
-        self._goodput_breakdown(deadline)
+        if made:
+            self._goodput_breakdown()
         late = self._hub.close(status, deadline)
         if self._watch is not None:
             self._watch.finish(deadline)
@@ -271,12 +276,10 @@ class Run:
         self._journal.close()
         self._dir_lock.release()
 
-    def _goodput_breakdown(self, deadline: float) -> None:
+    def _goodput_breakdown(self) -> None:
         """The run's goodput breakdown on the console, as text for the trackers (``goodput/breakdown``) and as an
         event in the journal (``goodput``: the figures at the end, for ``primus report``). Once the hub's thread
-        made every record queued: skipped when it cannot within ``GOODPUT_WAIT_S`` (a hung disk)."""
-        if not self._hub.flush(min(GOODPUT_WAIT_S, max(0.0, deadline - time.monotonic())), sinks=()):
-            return
+        made every record queued."""
         end = self._goodput.final(time.time())
         if end is None:
             return
@@ -287,9 +290,8 @@ class Run:
     def _health_caught_up(self, until: float) -> None:
         """Have the health watch read the journal to its end before the run's end record, so the alerts of the
         last steps reach the trackers too (a NaN at the very step upstream aborts on: MaxText's
-        abort_on_nan_loss). Waits at most until ``until``; an alert later than that is still told to a person."""
-        if not self._hub.flush(max(0.0, until - time.monotonic()), sinks=()):  # journaled, no sink waited for
-            return
+        abort_on_nan_loss). Once the hub's thread journaled every record; waits at most until ``until``; an alert
+        later than that is still told to a person."""
         if self._delivery is not None:
             self._delivery.request_watch().wait(max(0.0, until - time.monotonic()))
         elif self._watch is not None:

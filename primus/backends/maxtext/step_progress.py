@@ -5,7 +5,6 @@ ramp-up (``enable_rampup_batch_size``) the counts are of the full batch from ste
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from primus.tracking.progress import Progress
@@ -18,8 +17,7 @@ class StepProgress:
         self._batch = int(config.global_batch_size_to_train_on)
         self._steps = int(config.steps)
 
-    def measure(self, step: int) -> dict[str, float]:
+    def figures(self, step: int, now: float) -> dict[str, float]:
+        """The figures of train step ``step``, read at ``now`` (``time.perf_counter()``)."""
         done = step + 1
-        return self._progress.at(
-            done, done * self._batch, time.perf_counter(), seq_length=self._length, total_steps=self._steps
-        )
+        return self._progress.at(done, done * self._batch, now, seq_length=self._length, total_steps=self._steps)

@@ -14,12 +14,15 @@ console, as upstream keeps them out of TensorBoard: their steps would run backwa
 
 from __future__ import annotations
 
+import functools
 import threading
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from primus.backends.maxtext.step_progress import StepProgress
 from primus.tracking import SinkName
+from primus.tracking.device_counters import DeviceCounters
 from primus.tracking.perf import GIB, StepPerf
 
 TENSORBOARD_ONLY = (SinkName.TENSORBOARD,)
@@ -76,13 +79,21 @@ class StepScalarsPerf:
             device_memory=self._device_memory,
         )
         self._perf.begin()  # the device is known: looked up and sampled now, once, not in the first step
+        self._device_now = DeviceCounters(self._perf.device_now)
 
-    def measure(self, scalars: Mapping[str, Any]) -> dict[str, float]:
+    def device_now(self) -> Mapping[str, float]:
+        """The device's memory, read at the step (on the training thread)."""
+        return self._device_now()
+
+    def measure(self, scalars: Mapping[str, Any], device: Mapping[str, float]) -> dict[str, float]:
+        """The step's perf set from its scalars and its ``device`` memory (``device_now``), with the host's latest
+        sample: on the hub's thread."""
         seconds = float(scalars.get("perf/step_time_seconds", 0.0))
         out = self._perf.interval(
             tokens=self._tokens, seconds=seconds, steps=1, world_size=self._devices, flops=self._flops
         )
-        out.update(self._perf.system())
+        out.update(device)
+        out.update(self._perf.host_latest())
         return out
 
     def _device_memory(self) -> dict[str, float]:
@@ -121,16 +132,26 @@ class TrackingMetricWriter:
     def write(self, metrics: Mapping[str, Any], step: int, metric_type: str) -> None:
         if not metrics or metric_type not in TRACKED_TYPES:
             return
-        values = flat_scalars(metrics)
-        if self.progress is not None and metric_type == "train":
-            values |= self.progress.measure(int(step))
-        if self.perf is not None and metric_type == "train":
-            values |= self.perf.measure(values)
-        self.run.log(int(step), values)
+        step = int(step)
+        values = flat_scalars(metrics)  # upstream's dicts as they are now
+        if metric_type == "train" and (self.progress is not None or self.perf is not None):
+            # the clock and the device's memory read at the step; the figures made on the hub's thread
+            device = self.perf.device_now() if self.perf is not None else None
+            at_step = functools.partial(self._train_record, step, values, time.perf_counter(), device)
+            self.run.log_later(at_step, step)
+        else:
+            self.run.log(step, values)
         if self.tensorboard and metric_type == "train" and step % self._log_period == 0:
             self._flush_in_background()
             if self._announce is not None:
                 self._announce(step)
+
+    def _train_record(self, step: int, values: dict[str, Any], now: float, device: Mapping[str, float] | None):
+        if self.progress is not None:
+            values |= self.progress.figures(step, now)
+        if self.perf is not None and device is not None:
+            values |= self.perf.measure(values, device)
+        return ((step, values, None),)
 
     def write_texts(self, texts: Mapping[str, Any], *, tensorboard_only: bool) -> None:
         only = TENSORBOARD_ONLY if tensorboard_only else None

@@ -7,17 +7,29 @@ the peak is unknown (upstream falls back to an A100's, which gives CPUs and new 
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
+from primus.tracking.device_counters import DeviceCounters
 from primus.tracking.perf import StepPerf
 
 _DTYPES = {"bfloat16": "bf16", "float32": "fp32", "float16": "fp16"}
 
 
+class PerfReading(NamedTuple):
+    """What the perf set of a log step is made from, read from upstream's processor at the step."""
+
+    seconds: float  # since upstream's last log
+    tokens: float  # this rank's tokens since then
+    flops_per_token: float
+    device_name: str | None
+    system: Mapping[str, float]  # the memory/utilisation gathered over ranks, or this device's memory now
+    gathered: bool
+
+
 class ProcessorPerf:
-    """Upstream's processor counters mapped onto the perf set (``StepPerf``)."""
+    """Upstream's processor counters mapped onto the perf set (``StepPerf``): ``read`` on the training thread at
+    the step, ``figures`` on the hub's thread (log steps in order)."""
 
     def __init__(self, dtype: str, log_freq: int, peak_tflops: float | None = None):
         self._perf = StepPerf(dtype=_DTYPES.get(dtype, dtype), peak_tflops=peak_tflops)  # the run's over the table's
@@ -25,23 +37,36 @@ class ProcessorPerf:
         # upstream's Trainer has set its device before it builds the metric logger
         self._perf.begin()
         self._last_step: int | None = None
+        self._device_now = DeviceCounters(self._perf.device_now)
 
-    def measure(self, processor: Any, step: int, system: Mapping[str, float] | None = None) -> dict[str, float]:
-        """Call before upstream's ``log`` on the same step (it resets the counters read here). ``system``: the
-        memory/utilisation figures gathered over ranks (RankFigures), in place of this rank's own reading."""
-        seconds = time.perf_counter() - processor.time_last_log
+    def read(self, processor: Any, now: float, system: Mapping[str, float] | None = None) -> PerfReading:
+        """Call before upstream's ``log`` on the same step (it resets the counters read here); ``now``:
+        ``time.perf_counter()`` at the step. ``system``: the memory/utilisation figures gathered over ranks
+        (RankFigures), in place of this rank's own reading."""
+        return PerfReading(
+            now - processor.time_last_log,
+            processor.ntokens_since_last_log,
+            processor.num_flops_per_token,
+            processor.device_memory_monitor.device_name,
+            self._device_now() if system is None else system,
+            system is not None,
+        )
+
+    def figures(self, step: int, dims: Any, reading: PerfReading) -> dict[str, float]:
+        """The perf set of log step ``step`` from its ``reading``; ``dims``: upstream's ParallelDims."""
         steps = step - self._last_step if self._last_step is not None else self._log_freq
         self._last_step = step
-        dims = processor.parallel_dims
         # ntokens_since_last_log counts this rank's batches; data-parallel ranks each see their own
-        tokens = processor.ntokens_since_last_log * dims.world_size / dims.non_data_parallel_size
-        self._perf.device_name = processor.device_memory_monitor.device_name
+        tokens = reading.tokens * dims.world_size / dims.non_data_parallel_size
+        self._perf.device_name = reading.device_name
         perf = self._perf.interval(
             tokens=tokens,
-            seconds=seconds,
+            seconds=reading.seconds,
             steps=steps,
             world_size=dims.world_size,
-            flops=float(processor.num_flops_per_token) * tokens,
+            flops=float(reading.flops_per_token) * tokens,
         )
-        perf.update(self._perf.system() if system is None else system)
+        perf.update(reading.system)
+        if not reading.gathered:
+            perf.update(self._perf.host_latest())
         return perf

@@ -11,7 +11,6 @@ carries the version of its last release, so a version range cannot tell them apa
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -37,12 +36,11 @@ class ProcessorProgress:
             self._per_dp_rank = tokens_per_dp_rank // self._seq_len
             self._pp_microbatches = int((parallelism or {}).get("num_pp_microbatches", 1))
 
-    def measure(self, processor: Any, step: int) -> dict[str, float]:
+    def figures(self, step: int, now: float, dims: Any) -> dict[str, float]:
+        """The figures of log step ``step``, read at ``now`` (``time.perf_counter()``); ``dims``: upstream's
+        ParallelDims (the data-parallel degree, as upstream's Trainer takes it)."""
         samples = self._per_step
         if samples < 0:
-            dims = processor.parallel_dims  # the data-parallel degree, as upstream's Trainer takes it
             microbatches = self._pp_microbatches if getattr(dims, "pp_enabled", False) else 1
             samples = self._per_dp_rank * microbatches * dims.dp_replicate * dims.dp_shard
-        return self._progress.at(
-            step, step * samples, time.perf_counter(), seq_length=self._seq_len, total_steps=self._steps
-        )
+        return self._progress.at(step, step * samples, now, seq_length=self._seq_len, total_steps=self._steps)

@@ -3,18 +3,33 @@
 Everything upstream logs — ``log`` (losses, grad norm, throughput, memory, lr, tokens seen) and
 ``log_validation`` — is one ``run.log`` per call: every enabled sink (TensorBoard, W&B, MLflow, journal)
 gets every metric, with upstream's names (MLflow's sink spells them for MLflow: ``throughput(tps)`` ->
-``throughput_tps_<hash>``). The call queues and returns; nothing is written on the training thread."""
+``throughput_tps_<hash>``). The call queues and returns; nothing is written on the training thread. The figures
+Primus adds to a log step (stragglers, progress, the perf set) are read at the step (``read_step``, before
+upstream's ``log`` resets its counters) and made on the hub's thread with the step's metrics."""
 
 from __future__ import annotations
 
+import functools
 import sys
-from typing import Any
+import time
+from collections.abc import Mapping
+from typing import Any, NamedTuple
 
 from torchtitan.components.metrics import BaseLogger
 
-from primus.backends.torchtitan.step_perf import ProcessorPerf
+from primus.backends.torchtitan.step_perf import PerfReading, ProcessorPerf
 from primus.backends.torchtitan.step_progress import ProcessorProgress
 from primus.tracking import RunStatus
+
+
+class StepReading(NamedTuple):
+    """What Primus's figures of a log step are made from, read on the training thread at the step."""
+
+    step: int
+    now: float  # time.perf_counter()
+    dims: Any  # upstream's ParallelDims
+    stragglers: Mapping[str, float]  # every rank's busy time, summarised (primus_stragglers)
+    perf: PerfReading | None
 
 
 class TrackingLogger(BaseLogger):
@@ -28,16 +43,37 @@ class TrackingLogger(BaseLogger):
     ):
         self.run = run
         self.tag = tag
-        self.perf = perf  # set when the perf metric set is on; read by the wrapped MetricsProcessor.log
-        self.progress = progress  # the progress figures, read there too
+        self.perf = perf  # set when the perf metric set is on
+        self.progress = progress  # the progress figures
         self.dropped: frozenset[str] = frozenset()  # upstream's names not tracked (upstream_mfu)
+        self._reading: StepReading | None = None  # read_step's, for upstream's log call of that step
+
+    def read_step(self, processor: Any, step: int, stragglers: Mapping[str, float], system: Mapping[str, float] | None):
+        """Upstream's ``MetricsProcessor.log`` of ``step`` is about to run (and reset its counters): read what this
+        step's figures are made from. ``stragglers``, ``system``: the figures gathered over ranks, if on."""
+        now = time.perf_counter()
+        perf = self.perf.read(processor, now, system) if self.perf is not None else None
+        self._reading = StepReading(step, now, processor.parallel_dims, stragglers, perf)
 
     def log(self, metrics: dict[str, Any], step: int) -> None:
+        reading, self._reading = self._reading, None
+        if reading is not None and reading.step != step:  # not the step read (log_validation's call)
+            reading = None
+        self.run.log_later(functools.partial(self._records, dict(metrics), step, reading), step)
+
+    def _records(self, metrics: dict[str, Any], step: int, reading: StepReading | None):
+        """On the hub's thread: the step's record, upstream's metrics with Primus's figures of a training step."""
+        if reading is not None:
+            metrics.update(reading.stragglers)
+            if self.progress is not None:
+                metrics.update(self.progress.figures(step, reading.now, reading.dims))
+            if self.perf is not None and reading.perf is not None:
+                metrics.update(self.perf.figures(step, reading.dims, reading.perf))
         if self.dropped:
             metrics = {k: v for k, v in metrics.items() if k not in self.dropped}
         if self.tag is not None:  # upstream's loggers prefix the tag the same way
             metrics = {f"{self.tag}/{k}": v for k, v in metrics.items()}
-        self.run.log(step, metrics)
+        return ((step, metrics, None),)
 
     def close(self) -> None:
         # upstream's train.main() closes the trainer inside `except Exception:` before re-raising

@@ -15,6 +15,7 @@ from support.journal_files import without_goodput
 from support.readers import read_tb_scalars
 
 from primus.backends.maxtext.primus_options import PrimusOptions
+from primus.backends.maxtext.step_progress import StepProgress
 from primus.backends.maxtext.tracking_metric_writer import FLUSH_TIMEOUT_S, TrackingMetricWriter, UpstreamWritersOff
 from primus.backends.maxtext.tracking_plan import plan_tracking
 from primus.backends.maxtext.tracking_session import start_tracking
@@ -67,6 +68,20 @@ def test_one_record_per_step_with_upstreams_names_and_no_running_eval(tmp_path):
     assert [(r.data["tag"], r.only) for r in records if r.kind == TEXT] == [("num_model_parameters", None),
                                                                             ("steps", ("tensorboard",)),
                                                                             (GOODPUT_TEXT, None)]  # the run's end
+
+
+def test_a_train_steps_progress_is_made_later_from_the_values_of_the_step(tmp_path):
+    """The progress figures are made on the hub's thread, from the step's scalars as upstream handed them (a
+    change to upstream's dict after the call is not seen) and the clock read at the step."""
+    run = start_run(TrackingConfig(run_dir=tmp_path / "run"))
+    config = SimpleNamespace(max_target_length=16, global_batch_size_to_train_on=4, steps=10)
+    feed = TrackingMetricWriter(run, log_period=100, progress=StepProgress(config))
+    train = {"scalar": {"learning/loss": 7.5}}
+    feed.write(train, 2, "train")
+    train["scalar"]["learning/loss"] = 0.0
+    feed.finish("FINISHED")
+    [record] = [r for r in read_all(tmp_path / "run") if r.kind == METRICS]
+    assert record.data["learning/loss"] == 7.5 and record.data["progress/consumed_tokens"] == 3 * 4 * 16
 
 
 def test_tensorboard_is_flushed_every_log_period_train_steps(tmp_path):

@@ -5,6 +5,7 @@ import types
 
 import pytest
 
+from primus.backends.megatron.training.console_line import render_console_line
 from primus.backends.megatron.training.tracking_summary_writer import StepFunctions, TrackingSummaryWriter
 from primus.tracking.goodput import NAMES as GOODPUT
 from primus.tracking.progress import CONSUMED_SAMPLES, CONSUMED_TOKENS, ELAPSED, ETA, SAMPLES_PER_S
@@ -166,7 +167,36 @@ def test_a_failing_run_never_raises_into_upstream(caplog):
     assert caplog.text.count("tracking writer failed") == 1
 
 
-def test_with_the_console_line_on_the_figures_are_made_at_the_step_and_logged_as_printed(run, capsys):
+class DeferringRun(RecordingRun):
+    """Keeps what log_later is given, as the hub's queue does, until ``drain``."""
+
+    def __init__(self):
+        super().__init__()
+        self.queued = []
+
+    def log_later(self, records, step=None):
+        self.queued.append(records)
+
+    def drain(self):
+        queued, self.queued = self.queued, []
+        for records in queued:
+            super().log_later(records)
+
+
+def test_with_a_tracker_the_training_thread_formats_and_prints_nothing(capsys):
+    """The step's figures and the console line are made by the function the hub's thread calls, from the clock
+    read at the step: nothing printed before it runs, the line after, as the trackers get it."""
+    run = DeferringRun()
+    w = make_writer(run, log_learning_rate=True, log_batch_size=True, log_throughput=True, log_progress=True)
+    w.end_step(1)
+    w.end_step(2)
+    assert capsys.readouterr().out == "" and run.calls == []
+    run.drain()
+    [(_, step, metrics, _)] = [call for call in run.calls if "perf/tokens_per_sec_per_gpu" in call[2]]
+    assert capsys.readouterr().out == render_console_line(2, 10, metrics) + "\n"
+
+
+def test_with_the_console_line_on_the_figures_are_logged_as_printed(run, capsys):
     w = make_writer(run, log_learning_rate=True, log_batch_size=True, log_throughput=True)
     w.end_step(1)
     w.end_step(2)
@@ -222,3 +252,24 @@ def test_the_console_eta_is_the_trackers(run, capsys):
     [(_, _, metrics, _)] = run.calls[1:]
     eta = round(metrics[ETA])
     assert f"ETA {eta // 3600}:{eta % 3600 // 60:02d}:{eta % 60:02d}" in capsys.readouterr().out
+
+
+def test_the_last_console_line_the_hubs_thread_prints_is_in_the_uploaded_log(tmp_path):
+    """TRACKING.finish has the hub's thread print what is queued before the console capture closes the log file
+    the run's end uploads: the last log step's line is in it."""
+    from primus.backends.megatron.training.global_vars import MegatronTracking
+    from primus.log_capture import capture_console, stop_console_capture
+    from primus.tracking import TrackingConfig, start_run
+
+    log_file = tmp_path / "logs" / "console.log"
+    capture_console(log_file)
+    tracking = MegatronTracking()
+    try:
+        tracking.writer = make_writer(start_run(TrackingConfig(run_dir=tmp_path / "run")), log_learning_rate=True,
+                                      log_batch_size=True, log_throughput=True)
+        tracking.writer.end_step(1)
+        tracking.writer.end_step(2)
+        tracking.finish()
+    finally:
+        stop_console_capture()  # already stopped by finish, unless it failed first
+    assert "[primus] iteration 2/10 | tokens/s/GPU" in log_file.read_text()

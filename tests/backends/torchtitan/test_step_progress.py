@@ -12,13 +12,12 @@ import pytest
 from primus.backends.torchtitan.step_progress import ProcessorProgress
 
 
-def processor(dp_shard=2, dp_replicate=1, pp_enabled=False):
-    return SimpleNamespace(parallel_dims=SimpleNamespace(dp_shard=dp_shard, dp_replicate=dp_replicate,
-                                                         pp_enabled=pp_enabled))
+def parallel_dims(dp_shard=2, dp_replicate=1, pp_enabled=False):
+    return SimpleNamespace(dp_shard=dp_shard, dp_replicate=dp_replicate, pp_enabled=pp_enabled)
 
 
 def consumed(progress, step=3, **dims):
-    figures = progress.measure(processor(**dims), step)
+    figures = progress.figures(step, 100.0, parallel_dims(**dims))
     return figures["progress/consumed_samples"], figures["progress/consumed_tokens"]
 
 

@@ -22,6 +22,7 @@ from primus.tracking.alerts import Alert, AlertKind
 from primus.tracking.checkpoints import CheckpointJournal
 from primus.tracking.layout import layout_tags
 from primus.tracking.plan import TrackingPlan
+from primus.tracking.run import CATCH_UP_S
 from primus.tracking.stacks import register_for_stacks
 
 log = get_logger("primus.megatron")
@@ -153,10 +154,13 @@ class MegatronTracking:
         if self.rank_figures is not None:
             self.rank_figures.close()
         self.writer, self.plan, self.rank_figures, self.checkpoints = None, None, None, None
-        stop_console_capture()  # the log is complete on disk before the run's end uploads it
-        if writer is not None and writer.run is not None:  # a tracker is on
+        run = writer.run if writer is not None else None  # None: every tracker off
+        if writer is not None and run is not None:  # the hub's thread prints the last console lines meanwhile
             writer.flush()
-            writer.run.finish(status)
+            run.flush(CATCH_UP_S, sinks=())
+        stop_console_capture()  # the log is complete on disk before the run's end uploads it
+        if run is not None:
+            run.finish(status)
 
 
 TRACKING = MegatronTracking()

@@ -2,8 +2,9 @@
 goes through on the writer rank.
 
 Every upstream ``writer.add_scalar`` (training_log, timers.write, evaluate, MoE/MTP helpers) lands here. When
-upstream's ``training_log`` returns, ``end_step`` adds the step's perf figures and hands the whole step to the
-tracking run in one ``run.log`` call (one W&B log and one MLflow batch per step, not one per metric), so every
+upstream's ``training_log`` returns, ``end_step`` reads the clock and hands the whole step to the tracking run
+as one function the hub's thread calls, which adds the perf figures and prints Primus's console line (one W&B log
+and one MLflow batch per step, not one per metric; the training thread formats nothing), so every
 enabled sink — TensorBoard, W&B, MLflow — receives every scalar whether or not TensorBoard itself is on; the
 step's "vs samples" scalars go as one more call.
 
@@ -28,6 +29,7 @@ from typing import Any, NamedTuple
 from primus.backends.megatron.training.console_line import render_console_line
 from primus.log import get_logger
 from primus.tracking import SinkName
+from primus.tracking.device_counters import DeviceCounters
 from primus.tracking.perf import IntervalAverager, StepPerf
 from primus.tracking.progress import Progress
 
@@ -81,6 +83,7 @@ class TrackingSummaryWriter:
         )
         self._progress = Progress()
         self._system_on = perf_metrics  # the perf set's memory and utilisation
+        self._device_now = DeviceCounters(self._perf.device_now)
         self._last: tuple[int, float] | None = None  # (iteration, perf_counter) at the previous log step
         self._flops_per_batch: dict[int, float] = {}  # upstream's formula depends on the batch size only
 
@@ -114,39 +117,35 @@ class TrackingSummaryWriter:
     def end_step(self, iteration: int, system: Mapping[str, float] | None = None) -> None:
         """After upstream's training_log: the step goes to the run as one function the hub's thread calls
         (``_records``): upstream's scalars of the step, "samples vs steps" and, on log steps, the progress and perf
-        figures.
+        figures and the console line, all made there.
         Here only what must be read at the step: the clock, the micro-batch count, the device's memory.
         ``system``: the memory/utilisation figures gathered over ranks this step (RankFigures), if on."""
         try:
-            moment = self._moment(iteration)
-            console = self._figures(moment) if moment is not None and self._console_on else None
-            if self.run is not None:
-                calls, self._calls = self._calls, []
-                if iteration % self._args.tensorboard_log_interval == 0:
-                    calls.append((SAMPLES_VS_STEPS, self._args.consumed_train_samples, iteration))
-                # the console line's figures are made here already: the hub's thread takes them as they are
-                figures = console if self._console_on else moment
-                if figures is not None and self._system_on and system is None:
-                    system = self._perf.device_now()  # the host's latest sample is added on the hub's thread
-                    gathered = False
-                else:
-                    gathered = system is not None
-                self.run.log_later(
-                    functools.partial(
-                        self._records, calls, iteration, figures, system if self._system_on else None, gathered
-                    ),
-                    iteration,
-                )
+            args = self._args
+            moment = None
+            if iteration % args.log_interval == 0:  # a log step: the iteration, the clock, the global batch size
+                step = self._step_functions
+                assert step is not None, "the training_log patch binds upstream's step functions before it asks"
+                batch_size = args.micro_batch_size * args.data_parallel_size * step.get_num_microbatches()
+                moment = Moment(iteration, time.perf_counter(), batch_size, args.consumed_train_samples)
+            if self.run is None:  # no hub: the console line is made here
+                if moment is not None:
+                    self._print(moment, *self._figures(moment))
+                return
+            calls, self._calls = self._calls, []
+            if iteration % args.tensorboard_log_interval == 0:
+                calls.append((SAMPLES_VS_STEPS, args.consumed_train_samples, iteration))
+            gathered = system is not None
+            if moment is not None and self._system_on and not gathered:
+                system = self._device_now()  # the host's latest sample is added on the hub's thread
+            self.run.log_later(
+                functools.partial(
+                    self._records, calls, iteration, moment, system if self._system_on else None, gathered
+                ),
+                iteration,
+            )
         except Exception as e:
             self._failure("end_step", e)
-            return
-        if console and console[0]:  # none at the first log step, which only starts the clock
-            # one write, not print's two: each write of stdout runs W&B's console hooks (megatron.core.timers
-            # imports wandb, which patches sys.stdout.write)
-            sys.stdout.write(
-                render_console_line(iteration, self._args.train_iters, {**console[0], **console[1]}) + "\n"
-            )
-            sys.stdout.flush()
 
     def before_training(self) -> None:
         """Upstream has picked its device: the utilisation's device is looked up and first sampled now, once,
@@ -159,14 +158,15 @@ class TrackingSummaryWriter:
         self,
         calls: list[tuple[str, Any, Any]],
         iteration: int = 0,
-        figures: tuple[dict[str, float], dict[str, float]] | Moment | None = None,
+        moment: Moment | None = None,
         system: Mapping[str, float] | None = None,
         gathered: bool = False,
     ) -> list[tuple[int, dict[str, Any], tuple[str, ...] | None]]:
-        """One record per step upstream wrote to, with the progress and perf ``figures`` of log step ``iteration``
-        (made, or the moment to make them from; perf with throughput on) and, the perf set on, its memory and
-        utilisation (``system``: ``gathered`` over ranks, or this device's memory read at the step, to which the
-        host's latest sample is added here); then one record per "vs samples" step, to TensorBoard only."""
+        """One record per step upstream wrote to, with the progress and perf figures of log step ``iteration``
+        made from its ``moment`` (perf with throughput on; the console line printed, if on) and, the perf set on,
+        its memory and utilisation (``system``: ``gathered`` over ranks, or this device's memory read at the step,
+        to which the host's latest sample is added here); then one record per "vs samples" step, to TensorBoard
+        only."""
         steps: dict[int, dict[str, Any]] = {}
         samples: dict[int, dict[str, Any]] = {}
         for tag, value, step in calls:
@@ -175,7 +175,9 @@ class TrackingSummaryWriter:
                 kind = self._kinds[tag] = self._kind(tag)
             if kind != _DROPPED:
                 (samples if kind == _VS_SAMPLES_TAG else steps).setdefault(int(step or 0), {})[tag] = value
-        perf, progress = self._figures(figures) if isinstance(figures, Moment) else figures or ({}, {})
+        perf, progress = self._figures(moment) if moment is not None else ({}, {})
+        if moment is not None:
+            self._print(moment, perf, progress)
         if progress:  # none off log steps
             steps.setdefault(iteration, {}).update(progress)
         if perf and self._throughput_on:  # none at the first log step, which only starts the clock
@@ -188,6 +190,18 @@ class TrackingSummaryWriter:
         return [(step, metrics, None) for step, metrics in steps.items()] + [
             (step, metrics, TENSORBOARD_ONLY) for step, metrics in samples.items()
         ]
+
+    def _print(self, moment: Moment, perf: dict[str, float], progress: dict[str, float]) -> None:
+        """The console line of a log step, with the console figures on; none at the first log step, which only
+        starts the clock. One write, not print's two: each write of stdout runs W&B's console hooks
+        (megatron.core.timers imports wandb, which patches sys.stdout.write)."""
+        if not (perf and self._console_on):
+            return
+        try:
+            sys.stdout.write(render_console_line(moment.iteration, self._args.train_iters, {**perf, **progress}) + "\n")
+            sys.stdout.flush()
+        except Exception as e:  # a closed stdout costs the line, not the step's records
+            self._failure("console", e)
 
     def _kind(self, tag: str) -> int:
         if tag.startswith(self._dropped_prefixes):
@@ -202,21 +216,6 @@ class TrackingSummaryWriter:
             )
 
     # -- perf figures --------------------------------------------------------------------
-    def _moment(self, iteration: int) -> Moment | None:
-        """At a log step (a tracker or the console on): the iteration, the clock, the global batch size and the
-        consumed samples, read at the step."""
-        if iteration % self._args.log_interval != 0 or not (self.run is not None or self._console_on):
-            return None
-        step = self._step_functions
-        assert step is not None, "the training_log patch binds upstream's step functions before it asks for figures"
-        args = self._args
-        return Moment(
-            iteration,
-            time.perf_counter(),
-            args.micro_batch_size * args.data_parallel_size * step.get_num_microbatches(),
-            args.consumed_train_samples,
-        )
-
     def _figures(self, moment: Moment) -> tuple[dict[str, float], dict[str, float]]:
         """The perf figures (when asked for) and the progress figures of log step ``moment``."""
         args = self._args
@@ -233,8 +232,8 @@ class TrackingSummaryWriter:
 
     def _interval_perf(self, moment: Moment) -> dict[str, float]:
         """The perf figures of the interval that ends at ``moment``, a log step; none at the first log step, which
-        only starts the clock (its time includes start-up). Made on the hub's thread, or on the training thread for
-        the console line: the interval's state is kept on one of them for the whole run."""
+        only starts the clock (its time includes start-up). Made on the hub's thread, or with every tracker off on the
+        training thread: the interval's state is kept on one of them for the whole run."""
         iteration, now, batch_size, _ = moment
         previous, self._last = self._last, (iteration, now)
         if previous is None or iteration <= previous[0]:

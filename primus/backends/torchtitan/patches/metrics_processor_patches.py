@@ -148,7 +148,7 @@ def _install_metrics_processor(module: ModuleType, handle: PatchHandle) -> None:
     from primus.tracking.across_ranks import RankFigures
 
     notices = get_logger("primus.torchtitan")
-    log_arguments = Arguments(module.MetricsProcessor.log, "step", "extra_metrics", method=True)
+    log_arguments = Arguments(module.MetricsProcessor.log, "step", method=True)
 
     def init(wrapped, instance, args, kwargs):
         wrapped(*args, **kwargs)  # builds the logger, then reads the device's peak
@@ -167,16 +167,13 @@ def _install_metrics_processor(module: ModuleType, handle: PatchHandle) -> None:
         logger = instance.logger
         if ranks is not None and ranks.slowest is not None and dist.get_rank() == 0:
             print(ranks.slowest, flush=True)
-        if isinstance(logger, TrackingLogger):
-            added = dict(ranks.stragglers) if ranks is not None else {}
-            step = log_arguments("step", args, kwargs)
-            if logger.progress is not None:
-                added.update(logger.progress.measure(instance, step))
-            if logger.perf is not None:  # before upstream resets its counters
-                added.update(logger.perf.measure(instance, step, None if ranks is None else ranks.system))
-            if added:
-                extra = {**(log_arguments("extra_metrics", args, kwargs) or {}), **added}
-                args, kwargs = log_arguments.replace("extra_metrics", extra, args, kwargs)
+        if isinstance(logger, TrackingLogger):  # before upstream resets its counters; added on the hub's thread
+            logger.read_step(
+                instance,
+                log_arguments("step", args, kwargs),
+                {} if ranks is None else ranks.stragglers,
+                None if ranks is None else ranks.system,
+            )
         return wrapped(*args, **kwargs)
 
     handle.wrap(module.MetricsProcessor, "__init__", init)
