@@ -148,21 +148,28 @@ def start_all_sinks(titan_run, mlflow_server, tmp_path_factory, release) -> None
 
 
 @pytest.fixture(scope="module", autouse=True)
-def one_process_runs(titan_run, titan_assets, mlflow_server, tmp_path_factory):
-    """The module's one-process runs, started two at a time before its first test reads one (each uses one core)."""
+def one_process_runs(request, titan_run, titan_assets, mlflow_server, tmp_path_factory):
+    """The one-process runs the module's selected tests read, started two at a time before the first test reads one
+    (each uses one core)."""
+    selected = [item for item in request.session.items if item.module is request.module]
     ensure_tiny_assets(titan_assets / VERSION)  # built once here, not by two runs' threads at once
-    for release in RELEASES.values():
+    read = {item.callspec.params["release"] for item in selected if "all_sinks" in item.fixturenames}
+    for release in (r for version, r in RELEASES.items() if version in read):
         start_all_sinks(titan_run, mlflow_server, tmp_path_factory, release)
-    # the same training with only the CPU patches: upstream's own TensorBoard logger, no Primus tracking
-    ONE_PROCESS_RUNS.start("upstream-alone", partial(titan_run, "upstream-alone", "--metrics.enable-tensorboard",
-                                                     launcher="primus-run", env={"PRIMUS_PATCHES": CPU_PATCHES_ONLY}))
-    # torchtitan 0.2.2 as its users run it: upstream's own debug_model.toml, `primus-run torchrun -m
-    # torchtitan.train --job.config_file ...`, every tracker and MLflow option on the command line
-    ONE_PROCESS_RUNS.start("toml-primus-run", partial(
-        titan_run, "toml-primus-run", "--metrics.enable_tensorboard", "--metrics.enable_wandb",
-        "--metrics.enable_mlflow", "--metrics.mlflow_experiment_name", "titan-toml-primus-run",
-        "--metrics.mlflow_run_name", "toml-job", "--metrics.save_tb_folder", "tb_v0_2", "--metrics.save_for_all_ranks",
-        release=V0_2, launcher="primus-run", env={"MLFLOW_TRACKING_URI": mlflow_server.uri, **WANDB_ENV}))
+    if any("upstream_alone" in item.fixturenames for item in selected):
+        # the same training with only the CPU patches: upstream's own TensorBoard logger, no Primus tracking
+        ONE_PROCESS_RUNS.start("upstream-alone", partial(
+            titan_run, "upstream-alone", "--metrics.enable-tensorboard", launcher="primus-run",
+            env={"PRIMUS_PATCHES": CPU_PATCHES_ONLY}))
+    if any("toml_under_primus_run" in item.fixturenames for item in selected):
+        # torchtitan 0.2.2 as its users run it: upstream's own debug_model.toml, `primus-run torchrun -m
+        # torchtitan.train --job.config_file ...`, every tracker and MLflow option on the command line
+        ONE_PROCESS_RUNS.start("toml-primus-run", partial(
+            titan_run, "toml-primus-run", "--metrics.enable_tensorboard", "--metrics.enable_wandb",
+            "--metrics.enable_mlflow", "--metrics.mlflow_experiment_name", "titan-toml-primus-run",
+            "--metrics.mlflow_run_name", "toml-job", "--metrics.save_tb_folder", "tb_v0_2",
+            "--metrics.save_for_all_ranks", release=V0_2, launcher="primus-run",
+            env={"MLFLOW_TRACKING_URI": mlflow_server.uri, **WANDB_ENV}))
 
 
 @pytest.fixture(scope="module")
