@@ -1,6 +1,7 @@
-"""A training with one rank made slower by a user's own ``sitecustomize`` (a test's instrument, never the
-product's): the process whose ``RANK`` is the slow rank sleeps before each call of one upstream function, wrapped
-when its module is imported. ``primus-run`` chains it after its own bootstrap, as it does any user's."""
+"""A training with one rank made slower, or held at a gate, by a user's own ``sitecustomize`` (a test's instrument,
+never the product's): the process whose ``RANK`` is the chosen rank sleeps before each call of one upstream
+function, or waits before its n-th call until the test opens the gate, wrapped when its module is imported.
+``primus-run`` chains it after its own bootstrap, as it does any user's; a plain ``torchrun`` imports it first."""
 
 from __future__ import annotations
 
@@ -9,14 +10,29 @@ from pathlib import Path
 USERS_SITECUSTOMIZE = '''
 import os
 import time
+from pathlib import Path
 
 import wrapt
 
 MODULE, _, ATTRIBUTE = os.environ["PRIMUS_TEST_SLOW_TARGET"].partition(":")
+SLEEP_S = float(os.environ.get("PRIMUS_TEST_SLOW_S", "0"))
+HOLD_AT = int(os.environ.get("PRIMUS_TEST_HOLD_AT", "0"))  # the call held at the gate; 0: none
+GATE = Path(os.environ.get("PRIMUS_TEST_GATE", "."))
+GATE_TIMEOUT_S = 300  # a test that died without opening it: the rank fails rather than hang
+calls = 0
 
 
 def slower(wrapped, instance, args, kwargs):
-    time.sleep(float(os.environ["PRIMUS_TEST_SLOW_S"]))
+    global calls
+    calls += 1
+    time.sleep(SLEEP_S)
+    if calls == HOLD_AT:
+        (GATE / "held").touch()
+        deadline = time.monotonic() + GATE_TIMEOUT_S
+        while not (GATE / "go").exists():
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the gate at call {HOLD_AT} of {ATTRIBUTE} was never opened")
+            time.sleep(0.05)
     return wrapped(*args, **kwargs)
 
 
@@ -25,11 +41,20 @@ if os.environ.get("RANK") == os.environ["PRIMUS_TEST_SLOW_RANK"]:
 '''
 
 
-def slow_rank_env(folder: Path, target: str, rank: int, seconds: float) -> dict[str, str]:
-    """The environment that makes ``rank`` sleep ``seconds`` before each call of ``target`` (``module:Attr.path``):
-    the user's ``sitecustomize``, written into ``folder``, on PYTHONPATH (primus-run puts its bootstrap first)."""
+def _users_site(folder: Path, target: str, rank: int) -> dict[str, str]:
+    """The user's ``sitecustomize``, written into ``folder``, on PYTHONPATH (primus-run puts its bootstrap first)."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "sitecustomize.py").write_text(USERS_SITECUSTOMIZE)
-    return {"PYTHONPATH": str(folder), "PRIMUS_TEST_SLOW_TARGET": target, "PRIMUS_TEST_SLOW_RANK": str(rank),
-            "PRIMUS_TEST_SLOW_S": str(seconds)}
+    return {"PYTHONPATH": str(folder), "PRIMUS_TEST_SLOW_TARGET": target, "PRIMUS_TEST_SLOW_RANK": str(rank)}
 
+
+def slow_rank_env(folder: Path, target: str, rank: int, seconds: float) -> dict[str, str]:
+    """The environment that makes ``rank`` sleep ``seconds`` before each call of ``target`` (``module:Attr.path``)."""
+    return {**_users_site(folder, target, rank), "PRIMUS_TEST_SLOW_S": str(seconds)}
+
+
+def held_rank_env(folder: Path, target: str, rank: int, call: int) -> dict[str, str]:
+    """The environment that makes ``rank`` wait before its ``call``-th call of ``target`` (1: the first) until the
+    test opens the gate: the rank touches ``folder/held`` when it starts waiting (its time: when the rank stopped
+    making progress) and goes on once ``folder/go`` exists."""
+    return {**_users_site(folder, target, rank), "PRIMUS_TEST_HOLD_AT": str(call), "PRIMUS_TEST_GATE": str(folder)}

@@ -9,16 +9,16 @@ it would include start-up)."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from support.host_reads import host_reads_env
 from support.journal_files import run_dirs_under
 from support.readers import mlflow_history, read_tb_scalars, read_wandb_history, wandb_files, wandb_run_ids
+from support.run_pool import RunPool
 from support.upstreams import releases, upstream_env
 
 from primus.tracking.goodput import NAMES as GOODPUT
@@ -186,34 +186,28 @@ RUNS |= {on_release(v): every_tracker_on(on_release(v), release=v) for v in rele
 
 
 # -- runs, shared by every module of the session ------------------------------------------------
-_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="megatron-run")  # 2 cores: two runs at a time
-_STARTED: dict[str, Future] = {}
-_LOCK = threading.Lock()
+_POOL = RunPool("megatron-run")
 
 
 def start(launcher: Callable[..., Any], mlflow_uri: str, *names: str) -> None:
     """Start these runs in the background (each once per session); ``launcher`` is ``megatron_run``."""
-    with _LOCK:
-        for name in names:
-            if name not in _STARTED:
-                run = RUNS[name]
-                env = {"WANDB_MODE": "offline", "MLFLOW_TRACKING_URI": mlflow_uri, **run.env}
-                if run.release:
-                    env |= upstream_env("megatron-core", run.release)
-                env |= host_reads_env(env)  # counts Primus's host reads of tensors (test_no_host_reads.py)
-                _STARTED[name] = _POOL.submit(launcher, name, *run.args, nproc=run.nproc, env=env)
+    for name in names:
+        run = RUNS[name]
+        env = {"WANDB_MODE": "offline", "MLFLOW_TRACKING_URI": mlflow_uri, **run.env}
+        if run.release:
+            env |= upstream_env("megatron-core", run.release)
+        env |= host_reads_env(env)  # counts Primus's host reads of tensors (test_no_host_reads.py)
+        _POOL.start(name, partial(launcher, name, *run.args, nproc=run.nproc, env=env))
 
 
 def result(launcher: Callable[..., Any], mlflow_uri: str, name: str):
     start(launcher, mlflow_uri, name)
-    return _STARTED[name].result()
+    return _POOL.result(name)
 
 
 def finished(name: str):
     """A run already started (``start``), once it has ended."""
-    with _LOCK:
-        started = _STARTED[name]
-    return started.result()
+    return _POOL.result(name)
 
 
 # -- read-back --------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 """The stall drill on real Megatron: two ranks under torchrun, ``--primus-stall-after 3``, the rank that does not
-write frozen with SIGSTOP past a log step. While it hangs, the writer waits in upstream's collective: a ``stalled``
+write frozen with SIGSTOP past a log step (held there by a user's ``sitecustomize`` until then, so the run is as
+short as the drill, however fast the steps). While it hangs, the writer waits in upstream's collective: a ``stalled``
 alert reaches a local HTTP server and the writer's stacks, saved by its delivery process, show the collective;
 after SIGCONT a ``resumed`` alert follows and the run ends FINISHED with every step once in MLflow and both tags."""
 
@@ -7,12 +8,12 @@ from __future__ import annotations
 
 import socket
 import sys
-import time
 
 import pytest
 from megatron_runs import PRETRAIN_GPT, TINY_GPT_ARGS
 from megatron_tracking_runs import toggles
 from support.launch import kill_torchrun, start, torchrun_workers, wait_or_kill
+from support.slow_rank import held_rank_env
 from support.stall_drill import assert_stalled_then_resumed
 from support.timing import wait_for
 
@@ -20,28 +21,31 @@ from primus.tracking.webhook import WEBHOOK_ENV
 
 pytestmark = pytest.mark.slow
 
-ITERATIONS = 200  # ~15 s of steps: the freeze lands mid-training however long finding the workers takes
-FREEZE_AFTER = 6  # the iteration whose line, once printed, has the non-writer rank frozen
+ITERATIONS = 8
+FREEZE_AFTER = 6  # the iteration after which the non-writer rank is held, then frozen
+FROZEN = 0  # upstream's writer is the last rank
+TRAIN_STEP = "megatron.training.training:train_step"  # called once per iteration
 # where the writer waits for the frozen rank: the gradients' all-reduce (coalesced on 0.19), or another collective
 COLLECTIVES = ("finish_grad_sync", "_coalescing_manager", "all_reduce", "all_gather", "reduce_scatter", "broadcast")
 
 
 def test_a_frozen_rank_is_told_as_a_stall_with_the_writers_stacks_then_resumed(tmp_path, mlflow_uri, mlflow_client,
                                                                                webhook_receiver):
-    log, run_dir = tmp_path / "drill.log", tmp_path / "run"
+    log, run_dir, gate = tmp_path / "drill.log", tmp_path / "run", tmp_path / "users-site"
     launcher = start([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
                       str(PRETRAIN_GPT), *TINY_GPT_ARGS, "--train-iters", str(ITERATIONS), *toggles(False, False, True),
                       "--mlflow-experiment-name", "h28-megatron-stall", "--primus-stall-after", "3",
                       "--primus-run-dir", str(run_dir)],
-                     tmp_path, log, env={"MLFLOW_TRACKING_URI": mlflow_uri, WEBHOOK_ENV: webhook_receiver.url})
+                     tmp_path, log, env={"MLFLOW_TRACKING_URI": mlflow_uri, WEBHOOK_ENV: webhook_receiver.url,
+                                         **held_rank_env(gate, TRAIN_STEP, FROZEN, FREEZE_AFTER + 1)})
     try:
-        wait_for(lambda: "iteration        1/" in log.read_text(), 180, "the first iteration")
+        wait_for(lambda: (gate / "held").exists(), 240, f"rank {FROZEN} held after iteration {FREEZE_AFTER}")
         workers = torchrun_workers(launcher.pid)
         assert sorted(workers) == [0, 1], workers
-        frozen, writer = workers[0], workers[1]  # upstream's writer is the last rank
-        wait_for(lambda: f"iteration        {FREEZE_AFTER}/" in log.read_text(), 60, f"iteration {FREEZE_AFTER}")
+        frozen, writer = workers[FROZEN], workers[1]
         frozen.suspend()
-        frozen_at = time.time()
+        frozen_at = (gate / "held").stat().st_mtime  # when it stopped stepping; it passes the gate once resumed
+        (gate / "go").touch()
         wait_for(lambda: any(b["kind"] == "stalled" for b in webhook_receiver.bodies), 90, "the stalled alert")
         [stalled] = [b for b in webhook_receiver.bodies if b["kind"] == "stalled"]
         assert stalled["time"] >= frozen_at and stalled["experiment"] == "h28-megatron-stall"

@@ -1,17 +1,17 @@
 """The stall drill on real TorchTitan: two FSDP ranks under torchrun, ``--metrics.primus-stall-after 3``, the rank
-that does not log frozen with SIGSTOP past a log step. While it hangs, the metrics rank waits in FSDP's collective:
+that does not log frozen with SIGSTOP past a log step (held there by a user's ``sitecustomize`` until then, so the run
+is as short as the drill, however fast the steps). While it hangs, the metrics rank waits in a collective:
 a ``stalled`` alert reaches a local HTTP server and that rank's stacks show the collective; after SIGCONT a
 ``resumed`` alert follows and the run ends FINISHED with every step once in MLflow and both tags."""
 
 from __future__ import annotations
 
-import re
 import socket
 import sys
-import time
 
 import pytest
 from support.launch import kill_torchrun, start, torchrun_workers, wait_or_kill
+from support.slow_rank import held_rank_env
 from support.stall_drill import assert_stalled_then_resumed
 from support.timing import wait_for
 from titan_runs import V0_3
@@ -21,13 +21,18 @@ from primus.tracking.webhook import WEBHOOK_ENV
 
 pytestmark = pytest.mark.slow
 
-STEPS = 40  # about a second a step here: the freeze at step 5 lands mid-training
-COLLECTIVES = ("all_gather", "reduce_scatter", "all_reduce", "broadcast", "_coalescing_manager")
+STEPS = 8
+FREEZE_AFTER = 5  # the step after which the rank that does not log is held, then frozen
+FROZEN = 1  # upstream logs from rank 0
+TRAIN_STEP = "torchtitan.trainer:Trainer.train_step"  # called once per step
+# where the metrics rank waits for the frozen one: held before a step, at the step's first collective (upstream's
+# token count over ranks, a functional collective: its wait_tensor); inside a step, FSDP's collectives
+COLLECTIVES = ("wait_tensor", "all_gather", "reduce_scatter", "all_reduce", "broadcast", "_coalescing_manager")
 
 
 def test_a_frozen_rank_is_told_as_a_stall_with_the_logging_ranks_stacks_then_resumed(
         tmp_path, titan_assets, mlflow_uri, mlflow_client, webhook_receiver):
-    log, dump = tmp_path / "drill.log", tmp_path / "dump"
+    log, dump, gate = tmp_path / "drill.log", tmp_path / "dump", tmp_path / "users-site"
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
                "-m", "primus.backends.torchtitan", *V0_3.model_args,
                *V0_3.cpu_args(ensure_tiny_assets(titan_assets / VERSION)), "--training.steps", str(STEPS),
@@ -35,15 +40,17 @@ def test_a_frozen_rank_is_told_as_a_stall_with_the_logging_ranks_stacks_then_res
                "--metrics.enable-mlflow", "--metrics.mlflow-experiment-name", "h28-titan-stall",
                "--metrics.primus-stall-after", "3"]
     env = {"HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", ASSETS_ENV: str(titan_assets), **V0_3.env(),
-           "MLFLOW_TRACKING_URI": mlflow_uri, WEBHOOK_ENV: webhook_receiver.url}
+           "MLFLOW_TRACKING_URI": mlflow_uri, WEBHOOK_ENV: webhook_receiver.url,
+           **held_rank_env(gate, TRAIN_STEP, FROZEN, FREEZE_AFTER + 1)}
     launcher = start(command, tmp_path, log, env)
     try:
-        wait_for(lambda: len(torchrun_workers(launcher.pid)) == 2, 120, "torchrun's two workers")
+        wait_for(lambda: (gate / "held").exists(), 360, f"rank {FROZEN} held after step {FREEZE_AFTER}")
         workers = torchrun_workers(launcher.pid)
-        metrics_rank, frozen = workers[0], workers[1]  # upstream logs from rank 0
-        wait_for(lambda: re.search(r"step:\s+5\s", log.read_text()), 240, "step 5")
+        assert sorted(workers) == [0, 1], workers
+        metrics_rank, frozen = workers[0], workers[FROZEN]
         frozen.suspend()
-        frozen_at = time.time()
+        frozen_at = (gate / "held").stat().st_mtime  # when it stopped stepping; it passes the gate once resumed
+        (gate / "go").touch()
         wait_for(lambda: any(b["kind"] == "stalled" for b in webhook_receiver.bodies), 90, "the stalled alert")
         [stalled] = [b for b in webhook_receiver.bodies if b["kind"] == "stalled"]
         assert stalled["time"] >= frozen_at and stalled["experiment"] == "h28-titan-stall"

@@ -4,10 +4,13 @@ the validation metrics upstream logs reach the trackers at their step."""
 
 from __future__ import annotations
 
+import pytest
 from support.journal_files import journal_lines, run_dirs_under
 from support.readers import read_tb_scalars
 
 from primus.backends.torchtitan.assets import VERSION, ensure_tiny_assets
+
+pytestmark = pytest.mark.slow  # a real training: not one of the fast tests `-m "not slow"` (mutation testing) runs
 
 
 def test_each_evaluation_is_journaled_as_an_expected_pause(titan_run, titan_assets):

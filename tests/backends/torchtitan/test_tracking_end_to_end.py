@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -23,8 +24,10 @@ from support.readers import (
     wandb_files,
     wandb_records,
 )
+from support.run_pool import RunPool
 from titan_runs import RELEASES, STEPS, TRACKED_ON_CPU, UPSTREAM_KEYS, V0_2
 
+from primus.backends.torchtitan.assets import VERSION, ensure_tiny_assets
 from primus.tracking.goodput import NAMES as GOODPUT
 from primus.tracking.names import is_valid_mlflow_key, mlflow_key
 from primus.tracking.progress import AT_EVERY_LOG_STEP, CONSUMED_SAMPLES, CONSUMED_TOKENS, FROM_THE_SECOND_LOG_STEP
@@ -129,23 +132,54 @@ def all_sinks_experiment(release) -> str:
     return f"titan-all-sinks-{release.version}"
 
 
-@pytest.fixture(scope="module")
-def all_sinks(titan_run, mlflow_server, tmp_path_factory, release):
+ONE_PROCESS_RUNS = RunPool("titan-run")
+
+
+def start_all_sinks(titan_run, mlflow_server, tmp_path_factory, release) -> None:
     """One process through `primus train`'s entry, the model's config (0.3: the config function, 0.2.2:
     upstream's debug_model.toml) and every tracker named in the experiment YAML."""
     exp = tmp_path_factory.mktemp("exp") / "titan_all_sinks.yaml"
     exp.write_text(ALL_SINKS_YAML.format(model=release.model_overrides, experiment=all_sinks_experiment(release),
                                          profiler=release.profiler_section))
-    return titan_run(f"all-sinks-{release.version}", release=release, model_from_experiment=True,
-                     env={"PRIMUS_CONFIG": str(exp), "MLFLOW_TRACKING_URI": mlflow_server.uri, **WANDB_ENV,
-                          **WANDB_RUN_ENV, **APPTAINER_ENV})
+    ONE_PROCESS_RUNS.start(f"all-sinks-{release.version}", partial(
+        titan_run, f"all-sinks-{release.version}", release=release, model_from_experiment=True,
+        env={"PRIMUS_CONFIG": str(exp), "MLFLOW_TRACKING_URI": mlflow_server.uri, **WANDB_ENV, **WANDB_RUN_ENV,
+             **APPTAINER_ENV}))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_process_runs(request, titan_run, titan_assets, mlflow_server, tmp_path_factory):
+    """The one-process runs the module's selected tests read, started two at a time before the first test reads one
+    (each uses one core)."""
+    selected = [item for item in request.session.items if item.module is request.module]
+    ensure_tiny_assets(titan_assets / VERSION)  # built once here, not by two runs' threads at once
+    read = {item.callspec.params["release"] for item in selected if "all_sinks" in item.fixturenames}
+    for release in (r for version, r in RELEASES.items() if version in read):
+        start_all_sinks(titan_run, mlflow_server, tmp_path_factory, release)
+    if any("upstream_alone" in item.fixturenames for item in selected):
+        # the same training with only the CPU patches: upstream's own TensorBoard logger, no Primus tracking
+        ONE_PROCESS_RUNS.start("upstream-alone", partial(
+            titan_run, "upstream-alone", "--metrics.enable-tensorboard", launcher="primus-run",
+            env={"PRIMUS_PATCHES": CPU_PATCHES_ONLY}))
+    if any("toml_under_primus_run" in item.fixturenames for item in selected):
+        # torchtitan 0.2.2 as its users run it: upstream's own debug_model.toml, `primus-run torchrun -m
+        # torchtitan.train --job.config_file ...`, every tracker and MLflow option on the command line
+        ONE_PROCESS_RUNS.start("toml-primus-run", partial(
+            titan_run, "toml-primus-run", "--metrics.enable_tensorboard", "--metrics.enable_wandb",
+            "--metrics.enable_mlflow", "--metrics.mlflow_experiment_name", "titan-toml-primus-run",
+            "--metrics.mlflow_run_name", "toml-job", "--metrics.save_tb_folder", "tb_v0_2",
+            "--metrics.save_for_all_ranks", release=V0_2, launcher="primus-run",
+            env={"MLFLOW_TRACKING_URI": mlflow_server.uri, **WANDB_ENV}))
 
 
 @pytest.fixture(scope="module")
-def upstream_alone(titan_run):
-    """The same training with only the CPU patches: upstream's own TensorBoard logger, no Primus tracking."""
-    return titan_run("upstream-alone", "--metrics.enable-tensorboard", launcher="primus-run",
-                     env={"PRIMUS_PATCHES": CPU_PATCHES_ONLY})
+def all_sinks(release):
+    return ONE_PROCESS_RUNS.result(f"all-sinks-{release.version}")
+
+
+@pytest.fixture(scope="module")
+def upstream_alone():
+    return ONE_PROCESS_RUNS.result("upstream-alone")
 
 
 def test_every_sink_gets_every_metric_at_every_step(all_sinks, release, mlflow_client):
@@ -280,14 +314,8 @@ def test_losses_are_those_of_upstream_alone(all_sinks, upstream_alone):
 
 
 @pytest.fixture(scope="module")
-def toml_under_primus_run(titan_run, mlflow_server):
-    """torchtitan 0.2.2 as its users run it: upstream's own debug_model.toml, `primus-run torchrun -m
-    torchtitan.train --job.config_file ...`, every tracker and MLflow option on the command line."""
-    return titan_run("toml-primus-run", "--metrics.enable_tensorboard", "--metrics.enable_wandb",
-                     "--metrics.enable_mlflow", "--metrics.mlflow_experiment_name", "titan-toml-primus-run",
-                     "--metrics.mlflow_run_name", "toml-job", "--metrics.save_tb_folder", "tb_v0_2",
-                     "--metrics.save_for_all_ranks", release=V0_2, launcher="primus-run",
-                     env={"MLFLOW_TRACKING_URI": mlflow_server.uri, **WANDB_ENV})
+def toml_under_primus_run():
+    return ONE_PROCESS_RUNS.result("toml-primus-run")
 
 
 @pytest.mark.parametrize("release", ["0.2.2"], indirect=True, ids=release_id)
