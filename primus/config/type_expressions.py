@@ -173,10 +173,10 @@ class _YamlTuple:
 
         return typing.Annotated[tuple[items], BeforeValidator(lambda v: tuple(v) if isinstance(v, list) else v)]
 
-    @classmethod
-    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
-        """A bare ``tuple`` (Bridge's untyped tuple fields): any items."""
-        return handler(cls.__class_getitem__((Any, ...)))
+
+# a bare ``tuple`` (Bridge's untyped tuple fields) is one of any items: spelled out before evaluation, which every
+# pydantic 2 release accepts (a schema hook on _YamlTuple needs a newer pydantic than the core's floor)
+_BARE_TUPLE = re.compile(r"\btuple\b(?!\[)")
 
 
 @functools.cache
@@ -197,7 +197,7 @@ def _adapter(expression: str) -> Any:
         "float": float,
         "bool": bool,
     }
-    tp = eval(expression, {"__builtins__": {}}, namespace)  # noqa: S307 - our own generated table, no builtins
+    tp = eval(_BARE_TUPLE.sub("tuple[Any, ...]", expression), {"__builtins__": {}}, namespace)  # noqa: S307 - our own generated table, no builtins
     return TypeAdapter(tp, config=ConfigDict(strict=True))
 
 
