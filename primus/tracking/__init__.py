@@ -1,4 +1,4 @@
-"""Tracking core (layer 3): the metrics hub, the journal, its sinks (TensorBoard, W&B, MLflow, and trackers other
+"""Tracking core (layer 3): the metrics hub, the journal, its sinks (TensorBoard, W&B, MLflow, Comet, and trackers other
 distributions add: ``plugin_sinks``; all found through ``sink_registry``), lossless delivery and the run lifecycle.
 Backend-agnostic: nothing here imports a backend or a trainer, and trackers are imported lazily by their sink, so
 importing this is cheap.
@@ -10,6 +10,7 @@ importing this is cheap.
 """
 
 from primus.tracking.config import (
+    CometConfig,
     MlflowConfig,
     TensorBoardConfig,
     TrackingConfig,
@@ -20,6 +21,7 @@ from primus.tracking.enums import RunStatus, SinkName
 from primus.tracking.run import Run, start_run
 
 __all__ = [
+    "CometConfig",
     "MlflowConfig",
     "Run",
     "RunStatus",

@@ -31,6 +31,7 @@ MLFLOW_DB_SCHEMES = ("sqlite", "postgresql", "mysql", "mssql")  # "+driver" suff
 DELIVERY_MODES = ("process", "thread")
 JOURNAL_RETENTIONS = ("keep", "delivered")
 DELIVERY_ENV = "PRIMUS_TRACKING_DELIVERY"
+COMET_DIR = "comet"  # comet_ml's offline archives, in the run directory
 DEFAULT_EXPERIMENT = "primus"  # the MLflow experiment when neither the run nor MLFLOW_EXPERIMENT_NAME names one
 _WANDB_BRANCH = re.compile(r"[^?/\s]+\?_step=\d+(\.\d+)?")  # wandb's "<run id>?_step=<step>"
 
@@ -79,6 +80,17 @@ class MlflowConfig:
 
 
 @dataclass(frozen=True)
+class CometConfig:
+    project: str | None = None  # None: COMET_PROJECT_NAME, as comet_ml reads it
+    workspace: str | None = None  # None: COMET_WORKSPACE, else the API key's default workspace
+    name: str | None = None  # the experiment's name; None: the run's name
+    tags: tuple[str, ...] = ()
+    # None: COMET_MODE ("offline": no network, an archive for `comet upload`), else online (COMET_API_KEY)
+    offline: bool | None = None
+    offline_dir: Path | None = None  # None: COMET_OFFLINE_DIRECTORY, else <run_dir>/comet
+
+
+@dataclass(frozen=True)
 class TrackingConfig:
     run_dir: Path
     experiment_name: str | None = None  # None: MLFLOW_EXPERIMENT_NAME, as MLflow's own client reads it, else "primus"
@@ -86,6 +98,7 @@ class TrackingConfig:
     tensorboard: TensorBoardConfig | None = None
     wandb: WandbConfig | None = None
     mlflow: MlflowConfig | None = None
+    comet: CometConfig | None = None
     params: Mapping[str, Any] = field(default_factory=dict)
     tags: Mapping[str, str] = field(default_factory=dict)
     exit_deadline_s: float = 30.0
@@ -155,6 +168,7 @@ class TrackingConfig:
             tensorboard=self.tensorboard and _resolve_tensorboard(self.tensorboard),
             wandb=self.wandb and _resolve_wandb(self.wandb, run_dir, run_name, env),
             mlflow=self.mlflow and _resolve_mlflow(self.mlflow, run_dir, experiment_name, run_name, env),
+            comet=self.comet and _resolve_comet(self.comet, run_dir, run_name, env),
             is_resolved=True,
         )
 
@@ -168,6 +182,14 @@ def _resolve_tensorboard(cfg: TensorBoardConfig) -> TensorBoardConfig:
     )
     _positive_int("tensorboard.queue_size", cfg.queue_size, "e.g. 1000")
     return replace(cfg, log_dir=Path(cfg.log_dir).expanduser().absolute())
+
+
+def _resolve_comet(cfg: CometConfig, run_dir: Path, run_name: str, env: Mapping[str, str]) -> CometConfig:
+    offline = cfg.offline if cfg.offline is not None else env.get("COMET_MODE", "").lower() == "offline"
+    offline_dir = cfg.offline_dir or env.get("COMET_OFFLINE_DIRECTORY") or run_dir / COMET_DIR
+    return replace(
+        cfg, name=cfg.name or run_name, offline=offline, offline_dir=Path(offline_dir).expanduser().absolute()
+    )
 
 
 def _resolve_wandb(cfg: WandbConfig, run_dir: Path, run_name: str, env: Mapping[str, str]) -> WandbConfig:

@@ -27,3 +27,4 @@ class SinkName(StrEnum):
     TENSORBOARD = "tensorboard"
     WANDB = "wandb"
     MLFLOW = "mlflow"
+    COMET = "comet"

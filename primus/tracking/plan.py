@@ -17,7 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from primus.config.schemas.tracking import SECTION, params_for, problems
-from primus.tracking.config import MlflowConfig, TensorBoardConfig, TrackingConfig, TrackingConfigError, WandbConfig
+from primus.tracking.config import (
+    CometConfig,
+    MlflowConfig,
+    TensorBoardConfig,
+    TrackingConfig,
+    TrackingConfigError,
+    WandbConfig,
+)
 from primus.tracking.credentials import has_wandb_credentials
 from primus.tracking.health import HealthSettings
 from primus.tracking.run_labels import RunLabels, run_labels
@@ -121,6 +128,7 @@ class Destinations:
     rank: int = 0
     run_name_suffix: str = ""  # after either name: one run per rank says which rank it is
     delivery_group: Path | None = None  # TrackingConfig's
+    comet: CometConfig | None = None
 
 
 def plan_run(
@@ -183,11 +191,12 @@ def plan_run(
             ),
             journal_retention=options["primus_journal_retention"],
             delivery_group=where.delivery_group,
+            comet=where.comet,
         ),
         environ,
     )
     tracing = bool({"mlflow_upload_traces", "mlflow_upload_tracelens_report"} & chosen)
-    tracked = config.tensorboard or config.wandb or config.mlflow or config.plugin_sinks
+    tracked = config.tensorboard or config.wandb or config.mlflow or config.comet or config.plugin_sinks
     return TrackingPlan(
         config if tracked else None,
         notices,

@@ -10,12 +10,13 @@ from primus.tracking.config import TrackingConfig
 from primus.tracking.meta import RunMeta
 from primus.tracking.plugin_sinks import sink_classes as plugin_sink_classes
 from primus.tracking.sink import Sink, SinkContext
+from primus.tracking.sinks.comet import CometSink
 from primus.tracking.sinks.mlflow import MlflowSink
 from primus.tracking.sinks.tensorboard import TensorBoardSink
 from primus.tracking.sinks.wandb import WandbSink
 from primus.tracking.state import RunState
 
-BUILT_IN: dict[str, type[Sink]] = {cls.name: cls for cls in (TensorBoardSink, WandbSink, MlflowSink)}
+BUILT_IN: dict[str, type[Sink]] = {cls.name: cls for cls in (TensorBoardSink, WandbSink, MlflowSink, CometSink)}
 
 
 def sink_names(cfg: TrackingConfig) -> list[str]:
@@ -24,6 +25,7 @@ def sink_names(cfg: TrackingConfig) -> list[str]:
         TensorBoardSink.name: cfg.tensorboard,
         WandbSink.name: cfg.wandb and cfg.wandb.mode != "disabled",
         MlflowSink.name: cfg.mlflow,
+        CometSink.name: cfg.comet,
     }
     return [*(name for name, on in wanted.items() if on), *(cfg.plugin_sinks or ())]
 

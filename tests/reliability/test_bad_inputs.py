@@ -239,10 +239,10 @@ LAUNCH_CASES = {  # every backend, and the environment the job would start with
                                                   "training.mixed_precision_param = 'bf16': expected one of "
                                                   "['bfloat16', 'float32'], not a valid choice"),
     "MaxText typo in a key": (MAXTEXT, ["stepz=3"], {}, "stepz: no module has this parameter; did you mean steps?"),
-    "plugin tracker not installed": (TINY, [], {"PRIMUS_SINKS": "comet,aim"},
-                                     "PRIMUS_SINKS names 'comet' but no installed distribution has an entry point "
-                                     "'comet' in group primus.sinks (installed: none): install the plugin into this "
-                                     "environment (the image's, for a container), or remove 'comet' from PRIMUS_SINKS; "
+    "plugin tracker not installed": (TINY, [], {"PRIMUS_SINKS": "neptune,aim"},
+                                     "PRIMUS_SINKS names 'neptune' but no installed distribution has an entry point "
+                                     "'neptune' in group primus.sinks (installed: none): install the plugin into this "
+                                     "environment (the image's, for a container), or remove 'neptune' from PRIMUS_SINKS; "
                                      "PRIMUS_SINKS names 'aim'"),
     "a bad override after a flag": (TINY, ["--nproc-per-node", "1", "log_interval=0"], {},
                                     "modules.pre_trainer: log_interval = '0': expected int >= 1, out of range"),
@@ -310,9 +310,9 @@ TRACKING_CASES = {
     "WANDB_INIT_TIMEOUT empty is the default, WANDB_CONSOLE empty is not": (
         dict(wandb=WandbConfig(mode="offline")), {"WANDB_INIT_TIMEOUT": "", "WANDB_CONSOLE": ""},
         "WANDB_CONSOLE='' is not valid for W&B"),
-    "plugin tracker not installed": (dict(), {"PRIMUS_SINKS": "comet"},
-                                     "PRIMUS_SINKS names 'comet' but no installed distribution has an entry point "
-                                     "'comet' in group primus.sinks (installed: none): install the plugin"),
+    "plugin tracker not installed": (dict(), {"PRIMUS_SINKS": "neptune"},
+                                     "PRIMUS_SINKS names 'neptune' but no installed distribution has an entry point "
+                                     "'neptune' in group primus.sinks (installed: none): install the plugin"),
     "built-in tracker as a plugin": (dict(), {"PRIMUS_SINKS": "wandb"},
                                      "PRIMUS_SINKS names 'wandb', which is a built-in sink: list plugin sinks only"),
     "DATABRICKS_HOST empty": (dict(mlflow=MlflowConfig(experiment_name="/Users/me/x")),

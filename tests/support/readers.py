@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import struct
+import zipfile
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -116,9 +117,15 @@ def wandb_artifacts(root: Path) -> list[dict[str, Any]]:
             if record.WhichOneof("record_type") != "artifact":
                 continue
             a = record.artifact
-            found.append({"name": a.name, "type": a.type, "metadata": json.loads(a.metadata),
-                          "aliases": sorted(a.aliases),
-                          "entries": {e.path: e.ref or e.size for e in a.manifest.contents}})
+            found.append(
+                {
+                    "name": a.name,
+                    "type": a.type,
+                    "metadata": json.loads(a.metadata),
+                    "aliases": sorted(a.aliases),
+                    "entries": {e.path: e.ref or e.size for e in a.manifest.contents},
+                }
+            )
     return found
 
 
@@ -169,3 +176,28 @@ def read_wandb_summary(root: Path) -> dict[str, Any]:
 def mlflow_history(client: Any, run_id: str, key: str) -> list[tuple[int, float]]:
     """[(step, value)] of one MLflow metric, sorted by step (duplicates kept, so tests can see them)."""
     return sorted((m.step, m.value) for m in client.get_metric_history(run_id, key))
+
+
+def comet_archive(root: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The one offline archive comet_ml wrote under ``root``: its ``experiment.json`` and ``messages.json`` (one
+    JSON message a line, ``{"type": ..., "payload": ...}``), as ``comet upload`` reads them."""
+    [path] = root.glob("*.zip")
+    with zipfile.ZipFile(path) as archive:
+        experiment = json.loads(archive.read("experiment.json"))
+        lines = archive.read("messages.json").decode().splitlines()
+    return experiment, [json.loads(line) for line in lines if line.strip()]
+
+
+def comet_metrics(messages: list[dict[str, Any]]) -> dict[str, list[tuple[int, float]]]:
+    """Each metric's (step, value) pairs, in the order they were logged."""
+    metrics: dict[str, list[tuple[int, float]]] = {}
+    for m in messages:
+        if m["type"] == "metric_msg":
+            metric = m["payload"]["metric"]
+            metrics.setdefault(metric["metricName"], []).append((metric["step"], metric["metricValue"]))
+    return metrics
+
+
+def comet_others(messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """The experiment's "other" values (its name, its tags, the end status), the last of each key."""
+    return {m["payload"]["key"]: m["payload"]["value"] for m in messages if m["type"] == "log_other"}

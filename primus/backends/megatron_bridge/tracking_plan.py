@@ -1,7 +1,9 @@
 """What a Megatron-Bridge run will track, decided on every rank before training from Bridge's own logger settings
 (``ConfigContainer.logger``), which keep their meaning: ``tensorboard_dir`` turns TensorBoard on and names its
 folder (``tensorboard_queue_size``), ``wandb_project`` W&B (``wandb_entity``, ``wandb_exp_name``, ``wandb_save_dir``),
-``mlflow_experiment`` MLflow (``mlflow_tracking_uri``). Bridge's keys that stand for Primus options (the catalogue's
+``mlflow_experiment`` MLflow (``mlflow_tracking_uri``), ``comet_project`` Comet (``comet_workspace``,
+``comet_experiment_name``, ``comet_tags``; offline by COMET_MODE=offline, its archive in ``<run_dir>/comet`` unless
+COMET_OFFLINE_DIRECTORY says where). Bridge's keys that stand for Primus options (the catalogue's
 ``upstream`` spelling: ``mlflow_experiment``, ``mlflow_run_name``, ``mlflow_tags``, ``mlflow_description``) are
 checked as those options; Primus's options Bridge has no key for come from the experiment (PRIMUS_CONFIG, as
 `primus train` and `primus-run --config` give it), else their defaults. Every tracker then runs behind the hub and
@@ -14,6 +16,7 @@ output/megatron_bridge)."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -22,7 +25,7 @@ from typing import Any
 from primus.config.environment import RUN_DIR_ENV, module_params_from_env
 from primus.config.run_directory import choose_run_dir, timestamp
 from primus.config.schemas.tracking import MEGATRON_BRIDGE, params_for, upstream_keys
-from primus.tracking import TensorBoardConfig, WandbConfig
+from primus.tracking import CometConfig, TensorBoardConfig, WandbConfig
 from primus.tracking.plan import Destinations, Notices, TrackingPlan, plan_run
 from primus.tracking.plugin_sinks import requested_sinks
 from primus.tracking.run_layout import WANDB_DIR
@@ -50,6 +53,18 @@ def _bridge_value(config: Any, dotted: str) -> Any:
     return value or None  # Bridge's unset is None or empty
 
 
+def _comet(logger: Any) -> CometConfig | None:
+    """Bridge's Comet settings (its API key stays comet_ml's COMET_API_KEY: never a config value)."""
+    if not logger.comet_project:
+        return None
+    return CometConfig(
+        project=logger.comet_project,
+        workspace=logger.comet_workspace or None,
+        name=logger.comet_experiment_name or None,
+        tags=tuple(logger.comet_tags or ()),
+    )
+
+
 def plan_tracking(
     config: Any, *, rank: int, environ: Mapping[str, str] = os.environ, options: Mapping[str, Any] | None = None
 ) -> TrackingPlan:
@@ -65,7 +80,8 @@ def plan_tracking(
         return given.get(name, DEFAULTS[name])
 
     def destinations(notices: Notices) -> Destinations | None:
-        if not (logger.tensorboard_dir or logger.wandb_project or logger.mlflow_experiment or requested_sinks(environ)):
+        wanted = (logger.tensorboard_dir, logger.wandb_project, logger.mlflow_experiment, logger.comet_project)
+        if not (any(wanted) or requested_sinks(environ)):
             return None
         run_dir = run_directory(config.checkpoint.save, environ)
         return Destinations(
@@ -83,15 +99,15 @@ def plan_tracking(
             if logger.wandb_project
             else None,
             rank=rank,
+            comet=_comet(logger),
         )
 
     notices = Notices()
-    if getattr(logger, "comet_project", None):
-        notices.warn(
-            f"logger.comet_project={logger.comet_project!r}: Comet is not one of Primus's trackers, so Bridge writes "
-            "it itself (one blocking call per metric, no journal: what a Comet outage loses is lost); to have it "
-            "tracked with the rest, install a Comet plugin sink and the comet_ml client (pip install comet_ml) and "
-            "name it in PRIMUS_SINKS, or unset logger.comet_project to turn Comet off"
+    if logger.comet_project and importlib.util.find_spec("comet_ml") is None:
+        notices.error(
+            f"logger.comet_project={logger.comet_project!r}: Comet is tracked by Primus's Comet sink, which needs "
+            "the comet_ml client, and it is not installed in this environment: pip install comet_ml, or unset "
+            "logger.comet_project to turn Comet off"
         )
     # Bridge's own URI takes the place of MLFLOW_TRACKING_URI, as it does in Bridge
     uri = {"MLFLOW_TRACKING_URI": logger.mlflow_tracking_uri} if logger.mlflow_tracking_uri else {}

@@ -2,8 +2,8 @@
 tracking.py``). An entry point of the group ``primus.patches`` (``setup.cfg``); importing this module registers
 them.
 
-* ``GlobalState.tensorboard_logger`` is the hub's writer on Bridge's writing rank, ``wandb_logger`` and
-  ``mlflow_logger`` are None: W&B and MLflow are the hub's sinks (Comet stays Bridge's own).
+* ``GlobalState.tensorboard_logger`` is the hub's writer on Bridge's writing rank, ``wandb_logger``,
+  ``mlflow_logger`` and ``comet_logger`` are None: W&B, MLflow and Comet are the hub's sinks.
 * After ``training_log`` (with the progress figures) and each ``evaluate_and_print_results`` the step goes out; ``_finish_train`` ends the run
   FINISHED (a run that dies earlier is ended by the run's exit handlers). Patched where Bridge looks them up:
   ``train.py`` and ``pretrain.py`` bind them by name at import."""
@@ -36,7 +36,7 @@ TRAIN_STATE_COUNTERS = ("step", "consumed_train_samples", "floating_point_operat
     "megatron_bridge.tracking.writers",
     "megatron.bridge.training.state",
     "GlobalState.tensorboard_logger -> the hub's writer (every scalar Bridge writes, to every "
-    "tracker); wandb_logger, mlflow_logger -> None (state.py:178-229); a failure of ours -> Bridge's own writers",
+    "tracker); wandb_logger, mlflow_logger, comet_logger -> None (state.py:178-345); a failure of ours -> Bridge's own writers",
 )
 def _install_writers(module: ModuleType, handle: PatchHandle) -> None:
     from primus.backends.megatron_bridge.tracking import TRACKING
@@ -50,7 +50,7 @@ def _install_writers(module: ModuleType, handle: PatchHandle) -> None:
         return TRACKING.writer_for(state, get_rank(), get_world_size())
 
     _guarded_property(handle, module.GlobalState, "tensorboard_logger", tensorboard_logger, TRACKING.detach)
-    for name in ("wandb_logger", "mlflow_logger"):
+    for name in ("wandb_logger", "mlflow_logger", "comet_logger"):
         _guarded_property(handle, module.GlobalState, name, lambda state: None, TRACKING.detach)
 
 

@@ -1,0 +1,82 @@
+"""Comet sink: one ``log_metrics`` per step, the run's params and tags once, its end status as an "other" value.
+
+Online, comet_ml reads its API key from COMET_API_KEY (never from us: nothing here sees or logs it). Offline
+(``CometConfig.offline``, or COMET_MODE=offline) nothing touches the network: comet_ml writes a zip archive of
+the experiment into ``offline_dir`` when it ends, which ``comet upload <zip>`` sends later. The experiment key is
+chosen once and kept in the run directory, so a resent journal goes to the same experiment."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from primus.tracking.config import resolved
+from primus.tracking.enums import SinkName
+from primus.tracking.journal import METRICS, TEXT, Record
+from primus.tracking.sink import Durability, Sink, SinkContext, SinkUnavailable
+
+STATUS_KEY = "primus/status"
+# comet_ml's automatic logging patches the process (stdout, argv, git, host figures): the delivery process is not
+# the training, and what Comet gets is the journal's records only
+_QUIET = dict(
+    log_code=False,
+    log_graph=False,
+    auto_param_logging=False,
+    auto_metric_logging=False,
+    parse_args=False,
+    auto_output_logging=None,
+    log_env_details=False,
+    log_git_metadata=False,
+    log_git_patch=False,
+    log_env_gpu=False,
+    log_env_host=False,
+    log_env_cpu=False,
+    log_env_network=False,
+    log_env_disk=False,
+    display_summary_level=0,
+)
+
+
+class CometSink(Sink):
+    name = SinkName.COMET
+    # comet_ml sends (or, offline, archives) on its own thread and only end() makes a record safe
+    durability = Durability.ON_CLOSE
+
+    def __init__(self, context: SinkContext):
+        self.context = context
+        self.cfg = resolved(context.config.comet, "comet")
+        self._experiment: Any = None
+
+    def open(self) -> str:
+        try:
+            import comet_ml
+        except ImportError as e:
+            raise SinkUnavailable(f"comet_ml is not importable ({e}): pip install comet_ml, or turn Comet off") from e
+        key = self.context.saved().get("key") or uuid.uuid4().hex
+        common = dict(project_name=self.cfg.project, workspace=self.cfg.workspace, experiment_key=key, **_QUIET)
+        if self.cfg.offline:
+            offline_dir = resolved(self.cfg.offline_dir, "comet.offline_dir")
+            offline_dir.mkdir(parents=True, exist_ok=True)
+            experiment = comet_ml.OfflineExperiment(offline_directory=str(offline_dir), **common)
+        else:
+            experiment = comet_ml.Experiment(**common)
+        experiment.set_name(self.cfg.name)
+        if self.cfg.tags:
+            experiment.add_tags(list(self.cfg.tags))
+        experiment.log_parameters(dict(self.context.params))
+        experiment.log_others(dict(self.context.tags))
+        self._experiment = experiment
+        self.context.save(key=key, offline=bool(self.cfg.offline))
+        return key
+
+    def write(self, records: Sequence[Record]) -> None:
+        for r in records:
+            if r.kind == METRICS:
+                self._experiment.log_metrics(dict(r.data), step=r.step)
+            elif r.kind == TEXT:
+                self._experiment.log_text(r.data["text"], step=r.step, metadata={"tag": r.data["tag"]})
+
+    def close(self, status: str, complete: bool) -> None:
+        self._experiment.log_other(STATUS_KEY, status)
+        self._experiment.end()
