@@ -3,6 +3,7 @@ tracker on by Bridge's own rule and named as Bridge names it, the run directory 
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import socket
 from pathlib import Path
@@ -20,7 +21,8 @@ def bridge_config(tmp_path: Path, save: str | None = None, **logger) -> SimpleNa
     """The fields of Bridge's ConfigContainer the plan reads, with LoggerConfig's defaults."""
     settings = dict(tensorboard_dir=None, tensorboard_queue_size=1000, wandb_project=None, wandb_entity=None,
                     wandb_exp_name=None, wandb_save_dir=None, mlflow_experiment=None, mlflow_run_name=None,
-                    mlflow_tracking_uri=None, mlflow_tags=None, mlflow_description=None, comet_project=None)
+                    mlflow_tracking_uri=None, mlflow_tags=None, mlflow_description=None, comet_project=None,
+                    comet_workspace=None, comet_experiment_name=None, comet_tags=None)
     settings.update(logger)
     return SimpleNamespace(logger=SimpleNamespace(**settings), checkpoint=SimpleNamespace(save=save))
 
@@ -69,11 +71,36 @@ def test_primus_run_dir_wins_and_a_bad_tracking_uri_is_refused_before_training(t
                       environ=environ(tmp_path))
 
 
-def test_comet_stays_bridges_own_and_says_so(tmp_path):
-    plan = plan_tracking(bridge_config(tmp_path, comet_project="c"), rank=0, environ=environ(tmp_path))
-    [warning] = [w for w in plan.notices.warnings if "comet_project" in w]
-    assert plan.config is None and "logger.comet_project='c'" in warning  # the option, then both fixes
-    assert "pip install comet_ml" in warning and "unset logger.comet_project" in warning
+def test_comet_without_its_client_is_refused_before_training_naming_both_fixes(tmp_path, monkeypatch):
+    monkeypatch.setattr(importlib.util, "find_spec", _without("comet_ml"))
+    with pytest.raises(TrackingPlanError) as refused:
+        plan_tracking(bridge_config(tmp_path, comet_project="c"), rank=0, environ=environ(tmp_path))
+    assert "logger.comet_project='c'" in str(refused.value)  # the option, then both fixes
+    assert "pip install comet_ml" in str(refused.value) and "unset logger.comet_project" in str(refused.value)
+
+
+def test_bridges_comet_settings_become_the_comet_sinks(tmp_path, monkeypatch):
+    monkeypatch.setattr(importlib.util, "find_spec", _with("comet_ml"))
+    logger = dict(comet_project="c", comet_workspace="w", comet_experiment_name="e", comet_tags=["t1", "t2"])
+    config = plan_tracking(bridge_config(tmp_path, **logger), rank=0, environ=environ(tmp_path)).config
+    assert (config.comet.project, config.comet.workspace, config.comet.name, config.comet.tags) == (
+        "c", "w", "e", ("t1", "t2"))
+    assert config.comet.offline is False and config.comet.offline_dir == config.run_dir / "comet"
+    assert config.tensorboard is None and config.wandb is None and config.mlflow is None
+    offline = plan_tracking(bridge_config(tmp_path, comet_project="c"), rank=0, environ=environ(
+        tmp_path, COMET_MODE="OFFLINE", COMET_OFFLINE_DIRECTORY=str(tmp_path / "archives"))).config
+    assert (offline.comet.offline, offline.comet.offline_dir) == (True, tmp_path / "archives")
+    assert offline.comet.name == offline.run_name  # Bridge requires a name; Primus's run name stands in
+
+
+def _without(name: str):
+    find_spec = importlib.util.find_spec
+    return lambda wanted, *args: None if wanted == name else find_spec(wanted, *args)
+
+
+def _with(name: str):
+    find_spec = importlib.util.find_spec
+    return lambda wanted, *args: object() if wanted == name else find_spec(wanted, *args)
 
 
 def test_bridges_config_becomes_flat_params_trackers_can_store():
