@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from primus.plugins import PluginError
-from primus.tracking import MlflowConfig, TensorBoardConfig, TrackingConfig, TrackingConfigError, WandbConfig
+from primus.tracking import CometConfig, MlflowConfig, TensorBoardConfig, TrackingConfig, TrackingConfigError, WandbConfig
 from primus.tracking.meta import RunMeta
 from primus.tracking.sink_registry import BUILT_IN, build_sinks, sink_classes, sink_names
 from primus.tracking.sinks.mlflow import MlflowSink
@@ -19,7 +19,7 @@ from primus.tracking.state import RunState
 
 def test_built_in_and_plugin_sinks_come_from_one_registry_in_delivery_order(sink_plugin):
     sink_plugin()
-    assert list(BUILT_IN) == ["tensorboard", "wandb", "mlflow"]
+    assert list(BUILT_IN) == ["tensorboard", "wandb", "mlflow", "comet"]
     classes = sink_classes(["mlflow", "demo", "tensorboard"])
     assert list(classes) == ["mlflow", "demo", "tensorboard"]
     assert classes["mlflow"] is MlflowSink and classes["tensorboard"] is TensorBoardSink
@@ -32,17 +32,19 @@ def test_every_sink_is_built_from_its_context_alone(sink_plugin, tmp_path):
     sink_plugin()
     cfg = TrackingConfig(run_dir=tmp_path / "run", experiment_name="exp", params={"lr": 0.1}, tags={"team": "x"},
                          tensorboard=TensorBoardConfig(tmp_path / "tb"), wandb=WandbConfig(mode="offline"),
-                         mlflow=MlflowConfig(tracking_uri="http://127.0.0.1:9")).resolve()
+                         mlflow=MlflowConfig(tracking_uri="http://127.0.0.1:9"),
+                         comet=CometConfig(project="p", offline=True, offline_dir=tmp_path / "cm")).resolve()
     cfg = replace(cfg, wandb=replace(cfg.wandb, run_id="abc123"))
     meta = RunMeta.build(cfg)
     cfg.run_dir.mkdir()
     state = RunState(cfg.run_dir)
     state.update("mlflow", run_id="kept")
-    assert sink_names(cfg) == ["tensorboard", "wandb", "mlflow", "demo"]
-    tensorboard, wandb, mlflow, demo = build_sinks(sink_names(cfg), cfg, meta, state)
+    assert sink_names(cfg) == ["tensorboard", "wandb", "mlflow", "comet", "demo"]
+    tensorboard, wandb, mlflow, comet, demo = build_sinks(sink_names(cfg), cfg, meta, state)
     assert tensorboard.cfg == cfg.tensorboard and mlflow.cfg == cfg.mlflow and wandb.cfg == cfg.wandb
+    assert comet.cfg == cfg.comet and comet.cfg.offline_dir == tmp_path / "cm" and comet.cfg.name == "run"
     assert wandb.run_id == "abc123" and mlflow.tracking_uri == "http://127.0.0.1:9"
-    for sink in (wandb, mlflow, demo):
+    for sink in (wandb, mlflow, comet, demo):
         context = sink.context
         assert (context.name, context.run_dir, context.run_name, context.experiment_name) == \
             (sink.name, cfg.run_dir, "run", "exp")

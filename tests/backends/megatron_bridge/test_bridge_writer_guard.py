@@ -1,4 +1,5 @@
-"""Bridge's writer properties (``GlobalState.tensorboard_logger``, ``wandb_logger``, ``mlflow_logger``) are replaced
+"""Bridge's writer properties (``GlobalState.tensorboard_logger``, ``wandb_logger``, ``mlflow_logger``,
+``comet_logger``) are replaced
 by properties, which the handle's guard does not wrap: the patch guards them itself. A failure of our writer turns
 the patch off with one loud message and gives Bridge its own writers back, so its training goes on, tracked by
 Bridge; Bridge's own errors propagate unchanged. On stand-ins for ``megatron.bridge.training.state``; the real
@@ -47,6 +48,11 @@ def state_module(train_state=TrainState):
         def mlflow_logger(self):
             raise ValueError("Please specify the mlflow_run_name for MLFlow logging!")  # Bridge's own error
 
+        @property
+        def comet_logger(self):
+            self.asked.append("comet")
+            return "bridge's comet Experiment"
+
     return types.SimpleNamespace(
         GlobalState=GlobalState, TrainState=train_state, get_rank_safe=lambda: 0, get_world_size_safe=lambda: 1
     )
@@ -65,11 +71,12 @@ def installed():
     handle.undo()
 
 
-def test_while_ours_works_bridge_gets_our_writer_and_no_wandb_or_mlflow_of_its_own(installed, monkeypatch):
+def test_while_ours_works_bridge_gets_our_writer_and_no_wandb_mlflow_or_comet_of_its_own(installed, monkeypatch):
     module, handle, failures = installed
     monkeypatch.setattr(TRACKING, "writer_for", lambda state, rank, world_size: "our writer")
     state = module.GlobalState()
-    assert (state.tensorboard_logger, state.wandb_logger, state.mlflow_logger) == ("our writer", None, None)
+    writers = (state.tensorboard_logger, state.wandb_logger, state.mlflow_logger, state.comet_logger)
+    assert writers == ("our writer", None, None, None)
     assert handle.enabled and not failures and module.GlobalState.asked == []
 
 
@@ -89,12 +96,13 @@ def test_a_failure_of_ours_hands_bridge_its_own_writers_back_with_one_loud_messa
         with pytest.raises(ValueError, match="mlflow_run_name") as raised:
             state.mlflow_logger  # noqa: B018 - Bridge's own error, unchanged
         assert state.tensorboard_logger == "bridge's SummaryWriter"
+        assert state.comet_logger == "bridge's comet Experiment"
     assert raised.value.__context__ is None  # nothing of ours chained onto Bridge's error
     assert failures == [broken] and not handle.enabled
     assert TRACKING.writer is None  # the steps Bridge logs no longer reach our run
     loud = [r for r in caplog.records if r.levelno == logging.ERROR]
     assert len(loud) == 1 and "Bridge's own writers take over" in loud[0].getMessage()
-    assert module.GlobalState.asked == ["tensorboard", "wandb", "tensorboard"]
+    assert module.GlobalState.asked == ["tensorboard", "wandb", "tensorboard", "comet"]
 
 
 def test_a_bridge_whose_train_state_lost_a_counter_fails_the_install_naming_it():
