@@ -1,7 +1,7 @@
 """Trackers that other distributions add: entry points in the group ``primus.sinks``, turned on by name with
 ``PRIMUS_SINKS=name[,name...]`` in the job's environment (the launchers pass every PRIMUS_ variable on).
 
-A plugin's distribution declares ``[project.entry-points."primus.sinks"] comet = "primus_comet:CometSink"``.
+A plugin's distribution declares ``[project.entry-points."primus.sinks"] aim = "primus_aim:AimSink"``.
 The class subclasses ``primus.tracking.sink.Sink``, its ``name`` is the entry point's name, and it is built
 with one argument, a ``SinkContext``. It reads its own settings (server, API key, project) from the
 environment, as W&B and MLflow do, and imports its tracker's client in ``open``, not at import time.

@@ -17,7 +17,16 @@ from pathlib import Path
 
 import pytest
 from support.launch import FinishedRun, start, wait_or_kill
-from support.readers import mlflow_history, read_tb_scalars, read_wandb_history, wandb_files, wandb_run_ids
+from support.readers import (
+    comet_archive,
+    comet_metrics,
+    comet_others,
+    mlflow_history,
+    read_tb_scalars,
+    read_wandb_history,
+    wandb_files,
+    wandb_run_ids,
+)
 from support.this_primus import this_primus_folder, with_this_primus
 
 from primus.tracking.progress import AT_EVERY_LOG_STEP, CONSUMED_SAMPLES, CONSUMED_TOKENS, FROM_THE_SECOND_LOG_STEP
@@ -29,7 +38,7 @@ BRIDGE_PYTHON = REPO / ".venv-bridge" / "bin" / "python"
 SCRIPT = Path(__file__).with_name("tiny_pretrain.py")
 ITERATIONS = 4
 STEPS = list(range(1, ITERATIONS + 1))  # Bridge's writers count iterations from 1
-EXPERIMENT, RUN_NAME, WANDB_PROJECT = "bridge-e2e", "tiny-bridge", "bridge-e2e"
+EXPERIMENT, RUN_NAME, WANDB_PROJECT, COMET_PROJECT = "bridge-e2e", "tiny-bridge", "bridge-e2e", "bridge-e2e"
 # What Bridge writes at every step of this run (log_interval 1, throughput, memory and level-1 timers on); the
 # timers reach the hub through megatron-core's Timers.write, as Megatron's do
 TRAIN_TAGS = frozenset({
@@ -83,7 +92,8 @@ def tracked(tmp_path_factory, mlflow_server) -> BridgeRun:
         "TINY_MLFLOW_TRACKING_URI": mlflow_server.uri, "TINY_WANDB_PROJECT": WANDB_PROJECT,
         "TINY_WANDB_EXP_NAME": RUN_NAME, "TINY_WANDB_SAVE_DIR": str(workdir / "wandb"), "WANDB_MODE": "offline",
         "WANDB_DIR": str(workdir / "wandb"), "PRIMUS_OUTPUT_ROOT": str(workdir / "primus"),
-        "PYTHONWARNINGS": "ignore", "TINY_MLFLOW_TAGS": "team=bridge,stage=e2e"}))
+        "PYTHONWARNINGS": "ignore", "TINY_MLFLOW_TAGS": "team=bridge,stage=e2e", "TINY_COMET_PROJECT": COMET_PROJECT,
+        "TINY_COMET_EXPERIMENT_NAME": RUN_NAME, "TINY_COMET_TAGS": "bridge,e2e", "COMET_MODE": "offline"}))
     code = wait_or_kill(process, TIMEOUT_S)
     run = BridgeRun(FinishedRun(code, workdir / "run.log", time.monotonic() - started), workdir)
     assert code == 0, run.finished.explain()
@@ -123,6 +133,19 @@ def test_the_mlflow_run_is_finished_and_holds_the_consoles_losses(tracked, mlflo
     assert CPU_PATCHES <= applied
     for tag in TRAIN_TAGS:
         assert [step for step, _ in mlflow_history(mlflow_client, run.info.run_id, tag)] == STEPS, tag
+
+
+def test_comet_gets_every_step_once_from_the_hub_alone_offline(tracked):
+    [archives] = (tracked.workdir / "primus").glob("*/comet")  # the run directory's: COMET_MODE=offline, no network
+    experiment, messages = comet_archive(archives)  # one archive: Bridge's own comet_ml.Experiment made none
+    assert experiment["offline_id"] == tracked.run_state()["comet"]["key"]
+    assert (experiment["project_name"], sorted(experiment["tags"])) == (COMET_PROJECT, ["bridge", "e2e"])
+    losses = comet_metrics(messages)["lm loss"]
+    console = tracked.console_losses()
+    assert [step for step, _ in losses] == STEPS
+    assert [value for _, value in losses] == pytest.approx([console[s] for s in STEPS], rel=1e-6)
+    others = comet_others(messages)
+    assert (others["Name"], others["primus/status"]) == (RUN_NAME, "FINISHED")
 
 
 def test_wandb_gets_every_step_once_from_the_hub_alone(tracked):

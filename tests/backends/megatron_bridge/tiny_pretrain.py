@@ -51,5 +51,8 @@ logger.mlflow_tags = dict(t.split("=", 1) for t in os.environ.get("TINY_MLFLOW_T
 logger.wandb_project = os.environ.get("TINY_WANDB_PROJECT")
 logger.wandb_exp_name = os.environ.get("TINY_WANDB_EXP_NAME")
 logger.wandb_save_dir = os.environ.get("TINY_WANDB_SAVE_DIR")
+logger.comet_project = os.environ.get("TINY_COMET_PROJECT")
+logger.comet_experiment_name = os.environ.get("TINY_COMET_EXPERIMENT_NAME")
+logger.comet_tags = [t for t in os.environ.get("TINY_COMET_TAGS", "").split(",") if t] or None
 
 pretrain(cfg, forward_step)
