@@ -14,21 +14,17 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from primus.config.schemas.tracking import SECTION, params_for, problems
-from primus.tracking.config import (
-    CometConfig,
-    MlflowConfig,
-    TensorBoardConfig,
-    TrackingConfig,
-    TrackingConfigError,
-    WandbConfig,
-)
+from primus.tracking.config import MlflowConfig, TensorBoardConfig, TrackingConfig, TrackingConfigError, WandbConfig
 from primus.tracking.credentials import has_wandb_credentials
 from primus.tracking.health import HealthSettings
 from primus.tracking.run_labels import RunLabels, run_labels
 from primus.tracking.run_layout import TRACES_DIR, rank_log_file
+
+if TYPE_CHECKING:  # a backend builds it; plan_run only passes it on
+    from primus.tracking.config import CometConfig
 
 PERF = "mlflow_upload_performance_metrics"
 ACROSS_RANKS = "mlflow_performance_metrics_across_ranks"

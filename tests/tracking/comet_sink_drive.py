@@ -1,5 +1,6 @@
-"""Run on .venv-bridge (the environment with comet_ml): a Comet sink, offline, fed a fake run's records, then closed.
-``python comet_sink_drive.py RUN_DIR``; test_comet_sink.py reads the archive back."""
+"""Run on .venv-bridge (the environment with comet_ml): a Comet sink fed a fake run's records, then closed.
+``python comet_sink_drive.py RUN_DIR offline|online``; test_comet_sink.py reads the archive back (offline), or the
+sink's refusal (online without an API key: exit 3, its message on stdout)."""
 
 from __future__ import annotations
 
@@ -9,28 +10,29 @@ from pathlib import Path
 from primus.tracking.config import CometConfig, TrackingConfig
 from primus.tracking.journal import METRICS, TEXT, Record
 from primus.tracking.meta import RunMeta
+from primus.tracking.sink import SinkUnavailable
 from primus.tracking.sink_registry import build_sinks, sink_names
 from primus.tracking.state import RunState
 
 STEPS = {1: 2.5, 2: 2.25, 3: 2.0}
 
 
-def main(run_dir: Path) -> None:
-    cfg = TrackingConfig(
-        run_dir=run_dir, run_name="tiny", comet=CometConfig(project="p", name="cometed", tags=("a", "b"), offline=True)
-    ).resolve({})
+def main(run_dir: Path, mode: str) -> int:
+    comet = CometConfig(project="p", name="cometed", tags=("a", "b"), offline=mode == "offline")
+    cfg = TrackingConfig(run_dir=run_dir, run_name="tiny", comet=comet).resolve({})
     records = [Record(METRICS, step, 0, {"lm loss": loss, "perf/mfu": 0.5}, end=step) for step, loss in STEPS.items()]
     records.append(Record(TEXT, 3, 0, {"tag": "note", "text": "hello"}, end=4))
-    [sink] = build_sinks(
-        sink_names(cfg),
-        cfg,
-        RunMeta(params={"lr": 0.1}, tags={"team": "x"}, run_name="tiny", experiment_name="e"),
-        RunState(run_dir),
-    )
-    print("key", sink.open())
+    meta = RunMeta(params={"lr": 0.1}, tags={"team": "x"}, run_name="tiny", experiment_name="e")
+    [sink] = build_sinks(sink_names(cfg), cfg, meta, RunState(run_dir))
+    try:
+        print("key", sink.open())
+    except SinkUnavailable as refused:
+        print(refused)
+        return 3
     sink.write(records)
     sink.close("FINISHED", True)
+    return 0
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]))
+    sys.exit(main(Path(sys.argv[1]), sys.argv[2]))

@@ -17,13 +17,20 @@ BRIDGE_PYTHON = REPO / ".venv-bridge" / "bin" / "python"
 DRIVE = Path(__file__).with_name("comet_sink_drive.py")
 
 
-@pytest.fixture(scope="module")
-def archived(tmp_path_factory) -> Path:
+def drive(tmp_path_factory, mode: str) -> tuple[Path, subprocess.CompletedProcess]:
+    """The sink on .venv-bridge, in a home of its own (no ~/.comet.config) and without COMET_* variables."""
     if not BRIDGE_PYTHON.exists():
         pytest.skip(f"{BRIDGE_PYTHON} is missing: scripts/setup-bridge-venv.sh builds it (with comet_ml)")
-    run_dir = tmp_path_factory.mktemp("comet-run")
-    env = with_this_primus(this_primus_folder(tmp_path_factory.mktemp("primus")), {"PATH": "/usr/bin:/bin"})
-    done = subprocess.run([BRIDGE_PYTHON, DRIVE, run_dir], env=env, capture_output=True, text=True, timeout=120)
+    run_dir, home = tmp_path_factory.mktemp("comet-run"), tmp_path_factory.mktemp("home")
+    primus = this_primus_folder(tmp_path_factory.mktemp("primus"))
+    env = with_this_primus(primus, {"PATH": "/usr/bin:/bin", "HOME": str(home)})
+    done = subprocess.run([BRIDGE_PYTHON, DRIVE, run_dir, mode], env=env, capture_output=True, text=True, timeout=120)
+    return run_dir, done
+
+
+@pytest.fixture(scope="module")
+def archived(tmp_path_factory) -> Path:
+    run_dir, done = drive(tmp_path_factory, "offline")
     assert done.returncode == 0, done.stderr[-3000:]
     return run_dir
 
@@ -48,3 +55,10 @@ def test_the_experiment_key_is_kept_for_a_restart(archived):
     experiment, _ = comet_archive(archived / "comet")
     key = json.loads((archived / "run.json").read_text())["comet"]["key"]
     assert experiment["offline_id"] == key and (archived / "comet" / f"{key}.zip").exists()
+
+
+def test_online_without_an_api_key_is_refused_once_naming_the_fixes(tmp_path_factory):
+    run_dir, done = drive(tmp_path_factory, "online")
+    assert done.returncode == 3, done.stderr[-3000:]  # SinkUnavailable: the worker stops the sink, no retries
+    assert "export COMET_API_KEY" in done.stdout and "COMET_MODE=offline" in done.stdout
+    assert not (run_dir / "comet").exists()

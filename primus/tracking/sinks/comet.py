@@ -39,14 +39,15 @@ _QUIET = dict(
 
 
 class CometSink(Sink):
+    """comet_ml sends (offline: archives) on a thread of its own, and only ``end()`` makes a record safe."""
+
     name = SinkName.COMET
-    # comet_ml sends (or, offline, archives) on its own thread and only end() makes a record safe
     durability = Durability.ON_CLOSE
 
     def __init__(self, context: SinkContext):
-        self.context = context
-        self.cfg = resolved(context.config.comet, "comet")
         self._experiment: Any = None
+        self.cfg = resolved(context.config.comet, "comet")
+        self.context = context
 
     def open(self) -> str:
         try:
@@ -60,6 +61,7 @@ class CometSink(Sink):
             offline_dir.mkdir(parents=True, exist_ok=True)
             experiment = comet_ml.OfflineExperiment(offline_directory=str(offline_dir), **common)
         else:
+            _require_api_key()
             experiment = comet_ml.Experiment(**common)
         experiment.set_name(self.cfg.name)
         if self.cfg.tags:
@@ -80,3 +82,15 @@ class CometSink(Sink):
     def close(self, status: str, complete: bool) -> None:
         self._experiment.log_other(STATUS_KEY, status)
         self._experiment.end()
+
+
+def _require_api_key() -> None:
+    """A missing key said once, where retrying cannot help (comet_ml's own ValueError would be retried on and on).
+    The key is looked up as comet_ml does (COMET_API_KEY, its config files) and never kept."""
+    from comet_ml.config import get_api_key, get_config
+
+    if get_api_key(None, get_config()) is None:
+        raise SinkUnavailable(
+            "Comet online needs an API key: export COMET_API_KEY (or put it in ~/.comet.config), or set "
+            "COMET_MODE=offline to write an archive into the run directory for `comet upload`"
+        )
