@@ -109,6 +109,11 @@ def plan_tracking(
             "the comet_ml client, and it is not installed in this environment: pip install comet_ml, or unset "
             "logger.comet_project to turn Comet off"
         )
+    if logger.comet_project and getattr(logger, "comet_api_key", None) and "COMET_API_KEY" not in environ:
+        notices.warn(  # the key itself stays out of every message, setting and process argument
+            "logger.comet_api_key is not passed on: Primus's Comet sink reads the key as comet_ml does; export "
+            "COMET_API_KEY (or put it in ~/.comet.config) instead, or COMET_MODE=offline to archive the run"
+        )
     # Bridge's own URI takes the place of MLFLOW_TRACKING_URI, as it does in Bridge
     uri = {"MLFLOW_TRACKING_URI": logger.mlflow_tracking_uri} if logger.mlflow_tracking_uri else {}
     return plan_run(

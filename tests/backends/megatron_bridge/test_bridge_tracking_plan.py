@@ -22,7 +22,7 @@ def bridge_config(tmp_path: Path, save: str | None = None, **logger) -> SimpleNa
     settings = dict(tensorboard_dir=None, tensorboard_queue_size=1000, wandb_project=None, wandb_entity=None,
                     wandb_exp_name=None, wandb_save_dir=None, mlflow_experiment=None, mlflow_run_name=None,
                     mlflow_tracking_uri=None, mlflow_tags=None, mlflow_description=None, comet_project=None,
-                    comet_workspace=None, comet_experiment_name=None, comet_tags=None)
+                    comet_workspace=None, comet_experiment_name=None, comet_tags=None, comet_api_key=None)
     settings.update(logger)
     return SimpleNamespace(logger=SimpleNamespace(**settings), checkpoint=SimpleNamespace(save=save))
 
@@ -91,6 +91,10 @@ def test_bridges_comet_settings_become_the_comet_sinks(tmp_path, monkeypatch):
         tmp_path, COMET_MODE="OFFLINE", COMET_OFFLINE_DIRECTORY=str(tmp_path / "archives"))).config
     assert (offline.comet.offline, offline.comet.offline_dir) == (True, tmp_path / "archives")
     assert offline.comet.name == offline.run_name  # Bridge requires a name; Primus's run name stands in
+    keyed = plan_tracking(bridge_config(tmp_path, comet_project="c", comet_api_key="s3cr3t-k3y"), rank=0,
+                          environ=environ(tmp_path))
+    [warning] = [w for w in keyed.notices.warnings if "comet_api_key" in w]
+    assert "export COMET_API_KEY" in warning and "s3cr3t" not in warning + repr(keyed.config)
 
 
 def _without(name: str):
