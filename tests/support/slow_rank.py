@@ -5,6 +5,7 @@ function, or waits before its n-th call until the test opens the gate, wrapped w
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 USERS_SITECUSTOMIZE = '''
@@ -18,7 +19,6 @@ MODULE, _, ATTRIBUTE = os.environ["PRIMUS_TEST_SLOW_TARGET"].partition(":")
 SLEEP_S = float(os.environ.get("PRIMUS_TEST_SLOW_S", "0"))
 HOLD_AT = int(os.environ.get("PRIMUS_TEST_HOLD_AT", "0"))  # the call held at the gate; 0: none
 GATE = Path(os.environ.get("PRIMUS_TEST_GATE", "."))
-GATE_TIMEOUT_S = 300  # a test that died without opening it: the rank fails rather than hang
 calls = 0
 
 
@@ -28,11 +28,10 @@ def slower(wrapped, instance, args, kwargs):
     time.sleep(SLEEP_S)
     if calls == HOLD_AT:
         (GATE / "held").touch()
-        deadline = time.monotonic() + GATE_TIMEOUT_S
-        while not (GATE / "go").exists():
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"the gate at call {HOLD_AT} of {ATTRIBUTE} was never opened")
-            time.sleep(0.05)
+        # the gate is a FIFO: opening it blocks in the kernel, no Python running, until the test opens the other end
+        # (a test that dies first kills the ranks: kill_torchrun)
+        with open(GATE / "go", "rb") as gate:
+            gate.read()
     return wrapped(*args, **kwargs)
 
 
@@ -55,6 +54,13 @@ def slow_rank_env(folder: Path, target: str, rank: int, seconds: float) -> dict[
 
 def held_rank_env(folder: Path, target: str, rank: int, call: int) -> dict[str, str]:
     """The environment that makes ``rank`` wait before its ``call``-th call of ``target`` (1: the first) until the
-    test opens the gate: the rank touches ``folder/held`` when it starts waiting (its time: when the rank stopped
-    making progress) and goes on once ``folder/go`` exists."""
-    return {**_users_site(folder, target, rank), "PRIMUS_TEST_HOLD_AT": str(call), "PRIMUS_TEST_GATE": str(folder)}
+    test opens the gate (``open_gate``): the rank touches ``folder/held`` when it starts waiting (its time: when the
+    rank stopped making progress) and waits blocked in the kernel, so its frames stay still while it waits."""
+    env = {**_users_site(folder, target, rank), "PRIMUS_TEST_HOLD_AT": str(call), "PRIMUS_TEST_GATE": str(folder)}
+    os.mkfifo(folder / "go")
+    return env
+
+
+def open_gate(folder: Path) -> None:
+    """Let the held rank go on: open the FIFO's other end (the rank is waiting on it, so this does not block)."""
+    os.close(os.open(folder / "go", os.O_WRONLY | os.O_NONBLOCK))

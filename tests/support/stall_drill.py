@@ -3,7 +3,23 @@ then ``resumed``, the console said both, and the MLflow run is FINISHED with eve
 
 from __future__ import annotations
 
+import socket
+from pathlib import Path
+
 from support.readers import mlflow_history
+from support.slow_rank import open_gate
+from support.timing import wait_for
+
+
+def resume_then_open_the_gate(frozen, gate: Path, stacks_root: Path) -> None:
+    """SIGCONT the frozen rank, wait until it has written the stacks the stall asked it for (its signal waited while
+    it was stopped), then let it go on. The order matters: faulthandler reads every thread's frames without the GIL,
+    so a thread running Python meanwhile can crash the rank (a SIGSEGV, seen when the gate was a polling loop)."""
+    frozen.resume()
+    wait_for(lambda: any("Thread 0x" in p.read_text()
+                         for p in stacks_root.rglob(f"stacks/{socket.gethostname()}-{frozen.pid}.txt")),
+             60, f"the frozen rank's (pid {frozen.pid}) stacks after SIGCONT")
+    open_gate(gate)
 
 
 def assert_stalled_then_resumed(webhook_bodies, console: str, mlflow_client, experiment: str, loss: str,

@@ -14,7 +14,7 @@ from megatron_runs import PRETRAIN_GPT, TINY_GPT_ARGS
 from megatron_tracking_runs import toggles
 from support.launch import kill_torchrun, start, torchrun_workers, wait_or_kill
 from support.slow_rank import held_rank_env
-from support.stall_drill import assert_stalled_then_resumed
+from support.stall_drill import assert_stalled_then_resumed, resume_then_open_the_gate
 from support.timing import wait_for
 
 from primus.tracking.webhook import WEBHOOK_ENV
@@ -44,8 +44,7 @@ def test_a_frozen_rank_is_told_as_a_stall_with_the_writers_stacks_then_resumed(t
         assert sorted(workers) == [0, 1], workers
         frozen, writer = workers[FROZEN], workers[1]
         frozen.suspend()
-        frozen_at = (gate / "held").stat().st_mtime  # when it stopped stepping; it passes the gate once resumed
-        (gate / "go").touch()
+        frozen_at = (gate / "held").stat().st_mtime  # when it stopped stepping
         wait_for(lambda: any(b["kind"] == "stalled" for b in webhook_receiver.bodies), 90, "the stalled alert")
         [stalled] = [b for b in webhook_receiver.bodies if b["kind"] == "stalled"]
         assert stalled["time"] >= frozen_at and stalled["experiment"] == "h28-megatron-stall"
@@ -54,7 +53,7 @@ def test_a_frozen_rank_is_told_as_a_stall_with_the_writers_stacks_then_resumed(t
         wait_for(lambda: writer_stacks.exists() and any(f"in {c}" in writer_stacks.read_text() for c in COLLECTIVES),
                  60, "the writer's stacks in a collective")
         assert "megatron/training/training.py" in writer_stacks.read_text()
-        frozen.resume()
+        resume_then_open_the_gate(frozen, gate, run_dir)
         returncode = wait_or_kill(launcher, 240)
     finally:
         kill_torchrun(launcher)

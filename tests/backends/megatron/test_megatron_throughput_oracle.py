@@ -24,9 +24,10 @@ _CONSUMED = re.compile(r"iteration\s+(\d+)/\s*\d+ \| consumed samples:\s+(\d+)")
 EXACT = 1e-5  # both sides from float32 TensorBoard scalars
 # Upstream's timer and Primus's clock read the time at different points of the same loop, and upstream's waits
 # at a barrier with the other rank: an interval is longer on one side by what ran (or waited) between those
-# points — 38 % on a loaded 2-core box with two ranks. Same order only: a wrong unit is off by 1000x.
+# points — 38 % on a loaded 2-core box with two ranks, 2.3x once (a fresh-clone CI beside other jobs). Same order
+# only, within 10x: a wrong unit is off by 1000x.
 def same_order(ours: float, upstream: float) -> bool:
-    return 0.5 < ours / upstream < 2
+    return 0.1 < ours / upstream < 10
 
 
 def figures(run) -> dict[str, dict[int, float]]:

@@ -12,7 +12,7 @@ import sys
 import pytest
 from support.launch import kill_torchrun, start, torchrun_workers, wait_or_kill
 from support.slow_rank import held_rank_env
-from support.stall_drill import assert_stalled_then_resumed
+from support.stall_drill import assert_stalled_then_resumed, resume_then_open_the_gate
 from support.timing import wait_for
 from titan_runs import V0_3
 
@@ -49,8 +49,7 @@ def test_a_frozen_rank_is_told_as_a_stall_with_the_logging_ranks_stacks_then_res
         assert sorted(workers) == [0, 1], workers
         metrics_rank, frozen = workers[0], workers[FROZEN]
         frozen.suspend()
-        frozen_at = (gate / "held").stat().st_mtime  # when it stopped stepping; it passes the gate once resumed
-        (gate / "go").touch()
+        frozen_at = (gate / "held").stat().st_mtime  # when it stopped stepping
         wait_for(lambda: any(b["kind"] == "stalled" for b in webhook_receiver.bodies), 90, "the stalled alert")
         [stalled] = [b for b in webhook_receiver.bodies if b["kind"] == "stalled"]
         assert stalled["time"] >= frozen_at and stalled["experiment"] == "h28-titan-stall"
@@ -58,7 +57,7 @@ def test_a_frozen_rank_is_told_as_a_stall_with_the_logging_ranks_stacks_then_res
         wait_for(lambda: any(any(f"in {c}" in p.read_text() for c in COLLECTIVES)
                              for p in dump.rglob(f"stacks/{socket.gethostname()}-{metrics_rank.pid}.txt")),
                  60, "the metrics rank's stacks in a collective")
-        frozen.resume()
+        resume_then_open_the_gate(frozen, gate, dump)
         returncode = wait_or_kill(launcher, 300)
     finally:
         kill_torchrun(launcher)
