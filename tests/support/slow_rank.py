@@ -5,7 +5,9 @@ function, or waits before its n-th call until the test opens the gate, wrapped w
 
 from __future__ import annotations
 
+import errno
 import os
+import time
 from pathlib import Path
 
 USERS_SITECUSTOMIZE = '''
@@ -61,6 +63,15 @@ def held_rank_env(folder: Path, target: str, rank: int, call: int) -> dict[str, 
     return env
 
 
-def open_gate(folder: Path) -> None:
-    """Let the held rank go on: open the FIFO's other end (the rank is waiting on it, so this does not block)."""
-    os.close(os.open(folder / "go", os.O_WRONLY | os.O_NONBLOCK))
+def open_gate(folder: Path, timeout_s: float = 60) -> None:
+    """Let the held rank go on: open the FIFO's other end. Without a reader that fails (ENXIO): a signal can take the
+    rank out of its open() for a moment (the stall's stacks signal does, after SIGCONT) before Python retries it."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            os.close(os.open(folder / "go", os.O_WRONLY | os.O_NONBLOCK))
+            return
+        except OSError as e:
+            if e.errno != errno.ENXIO or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
