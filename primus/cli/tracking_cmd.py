@@ -1,6 +1,9 @@
 """`primus tracking sync RUN_DIR`: deliver to MLflow (and W&B, and plugin sinks) what a run's journal holds
 and its trackers did not receive (a server that was down, an exit deadline that ran out), then set the
-run's final status. A progress line per tracker (records and bytes sent) goes to stderr every few seconds."""
+run's final status. A progress line per tracker (records and bytes sent) goes to stderr every few seconds.
+
+`primus tracking stacks RUN_DIR`: have every live rank of this node that registered in the run write every
+thread's Python stack to RUN_DIR/stacks/ now (as a stall does), e.g. to see where a slow job spends its time."""
 
 from __future__ import annotations
 
@@ -11,7 +14,9 @@ from primus.redaction import redact_text
 
 
 def add_parser(subparsers) -> None:
-    parser = subparsers.add_parser("tracking", help="tracking maintenance (sync a run's journal)", description=__doc__)
+    parser = subparsers.add_parser(
+        "tracking", help="tracking maintenance (sync a run's journal, save its ranks' stacks)", description=__doc__
+    )
     sub = parser.add_subparsers(dest="tracking_command", required=True)
     sync = sub.add_parser("sync", help="replay a run's journal into its MLflow and W&B runs", description=__doc__)
     sync.add_argument(
@@ -30,6 +35,9 @@ def add_parser(subparsers) -> None:
         "e.g. --tracking-uri http://127.0.0.1:5000",
     )
     sync.set_defaults(func=run_sync)
+    stacks = sub.add_parser("stacks", help="save the stacks of a run's live ranks on this node", description=__doc__)
+    stacks.add_argument("run_dir", help="the run directory, e.g. output/tiny_cpu/20261129-172708")
+    stacks.set_defaults(func=run_stacks)
 
 
 def run_sync(args: argparse.Namespace) -> int:
@@ -49,6 +57,23 @@ def run_sync(args: argparse.Namespace) -> int:
     if report.wandb_offline_dir:
         print(f"W&B logged this run offline; upload it with: wandb sync {report.wandb_offline_dir}")
     return 0 if report.ok else 1
+
+
+def run_stacks(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from primus.tracking.run_layout import STACKS_DIR
+    from primus.tracking.stacks import dump_stacks
+
+    asked = dump_stacks(Path(args.run_dir), "asked by hand (primus tracking stacks)")
+    if not asked:
+        print(f"primus tracking stacks: no live rank of this node is registered in {args.run_dir}", file=sys.stderr)
+        return 1
+    print(
+        f"asked {len(asked)} rank(s) (pids {', '.join(map(str, asked))}); their stacks are appended to "
+        f"{Path(args.run_dir) / STACKS_DIR}/"
+    )
+    return 0
 
 
 def _progress_line(progress) -> None:

@@ -27,6 +27,17 @@ def node_dir() -> Path:
     return Path(tempfile.gettempdir()) / f"primus-delivery-{os.getuid()}"
 
 
+def private_node_dir() -> Path:
+    """``node_dir()``, made when missing; raises PermissionError when it is not this user's alone: another user's
+    process could reach what is put there (a run's pipes, a rank's stacks FIFO)."""
+    folder = node_dir()
+    folder.mkdir(mode=0o700, exist_ok=True)
+    owner = folder.stat()
+    if owner.st_uid != os.getuid() or owner.st_mode & 0o077:
+        raise PermissionError(f"{folder} is not this user's private folder")
+    return folder
+
+
 def node_address(group: Path) -> tuple[Path, Path]:
     """The socket and the start lock of the delivery process shared by the runs under ``group`` on this node
     (hashed: a unix socket's path is limited to 107 bytes)."""
@@ -38,11 +49,7 @@ def attach(group: Path, fds: Sequence[int], env: Mapping[str, str]) -> None:
     """Hand one run's descriptors to the delivery process of ``group`` on this node, first starting it when
     none listens. Never waits for that process to start or to accept; raises OSError when it cannot hand them
     (the caller then starts a private one: nothing was handed)."""
-    folder = node_dir()
-    folder.mkdir(mode=0o700, exist_ok=True)
-    owner = folder.stat()
-    if owner.st_uid != os.getuid() or owner.st_mode & 0o077:  # another user's process would get the run's pipes
-        raise PermissionError(f"{folder} is not this user's private folder")
+    private_node_dir()
     path, lock_path = node_address(group)
     with open(lock_path, "a") as lock, socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         # Held while connecting and while starting: one process per job and node, and one that is leaving (it

@@ -65,7 +65,7 @@ def held_rank_env(folder: Path, target: str, rank: int, call: int) -> dict[str, 
 
 def open_gate(folder: Path, timeout_s: float = 60) -> None:
     """Let the held rank go on: open the FIFO's other end. Without a reader that fails (ENXIO): a signal can take the
-    rank out of its open() for a moment (the stall's stacks signal does, after SIGCONT) before Python retries it."""
+    rank out of its open() for a moment (SIGCONT after the drill's SIGSTOP does) before the kernel restarts it."""
     deadline = time.monotonic() + timeout_s
     while True:
         try:

@@ -12,9 +12,8 @@ from support.timing import wait_for
 
 
 def resume_then_open_the_gate(frozen, gate: Path, stacks_root: Path) -> None:
-    """SIGCONT the frozen rank, wait until it has written the stacks the stall asked it for (its signal waited while
-    it was stopped), then let it go on. The order matters: faulthandler reads every thread's frames without the GIL,
-    so a thread running Python meanwhile can crash the rank (a SIGSEGV, seen when the gate was a polling loop)."""
+    """SIGCONT the frozen rank, wait until it has written the stacks the stall asked it for (the ask waited in its
+    FIFO while it was stopped), then let it go on: the stacks show where it was held, not where it went next."""
     frozen.resume()
     wait_for(lambda: any("Thread 0x" in p.read_text()
                          for p in stacks_root.rglob(f"stacks/{socket.gethostname()}-{frozen.pid}.txt")),

@@ -1,5 +1,6 @@
 """Stacks of a hung rank: a real process blocked in C (a read with no writer; a gloo collective a peer never
-joins) has every thread's Python stack written to the run's stacks/ when the delivery side asks."""
+joins), stopped, or busy in Python in every thread has every thread's Python stack written to the run's stacks/ when
+the delivery side asks, and goes on unharmed."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from pathlib import Path
 import pytest
 from support.timing import wait_for
 
-from primus.tracking.stacks import STACK_SIGNAL, dump_stacks, register_for_stacks, release_stacks
+from primus.tracking import node_delivery
+from primus.tracking.stacks import dump_stacks, register_for_stacks, release_stacks
 
 BLOCKED_IN_READ = textwrap.dedent(
     """
@@ -93,7 +95,7 @@ def test_a_process_blocked_in_a_c_call_has_every_threads_stack_saved(tmp_path):
         stop(proc)
 
 
-def test_an_ended_process_or_a_reused_pid_is_not_signalled(tmp_path):
+def test_an_ended_process_or_a_reused_pid_is_not_asked(tmp_path):
     proc = start(tmp_path, BLOCKED_IN_READ)
     stop(proc)
     assert dump_stacks(tmp_path, "stalled") == []
@@ -102,13 +104,62 @@ def test_an_ended_process_or_a_reused_pid_is_not_signalled(tmp_path):
     assert dump_stacks(tmp_path, "stalled") == []
 
 
-def test_a_program_with_its_own_handler_keeps_it(tmp_path):
-    previous = signal.signal(STACK_SIGNAL, lambda *_: None)
+BUSY_IN_PYTHON = textwrap.dedent(
+    """
+    import signal, sys, threading
+    from primus.tracking.stacks import register_for_stacks
+
+    signal.signal(signal.SIGUSR2, lambda *_: print("own handler", flush=True))  # the program's, left alone
+    register_for_stacks(__import__("pathlib").Path(sys.argv[1]))
+
+    def spin_in_python():
+        while True:
+            sum(range(100))
+
+    for _ in range(3):
+        threading.Thread(target=spin_in_python, daemon=True).start()
+    print("ready", flush=True)
+    spin_in_python()
+    """
+)
+
+
+def test_threads_running_python_while_their_stacks_are_taken_go_on_unharmed(tmp_path):
+    """The stacks of a rank whose threads all run Python (a signal handler reading frames meanwhile crashed ranks
+    with SIGSEGV): asked many times, it answers each time and lives; a program's own SIGUSR2 handler is untouched."""
+    proc = start(tmp_path, BUSY_IN_PYTHON)
     try:
-        assert register_for_stacks(tmp_path) is None
-        assert not (tmp_path / "stacks").exists()
+        [path] = (tmp_path / "stacks").glob("*.txt")
+        for ask in range(1, 21):
+            assert dump_stacks(tmp_path, f"ask {ask}") == [proc.pid]
+            wait_for(lambda: path.read_text().count("spin_in_python") >= 4 * ask, 30, f"the stacks of ask {ask}")
+        assert proc.poll() is None
+        proc.send_signal(signal.SIGUSR2)
+        assert proc.stdout.readline().strip() == "own handler"
     finally:
-        signal.signal(STACK_SIGNAL, previous)
+        stop(proc)
+
+
+def test_a_stopped_process_writes_its_stacks_once_it_goes_on(tmp_path):
+    proc = start(tmp_path, BLOCKED_IN_READ)
+    try:
+        time.sleep(0.3)  # into the read
+        proc.send_signal(signal.SIGSTOP)
+        assert dump_stacks(tmp_path, "stalled") == [proc.pid]  # the ask waits in the FIFO
+        [path] = (tmp_path / "stacks").glob("*.txt")
+        proc.send_signal(signal.SIGCONT)
+        wait_for_text(path, "wait_in_c")
+    finally:
+        stop(proc)
+
+
+def test_without_a_private_node_folder_there_are_no_stacks_and_a_warning(tmp_path, monkeypatch, primus_caplog):
+    (tmp_path / "shared").mkdir(mode=0o777)
+    (tmp_path / "shared").chmod(0o777)
+    monkeypatch.setattr(node_delivery, "node_dir", lambda: tmp_path / "shared")
+    assert register_for_stacks(tmp_path / "run") is None
+    assert not (tmp_path / "run").exists() and not list((tmp_path / "shared").iterdir())
+    assert "no stacks on a stall for this process" in primus_caplog.text
 
 
 @pytest.mark.slow
@@ -142,3 +193,19 @@ def test_a_file_without_stacks_is_removed_at_the_end_and_one_with_stacks_kept(tm
     wait_for_text(path, "test_a_file_without_stacks_is_removed")
     release_stacks(path)
     assert path.is_file()
+
+
+def test_the_stacks_can_be_asked_for_by_hand(tmp_path):
+    proc = start(tmp_path, BLOCKED_IN_READ)
+    try:
+        told = subprocess.run([sys.executable, "-m", "primus.cli.main", "tracking", "stacks", str(tmp_path)],
+                              capture_output=True, text=True, timeout=120)
+        assert told.returncode == 0, told.stderr
+        assert f"asked 1 rank(s) (pids {proc.pid})" in told.stdout
+        [path] = (tmp_path / "stacks").glob("*.txt")
+        assert "asked by hand (primus tracking stacks)" in wait_for_text(path, "wait_in_c")
+    finally:
+        stop(proc)
+    told = subprocess.run([sys.executable, "-m", "primus.cli.main", "tracking", "stacks", str(tmp_path)],
+                          capture_output=True, text=True, timeout=120)
+    assert told.returncode == 1 and "no live rank of this node is registered in" in told.stderr
