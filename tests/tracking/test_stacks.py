@@ -132,7 +132,7 @@ def test_threads_running_python_while_their_stacks_are_taken_go_on_unharmed(tmp_
         [path] = (tmp_path / "stacks").glob("*.txt")
         for ask in range(1, 21):
             assert dump_stacks(tmp_path, f"ask {ask}") == [proc.pid]
-            wait_for(lambda: path.read_text().count("spin_in_python") >= 4 * ask, 30, f"the stacks of ask {ask}")
+            wait_for(lambda n=4 * ask: path.read_text().count("spin_in_python") >= n, 30, f"the stacks of ask {ask}")
         assert proc.poll() is None
         proc.send_signal(signal.SIGUSR2)
         assert proc.stdout.readline().strip() == "own handler"
