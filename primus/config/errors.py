@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from primus.errors import SettingsError
 
-class ConfigError(ValueError):
+
+class ConfigError(SettingsError):
     """A config that cannot be used. ``problems`` holds one line per problem (key, value, fix)."""
 
     def __init__(self, problems: list[str]) -> None:

@@ -1,7 +1,8 @@
 """What a patch's ``install(module, handle)`` changes upstream through. wrapt wraps and unwraps (a wrapper
 a later one covers is spliced out on undo); the handle adds the guard (upstream's errors propagate unchanged:
-same object, same traceback, nothing chained; a failure of patch code is logged and turns the patch off,
-unless ``required``) and the undo of plain attribute replacements."""
+same object, same traceback, nothing chained; so does a ``SettingsError`` the patch raises on purpose, the user's
+to fix; any other failure of patch code is logged and turns the patch off, unless ``required``) and the undo of
+plain attribute replacements."""
 
 from __future__ import annotations
 
@@ -11,12 +12,17 @@ from typing import TYPE_CHECKING, Any
 
 import wrapt
 
+from primus.errors import SettingsError
+
 if TYPE_CHECKING:
     from primus.patches.registry import Patch, PatchContext
 
 log = logging.getLogger("primus.patches")
 
 Undo = Callable[[], object]  # what it returns is ignored
+# Raised past the guard as they are, the patch left on: leaving the process, and the user's settings refused on
+# purpose (a patch that stops a bad configuration before training is working, not failing).
+_PASSED_ON = (KeyboardInterrupt, SystemExit, SettingsError)
 
 
 class _UpstreamCall:
@@ -119,7 +125,7 @@ class PatchHandle:
             try:
                 return wrapper(call, instance, args, kwargs)
             except BaseException as error:
-                if error is call.error or isinstance(error, (KeyboardInterrupt, SystemExit)):
+                if error is call.error or isinstance(error, _PASSED_ON):
                     raise
                 if handle.patch.required:
                     handle.fail(error)

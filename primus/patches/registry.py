@@ -359,9 +359,10 @@ class PatchRegistry:
         return [r for r in self._records.values() if r.status == "applied"]
 
     def reset(self) -> None:
-        """Forget records (tests); patches stay registered."""
+        """Forget records and which untested releases were announced (tests); patches stay registered."""
         self.deactivate()
         self._records.clear()
+        self._untested_said.clear()
 
 
 REGISTRY = PatchRegistry()

@@ -189,38 +189,72 @@ class IntervalAverager:
         self.skip = skip_iterations
         self.reset_interval = reset_interval
         self._entries = 0  # log entries seen by this process, measured or not
-        self._window = 0  # entries in the window, and their sums: iterations, seconds, tokens, flops
-        self._sums = [0, 0.0, 0.0, 0.0]
+        # entries in the window, and their sums: iterations, seconds, tokens, flops, seconds whose flops are known
+        self._window = 0
+        self._sums = [0, 0.0, 0.0, 0.0, 0.0]
 
     def start(self) -> None:
         """A log entry with no measured interval (the first one only starts the clock): it counts
         toward the skipped entries and adds nothing."""
         self._entries += 1
 
-    def add(self, *, iterations: int, seconds: float, tokens: float, flops: float = 0.0) -> None:
-        """One log entry covering ``iterations`` steps; left out while warm-up entries remain."""
+    def add(self, *, iterations: int, seconds: float, tokens: float, flops: float | None = None) -> None:
+        """One log entry covering ``iterations`` steps; left out while warm-up entries remain. ``flops`` None: not
+        known for this entry, whose time then has no part in the TFLOP/s average either (a 0 would dilute it)."""
         self._entries += 1
         if self._entries <= self.skip:
             return
         if self._window >= self.reset_interval:
-            self._window, self._sums = 0, [0, 0.0, 0.0, 0.0]
+            self._window, self._sums = 0, [0, 0.0, 0.0, 0.0, 0.0]
         self._window += 1
         sums = self._sums
         sums[0] += iterations
         sums[1] += seconds
         sums[2] += tokens
-        sums[3] += flops
+        if flops is not None:
+            sums[3] += flops
+            sums[4] += seconds
 
     def averages(self, world_size: int) -> dict[str, float]:
-        its, secs, tokens, flops = self._sums
+        its, secs, tokens, flops, flop_secs = self._sums
         if not its or secs <= 0:
             return {}
         out = {
             "perf/iteration_time_ms_avg": secs / its * 1e3,
             "perf/tokens_per_sec_per_gpu_avg": tokens / secs / world_size,
         }
-        if flops:
-            out["perf/tflops_per_gpu_avg"] = flops / secs / world_size / 1e12
+        if flops and flop_secs > 0:
+            out["perf/tflops_per_gpu_avg"] = flops / flop_secs / world_size / 1e12
+        return out
+
+
+class IntervalPerf:
+    """The perf figures of the interval between two log steps, timed on the host, for every backend: the interval's
+    throughput (``StepPerf.interval``) and the running averages (``IntervalAverager``). The first log step, and one
+    not after the last (a restart in the same process), only start the clock: their time includes start-up."""
+
+    def __init__(self, perf: StepPerf, *, world_size: int, skip_iterations: int, reset_interval: int):
+        self._perf = perf
+        self._averager = IntervalAverager(skip_iterations, reset_interval)
+        self._world_size = world_size
+        self._last: tuple[int, float] | None = None  # (step, clock) at the previous log step
+
+    def at(
+        self, step: int, now: float, amounts: Callable[[int], tuple[float, float | None]]
+    ) -> dict[str, float] | None:
+        """The figures of the interval that ends at log step ``step`` at clock ``now`` (seconds); None at a step
+        that only starts the clock. ``amounts(steps)``: the job's tokens and model FLOPs in the interval of
+        ``steps`` steps (asked only when there is one); FLOPs None where not known: no TFLOP/s, and the average's
+        TFLOP/s left as it was."""
+        previous, self._last = self._last, (step, now)
+        if previous is None or step <= previous[0]:
+            self._averager.start()
+            return None
+        steps, seconds = step - previous[0], now - previous[1]
+        tokens, flops = amounts(steps)
+        self._averager.add(iterations=steps, seconds=seconds, tokens=tokens, flops=flops)
+        out = self._perf.interval(tokens=tokens, seconds=seconds, steps=steps, world_size=self._world_size, flops=flops)
+        out.update(self._averager.averages(self._world_size))
         return out
 
 

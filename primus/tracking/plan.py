@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from primus.config.schemas.tracking import SECTION, params_for, problems
+from primus.errors import SettingsError
 from primus.tracking.config import MlflowConfig, TensorBoardConfig, TrackingConfig, TrackingConfigError, WandbConfig
 from primus.tracking.credentials import has_wandb_credentials
 from primus.tracking.health import HealthSettings
@@ -32,7 +33,7 @@ STRAGGLERS = "primus_stragglers"
 STRAGGLERS_DEFAULT = False  # unset: see the option's help and docs/metrics.md (the gather's measured cost)
 
 
-class TrackingPlanError(ValueError):
+class TrackingPlanError(SettingsError):
     """Settings that cannot work; raised before training starts, listing every problem."""
 
     def __init__(self, problems: Sequence[str]):

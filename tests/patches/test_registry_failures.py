@@ -12,7 +12,10 @@ from pathlib import Path
 import packaging
 import pytest
 
+from primus.config import ConfigError
+from primus.errors import SettingsError
 from primus.patches import DuplicatePatchError, Patch, PatchError
+from primus.tracking.plan import TrackingPlanError
 from primus.upstreams.release import Upstream, in_range
 
 PACKAGING = importlib.metadata.version("packaging")  # a real installed distribution to gate on
@@ -253,6 +256,35 @@ def test_keyboard_interrupt_from_a_wrapper_is_not_swallowed(registry, upstream):
     registry.activate()
     with pytest.raises(KeyboardInterrupt):
         module.greet("n")
+
+
+@pytest.mark.parametrize("required", [False, True])
+@pytest.mark.parametrize("refusal", [ConfigError(["train_iters = 'ten': expected int"]),
+                                     TrackingPlanError(["log_avg_reset_interval=0 is invalid: expects int >= 1"])],
+                         ids=["config", "tracking plan"])
+def test_the_users_settings_refused_by_a_patch_reach_the_caller_and_the_patch_stays_on(registry, upstream, caplog,
+                                                                                       refusal, required):
+    """A patch that stops a bad configuration is doing its job: the caller gets the refusal as raised (for the entry
+    point to print), with no "failed and is now disabled" and nothing chained; the patch still checks the next call."""
+    module = importlib.import_module(upstream())
+
+    def validating(wrapped, instance, args, kwargs):
+        result = wrapped(*args, **kwargs)
+        if args[0] == "bad":
+            raise refusal
+        return result
+
+    registry.register(Patch("w.validate", module.__name__, None, "", wrapping("greet", validating),
+                            required=required))
+    registry.activate()
+    with caplog.at_level(logging.WARNING, logger="primus.patches"), pytest.raises(SettingsError) as info:
+        module.greet("bad")
+    assert info.value is refusal and info.value.__context__ is None
+    assert caplog.text == ""
+    assert [r.status for r in registry.records()] == ["applied"]
+    with pytest.raises(SettingsError):
+        module.greet("bad")
+    assert module.greet("ok") == "hello ok"
 
 
 def test_required_wrapper_failure_raises(registry, upstream):

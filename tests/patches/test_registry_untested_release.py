@@ -66,6 +66,23 @@ def test_warn_tries_the_release_with_the_newest_variant_said_once_and_recorded(r
                     "where upstream changed; a patch whose hold on upstream broke stops the job.")
 
 
+def test_a_reset_registry_says_the_untested_release_again(registry, upstream, monkeypatch, caplog):
+    """Once per process means once per activation history: reset forgets it with the records, so the next
+    activation (a test's, an in-process re-run's) tells the console again which release it tries."""
+    monkeypatch.setenv(UPSTREAM_CHECK_ENV, "warn")
+    module = importlib.import_module(upstream())
+    declare_variants(registry, module.__name__)
+    with caplog.at_level(logging.WARNING, logger="primus.patches"):
+        registry.activate()
+        registry.deactivate()
+        registry.activate()  # the same history: not said twice
+        registry.reset()
+        registry.activate()
+    said = [r.getMessage() for r in caplog.records if "is outside the supported range" in r.getMessage()]
+    assert len(said) == 2, said
+    assert module.greet("x") == "all:new:hello x"
+
+
 def test_warn_still_stops_at_a_patch_whose_hold_on_upstream_broke(registry, upstream, monkeypatch):
     monkeypatch.setenv(UPSTREAM_CHECK_ENV, "warn")
     name = upstream("def hello(name):\n    return name\n")  # greet was renamed upstream

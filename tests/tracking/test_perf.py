@@ -49,6 +49,20 @@ def test_averager_skips_warmup_and_uses_ratio_of_sums():
     assert "perf/tflops_per_gpu_avg" not in a
 
 
+def test_averager_leaves_intervals_of_unknown_flops_out_of_the_tflops_average():
+    """A window's TFLOP/s is the known FLOPs over the time they took: an interval whose FLOPs the trainer could
+    not count (None) adds neither, where a 0 would halve the figure here; tokens/s still counts its time."""
+    avg = perf.IntervalAverager(skip_iterations=0, reset_interval=100)
+    avg.add(iterations=1, seconds=1.0, tokens=100.0, flops=2e12)
+    avg.add(iterations=1, seconds=1.0, tokens=100.0, flops=None)
+    a = avg.averages(world_size=1)
+    assert a["perf/tflops_per_gpu_avg"] == pytest.approx(2.0)
+    assert a["perf/tokens_per_sec_per_gpu_avg"] == pytest.approx(100.0)
+    unknown = perf.IntervalAverager(skip_iterations=0, reset_interval=100)
+    unknown.add(iterations=1, seconds=1.0, tokens=100.0, flops=None)
+    assert "perf/tflops_per_gpu_avg" not in unknown.averages(world_size=1)
+
+
 def _averages_per_log_step(log_interval: int, skip: int, reset: int, log_steps: int) -> dict[int, float | None]:
     """Feed the averager as the Megatron session does: the first log step starts the clock, each later
     one adds its interval; the interval ending at iteration k takes k seconds. Returns the average

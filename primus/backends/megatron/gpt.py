@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import time
 from collections.abc import MutableMapping
 from functools import partial
@@ -33,6 +34,7 @@ from megatron.training.training import set_startup_timestamps
 from megatron.training.utils import get_blend_and_blend_per_split, is_first_or_last_pipeline_stage
 
 from primus.backends.megatron.upstream_calls import broadcast_batch, pretrain_gpt, slice_for_context_parallel
+from primus.errors import SettingsError
 from primus.patches import REGISTRY
 
 log = logging.getLogger(__name__)
@@ -185,14 +187,17 @@ def main(program_start: float | None = None) -> None:
     """Upstream's GPT pretraining on this process's command line (upstream's arguments)."""
     set_startup_timestamps(program_start=program_start or time.time(), main_entry=time.time())
     default_single_process_env()
-    pretrain_gpt(
-        pretrain,
-        datasets_provider=train_valid_test_datasets_provider,
-        model_provider=model_provider,
-        model_type=ModelType.encoder_or_decoder,
-        forward_step=forward_step,
-        args_defaults={"tokenizer_type": "GPT2BPETokenizer"},
-    )
+    try:
+        pretrain_gpt(
+            pretrain,
+            datasets_provider=train_valid_test_datasets_provider,
+            model_provider=model_provider,
+            model_type=ModelType.encoder_or_decoder,
+            forward_step=forward_step,
+            args_defaults={"tokenizer_type": "GPT2BPETokenizer"},
+        )
+    except SettingsError as e:  # refused in upstream's validate_args, before training: the message is the fix
+        sys.exit(f"primus: {e}")
     # After pretrain: upstream sets the log level (--logging-level) while it initialises.
     for record in REGISTRY.records():
         log.debug("primus patch %s: %s %s", record.id, record.status, record.reason)

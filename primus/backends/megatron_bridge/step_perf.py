@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from primus.backends.megatron.training.tracking_summary_writer import mfu_device_name, training_dtype
-from primus.tracking.perf import IntervalAverager, StepPerf
+from primus.tracking.perf import IntervalPerf, StepPerf
 
 
 class BridgePerf:
@@ -28,28 +28,29 @@ class BridgePerf:
         reset_interval: int,
     ):
         self._perf = StepPerf(dtype=training_dtype(model), device_name=mfu_device_name(model), peak_tflops=peak_tflops)
-        self._averager = IntervalAverager(skip_iterations, reset_interval)
-        self._world_size = world_size
+        self._interval = IntervalPerf(
+            self._perf, world_size=world_size, skip_iterations=skip_iterations, reset_interval=reset_interval
+        )
         self._system = system
-        self._last: tuple[int, float, float, float | None] | None = None  # step, clock, samples, FLOPs so far
+        self._counters: tuple[float, float | None] = (0.0, None)  # samples, FLOPs so far at the previous log step
         if system:  # Bridge has picked its device: the utilisation's is looked up now, not at a logged step
             self._perf.begin()
 
     def at(self, step: int, now: float, *, consumed_samples: float, flops_so_far: Any, seq_length: int) -> dict:
         """The figures of the interval that ends at log step ``step``; none at the first, which only starts the
         clock (its time includes start-up)."""
-        # a tensor would need a device read: Bridge keeps a number, and anything else gives no TFLOP/s
+        # a tensor would need a device read: Bridge keeps a number, and anything else gives no TFLOP/s (and adds
+        # nothing to the TFLOP/s average)
         flops_now = float(flops_so_far) if isinstance(flops_so_far, (int, float)) else None
-        previous, self._last = self._last, (step, now, consumed_samples, flops_now)
-        if previous is None or step <= previous[0]:
-            self._averager.start()
+        (samples_before, flops_before), self._counters = self._counters, (consumed_samples, flops_now)
+
+        def amounts(steps: int) -> tuple[float, float | None]:
+            tokens = (consumed_samples - samples_before) * seq_length
+            return tokens, flops_now - flops_before if flops_now is not None and flops_before is not None else None
+
+        out = self._interval.at(step, now, amounts)
+        if out is None:
             return {}
-        steps, seconds = step - previous[0], now - previous[1]
-        tokens = (consumed_samples - previous[2]) * seq_length
-        flops = flops_now - previous[3] if flops_now is not None and previous[3] is not None else None
-        self._averager.add(iterations=steps, seconds=seconds, tokens=tokens, flops=flops or 0.0)
-        out = self._perf.interval(tokens=tokens, seconds=seconds, steps=steps, world_size=self._world_size, flops=flops)
-        out.update(self._averager.averages(self._world_size))
         if self._system:
             out.update(self._perf.system())
         return out

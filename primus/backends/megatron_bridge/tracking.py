@@ -49,11 +49,12 @@ def _megatron_defaults() -> dict[str, Any]:
     return {p.name: p.default for p in params_for("megatron")}  # the averages' window, as Megatron's
 
 
-def _writer_args() -> SimpleNamespace:
+def _writer_args(world_size: int) -> SimpleNamespace:
     """What the Megatron writer reads from Megatron's arguments, for Bridge: its config decides what it writes
     (the learning rate and batch size are kept); the perf figures are ``BridgePerf``'s, from Bridge's counters."""
     return SimpleNamespace(
         **{**_megatron_defaults(), "log_batch_size_to_tensorboard": True},
+        world_size=world_size,
         log_throughput=False,
         log_progress=False,
         bf16=False,
@@ -98,7 +99,7 @@ class BridgeTracking:
         self.run.install_exit_handlers()
         self.progress = Progress()
         self.perf = _perf(config, plan, world_size)
-        return TrackingSummaryWriter(self.run, _writer_args(), None, perf_metrics=False)
+        return TrackingSummaryWriter(self.run, _writer_args(world_size), None, perf_metrics=False)
 
     def end_step(self) -> None:
         """After Bridge's training_log: at a log step the progress figures join the step's scalars; then the step

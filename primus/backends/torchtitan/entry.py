@@ -56,12 +56,12 @@ def single_process_env(environ: MutableMapping[str, str] = os.environ) -> None:
 
 
 def main() -> None:
-    from primus.config import ConfigError
+    from primus.errors import SettingsError
 
     try:
         params = experiment_params()
-    except ConfigError as e:  # the experiment is refused before anything started: the message is the fix
+        sys.argv[1:] = upstream_argv(sys.argv[1:], params)
+        single_process_env()
+        runpy.run_module("torchtitan.train", run_name="__main__", alter_sys=True)
+    except SettingsError as e:  # the experiment, or the tracking plan in upstream's parse_args: the message is the fix
         sys.exit(f"primus: {e}")
-    sys.argv[1:] = upstream_argv(sys.argv[1:], params)
-    single_process_env()
-    runpy.run_module("torchtitan.train", run_name="__main__", alter_sys=True)

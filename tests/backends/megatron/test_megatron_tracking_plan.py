@@ -174,3 +174,23 @@ def test_the_memory_snapshot_goes_with_the_traces(tmp_path):
     assert (tmp_path / "run" / "traces" / "memory").is_dir()  # upstream opens the file, not its folder
     assert plan.recorded_params["memory_snapshot_path"] == "snapshot.pickle"  # the user's, as given
     assert plan.notices.warnings == []  # traces without the profiler: the snapshot is one
+
+
+@pytest.mark.slow
+def test_a_real_start_up_with_bad_primus_arguments_stops_with_the_message_alone(megatron_run):
+    """pretrain_gpt.py: the plan's refusal (raised on purpose by the validate_args patch) is the user's error, not the
+    patch failing: the console has every problem with its flag and fix, no "failed and is now disabled" and no
+    traceback, and the job exits non-zero before its first iteration, leaving no run directory."""
+    from support.journal_files import run_dirs_under
+    from support.launch import CRASH_MARKERS
+
+    run = megatron_run("bad-primus-arguments", "--log-avg-reset-interval", "0", "--disable-mlflow", "false",
+                       "--mlflow-tags", "team")
+    assert run.returncode == 1, run.explain()
+    assert ("primus: invalid Primus settings:\n"
+            "  - mlflow_tags='team' (--mlflow-tags) is invalid: 'team' has no '=': write key=value,key=value\n"
+            "  - log_avg_reset_interval=0 is invalid: --log-avg-reset-interval expects int >= 1") in run.output, \
+        run.explain()
+    assert "failed and is now disabled" not in run.output, run.explain()
+    assert not [marker for marker in CRASH_MARKERS if marker in run.output], run.explain()
+    assert "iteration        1/" not in run.output and run_dirs_under(run.log_path.parent) == []

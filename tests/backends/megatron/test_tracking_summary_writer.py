@@ -273,3 +273,38 @@ def test_the_last_console_line_the_hubs_thread_prints_is_in_the_uploaded_log(tmp
     finally:
         stop_console_capture()  # already stopped by finish, unless it failed first
     assert "[primus] iteration 2/10 | tokens/s/GPU" in log_file.read_text()
+
+
+def test_the_end_of_a_megatron_run_drains_the_hub_once_and_delivers_every_record(tmp_path, monkeypatch):
+    """TRACKING.finish leaves the drain to the run's end (one, journaled, no sink waited for): the evaluation
+    scalars written after the last step, the steps and the last console line are all delivered by it."""
+    from primus.backends.megatron.training.global_vars import MegatronTracking
+    from primus.log_capture import capture_console, stop_console_capture
+    from primus.tracking import TrackingConfig, start_run
+    from primus.tracking.journal import METRICS, read_all
+
+    log_file = tmp_path / "logs" / "console.log"
+    capture_console(log_file)
+    run = start_run(TrackingConfig(run_dir=tmp_path / "run"))
+    drains = []
+    hub_flush = run._hub.flush  # the hub is real: this only counts its drains
+
+    def counted(timeout_s, sinks=None):
+        drains.append(sinks)
+        return hub_flush(timeout_s, sinks)
+
+    monkeypatch.setattr(run._hub, "flush", counted)
+    tracking = MegatronTracking()
+    try:
+        tracking.writer = make_writer(run, log_learning_rate=True, log_batch_size=True, log_throughput=True)
+        tracking.writer.end_step(1)
+        tracking.writer.add_scalar("lm loss", 2.0, 2)
+        tracking.writer.end_step(2)
+        tracking.writer.add_scalar("lm loss validation", 1.5, 2)  # upstream's evaluation, after the step ended
+        tracking.finish()
+    finally:
+        stop_console_capture()  # already stopped by finish, unless it failed first
+    assert drains == [()]
+    metrics = {(r.step, name) for r in read_all(tmp_path / "run") if r.kind == METRICS for name in r.data}
+    assert {(2, "lm loss"), (2, "lm loss validation")} <= metrics
+    assert "[primus] iteration 2/10 | tokens/s/GPU" in log_file.read_text()

@@ -40,6 +40,18 @@ def test_a_flops_counter_that_is_not_a_number_gives_no_tflops_and_is_never_read(
     assert out["perf/tokens_per_sec"] == 16.0 and "perf/tflops_per_gpu" not in out
 
 
+def test_an_interval_without_a_flops_count_does_not_dilute_the_average_tflops():
+    """The counter is a number, then (one log step) not: that interval adds tokens/s time but no FLOPs, so the
+    average TFLOP/s stays the counted intervals' (a 0 added for it would halve it here)."""
+    perf = _perf()
+    perf.at(1, 0.0, consumed_samples=0, flops_so_far=0, seq_length=8)
+    counted = perf.at(2, 1.0, consumed_samples=4, flops_so_far=4e12, seq_length=8)
+    uncounted = perf.at(3, 2.0, consumed_samples=8, flops_so_far=None, seq_length=8)
+    assert counted["perf/tflops_per_gpu"] == pytest.approx(1.0) and "perf/tflops_per_gpu" not in uncounted
+    assert uncounted["perf/tflops_per_gpu_avg"] == pytest.approx(1.0)  # 4e12 FLOP in 1 s on 4 devices
+    assert uncounted["perf/tokens_per_sec_per_gpu_avg"] == pytest.approx(64 / 2.0 / 4)  # both intervals' time
+
+
 def test_no_mfu_without_a_known_peak_and_the_system_figures_with_the_perf_set():
     perf = _perf(system=True)  # no accelerator here: no device name, no table peak
     perf.at(1, 0.0, consumed_samples=2, flops_so_far=0, seq_length=8)

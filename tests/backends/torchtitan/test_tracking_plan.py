@@ -178,3 +178,21 @@ def test_the_users_tags_from_the_metrics_section_and_wandb_notes_over_upstreams_
 def test_a_bad_tag_mapping_is_refused_with_its_key(tmp_path):
     with pytest.raises(TrackingPlanError, match=r"metrics\.mlflow_tags=\{'a': \[1\]\} is invalid: 'a' holds a list"):
         plan(tmp_path, enable_mlflow=True, mlflow_tags={"a": [1]})
+
+
+@pytest.mark.slow
+def test_a_real_start_up_with_a_bad_primus_setting_stops_with_the_message_alone(titan_run, tmp_path):
+    """python -m primus.backends.torchtitan (this checkout's): the plan's refusal in upstream's parse_args (raised on
+    purpose by the config patch) is the user's error: the message alone, no "failed and is now disabled", no
+    traceback, a non-zero exit before the first step."""
+    from support.launch import CRASH_MARKERS
+    from support.this_primus import this_primus_folder, with_this_primus
+
+    run = titan_run("bad-primus-setting", "--metrics.log-freq", "0", "--metrics.enable-tensorboard",
+                    env=with_this_primus(this_primus_folder(tmp_path), {}))
+    assert run.returncode == 1, run.explain()
+    assert ("primus: invalid Primus settings:\n  - metrics.log_freq=0 is invalid: expected int >= 1 (Steps between "
+            "metric logs.)") in run.output, run.explain()
+    assert "failed and is now disabled" not in run.output, run.explain()
+    assert not [marker for marker in CRASH_MARKERS if marker in run.output], run.explain()
+    assert "step:  1" not in run.output

@@ -22,7 +22,6 @@ from primus.tracking.alerts import Alert, AlertKind
 from primus.tracking.checkpoints import CheckpointJournal
 from primus.tracking.layout import layout_tags
 from primus.tracking.plan import TrackingPlan
-from primus.tracking.run import CATCH_UP_S
 from primus.tracking.stacks import register_for_stacks
 
 log = get_logger("primus.megatron")
@@ -149,18 +148,18 @@ class MegatronTracking:
         self.writer.run.alert(Alert(kind, iteration, text, time.time()))
 
     def finish(self, status: str | None = None) -> None:
-        """End the run (in-process re-runs, tests); process exit is covered by the run's exit handlers."""
+        """End the run (in-process re-runs, tests); process exit is covered by the run's exit handlers. The console
+        capture stops after the run's end: the end's one drain has the hub's thread print the last log steps' lines
+        into the log file before the end uploads it."""
         writer = self.writer
         if self.rank_figures is not None:
             self.rank_figures.close()
         self.writer, self.plan, self.rank_figures, self.checkpoints = None, None, None, None
         run = writer.run if writer is not None else None  # None: every tracker off
-        if writer is not None and run is not None:  # the hub's thread prints the last console lines meanwhile
-            writer.flush()
-            run.flush(CATCH_UP_S, sinks=())
-        stop_console_capture()  # the log is complete on disk before the run's end uploads it
-        if run is not None:
+        if writer is not None and run is not None:
+            writer.flush()  # what upstream wrote since the last step ended (evaluation scalars)
             run.finish(status)
+        stop_console_capture()
 
 
 TRACKING = MegatronTracking()

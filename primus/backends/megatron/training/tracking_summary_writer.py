@@ -30,7 +30,7 @@ from primus.backends.megatron.training.console_line import render_console_line
 from primus.log import get_logger
 from primus.tracking import SinkName
 from primus.tracking.device_counters import DeviceCounters
-from primus.tracking.perf import IntervalAverager, StepPerf
+from primus.tracking.perf import IntervalPerf, StepPerf
 from primus.tracking.progress import Progress
 
 log = get_logger("primus.megatron")
@@ -75,7 +75,6 @@ class TrackingSummaryWriter:
         self._calls: list[tuple[str, Any, Any]] = []  # upstream's add_scalar calls since the last hand-over
         self._kinds: dict[str, int] = {}  # the hub's thread only
         self._failed = False
-        self._averager = IntervalAverager(args.log_avg_skip_iterations, args.log_avg_reset_interval)
         self._throughput_on = run is not None and (args.log_throughput or perf_metrics)  # upload implies it
         self._console_on = args.log_throughput or args.log_progress
         self._perf = StepPerf(
@@ -84,7 +83,12 @@ class TrackingSummaryWriter:
         self._progress = Progress()
         self._system_on = perf_metrics  # the perf set's memory and utilisation
         self._device_now = DeviceCounters(self._perf.device_now)
-        self._last: tuple[int, float] | None = None  # (iteration, perf_counter) at the previous log step
+        self._interval = IntervalPerf(
+            self._perf,
+            world_size=args.world_size,
+            skip_iterations=args.log_avg_skip_iterations,
+            reset_interval=args.log_avg_reset_interval,
+        )
         self._flops_per_batch: dict[int, float] = {}  # upstream's formula depends on the batch size only
 
     # -- the SummaryWriter surface upstream uses ------------------------------------------
@@ -235,20 +239,11 @@ class TrackingSummaryWriter:
         only starts the clock (its time includes start-up). Made on the hub's thread, or with every tracker off on the
         training thread: the interval's state is kept on one of them for the whole run."""
         iteration, now, batch_size, _ = moment
-        previous, self._last = self._last, (iteration, now)
-        if previous is None or iteration <= previous[0]:
-            self._averager.start()
-            return {}
-        iterations, seconds = iteration - previous[0], now - previous[1]
-        args = self._args
-        tokens = float(batch_size * args.seq_length * iterations)
-        flops = self._flops(batch_size) * iterations
-        self._averager.add(iterations=iterations, seconds=seconds, tokens=tokens, flops=flops)
-        perf = self._perf.interval(
-            tokens=tokens, seconds=seconds, steps=iterations, world_size=args.world_size, flops=flops
+        tokens_per_step = float(batch_size * self._args.seq_length)
+        figures = self._interval.at(
+            iteration, now, lambda steps: (tokens_per_step * steps, self._flops(batch_size) * steps)
         )
-        perf.update(self._averager.averages(args.world_size))
-        return perf
+        return figures or {}
 
     def _flops(self, batch_size: int) -> float:
         flops = self._flops_per_batch.get(batch_size)
