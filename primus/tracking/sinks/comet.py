@@ -106,13 +106,21 @@ class CometSink(Sink):
         self.context.save(exists=True)
 
 
-def _require_api_key() -> None:
-    """A missing key said once, where retrying cannot help (comet_ml's own ValueError would be retried on and on).
-    The key is looked up as comet_ml does (COMET_API_KEY, its config files) and never kept."""
+NO_API_KEY_FIX = (
+    "export COMET_API_KEY (or put it in ~/.comet.config), or set COMET_MODE=offline to write an archive into the run "
+    "directory for `comet upload`"
+)
+
+
+def api_key_found() -> bool:
+    """Whether comet_ml finds an API key, looked up as it does (COMET_API_KEY, its config files); the key is never
+    kept or returned."""
     from comet_ml.config import get_api_key, get_config
 
-    if get_api_key(None, get_config()) is None:
-        raise SinkUnavailable(
-            "Comet online needs an API key: export COMET_API_KEY (or put it in ~/.comet.config), or set "
-            "COMET_MODE=offline to write an archive into the run directory for `comet upload`"
-        )
+    return get_api_key(None, get_config()) is not None
+
+
+def _require_api_key() -> None:
+    """A missing key said once, where retrying cannot help (comet_ml's own ValueError would be retried on and on)."""
+    if not api_key_found():
+        raise SinkUnavailable(f"Comet online needs an API key: {NO_API_KEY_FIX}")
