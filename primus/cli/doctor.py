@@ -4,6 +4,7 @@ are the ones their wheels shipped. Exits 1 when an upstream trainer is outside t
 upstream file was modified or is missing, when a plugin (an entry point in primus.sinks or primus.patches) does
 not load or a tracker PRIMUS_SINKS names is not there, or when a distribution asked for with --dist is not
 installed.
+Whether Comet finds an API key is said (where from, never the key), as comet_ml looks it up.
 While it hashes, a progress line goes to stderr every few seconds; --json prints one JSON object instead."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 import json
+import os
 import platform
 import sys
 from dataclasses import asdict
@@ -20,7 +22,7 @@ from primus.cli.upstream_lines import format_row, upstream_rows
 from primus.patches.integrity import IntegrityReport, verify_distribution
 from primus.upstreams.release import SOURCE_TREE, UPSTREAM_CHECK_ENV, WHEEL, upstream_check
 
-REPORTED_DISTRIBUTIONS = ("torch", "wandb", "mlflow", "tensorboard", "wrapt")
+REPORTED_DISTRIBUTIONS = ("torch", "wandb", "mlflow", "comet_ml", "tensorboard", "wrapt")
 
 
 def add_parser(subparsers) -> None:
@@ -61,6 +63,8 @@ def run(args: argparse.Namespace) -> int:
     versions = {name: _version(name) for name in REPORTED_DISTRIBUTIONS}
     for name, found in versions.items():
         say(f"{name:<14}{found or 'not installed'}")
+    comet_key = _comet_key(installed=versions["comet_ml"] is not None)
+    say(f"{'comet key':<14}{comet_key}")
     gpu = _gpu()
     say(f"{'gpu':<14}{gpu}")
     plugins = plugin_rows()
@@ -99,6 +103,7 @@ def run(args: argparse.Namespace) -> int:
                     "upstream_check": check or check_problem,
                     "upstreams": [asdict(row) for row in trainers],
                     "distributions": versions,
+                    "comet_api_key": comet_key,
                     "gpu": gpu,
                     "declarations_problem": declarations_problem,
                     "plugins": [asdict(row) for row in plugins],
@@ -126,6 +131,17 @@ def _version(name: str) -> str | None:
         return importlib.metadata.version(name)
     except importlib.metadata.PackageNotFoundError:
         return None
+
+
+def _comet_key(installed: bool) -> str:
+    """Where comet_ml finds its API key, never the key: an online Comet run fails without one."""
+    if not installed:
+        return "not checked (comet_ml is not installed)"
+    from primus.tracking.sinks.comet import NO_API_KEY_FIX, api_key_found
+
+    if not api_key_found():
+        return f"none (Comet online needs one: {NO_API_KEY_FIX})"
+    return "present (COMET_API_KEY)" if os.environ.get("COMET_API_KEY") else "present (comet_ml's config file)"
 
 
 def _gpu() -> str:

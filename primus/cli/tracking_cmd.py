@@ -1,4 +1,4 @@
-"""`primus tracking sync RUN_DIR`: deliver to MLflow (and W&B, and plugin sinks) what a run's journal holds
+"""`primus tracking sync RUN_DIR`: deliver to MLflow (and W&B, Comet, and plugin sinks) what a run's journal holds
 and its trackers did not receive (a server that was down, an exit deadline that ran out), then set the
 run's final status. A progress line per tracker (records and bytes sent) goes to stderr every few seconds.
 
@@ -18,7 +18,9 @@ def add_parser(subparsers) -> None:
         "tracking", help="tracking maintenance (sync a run's journal, save its ranks' stacks)", description=__doc__
     )
     sub = parser.add_subparsers(dest="tracking_command", required=True)
-    sync = sub.add_parser("sync", help="replay a run's journal into its MLflow and W&B runs", description=__doc__)
+    sync = sub.add_parser(
+        "sync", help="replay a run's journal into its MLflow, W&B and Comet runs", description=__doc__
+    )
     sync.add_argument(
         "run_dir", help="the run directory (it holds journal/ and run.json), e.g. output/tiny_cpu/20261129-172708"
     )
@@ -53,9 +55,13 @@ def run_sync(args: argparse.Namespace) -> int:
         detail = "" if done else f" (last error: {report.errors.get(sink, 'timed out')}); run the command again"
         print(f"{sink}: {'delivered, status ' + report.status if done else 'NOT fully delivered'}{detail}")
     if not report.delivered:
-        print("nothing to deliver: the run has no MLflow, W&B or plugin sink with pending records")
+        print("nothing to deliver: the run has no MLflow, W&B, Comet or plugin sink with pending records")
     if report.wandb_offline_dir:
         print(f"W&B logged this run offline; upload it with: wandb sync {report.wandb_offline_dir}")
+    if report.comet_archives:
+        print(
+            f"Comet logged this run offline; upload it, in this order, with: comet upload {' '.join(report.comet_archives)}"
+        )
     return 0 if report.ok else 1
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from primus.redaction import redact_text
-from primus.tracking.config import MlflowConfig, TensorBoardConfig, TrackingConfig, WandbConfig
+from primus.tracking.config import CometConfig, MlflowConfig, TensorBoardConfig, TrackingConfig, WandbConfig
 from primus.tracking.params import flat_params, redacted_tags
 from primus.tracking.run_layout import META_FILE
 from primus.tracking.state import read_json, write_json_atomic
@@ -27,6 +27,7 @@ class RunMeta:
     mlflow: dict[str, Any] | None = None
     wandb: dict[str, Any] | None = None
     tensorboard: dict[str, Any] | None = None
+    comet: dict[str, Any] | None = None
     run_name: str | None = None
     experiment_name: str | None = None
     plugin_sinks: list[str] = field(default_factory=list)  # by entry-point name (primus.tracking.plugin_sinks)
@@ -40,6 +41,7 @@ class RunMeta:
             mlflow=_settings(cfg.mlflow) if cfg.mlflow else None,
             wandb=_settings(cfg.wandb) if cfg.wandb else None,
             tensorboard=_settings(cfg.tensorboard) if cfg.tensorboard else None,
+            comet=_settings(cfg.comet) if cfg.comet else None,
             run_name=cfg.run_name,
             experiment_name=cfg.experiment_name,
             plugin_sinks=list(cfg.plugin_sinks or ()),
@@ -65,6 +67,13 @@ class RunMeta:
             saved["save_dir"] = Path(saved["save_dir"])
         return WandbConfig(**saved)
 
+    def comet_config(self) -> CometConfig:
+        """The saved Comet settings, as resolved at the run's start (its mode and archive folder included)."""
+        saved = dict(self.comet or {})
+        if saved.get("offline_dir"):
+            saved["offline_dir"] = Path(saved["offline_dir"])
+        return CometConfig(**{**saved, "tags": tuple(saved.get("tags") or ())})
+
 
 def _with_system_tags(tags: dict[str, str]) -> dict[str, str]:
     """The run's tags and the system tags, which win: a user's tag of the same key is said and dropped."""
@@ -77,5 +86,5 @@ def _with_system_tags(tags: dict[str, str]) -> dict[str, str]:
     return {**tags, **system}
 
 
-def _settings(cfg: MlflowConfig | WandbConfig | TensorBoardConfig) -> dict[str, Any]:
+def _settings(cfg: MlflowConfig | WandbConfig | TensorBoardConfig | CometConfig) -> dict[str, Any]:
     return {k: redact_text(str(v)) if isinstance(v, (str, Path)) else v for k, v in dataclasses.asdict(cfg).items()}

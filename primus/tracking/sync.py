@@ -1,10 +1,11 @@
 """``primus tracking sync RUN_DIR``: deliver what a finished (or crashed) run left in its journal.
 
-It replays the journal into MLflow, W&B and the run's plugin sinks from each sink's saved cursor, with
-the same sink code as a live run (MLflow dedups the resend by timestamp; W&B skips steps it already has), uploads the
-run's artifacts if asked and not done, and sets the final status the run asked for. A run whose
+It replays the journal into MLflow, W&B, Comet and the run's plugin sinks from each sink's saved cursor, with
+the same sink code as a live run (MLflow dedups the resend by timestamp; W&B skips steps it already has; Comet's
+cursor moves only once an experiment ended, so what it has is never sent again, and the rest goes to the same
+experiment), uploads the run's artifacts if asked and not done, and sets the final status the run asked for. A run whose
 process died without finishing is marked KILLED. W&B runs logged offline are uploaded by W&B's own
-``wandb sync <dir>``; this command prints that command.
+``wandb sync <dir>``, Comet's archives by ``comet upload``; this command prints those commands.
 
 It takes the run's delivery lock first, waiting (within its timeout) for a delivery process still sending
 the journal, such as the one a SIGKILLed trainer leaves behind, so the two never feed the same tracker runs.
@@ -45,6 +46,7 @@ class SyncReport:
     delivered: dict[str, bool] = field(default_factory=dict)  # sink -> everything delivered
     errors: dict[str, str] = field(default_factory=dict)
     wandb_offline_dir: str | None = None
+    comet_archives: list[str] = field(default_factory=list)  # the run's offline Comet archives, in upload order
 
     @property
     def ok(self) -> bool:
@@ -83,15 +85,20 @@ def sync_run(
             status = RunStatus.KILLED
         report = SyncReport(status=status)
         names: list[str] = [SinkName.MLFLOW] if meta.mlflow else []
+        cursors, end = CursorStore(run_dir), journal_end(run_dir)
         wandb_id = state.section(SinkName.WANDB).get("id")
-        if meta.wandb and wandb_id and CursorStore(run_dir).load(SinkName.WANDB, wandb_id) < journal_end(run_dir):
+        if meta.wandb and wandb_id and cursors.load(SinkName.WANDB, wandb_id) < end:
             names.append(SinkName.WANDB)
+        # no key yet: the run's Comet never started (no API key, killed first); sync creates its experiment
+        if meta.comet and cursors.load(SinkName.COMET, state.section(SinkName.COMET).get("key")) < end:
+            names.append(SinkName.COMET)
         cfg = TrackingConfig(  # the settings the run started with, as meta.json kept them
             run_dir=run_dir,
             experiment_name=meta.experiment_name,
             run_name=meta.run_name,
             mlflow=meta.mlflow_config(_mlflow_uri(meta, tracking_uri)) if meta.mlflow else None,
             wandb=replace(meta.wandb_config(), run_id=wandb_id) if SinkName.WANDB in names else None,
+            comet=meta.comet_config() if SinkName.COMET in names else None,
         )
         try:
             sinks = build_sinks([*names, *meta.plugin_sinks], cfg, meta, state)
@@ -111,10 +118,20 @@ def sync_run(
             wandb_state = state.section("wandb")
             if wandb_state.get("mode") == "offline":
                 report.wandb_offline_dir = wandb_state.get("sync_dir")
+        comet_state = state.section(SinkName.COMET)
+        if meta.comet and comet_state.get("offline") and comet_state.get("exists"):
+            report.comet_archives = _comet_archives(meta.comet_config().offline_dir or run_dir, comet_state["key"])
         return report
     finally:
         os.close(delivering)
         lock.release()
+
+
+def _comet_archives(folder: Path, key: str) -> list[str]:
+    """The archive that creates the experiment, then those that continue it, oldest first (each later one is
+    uploaded into the experiment the ones before made)."""
+    continued = sorted(folder.glob(f"{key}-*.zip"), key=lambda p: p.stat().st_mtime)
+    return [str(p) for p in [folder / f"{key}.zip", *continued] if p.exists()]
 
 
 def _join(worker: SinkWorker, deadline: float, progress: Callable[[SyncProgress], None] | None, every_s: float) -> bool:

@@ -182,7 +182,8 @@ class SinkWorker:
                 return True
             if isinstance(error, SinkUnavailable):
                 self.disabled = True
-                log.warning("primus tracking: %s is off for this run: %s", self.sink.name, redact_text(str(error)))
+                self.last_error = redact_text(str(error))[:500]  # its fix, for `primus tracking sync` to say
+                log.warning("primus tracking: %s is off for this run: %s", self.sink.name, self.last_error)
                 return False
             self._failed("could not start", error)
             backoff = self._backoff(backoff)

@@ -8,10 +8,12 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from support.demo_wheel import install_demo_wheel
 from support.plugin_dists import install_patch_plugin, install_sink_plugin
+from support.this_primus import this_primus_folder, with_this_primus
 
 from primus.cli.main import main
 from primus.cli.plugin_lines import PluginRow, format_plugin_lines
@@ -34,8 +36,8 @@ def test_clean_distribution(demo_dist, capsys):
     assert main(["doctor", "--dist", "demo-upstream"]) == 0
     out = capsys.readouterr().out
     assert "demo-upstream 1.0: clean (3 files)" in out
-    for name in ("python", "Megatron", "TorchTitan", "MaxText", "torch", "wandb", "mlflow", "tensorboard", "wrapt",
-                 "gpu"):
+    for name in ("python", "Megatron", "TorchTitan", "MaxText", "torch", "wandb", "mlflow", "comet_ml", "comet key",
+                 "tensorboard", "wrapt", "gpu"):
         assert any(line.startswith(name) for line in out.splitlines()), name
 
 
@@ -88,7 +90,9 @@ def test_json_output_for_a_ci_job(demo_dist, capsys):
     assert result["integrity"]["demo-upstream"]["modified"] == ["demo_upstream/training.py"]
     assert result["integrity"]["megatron-core"]["clean"] is True
     assert [u["backend"] for u in result["upstreams"]] == ["Megatron", "TorchTitan", "MaxText", "Megatron-Bridge"]
-    assert set(result["distributions"]) == {"torch", "wandb", "mlflow", "tensorboard", "wrapt"}
+    assert set(result["distributions"]) == {"torch", "wandb", "mlflow", "comet_ml", "tensorboard", "wrapt"}
+    if result["distributions"]["comet_ml"] is None:  # .venv: comet_ml is in .venv-bridge only
+        assert result["comet_api_key"] == "not checked (comet_ml is not installed)"
 
 
 def test_plugins_are_loaded_and_a_broken_or_missing_one_fails(tmp_path):
@@ -122,3 +126,26 @@ def test_plugin_lines():
         "group primus.sinks (installed: none): install the plugin into this environment (the image's, for a "
         "container), or remove 'demo' from PRIMUS_SINKS"]
     assert format_plugin_lines([], {}) == ["  none installed"]
+
+
+BRIDGE_PYTHON = Path(__file__).resolve().parents[2] / ".venv-bridge" / "bin" / "python"
+COMET_KEY = "cometkey0123456789abcdefDoNotPrint"
+
+
+@pytest.mark.parametrize("key", [COMET_KEY, None], ids=["a key", "no key"])
+def test_comet_ml_its_version_and_whether_it_finds_a_key_never_the_key(tmp_path, key):
+    """On .venv-bridge (the environment with comet_ml), in a home without ~/.comet.config."""
+    if not BRIDGE_PYTHON.exists():
+        pytest.skip(f"{BRIDGE_PYTHON} is missing: scripts/setup-bridge-venv.sh builds it (with comet_ml)")
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), **({"COMET_API_KEY": key} if key else {})}
+    env = with_this_primus(this_primus_folder(tmp_path), env)
+    done = subprocess.run([BRIDGE_PYTHON, "-m", "primus.cli.main", "doctor"], env=env, capture_output=True, text=True,
+                          timeout=300)
+    lines = {line[:14].strip(): line[14:] for line in done.stdout.splitlines()}
+    [installed] = BRIDGE_PYTHON.parents[1].glob("lib/python*/site-packages/comet_ml-*.dist-info")
+    assert lines["comet_ml"] == installed.name.removeprefix("comet_ml-").removesuffix(".dist-info"), done.stdout
+    if key:
+        assert lines["comet key"] == "present (COMET_API_KEY)"
+    else:
+        assert lines["comet key"].startswith("none (Comet online needs one: export COMET_API_KEY")
+    assert COMET_KEY not in done.stdout + done.stderr

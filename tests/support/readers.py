@@ -182,6 +182,16 @@ def comet_archive(root: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The one offline archive comet_ml wrote under ``root``: its ``experiment.json`` and ``messages.json`` (one
     JSON message a line, ``{"type": ..., "payload": ...}``), as ``comet upload`` reads them."""
     [path] = root.glob("*.zip")
+    return read_comet_zip(path)
+
+
+def comet_archives(root: Path) -> dict[str, tuple[dict[str, Any], list[dict[str, Any]]]]:
+    """Every offline archive under ``root`` by file name (an experiment continued offline has one per process that
+    ended it: ``<key>.zip``, then ``<key>-<suffix>.zip``)."""
+    return {path.name: read_comet_zip(path) for path in sorted(root.glob("*.zip"))}
+
+
+def read_comet_zip(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     with zipfile.ZipFile(path) as archive:
         experiment = json.loads(archive.read("experiment.json"))
         lines = archive.read("messages.json").decode().splitlines()

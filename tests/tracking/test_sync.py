@@ -7,6 +7,8 @@ in test_sync_after_crash.py and test_plugin_sinks.py (slow: real servers, real d
 from __future__ import annotations
 
 import fcntl
+import os
+import sys
 import threading
 import time
 from collections import Counter
@@ -233,3 +235,39 @@ def test_the_mlflow_store_is_the_one_given_else_the_saved_one_else_the_environme
     assert report.delivered == {"mlflow": True, "demo": True}, report.errors
     assert RunState(run_dir).section("mlflow")["tracking_uri"] == stores[used]
     assert [p.name for p in run_dir.parent.iterdir() if p.name in stores] == [used]
+
+
+def _with_comet(run_dir, offline_dir):
+    meta = RunMeta.load(run_dir)
+    meta.comet = {"project": "p", "name": "r", "tags": ["a"], "offline": True, "offline_dir": str(offline_dir)}
+    meta.save(run_dir)
+
+
+@pytest.mark.parametrize("key", ["k" * 32, None])  # None: the run's Comet never started (e.g. no API key online)
+def test_a_comet_experiment_that_lags_the_journal_is_opened_with_the_runs_settings(run_dir, monkeypatch, key):
+    """comet_ml cannot be imported here (it is in .venv-bridge; test_comet_sink.py syncs real archives there): the
+    sink's refusal shows sync chose Comet and built it from meta.json's settings."""
+    monkeypatch.setitem(sys.modules, "comet_ml", None)
+    _with_comet(run_dir, run_dir / "comet")
+    if key:
+        RunState(run_dir).update("comet", key=key, offline=True, exists=True)
+        CursorStore(run_dir).save("comet", key, _record_ends(run_dir)[4])  # steps 0..4 were delivered
+    report = sync_run(run_dir, timeout_s=30)
+    assert report.delivered == {"comet": False, "demo": True}
+    assert "comet_ml is not importable" in report.errors["comet"]
+
+
+def test_a_comet_experiment_with_every_record_opens_no_comet_and_names_its_archives_in_upload_order(run_dir):
+    offline_dir = run_dir.parent / "archives"
+    _with_comet(run_dir, offline_dir)
+    key = "k" * 32
+    RunState(run_dir).update("comet", key=key, offline=True, exists=True)
+    CursorStore(run_dir).save("comet", key, journal_end(run_dir))
+    offline_dir.mkdir()
+    for age, name in enumerate([f"{key}-older.zip", f"{key}-newer.zip", f"{key}.zip", "other.zip"]):
+        (offline_dir / name).touch()
+        os.utime(offline_dir / name, (1000 + age, 1000 + age))
+    report = sync_run(run_dir, timeout_s=30)
+    assert report.delivered == {"demo": True}
+    assert report.comet_archives == [str(offline_dir / name) for name in (f"{key}.zip", f"{key}-older.zip",
+                                                                          f"{key}-newer.zip")]

@@ -7,8 +7,8 @@
   index only, so tiny_run_recipe.py makes the same library calls it makes (recipe function -> dataset preset ->
   KEY=VALUE overrides -> sequence length from the dataset -> ``pretrain(config, forward_step)``).
 
-The trainings import this checkout's ``primus`` (support/this_primus.py), not the one .venv-bridge was installed
-with."""
+Each training is read back in TensorBoard, MLflow and W&B (offline). The trainings import this checkout's ``primus``
+(support/this_primus.py), not the one .venv-bridge was installed with."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 from support.launch import FinishedRun, kill_torchrun, start, wait_or_kill
-from support.readers import mlflow_history, read_tb_scalars
+from support.readers import mlflow_history, read_tb_scalars, read_wandb_history, wandb_files, wandb_run_ids
 from support.this_primus import this_primus_folder, with_this_primus
 
 from primus.backends.megatron_bridge.recipe import overrides
@@ -115,9 +115,11 @@ def trained(tmp_path_factory, mlflow_server) -> Trained:
     command = [primus, "train", "--config", str(CONFIG), "--nproc-per-node", "2",
                f"train.train_iters={ITERATIONS}", f"scheduler.lr_decay_iters={ITERATIONS}",
                "validation.eval_interval=null", "validation.eval_iters=0",
-               "logger.mlflow_description=two ranks, one run", "logger.mlflow_tags={team: bridge}"]
+               "logger.mlflow_description=two ranks, one run", "logger.mlflow_tags={team: bridge}",
+               "logger.wandb_project=bridge-train", "logger.wandb_exp_name=tiny-cpu"]
     env = with_this_primus(this_primus, {"PRIMUS_WORKSPACE": str(workdir / "output"), "PRIMUS_EXP_NAME": "bridge-train",
-                                         "MLFLOW_TRACKING_URI": mlflow_server.uri, "PYTHONWARNINGS": "ignore"})
+                                         "MLFLOW_TRACKING_URI": mlflow_server.uri, "PYTHONWARNINGS": "ignore",
+                                         "WANDB_MODE": "offline"})
     started = time.monotonic()
     process = start(command, workdir, workdir / "run.log", env)
     try:
@@ -161,6 +163,23 @@ def test_the_mlflow_run_has_bridges_names_labels_and_config(trained, mlflow_clie
     assert [step for step, _ in mlflow_history(mlflow_client, run.info.run_id, "lm loss")] == STEPS
 
 
+def assert_wandb_has_every_step_once(wandb_dir: Path, run_dir: Path, output: str) -> None:
+    """One offline W&B run, the hub's (Bridge's own wandb.init would make a second), every step once with the
+    console's loss."""
+    assert len(wandb_files(wandb_dir)) == 1
+    assert wandb_run_ids(wandb_dir) == {json.loads((run_dir / "run.json").read_text())["wandb"]["id"]}
+    losses = [(row["_step"], row["lm loss"]) for row in read_wandb_history(wandb_dir) if "lm loss" in row]
+    console = console_losses(output)
+    assert [step for step, _ in losses] == STEPS
+    assert [value for _, value in losses] == pytest.approx([console[s] for s in STEPS], rel=1e-6)
+
+
+@pytest.mark.slow
+def test_every_step_reaches_wandb_once_from_the_writer_rank(trained):
+    """Two ranks, one W&B run, offline in the run directory (the plan's default for logger.wandb_save_dir)."""
+    assert_wandb_has_every_step_once(trained.run_dir / "wandb", trained.run_dir, trained.finished.output)
+
+
 # -- run_recipe.py's calls under primus-run torchrun -------------------------------------------------------------
 
 
@@ -171,8 +190,11 @@ def test_run_recipes_calls_under_primus_run_are_tracked(tmp_path, mlflow_server,
     command = [primus_run, str(BRIDGE_PYTHON), "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "1",
                str(RUN_RECIPE), "--recipe", "vanilla_gpt_pretrain_config", "--dataset", "mock", *TINY_OVERRIDES,
                f"logger.tensorboard_dir={tmp_path / 'tb'}", "logger.mlflow_experiment=bridge-run-recipe",
-               "logger.mlflow_run_name=tiny", f"logger.mlflow_tracking_uri={mlflow_server.uri}"]
-    env = with_this_primus(this_primus, {"PRIMUS_OUTPUT_ROOT": str(tmp_path / "primus"), "PYTHONWARNINGS": "ignore"})
+               "logger.mlflow_run_name=tiny", f"logger.mlflow_tracking_uri={mlflow_server.uri}",
+               "logger.wandb_project=bridge-run-recipe", "logger.wandb_exp_name=tiny",
+               f"logger.wandb_save_dir={tmp_path / 'wandb'}"]
+    env = with_this_primus(this_primus, {"PRIMUS_OUTPUT_ROOT": str(tmp_path / "primus"), "PYTHONWARNINGS": "ignore",
+                                         "WANDB_MODE": "offline"})
     process = start(command, tmp_path, tmp_path / "run.log", env)
     try:
         code = wait_or_kill(process, TIMEOUT_S)
@@ -190,3 +212,5 @@ def test_run_recipes_calls_under_primus_run_are_tracked(tmp_path, mlflow_server,
     assert (run.info.status, run.info.run_name) == ("FINISHED", "tiny")
     assert run.data.params["model.num_layers"] == "2"  # the KEY=VALUE overrides reached Bridge's config
     assert [step for step, _ in mlflow_history(mlflow_client, run.info.run_id, "lm loss")] == STEPS
+    [run_dir] = (tmp_path / "primus").glob("*/run.json")
+    assert_wandb_has_every_step_once(tmp_path / "wandb", run_dir.parent, output)
