@@ -183,7 +183,7 @@ OPTIONS = (
         "mlflow_upload_checkpoints",
         "bool",
         False,
-        backends=EVERY,
+        backends=WITH_BRIDGE,
         help="Upload each checkpoint's files to MLflow beside its manifest (every checkpoint gets a manifest "
         "naming its path either way); slow and costly for large checkpoints: every byte goes through the "
         "tracking server or artifact store.",

@@ -10,21 +10,12 @@ the W&B sink logs it in the delivery process."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from primus.patches import REGISTRY
 from primus.patches.arguments import Arguments
-from primus.tracking.checkpoints import CheckpointLoaded, CheckpointSaved
+from primus.tracking.checkpoints import SaveFolderArtifacts
 from primus.upstreams.megatron import MEGATRON
-
-# checkpointing.get_checkpoint_name: <save>/iter_<7 digits>, and /mp_rank_XX/... in the legacy format
-ITERATION_FOLDER = re.compile(r"(?:^|/)iter_(\d+)(?=/|$)")
-
-
-def _iteration_of(path: str) -> int | None:
-    found = ITERATION_FOLDER.findall(str(path))
-    return int(found[-1]) if found else None
 
 
 @REGISTRY.patch(
@@ -67,42 +58,26 @@ def _install_checkpoint_hooks(module, handle):
 
     save = Arguments(module.on_save_checkpoint_success, "checkpoint_path", "tracker_filename", "save_dir", "iteration")
     load = Arguments(module.on_load_checkpoint_success, "checkpoint_path", "load_dir")
-    name_and_alias = module._get_artifact_name_and_version  # upstream's own: the artifact it would log
-    pointer_file = module._get_wandb_artifact_tracker_filename
+    # upstream's own helpers: the artifact it would log
+    artifacts = SaveFolderArtifacts(module._get_artifact_name_and_version, module._get_wandb_artifact_tracker_filename)
 
     def on_save_checkpoint_success(wrapped, instance, args, kwargs):
         result = wrapped(*args, **kwargs)
         if TRACKING.checkpoints is not None:
-            path, tracker, save_dir = (
-                save(n, args, kwargs) for n in ("checkpoint_path", "tracker_filename", "save_dir")
+            path, tracker, save_dir, iteration = (
+                save(n, args, kwargs) for n in ("checkpoint_path", "tracker_filename", "save_dir", "iteration")
             )
-            name, alias = name_and_alias(Path(save_dir), Path(path))
-            iteration = save("iteration", args, kwargs)
-            TRACKING.checkpoints.save_ended(
-                CheckpointSaved(
-                    iteration=iteration,
-                    path=str(Path(path).resolve()),
-                    artifact=name,
-                    alias=alias,
-                    # what rank 0 writes to the tracker file, not read from it: this hook runs on the last rank, which
-                    # does not wait for rank 0's write (the file is missing at the first save, a save behind after)
-                    files={Path(tracker).name: str(iteration)},
-                    wandb_pointer=str(pointer_file(save_dir)),
-                )
-            )
+            # what rank 0 writes to the tracker file, not read from it: this hook runs on the last rank, which does
+            # not wait for rank 0's write (the file is missing at the first save, a save behind after)
+            files = {Path(tracker).name: str(iteration)}
+            TRACKING.checkpoints.save_ended(artifacts.saved(path, save_dir, iteration, files))
         return result
 
     def on_load_checkpoint_success(wrapped, instance, args, kwargs):
         result = wrapped(*args, **kwargs)
         if TRACKING.checkpoints is not None:
             path, load_dir = load("checkpoint_path", args, kwargs), load("load_dir", args, kwargs)
-            name, alias = name_and_alias(Path(load_dir), Path(path))
-            pointer = pointer_file(load_dir)
-            project = f"{pointer.read_text().strip()}/" if pointer.is_file() else ""  # as upstream reads it
-            loaded = CheckpointLoaded(
-                path=str(Path(path).resolve()), iteration=_iteration_of(path), wandb_artifact=f"{project}{name}:{alias}"
-            )
-            TRACKING.checkpoints.loaded(loaded)
+            TRACKING.checkpoints.loaded(artifacts.loaded(path, load_dir))
         return result
 
     handle.wrap(module, "on_save_checkpoint_success", on_save_checkpoint_success)
