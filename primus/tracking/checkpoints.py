@@ -25,10 +25,9 @@ runs to the end of its upload where upstream hands back a future for it (TorchTi
 from __future__ import annotations
 
 import os
-import re
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path, PurePosixPath
 from typing import Any, Protocol
@@ -43,9 +42,6 @@ RESUMED_FROM_TAG = "primus.resumed_from"
 WANDB_ARTIFACT_TYPE = "model"  # Megatron's; the W&B sink gives every backend's checkpoints this type
 WAITING_RECORDS = 64  # records kept for a run not started yet (a process that never tracks keeps only these)
 SIZE_MAX_FILES = 1000  # past this many files the size is not "cheap" (stat calls on a parallel file system)
-# Megatron's and Megatron-Bridge's folder of one checkpoint: <save>/iter_<7 digits> (get_checkpoint_name), and
-# /mp_rank_XX/... below it in Megatron's legacy format
-ITERATION_FOLDER = re.compile(r"(?:^|/)iter_(\d+)(?=/|$)")
 
 
 class EventLog(Protocol):
@@ -165,43 +161,6 @@ def in_folder_of_checkpoints(path: str, iteration: int) -> CheckpointSaved:
     MaxText's ``N``): its W&B artifact is named after the outer folder and aliased by its own name."""
     folder = PurePosixPath(path.rstrip("/"))
     return CheckpointSaved(iteration=iteration, path=path, artifact=folder.parent.name, alias=folder.name)
-
-
-@dataclass(frozen=True)
-class SaveFolderArtifacts:
-    """A checkpoint as Megatron's and Megatron-Bridge's W&B hooks (their ``wandb_utils``) log it: an artifact named
-    after the save folder, aliased by the checkpoint's own folder, and a pointer file in the save folder naming the
-    W&B project a later load asks for it in. ``name_and_alias`` and ``pointer_file`` are the upstream hook module's
-    own helpers, so a record carries what upstream's hook would have logged."""
-
-    name_and_alias: Callable[[Path, Path], tuple[str, str]]  # (save folder, checkpoint) -> (artifact, alias)
-    pointer_file: Callable[[str], Path]  # save folder -> latest_wandb_artifact_path.txt
-
-    def saved(
-        self, path: str, save_dir: str, iteration: int, files: Mapping[str, str] | None = None
-    ) -> CheckpointSaved:
-        name, alias = self.name_and_alias(Path(save_dir), Path(path))
-        return CheckpointSaved(
-            iteration=iteration,
-            path=str(Path(path).resolve()),
-            artifact=name,
-            alias=alias,
-            files=dict(files or {}),
-            wandb_pointer=str(self.pointer_file(save_dir)),
-        )
-
-    def loaded(self, path: str, load_dir: str) -> CheckpointLoaded:
-        """The resume from ``path``: its iteration from the folder's name, and the artifact upstream's load hook
-        asks W&B for (``<entity>/<project>/`` from the pointer file when there is one, as upstream reads it)."""
-        name, alias = self.name_and_alias(Path(load_dir), Path(path))
-        pointer = self.pointer_file(load_dir)
-        project = f"{pointer.read_text().strip()}/" if pointer.is_file() else ""
-        found = ITERATION_FOLDER.findall(str(path))
-        return CheckpointLoaded(
-            path=str(Path(path).resolve()),
-            iteration=int(found[-1]) if found else None,
-            wandb_artifact=f"{project}{name}:{alias}",
-        )
 
 
 def size_of(path: Path, max_files: int = SIZE_MAX_FILES) -> int | None:

@@ -14,7 +14,13 @@ from pathlib import Path
 
 from primus.patches import REGISTRY
 from primus.patches.arguments import Arguments
-from primus.tracking.checkpoints import SaveFolderArtifacts
+from primus.tracking.checkpoint_hooks import (
+    SaveFolderArtifacts,
+    load_start,
+    on_load_success,
+    on_save_success,
+    save_start,
+)
 from primus.upstreams.megatron import MEGATRON
 
 
@@ -31,18 +37,13 @@ def _install_save_start(module, handle):
 
     arguments = Arguments(module.save_checkpoint, "iteration")
 
-    def save_checkpoint(wrapped, instance, args, kwargs):
-        if TRACKING.checkpoints is not None:
-            TRACKING.checkpoints.save_started(arguments("iteration", args, kwargs))
-        return wrapped(*args, **kwargs)
+    def journal():
+        return TRACKING.checkpoints
 
-    def load_checkpoint(wrapped, instance, args, kwargs):
-        if TRACKING.checkpoints is not None:
-            TRACKING.checkpoints.load_started()
-        return wrapped(*args, **kwargs)
-
-    handle.wrap(module, "save_checkpoint", save_checkpoint)
-    handle.wrap(module, "load_checkpoint", load_checkpoint)
+    handle.wrap(
+        module, "save_checkpoint", save_start(journal, lambda args, kwargs: arguments("iteration", args, kwargs))
+    )
+    handle.wrap(module, "load_checkpoint", load_start(journal))
 
 
 @REGISTRY.patch(
@@ -56,29 +57,20 @@ def _install_save_start(module, handle):
 def _install_checkpoint_hooks(module, handle):
     from primus.backends.megatron.training.global_vars import TRACKING
 
-    save = Arguments(module.on_save_checkpoint_success, "checkpoint_path", "tracker_filename", "save_dir", "iteration")
-    load = Arguments(module.on_load_checkpoint_success, "checkpoint_path", "load_dir")
+    tracker = Arguments(module.on_save_checkpoint_success, "tracker_filename")
     # upstream's own helpers: the artifact it would log
     artifacts = SaveFolderArtifacts(module._get_artifact_name_and_version, module._get_wandb_artifact_tracker_filename)
 
-    def on_save_checkpoint_success(wrapped, instance, args, kwargs):
-        result = wrapped(*args, **kwargs)
-        if TRACKING.checkpoints is not None:
-            path, tracker, save_dir, iteration = (
-                save(n, args, kwargs) for n in ("checkpoint_path", "tracker_filename", "save_dir", "iteration")
-            )
-            # what rank 0 writes to the tracker file, not read from it: this hook runs on the last rank, which does
-            # not wait for rank 0's write (the file is missing at the first save, a save behind after)
-            files = {Path(tracker).name: str(iteration)}
-            TRACKING.checkpoints.save_ended(artifacts.saved(path, save_dir, iteration, files))
-        return result
+    def tracker_file(args, kwargs, iteration):
+        # what rank 0 writes to the tracker file, not read from it: this hook runs on the last rank, which does not
+        # wait for rank 0's write (the file is missing at the first save, a save behind after)
+        return {Path(tracker("tracker_filename", args, kwargs)).name: str(iteration)}
 
-    def on_load_checkpoint_success(wrapped, instance, args, kwargs):
-        result = wrapped(*args, **kwargs)
-        if TRACKING.checkpoints is not None:
-            path, load_dir = load("checkpoint_path", args, kwargs), load("load_dir", args, kwargs)
-            TRACKING.checkpoints.loaded(artifacts.loaded(path, load_dir))
-        return result
+    def journal():
+        return TRACKING.checkpoints
 
-    handle.wrap(module, "on_save_checkpoint_success", on_save_checkpoint_success)
-    handle.wrap(module, "on_load_checkpoint_success", on_load_checkpoint_success)
+    saved = on_save_success(journal, module.on_save_checkpoint_success, artifacts, tracker_file)
+    handle.wrap(module, "on_save_checkpoint_success", saved)
+    handle.wrap(
+        module, "on_load_checkpoint_success", on_load_success(journal, module.on_load_checkpoint_success, artifacts)
+    )

@@ -19,8 +19,20 @@ from types import ModuleType
 
 from primus.patches import REGISTRY, PatchHandle
 from primus.patches.arguments import Arguments
-from primus.tracking.checkpoints import SaveFolderArtifacts
+from primus.tracking.checkpoint_hooks import (
+    SaveFolderArtifacts,
+    load_start,
+    on_load_success,
+    on_save_success,
+    save_start,
+)
 from primus.upstreams.megatron_bridge import MEGATRON_BRIDGE
+
+
+def _journal():
+    from primus.backends.megatron_bridge.tracking import TRACKING
+
+    return TRACKING.checkpoints
 
 
 @REGISTRY.patch(
@@ -32,23 +44,14 @@ from primus.upstreams.megatron_bridge import MEGATRON_BRIDGE
     "expected gap), and the load's start (its seconds)",
 )
 def _install_starts(module: ModuleType, handle: PatchHandle) -> None:
-    from primus.backends.megatron_bridge.tracking import TRACKING
-
     save = Arguments(module.save_checkpoint, "state")
     Arguments(module.load_checkpoint, "state")  # the signature this was written for: a change fails the install
 
-    def save_checkpoint(wrapped, instance, args, kwargs):
-        if TRACKING.checkpoints is not None:  # Bridge names the checkpoint after its step (get_checkpoint_name)
-            TRACKING.checkpoints.save_started(save("state", args, kwargs).train_state.step)
-        return wrapped(*args, **kwargs)
+    def iteration(args, kwargs):  # Bridge names the checkpoint after its step (get_checkpoint_name)
+        return save("state", args, kwargs).train_state.step
 
-    def load_checkpoint(wrapped, instance, args, kwargs):
-        if TRACKING.checkpoints is not None:
-            TRACKING.checkpoints.load_started()
-        return wrapped(*args, **kwargs)
-
-    handle.wrap(module, "save_checkpoint", save_checkpoint)
-    handle.wrap(module, "load_checkpoint", load_checkpoint)
+    handle.wrap(module, "save_checkpoint", save_start(_journal, iteration))
+    handle.wrap(module, "load_checkpoint", load_start(_journal))
 
 
 @REGISTRY.patch(
@@ -60,26 +63,11 @@ def _install_starts(module: ModuleType, handle: PatchHandle) -> None:
     "for Bridge's W&B artifact (same name, alias, metadata, latest_wandb_artifact_path.txt) and every tracker",
 )
 def _install_checkpoint_hooks(module: ModuleType, handle: PatchHandle) -> None:
-    from primus.backends.megatron_bridge.tracking import TRACKING
-
-    save = Arguments(module.on_save_checkpoint_success, "checkpoint_path", "save_dir", "iteration")
-    load = Arguments(module.on_load_checkpoint_success, "checkpoint_path", "load_dir")
-    # Bridge's own helpers: the artifact it would log
+    # Bridge's own helpers: the artifact it would log (no file in it, unlike Megatron's)
     artifacts = SaveFolderArtifacts(module._get_artifact_name_and_version, module._get_wandb_artifact_tracker_filename)
-
-    def on_save_checkpoint_success(wrapped, instance, args, kwargs):
-        result = wrapped(*args, **kwargs)
-        if TRACKING.checkpoints is not None:
-            path, save_dir, iteration = (save(n, args, kwargs) for n in ("checkpoint_path", "save_dir", "iteration"))
-            TRACKING.checkpoints.save_ended(artifacts.saved(path, save_dir, iteration))
-        return result
-
-    def on_load_checkpoint_success(wrapped, instance, args, kwargs):
-        result = wrapped(*args, **kwargs)
-        if TRACKING.checkpoints is not None:
-            path, load_dir = load("checkpoint_path", args, kwargs), load("load_dir", args, kwargs)
-            TRACKING.checkpoints.loaded(artifacts.loaded(path, load_dir))
-        return result
-
-    handle.wrap(module, "on_save_checkpoint_success", on_save_checkpoint_success)
-    handle.wrap(module, "on_load_checkpoint_success", on_load_checkpoint_success)
+    handle.wrap(
+        module, "on_save_checkpoint_success", on_save_success(_journal, module.on_save_checkpoint_success, artifacts)
+    )
+    handle.wrap(
+        module, "on_load_checkpoint_success", on_load_success(_journal, module.on_load_checkpoint_success, artifacts)
+    )
