@@ -80,7 +80,8 @@ def render_metrics() -> str:
                 "log step (one gather of host values per log step). Tokens/s and TFLOP/s per GPU are not gathered: they "
                 "are computed from the job's global batch over the log interval, so they are the job's figures already.",
                 "## Stragglers",
-                "With `primus_stragglers` (Megatron `--primus-stragglers true`, TorchTitan `metrics.primus_stragglers`) "
+                "With `primus_stragglers` (Megatron `--primus-stragglers true`, TorchTitan `metrics.primus_stragglers`, "
+                "Megatron-Bridge the experiment's `primus_stragglers: true`) "
                 "and more than one rank, every rank measures its busy time since the last log step: the wall time "
                 "minus the time its training thread spent blocked waiting in a collective (`torch.distributed`'s "
                 "`Work.wait`, which gloo's blocking calls, FSDP's all-gathers and reduce-scatters and Megatron's "

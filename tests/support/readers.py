@@ -129,6 +129,15 @@ def wandb_artifacts(root: Path) -> list[dict[str, Any]]:
     return found
 
 
+def artifact_relative_to(artifact: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """``artifact`` (as ``wandb_artifacts`` reads it) with its references relative to ``folder``, to compare runs
+    that save to different folders."""
+    prefix = f"file://{folder}/"
+    entries = {path: ref.removeprefix(prefix) if isinstance(ref, str) else ref for path, ref in artifact["entries"].items()}
+    assert all(not isinstance(ref, str) or not ref.startswith("file://") for ref in entries.values()), artifact
+    return artifact | {"entries": entries}
+
+
 def wandb_config(root: Path) -> dict[str, Any]:
     """The run config of every offline run file under ``root``, the later updates winning."""
     config: dict[str, Any] = {}

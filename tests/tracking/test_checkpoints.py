@@ -12,6 +12,7 @@ from support.journal_files import journal_lines
 from support.readers import wandb_artifacts, wandb_config
 
 from primus.tracking import MlflowConfig, TensorBoardConfig, TrackingConfig, WandbConfig, start_run
+from primus.tracking.checkpoint_hooks import SaveFolderArtifacts
 from primus.tracking.checkpoints import (
     LOADED,
     SAVE_START,
@@ -84,6 +85,24 @@ def test_a_save_without_its_start_mark_has_no_seconds_and_a_uri_no_size():
 def test_a_uri_is_its_own_reference_and_a_path_becomes_file_uri(tmp_path):
     assert a_save(tmp_path, 1).uri == f"file://{tmp_path.resolve()}"
     assert CheckpointSaved(1, "gs://bucket/step-1", "c", "step-1").uri == "gs://bucket/step-1"
+
+
+def upstreams_naming(save_dir: Path, checkpoint: Path) -> tuple[str, str]:
+    return save_dir.stem, checkpoint.stem  # Megatron's and Bridge's wandb_utils._get_artifact_name_and_version
+
+
+def test_a_save_folder_names_the_artifact_and_its_pointer_the_project_a_load_asks_in(tmp_path):
+    artifacts = SaveFolderArtifacts(upstreams_naming, lambda save_dir: Path(save_dir) / "pointer.txt")
+    folder = checkpoint_folder(tmp_path, 20)
+    save = artifacts.saved(str(folder), str(folder.parent), 20, {"tracker.txt": "20"})
+    assert save == CheckpointSaved(20, str(folder.resolve()), "ckpt", "iter_0000020", files={"tracker.txt": "20"},
+                                   wandb_pointer=str(folder.parent / "pointer.txt"))
+    assert artifacts.loaded(str(folder), str(folder.parent)) == CheckpointLoaded(
+        str(folder.resolve()), 20, "ckpt:iter_0000020")  # no pointer file: the run's own project
+    (folder.parent / "pointer.txt").write_text("team/proj\n")
+    assert artifacts.loaded(str(folder / "mp_rank_00"), str(folder.parent)).iteration == 20  # Megatron's legacy file
+    assert artifacts.loaded(str(folder), str(folder.parent)).wandb_artifact == "team/proj/ckpt:iter_0000020"
+    assert artifacts.loaded(str(tmp_path / "hf-model"), str(tmp_path)).iteration is None  # not an iteration folder
 
 
 @pytest.fixture(scope="module")

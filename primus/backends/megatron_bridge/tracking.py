@@ -7,7 +7,9 @@ writer is Megatron's ``TrackingSummaryWriter`` (Bridge's code is megatron-core's
 timers, validation — goes to the run and from there to every tracker; Bridge's own W&B and MLflow writers stay
 unset. Each step goes out when Bridge's ``training_log`` (or an evaluation) returns, with the progress figures
 (``tracking/progress.py``) at log steps: Bridge's own consumed samples (which its checkpoint restores), its
-``seq_length`` and ``train_iters``."""
+``seq_length`` and ``train_iters``. The checkpoint patches journal each save and load in ``checkpoints`` (the
+writing rank, with a tracker on): Bridge loads its checkpoint in ``setup``, before the run starts at its first log
+call, so the journal is made with the plan and keeps that record until then."""
 
 from __future__ import annotations
 
@@ -23,6 +25,8 @@ from primus.backends.megatron_bridge.tracking_plan import BACKEND, plan_tracking
 from primus.config.schemas.tracking import params_for
 from primus.log import get_logger
 from primus.tracking import RunStatus
+from primus.tracking.across_ranks import RankFigures
+from primus.tracking.checkpoints import CheckpointJournal
 from primus.tracking.layout import layout_tags
 from primus.tracking.plan import TrackingPlan
 from primus.tracking.progress import Progress
@@ -68,15 +72,25 @@ class BridgeTracking:
         self.run: Any = None
         self.progress: Progress | None = None
         self.perf: BridgePerf | None = None  # the perf set, when Bridge's throughput options or the plan ask for it
-        self._state: Any = None  # Bridge's GlobalState, which asks for the writer: its counters at each step
+        self.rank_figures: RankFigures | None = None  # every rank's busy time at log steps (primus_stragglers)
+        self._writes = False  # this rank is Bridge's writing one (the last)
         self._started = False  # started on this process (whether or not a tracker is on)
         self.plan: TrackingPlan | None = None  # every rank's, before training (the plan patch)
+        self.checkpoints: CheckpointJournal | None = None  # the writing rank's, with a tracker on
 
     def plan_for(self, config: Any, rank: int, world_size: int) -> None:
-        """Every rank, before training: the plan (raises on a bad setting); a rank that does not write has its
-        stacks saved in the run's folder at a stall."""
+        """Every rank, before training: the plan (raises on a bad setting); with a tracker on, the writing rank's
+        checkpoint journal (a load in setup waits there for the run), and another rank has its stacks saved in the
+        run's folder at a stall."""
         self.plan = plan_tracking(config, rank=rank)
-        if self.plan.config is not None and rank != world_size - 1:
+        self._writes = rank == world_size - 1
+        if self.plan.stragglers and world_size > 1:  # with a tracker or not: the console names the slowest rank
+            self.rank_figures = RankFigures(figures=False, stragglers=True)
+        if self.plan.config is None:
+            return
+        if self._writes:
+            self.checkpoints = CheckpointJournal()
+        else:
             register_for_stacks(self.plan.config.run_dir)
 
     def writer_for(self, state: Any, rank: int, world_size: int) -> TrackingSummaryWriter | None:
@@ -84,7 +98,6 @@ class BridgeTracking:
         if not self._started and rank == world_size - 1:
             self._started = True
             self.writer = self._start(state.cfg, rank, world_size)
-            self._state = state
         return self.writer
 
     def _start(self, config: Any, rank: int, world_size: int) -> TrackingSummaryWriter | None:
@@ -97,17 +110,27 @@ class BridgeTracking:
         tags = {"primus.backend": BACKEND, **layout_tags(world_size, **parallel_degrees(config.model, world_size))}
         self.run = start_run(plan.run_config(params=flat_params(config.to_dict()), tags=tags))
         self.run.install_exit_handlers()
+        self.checkpoints = self.checkpoints or CheckpointJournal()  # None: planned here, not before setup
+        self.checkpoints.attach(self.run)
         self.progress = Progress()
         self.perf = _perf(config, plan, world_size)
         return TrackingSummaryWriter(self.run, _writer_args(world_size), None, perf_metrics=False)
 
-    def end_step(self) -> None:
-        """After Bridge's training_log: at a log step the progress figures join the step's scalars; then the step
-        goes out."""
+    def end_step(self, state: Any) -> None:
+        """After Bridge's training_log (every rank; ``state``: its GlobalState): at a log step every rank's busy time
+        is gathered (stragglers on), and on the writing rank the progress figures and the straggler summary join the
+        step's scalars; then the step goes out."""
+        train, config = state.train_state, state.cfg
+        log_step = train.step % config.logger.log_interval == 0
+        ranks = self.rank_figures.read() if self.rank_figures is not None and log_step else None
+        if ranks is not None and ranks.slowest is not None and self._writes:
+            print(ranks.slowest, flush=True)
         if self.writer is None:
             return
-        train, config = self._state.train_state, self._state.cfg
-        if self.progress is not None and train.step % config.logger.log_interval == 0:
+        if ranks is not None:
+            for name, value in ranks.stragglers.items():
+                self.writer.add_scalar(name, value, train.step)
+        if self.progress is not None and log_step:
             now = time.perf_counter()
             figures = self.progress.at(
                 train.step,
@@ -138,12 +161,14 @@ class BridgeTracking:
     def detach(self) -> None:
         """Our writer is no longer Bridge's (it failed): steps go nowhere from here; a run already started is
         ended by its exit handlers."""
-        self.writer, self.perf = None, None
+        self.writer, self.perf, self.checkpoints = None, None, None
 
     def finish(self, status: str = RunStatus.FINISHED) -> None:
         writer, run = self.writer, self.run
-        self.writer, self.run, self.progress, self.perf, self._state = None, None, None, None, None
-        self._started, self.plan = False, None
+        if self.rank_figures is not None:
+            self.rank_figures.close()
+        self.writer, self.run, self.progress, self.perf, self.rank_figures = None, None, None, None, None
+        self._started, self.plan, self.checkpoints = False, None, None
         if writer is not None:
             writer.flush()
             run.finish(status)

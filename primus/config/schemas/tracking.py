@@ -140,7 +140,7 @@ OPTIONS = (
         "primus_stragglers",
         "bool",
         nullable=True,
-        backends=TORCH,
+        backends=(*TORCH, MEGATRON_BRIDGE),
         help="With more than one rank: each rank's busy time (not waiting for the others) since the last log step, "
         "gathered at every log step; straggler/* metrics and a console line naming the slowest rank and its host "
         "at 1.1x the median or more (docs/metrics.md, Stragglers). Unset: off (the gather costs ~20 ms of wall time "
@@ -183,7 +183,7 @@ OPTIONS = (
         "mlflow_upload_checkpoints",
         "bool",
         False,
-        backends=EVERY,
+        backends=WITH_BRIDGE,
         help="Upload each checkpoint's files to MLflow beside its manifest (every checkpoint gets a manifest "
         "naming its path either way); slow and costly for large checkpoints: every byte goes through the "
         "tracking server or artifact store.",

@@ -10,7 +10,7 @@ import json
 import pytest
 from megatron_tracking_runs import RESUME_ARGS, RESUME_EXPERIMENT, mlflow_runs
 from support.journal_files import journal_lines, run_dirs_under
-from support.readers import wandb_artifacts
+from support.readers import artifact_relative_to, wandb_artifacts
 
 pytestmark = pytest.mark.slow
 
@@ -30,20 +30,12 @@ def upstream_checkpoint(megatron_run, checkpoint, tmp_path_factory):
     return folder
 
 
-def relative(artifact: dict, folder) -> dict:
-    """The artifact with its references relative to the checkpoint folder (the runs save to different folders)."""
-    prefix = f"file://{folder}/"
-    entries = {path: ref.removeprefix(prefix) if isinstance(ref, str) else ref for path, ref in artifact["entries"].items()}
-    assert all(not isinstance(ref, str) or not ref.startswith("file://") for ref in entries.values()), artifact
-    return artifact | {"entries": entries}
-
-
 def test_each_save_logs_the_artifact_upstream_logs(stopped_then_resumed, checkpoint, upstream_checkpoint):
     [upstream] = wandb_artifacts(upstream_checkpoint.parent)
     ours = wandb_artifacts(checkpoint)
     assert [a["aliases"] for a in ours] == [["iter_0000002", "latest"], ["iter_0000003", "latest"]]
-    assert relative(ours[0], checkpoint) == relative(upstream, upstream_checkpoint)
-    assert relative(upstream, upstream_checkpoint)["entries"] == {
+    assert artifact_relative_to(ours[0], checkpoint) == artifact_relative_to(upstream, upstream_checkpoint)
+    assert artifact_relative_to(upstream, upstream_checkpoint)["entries"] == {
         ".metadata": "iter_0000002/.metadata", "__0_0.distcp": "iter_0000002/__0_0.distcp",
         "metadata.json": "iter_0000002/metadata.json", "latest_checkpointed_iteration.txt": 1,
     }

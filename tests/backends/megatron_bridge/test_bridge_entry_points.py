@@ -23,11 +23,13 @@ from pathlib import Path
 import pytest
 from support.launch import FinishedRun, kill_torchrun, start, wait_or_kill
 from support.readers import mlflow_history, read_tb_scalars, read_wandb_history, wandb_files, wandb_run_ids
+from support.slow_rank import slow_rank_env
 from support.this_primus import this_primus_folder, with_this_primus
 
 from primus.backends.megatron_bridge.recipe import overrides
 from primus.cli.main import main
 from primus.config.schemas import schema_for
+from primus.tracking.stragglers import BUSY_MAX, BUSY_MEDIAN, BUSY_MIN, SLOWEST_OVER_MEDIAN, SLOWEST_RANK
 
 REPO = Path(__file__).resolve().parents[3]
 CONFIG = REPO / "configs" / "megatron_bridge" / "tiny_cpu.yaml"
@@ -35,6 +37,8 @@ BRIDGE_PYTHON = REPO / ".venv-bridge" / "bin" / "python"
 RUN_RECIPE = Path(__file__).with_name("tiny_run_recipe.py")
 ITERATIONS = 4
 STEPS = list(range(1, ITERATIONS + 1))
+# primus train's two ranks: rank 0 (not the writer) made slower before each forward step by a user's sitecustomize
+FORWARD_STEP, SLOW_RANK, SLOW_S = "megatron.core.pipeline_parallel.schedules:forward_step", 0, 0.3
 TIMEOUT_S = 500.0
 _CONSOLE_LOSS = re.compile(r"iteration\s+(\d+)/\s*\d+ \|.*?\| lm loss: (\S+) \|")
 # the tiny config's fields as run_recipe.py's KEY=VALUE overrides (its convenience flags spelled out)
@@ -116,10 +120,11 @@ def trained(tmp_path_factory, mlflow_server) -> Trained:
                f"train.train_iters={ITERATIONS}", f"scheduler.lr_decay_iters={ITERATIONS}",
                "validation.eval_interval=null", "validation.eval_iters=0",
                "logger.mlflow_description=two ranks, one run", "logger.mlflow_tags={team: bridge}",
-               "logger.wandb_project=bridge-train", "logger.wandb_exp_name=tiny-cpu"]
+               "logger.wandb_project=bridge-train", "logger.wandb_exp_name=tiny-cpu", "primus_stragglers=true"]
     env = with_this_primus(this_primus, {"PRIMUS_WORKSPACE": str(workdir / "output"), "PRIMUS_EXP_NAME": "bridge-train",
                                          "MLFLOW_TRACKING_URI": mlflow_server.uri, "PYTHONWARNINGS": "ignore",
-                                         "WANDB_MODE": "offline"})
+                                         "WANDB_MODE": "offline",
+                                         **slow_rank_env(workdir / "site", FORWARD_STEP, SLOW_RANK, SLOW_S)})
     started = time.monotonic()
     process = start(command, workdir, workdir / "run.log", env)
     try:
@@ -178,6 +183,21 @@ def assert_wandb_has_every_step_once(wandb_dir: Path, run_dir: Path, output: str
 def test_every_step_reaches_wandb_once_from_the_writer_rank(trained):
     """Two ranks, one W&B run, offline in the run directory (the plan's default for logger.wandb_save_dir)."""
     assert_wandb_has_every_step_once(trained.run_dir / "wandb", trained.run_dir, trained.finished.output)
+
+
+@pytest.mark.slow
+def test_primus_stragglers_names_the_slowed_rank(trained, mlflow_client):
+    """primus_stragglers (from the command line): every rank's busy time gathered at each log step; the writer rank
+    logs straggler/* from the second log step (the first starts the clock) and names the slow rank on the console."""
+    [run] = mlflow_client.search_runs([mlflow_client.get_experiment_by_name("bridge-train").experiment_id])
+    logged = STEPS[1:]
+    figures = {name: dict(mlflow_history(mlflow_client, run.info.run_id, name))
+               for name in (BUSY_MIN, BUSY_MEDIAN, BUSY_MAX, SLOWEST_RANK, SLOWEST_OVER_MEDIAN)}
+    assert all(sorted(points) == logged for points in figures.values()), figures
+    named = [step for step in logged if figures[SLOWEST_RANK][step] == SLOW_RANK]
+    assert len(named) > len(logged) / 2, figures[SLOWEST_RANK]
+    assert all(figures[BUSY_MIN][s] <= figures[BUSY_MEDIAN][s] <= figures[BUSY_MAX][s] for s in logged)
+    assert f"[primus] slowest rank {SLOW_RANK} (" in trained.finished.output, trained.finished.explain()
 
 
 # -- run_recipe.py's calls under primus-run torchrun -------------------------------------------------------------

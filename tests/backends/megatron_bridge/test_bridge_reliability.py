@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from bridge_runs import BRIDGE_PYTHON, CONSOLE_LOSS, SCRIPT, TIMEOUT_S
 from support.journal_files import journal_lines, run_dirs_under
 from support.launch import FinishedRun, kill_torchrun, start, torchrun_workers, wait_or_kill
 from support.readers import mlflow_history, read_tb_scalars, read_wandb_history, wandb_files
 from support.this_primus import this_primus_folder, with_this_primus
-from test_bridge_tracking_end_to_end import _CONSOLE_LOSS, BRIDGE_PYTHON, SCRIPT, TIMEOUT_S
 
 pytestmark = pytest.mark.slow
 
@@ -88,7 +88,7 @@ class Launched:
 
 
 def console_losses(log: str) -> dict[int, float]:
-    return {int(step): float(value) for step, value in _CONSOLE_LOSS.findall(log)}
+    return {int(step): float(value) for step, value in CONSOLE_LOSS.findall(log)}
 
 
 @pytest.fixture(scope="module")

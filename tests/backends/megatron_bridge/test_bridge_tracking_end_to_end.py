@@ -1,22 +1,15 @@
 """Megatron-Bridge 0.6.2 trains the tiny GPT (tiny_pretrain.py, a user's own script calling ``pretrain()``) on CPU
 under ``primus-run``, with Bridge's own logger settings turning TensorBoard, W&B (offline) and MLflow (the
-session's server) on. One training serves every test here: each tracker must hold every step Bridge logs once,
-with the console's values, and Bridge's own writers must have written nothing. The training imports this checkout's
-``primus`` (support/this_primus.py), not the one .venv-bridge was installed with."""
+session's server) on. One training (``tracked``, conftest.py and bridge_runs.py; test_bridge_checkpoints.py reads its
+checkpoints) serves every test here: each tracker must hold every step Bridge logs once, with the console's values,
+and Bridge's own writers must have written nothing."""
 
 from __future__ import annotations
 
-import json
 import math
-import re
-import shutil
-import sys
-import time
-from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
-from support.launch import FinishedRun, start, wait_or_kill
+from bridge_runs import COMET_PROJECT, EXPERIMENT, ITERATIONS, RUN_NAME, STEPS
 from support.readers import (
     comet_archive,
     comet_metrics,
@@ -27,18 +20,11 @@ from support.readers import (
     wandb_files,
     wandb_run_ids,
 )
-from support.this_primus import this_primus_folder, with_this_primus
 
 from primus.tracking.progress import AT_EVERY_LOG_STEP, CONSUMED_SAMPLES, CONSUMED_TOKENS, FROM_THE_SECOND_LOG_STEP
 
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parents[3]
-BRIDGE_PYTHON = REPO / ".venv-bridge" / "bin" / "python"
-SCRIPT = Path(__file__).with_name("tiny_pretrain.py")
-ITERATIONS = 4
-STEPS = list(range(1, ITERATIONS + 1))  # Bridge's writers count iterations from 1
-EXPERIMENT, RUN_NAME, WANDB_PROJECT, COMET_PROJECT = "bridge-e2e", "tiny-bridge", "bridge-e2e", "bridge-e2e"
 # What Bridge writes at every step of this run (log_interval 1, throughput, memory and level-1 timers on); the
 # timers reach the hub through megatron-core's Timers.write, as Megatron's do
 TRAIN_TAGS = frozenset({
@@ -56,49 +42,6 @@ CPU_PATCHES = frozenset({
 })
 # Primus's throughput figures, which Bridge's log_throughput_to_tensorboard turns on (step_perf.py)
 PERF_THROUGHPUT = ("perf/tokens_per_sec", "perf/tokens_per_sec_per_gpu", "perf/tflops_per_gpu", "perf/iteration_time_ms")
-TIMEOUT_S = 400.0
-_CONSOLE_LOSS = re.compile(r"iteration\s+(\d+)/\s*\d+ \|.*?\| lm loss: (\S+) \|")
-_CONSOLE_VALIDATION = re.compile(r"validation loss at iteration \d+.*?\| lm loss value: (\S+) \|")
-
-
-@dataclass(frozen=True)
-class BridgeRun:
-    finished: FinishedRun
-    workdir: Path
-
-    def console_losses(self) -> dict[int, float]:
-        return {int(step): float(value) for step, value in _CONSOLE_LOSS.findall(self.finished.output)}
-
-    def console_validation_losses(self) -> list[float]:
-        return [float(value) for value in _CONSOLE_VALIDATION.findall(self.finished.output)]
-
-    def run_state(self) -> dict:
-        """The run directory's run.json: the training and delivery processes' pids, each tracker's run id."""
-        [path] = (self.workdir / "primus").glob("*/run.json")
-        return json.loads(path.read_text())
-
-
-@pytest.fixture(scope="session")
-def tracked(tmp_path_factory, mlflow_server) -> BridgeRun:
-    workdir = tmp_path_factory.mktemp("bridge-tracked")
-    primus_run = shutil.which("primus-run") or str(Path(sys.executable).with_name("primus-run"))
-    command = [primus_run, str(BRIDGE_PYTHON), "-m", "torch.distributed.run", "--standalone", "--nproc_per_node",
-               "1", str(SCRIPT)]
-    started = time.monotonic()
-    this_primus = this_primus_folder(tmp_path_factory.mktemp("primus"))
-    process = start(command, workdir, workdir / "run.log", with_this_primus(this_primus, {
-        "TINY_ITERATIONS": str(ITERATIONS), "TINY_TENSORBOARD_DIR": str(workdir / "tb"),
-        "TINY_MLFLOW_EXPERIMENT": EXPERIMENT, "TINY_MLFLOW_RUN_NAME": RUN_NAME,
-        "TINY_MLFLOW_TRACKING_URI": mlflow_server.uri, "TINY_WANDB_PROJECT": WANDB_PROJECT,
-        "TINY_WANDB_EXP_NAME": RUN_NAME, "TINY_WANDB_SAVE_DIR": str(workdir / "wandb"), "WANDB_MODE": "offline",
-        "WANDB_DIR": str(workdir / "wandb"), "PRIMUS_OUTPUT_ROOT": str(workdir / "primus"),
-        "PYTHONWARNINGS": "ignore", "TINY_MLFLOW_TAGS": "team=bridge,stage=e2e", "TINY_COMET_PROJECT": COMET_PROJECT,
-        "TINY_COMET_EXPERIMENT_NAME": RUN_NAME, "TINY_COMET_TAGS": "bridge,e2e", "COMET_MODE": "offline"}))
-    code = wait_or_kill(process, TIMEOUT_S)
-    run = BridgeRun(FinishedRun(code, workdir / "run.log", time.monotonic() - started), workdir)
-    assert code == 0, run.finished.explain()
-    assert sorted(run.console_losses()) == STEPS, run.finished.explain()
-    return run
 
 
 def test_every_scalar_bridge_writes_reaches_tensorboard_once_per_step(tracked):
@@ -136,7 +79,7 @@ def test_the_mlflow_run_is_finished_and_holds_the_consoles_losses(tracked, mlflo
 
 
 def test_comet_gets_every_step_once_from_the_hub_alone_offline(tracked):
-    [archives] = (tracked.workdir / "primus").glob("*/comet")  # the run directory's: COMET_MODE=offline, no network
+    archives = tracked.run_dir() / "comet"  # the run directory's: COMET_MODE=offline, no network
     experiment, messages = comet_archive(archives)  # one archive: Bridge's own comet_ml.Experiment made none
     assert experiment["offline_id"] == tracked.run_state()["comet"]["key"]
     assert (experiment["project_name"], sorted(experiment["tags"])) == (COMET_PROJECT, ["bridge", "e2e"])

@@ -10,21 +10,18 @@ the W&B sink logs it in the delivery process."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from primus.patches import REGISTRY
 from primus.patches.arguments import Arguments
-from primus.tracking.checkpoints import CheckpointLoaded, CheckpointSaved
+from primus.tracking.checkpoint_hooks import (
+    SaveFolderArtifacts,
+    load_start,
+    on_load_success,
+    on_save_success,
+    save_start,
+)
 from primus.upstreams.megatron import MEGATRON
-
-# checkpointing.get_checkpoint_name: <save>/iter_<7 digits>, and /mp_rank_XX/... in the legacy format
-ITERATION_FOLDER = re.compile(r"(?:^|/)iter_(\d+)(?=/|$)")
-
-
-def _iteration_of(path: str) -> int | None:
-    found = ITERATION_FOLDER.findall(str(path))
-    return int(found[-1]) if found else None
 
 
 @REGISTRY.patch(
@@ -40,18 +37,13 @@ def _install_save_start(module, handle):
 
     arguments = Arguments(module.save_checkpoint, "iteration")
 
-    def save_checkpoint(wrapped, instance, args, kwargs):
-        if TRACKING.checkpoints is not None:
-            TRACKING.checkpoints.save_started(arguments("iteration", args, kwargs))
-        return wrapped(*args, **kwargs)
+    def journal():
+        return TRACKING.checkpoints
 
-    def load_checkpoint(wrapped, instance, args, kwargs):
-        if TRACKING.checkpoints is not None:
-            TRACKING.checkpoints.load_started()
-        return wrapped(*args, **kwargs)
-
-    handle.wrap(module, "save_checkpoint", save_checkpoint)
-    handle.wrap(module, "load_checkpoint", load_checkpoint)
+    handle.wrap(
+        module, "save_checkpoint", save_start(journal, lambda args, kwargs: arguments("iteration", args, kwargs))
+    )
+    handle.wrap(module, "load_checkpoint", load_start(journal))
 
 
 @REGISTRY.patch(
@@ -65,45 +57,20 @@ def _install_save_start(module, handle):
 def _install_checkpoint_hooks(module, handle):
     from primus.backends.megatron.training.global_vars import TRACKING
 
-    save = Arguments(module.on_save_checkpoint_success, "checkpoint_path", "tracker_filename", "save_dir", "iteration")
-    load = Arguments(module.on_load_checkpoint_success, "checkpoint_path", "load_dir")
-    name_and_alias = module._get_artifact_name_and_version  # upstream's own: the artifact it would log
-    pointer_file = module._get_wandb_artifact_tracker_filename
+    tracker = Arguments(module.on_save_checkpoint_success, "tracker_filename")
+    # upstream's own helpers: the artifact it would log
+    artifacts = SaveFolderArtifacts(module._get_artifact_name_and_version, module._get_wandb_artifact_tracker_filename)
 
-    def on_save_checkpoint_success(wrapped, instance, args, kwargs):
-        result = wrapped(*args, **kwargs)
-        if TRACKING.checkpoints is not None:
-            path, tracker, save_dir = (
-                save(n, args, kwargs) for n in ("checkpoint_path", "tracker_filename", "save_dir")
-            )
-            name, alias = name_and_alias(Path(save_dir), Path(path))
-            iteration = save("iteration", args, kwargs)
-            TRACKING.checkpoints.save_ended(
-                CheckpointSaved(
-                    iteration=iteration,
-                    path=str(Path(path).resolve()),
-                    artifact=name,
-                    alias=alias,
-                    # what rank 0 writes to the tracker file, not read from it: this hook runs on the last rank, which
-                    # does not wait for rank 0's write (the file is missing at the first save, a save behind after)
-                    files={Path(tracker).name: str(iteration)},
-                    wandb_pointer=str(pointer_file(save_dir)),
-                )
-            )
-        return result
+    def tracker_file(args, kwargs, iteration):
+        # what rank 0 writes to the tracker file, not read from it: this hook runs on the last rank, which does not
+        # wait for rank 0's write (the file is missing at the first save, a save behind after)
+        return {Path(tracker("tracker_filename", args, kwargs)).name: str(iteration)}
 
-    def on_load_checkpoint_success(wrapped, instance, args, kwargs):
-        result = wrapped(*args, **kwargs)
-        if TRACKING.checkpoints is not None:
-            path, load_dir = load("checkpoint_path", args, kwargs), load("load_dir", args, kwargs)
-            name, alias = name_and_alias(Path(load_dir), Path(path))
-            pointer = pointer_file(load_dir)
-            project = f"{pointer.read_text().strip()}/" if pointer.is_file() else ""  # as upstream reads it
-            loaded = CheckpointLoaded(
-                path=str(Path(path).resolve()), iteration=_iteration_of(path), wandb_artifact=f"{project}{name}:{alias}"
-            )
-            TRACKING.checkpoints.loaded(loaded)
-        return result
+    def journal():
+        return TRACKING.checkpoints
 
-    handle.wrap(module, "on_save_checkpoint_success", on_save_checkpoint_success)
-    handle.wrap(module, "on_load_checkpoint_success", on_load_checkpoint_success)
+    saved = on_save_success(journal, module.on_save_checkpoint_success, artifacts, tracker_file)
+    handle.wrap(module, "on_save_checkpoint_success", saved)
+    handle.wrap(
+        module, "on_load_checkpoint_success", on_load_success(journal, module.on_load_checkpoint_success, artifacts)
+    )

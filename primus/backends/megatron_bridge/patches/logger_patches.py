@@ -16,6 +16,7 @@ from typing import Any
 
 from primus.log import get_logger
 from primus.patches import REGISTRY, PatchHandle
+from primus.patches.arguments import Arguments
 from primus.upstreams.megatron_bridge import MEGATRON_BRIDGE
 
 log = get_logger("primus.megatron_bridge")
@@ -97,10 +98,6 @@ def _emit(tracking) -> None:
     tracking.emit()
 
 
-def _end_step(tracking) -> None:
-    tracking.end_step()
-
-
 def _then_finish(wrapped, instance, args, kwargs):
     from primus.backends.megatron_bridge.tracking import TRACKING
 
@@ -113,11 +110,20 @@ def _then_finish(wrapped, instance, args, kwargs):
 @_bridge_patch(
     "megatron_bridge.tracking.train_steps",
     "megatron.bridge.training.train",
-    "training_log -> the step's scalars and progress figures go out when it returns; evaluate_and_print_results "
-    "-> its scalars go out when it returns",
+    "training_log (every rank) -> the step's scalars and progress figures go out when it returns, with every rank's "
+    "busy time at log steps (primus_stragglers); evaluate_and_print_results -> its scalars go out when it returns",
 )
 def _install_train_steps(module: ModuleType, handle: PatchHandle) -> None:
-    handle.wrap(module, "training_log", _then(_end_step))
+    state_of = Arguments(module.training_log, "global_state")
+
+    def training_log(wrapped, instance, args, kwargs):
+        from primus.backends.megatron_bridge.tracking import TRACKING
+
+        result = wrapped(*args, **kwargs)
+        TRACKING.end_step(state_of("global_state", args, kwargs))
+        return result
+
+    handle.wrap(module, "training_log", training_log)
     handle.wrap(module, "evaluate_and_print_results", _then(_emit))
 
 
