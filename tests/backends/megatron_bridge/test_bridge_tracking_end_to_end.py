@@ -21,6 +21,7 @@ from support.readers import (
     wandb_run_ids,
 )
 
+from primus.tracking.goodput import NAMES as GOODPUT
 from primus.tracking.progress import AT_EVERY_LOG_STEP, CONSUMED_SAMPLES, CONSUMED_TOKENS, FROM_THE_SECOND_LOG_STEP
 
 pytestmark = pytest.mark.slow
@@ -128,3 +129,14 @@ def test_bridge_gets_megatrons_perf_set_with_bridges_own_flops(tracked):
         assert scalars["perf/tflops_per_gpu"][step] * seconds == pytest.approx(bridges, rel=1e-4), step  # TFLOP
         assert scalars["perf/iteration_time_ms"][step] == pytest.approx(seconds * 1e3)
     assert "perf/mfu" not in scalars  # a CPU has no peak
+
+
+def test_goodput_figures_join_every_log_step_and_count_bridges_checkpoint_saves(tracked):
+    """The run's goodput figures are the core's (the run directory's wall time): every log step carries them,
+    cumulative; Bridge's saves (steps 2 and 4, timed from the save patch's start mark) are badput."""
+    scalars = {tag: dict(points) for tag, points in read_tb_scalars(tracked.workdir / "tb").items()}
+    assert all(sorted(scalars[name]) == STEPS for name in GOODPUT), {n: sorted(scalars.get(n, {})) for n in GOODPUT}
+    productive, saves = scalars["goodput/productive_s"], scalars["badput/checkpoint_save_s"]
+    assert all(productive[a] <= productive[b] and saves[a] <= saves[b] for a, b in zip(STEPS, STEPS[1:]))
+    assert saves[STEPS[0]] == 0 and saves[STEPS[-1]] > 0
+    assert all(0 < scalars["goodput/productive_fraction"][step] < 1 for step in STEPS[1:])
