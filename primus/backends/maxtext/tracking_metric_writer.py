@@ -79,14 +79,10 @@ class StepScalarsPerf:
             device_memory=self._device_memory,
         )
         self._perf.begin()  # the device is known: looked up and sampled now, once, not in the first step
-        self._device_now = DeviceCounters(self._perf.device_now)
-
-    def device_now(self) -> Mapping[str, float]:
-        """The device's memory, read at the step (on the training thread)."""
-        return self._device_now()
+        self.device = DeviceCounters(self._perf.device_now)  # its memory, read at the step (on the training thread)
 
     def measure(self, scalars: Mapping[str, Any], device: Mapping[str, float]) -> dict[str, float]:
-        """The step's perf set from its scalars and its ``device`` memory (``device_now``), with the host's latest
+        """The step's perf set from its scalars and its ``device`` memory (``device.now()``), with the host's latest
         sample: on the hub's thread."""
         seconds = float(scalars.get("perf/step_time_seconds", 0.0))
         out = self._perf.interval(
@@ -136,7 +132,7 @@ class TrackingMetricWriter:
         values = flat_scalars(metrics)  # upstream's dicts as they are now
         if metric_type == "train" and (self.progress is not None or self.perf is not None):
             # the clock and the device's memory read at the step; the figures made on the hub's thread
-            device = self.perf.device_now() if self.perf is not None else None
+            device = self.perf.device.now() if self.perf is not None else None
             at_step = functools.partial(self._train_record, step, values, time.perf_counter(), device)
             self.run.log_later(at_step, step)
         else:
