@@ -15,6 +15,7 @@ console, as upstream keeps them out of TensorBoard: their steps would run backwa
 from __future__ import annotations
 
 import functools
+import queue
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -122,7 +123,8 @@ class TrackingMetricWriter:
         self._log_period = log_period  # upstream flushes TensorBoard every log_period train steps
         self._announce = announce  # upstream's "To see full metrics" line, when TensorBoard is on
         self._flusher: threading.Thread | None = None
-        self._flush_asked = threading.Event()
+        # a flush asked for: a put in C on the training thread (threading.Event.set takes a Condition in Python)
+        self._flush_asked: queue.SimpleQueue[None] = queue.SimpleQueue()
         self._finished = False
 
     def write(self, metrics: Mapping[str, Any], step: int, metric_type: str) -> None:
@@ -163,17 +165,18 @@ class TrackingMetricWriter:
         if self._flusher is None:
             self._flusher = threading.Thread(target=self._flush_when_asked, daemon=True, name="primus-maxtext-flush")
             self._flusher.start()
-        self._flush_asked.set()
+        self._flush_asked.put(None)
 
     def _flush_when_asked(self) -> None:
         while True:
-            self._flush_asked.wait()
-            self._flush_asked.clear()
+            self._flush_asked.get()
+            while not self._flush_asked.empty():  # asked again meanwhile: one flush serves them all
+                self._flush_asked.get_nowait()
             if self._finished:
                 return
             self.run.flush(FLUSH_TIMEOUT_S, TENSORBOARD_ONLY)
 
     def finish(self, status: str) -> None:
         self._finished = True
-        self._flush_asked.set()  # the helper thread, if any, ends
+        self._flush_asked.put(None)  # the helper thread, if any, ends
         self.run.finish(status)
