@@ -15,18 +15,17 @@ import os
 import sys
 import time
 from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from primus.tracking.goodput import Goodput, breakdown
-from primus.tracking.hub import Records
+from primus.tracking.hub import Record
 from primus.tracking.journal import EVENT, METRICS, JournalReader
 
 log = logging.getLogger("primus.tracking")
 
 JOB_START_ENV = "SLURM_JOB_START_TIME"  # epoch seconds, set by Slurm in the job's environment
-Record = tuple[int, Mapping[str, Any], Sequence[str] | None]  # what a log_later function gives, per record
 
 
 def attempt_start_fields(environ: Mapping[str, str] = os.environ) -> dict[str, int]:
@@ -55,11 +54,6 @@ class GoodputFeed:
         """An event record's data (``{"event": name, ...}``) as it is journaled, at ``at`` (unix seconds)."""
         self._noted.append((at, event))
 
-    def with_figures(self, records: Records, at: float) -> Records:
-        """``records`` (a ``log_later`` function) made at ``at``, its step's figures added to its first record for
-        every tracker."""
-        return lambda: self._add_figures(records(), at)
-
     def final(self, at: float) -> tuple[dict[str, float], str] | None:
         """The run's end: its figures at ``at`` and their breakdown, also printed on the console (None when the
         accounting failed). Called once the hub's thread has made every record queued so far (nothing else touches
@@ -75,7 +69,9 @@ class GoodputFeed:
         return figures, line
 
     # -- the hub's thread ------------------------------------------------------------------------
-    def _add_figures(self, made: Iterable[Record], at: float) -> list[Record]:
+    def with_figures(self, made: Iterable[Record], at: float) -> list[Record]:
+        """The records of a ``log_later`` function queued at ``at``, its step's figures added to its first record for
+        every tracker (the hub's ``complete``)."""
         records = list(made)  # what the backend's function raises is the hub's to count
         try:
             for i, (step, metrics, only) in enumerate(records):

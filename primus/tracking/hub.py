@@ -36,8 +36,10 @@ MAX_TEXT_CHARS = 64 * 1024
 ALREADY_TRACKED = "already_tracked"  # a resumed run's re-trained steps: not lost, tracked by an earlier process
 KIND_NAMES = {METRICS: "metrics", TEXT: "texts", EVENT: "events"}
 LATER = "later"  # a queued function that gives metrics records, called on the hub thread
-# what a log_later function returns: (step, metrics, only) per record
-Records = Callable[[], Iterable[tuple[int, Mapping[str, Any], Sequence[str] | None]]]
+Record = tuple[int, Mapping[str, Any], Sequence[str] | None]  # what a log_later function gives, per record
+Records = Callable[[], Iterable[Record]]
+# what the hub's thread does with a log_later function's records, given the time it was queued (goodput's figures)
+Completion = Callable[[Iterable[Record], float], Iterable[Record]]
 
 
 @dataclass
@@ -74,8 +76,10 @@ class MetricsHub:
         tick_s: float = 0.1,
         tracked_until: Mapping[tuple[str, ...] | None, int] | None = None,
         followers: Sequence[JournalKeeper] = (),
+        complete: Completion | None = None,
     ):
         self.journal = journal
+        self._complete = complete  # on the hub's thread: queueing a function costs the training thread nothing more
         # resumed run: the last step an earlier process tracked, per destination; steps re-trained since the
         # checkpoint are not tracked twice (W&B would refuse them, MLflow and TensorBoard would show two points)
         self._tracked_until = dict(tracked_until or {})
@@ -90,8 +94,9 @@ class MetricsHub:
         self._tick_s = tick_s
         self._pending: deque[tuple[str, Any, float, Any, Sequence[str] | None]] = deque()
         self._accepting = True
-        self.refused = 0  # these two are written by the training thread only
+        self.refused = 0  # these three are written by the training thread only
         self.malformed = 0
+        self.last_step = 0  # of the latest step queued for every tracker: the iteration a failed or killed alert names
         self._warned: set[str] = set()
         self._cond = threading.Condition()
         self._wake = threading.Event()
@@ -115,9 +120,12 @@ class MetricsHub:
         except Exception:  # not a mapping: count it, never raise into training
             self.malformed += 1
 
-    def log_later(self, records: Records) -> None:
+    def log_later(self, records: Records, step: int | None = None) -> None:
         """Queue ``records``, called on the hub thread when it drains the queue, in its place among what is logged:
-        its metrics records are journaled as ``log``'s would be, with the time of this call."""
+        its metrics records are journaled as ``log``'s would be, with the time of this call (given to ``complete``
+        with them). ``step``: the training step they are of, if one (``last_step``)."""
+        if step is not None:
+            self.last_step = step
         if self._accepting and len(self._pending) < self._capacity:
             self._pending.append((LATER, 0, time.time(), records, None))
         else:
@@ -250,14 +258,15 @@ class MetricsHub:
 
     def _later(self, ts: float, records: Records) -> list[bytes]:
         try:
-            made = [self._line(METRICS, step, ts, metrics, only) for step, metrics, only in records()]
+            made = records() if self._complete is None else self._complete(records(), ts)
+            lines = [self._line(METRICS, step, ts, metrics, only) for step, metrics, only in made]
         except Exception as error:  # the backend's function failed: its records are lost, counted, said once
             self._count("records_failed", 1)
             self._warn_once(
                 "later", "primus tracking: a step's records could not be made: %s", redact_text(repr(error))
             )
             return []
-        return [line for line in made if line is not None]
+        return [line for line in lines if line is not None]
 
     def _line(self, kind: str, step: Any, ts: float, payload: Any, only: Sequence[str] | None) -> bytes | None:
         try:

@@ -24,7 +24,7 @@ from primus.tracking.enums import ENDED, RunStatus
 from primus.tracking.goodput import GOODPUT_EVENT, GOODPUT_TEXT
 from primus.tracking.goodput_feed import GoodputFeed, attempt_start_fields
 from primus.tracking.health_watch import HealthWatch
-from primus.tracking.hub import ALREADY_TRACKED, MetricsHub, Records
+from primus.tracking.hub import ALREADY_TRACKED, MetricsHub
 from primus.tracking.journal import last_steps
 from primus.tracking.journal_keeper import JournalKeeper
 from primus.tracking.journal_writer import JournalWriter
@@ -77,13 +77,21 @@ class Run:
             self._delivery: DeliveryProcess | None = None
             self._watch: HealthWatch | None = None
             self._workers = self._make_workers(meta)
+            self._goodput = GoodputFeed(self.run_dir, self._journal.size)
             self._hub = MetricsHub(
                 self._journal,
                 self._workers,
                 cfg.pending_records,
                 followers=[self._keeper],
                 tracked_until=last_steps(self.run_dir) if self.resumed else None,
+                complete=self._goodput.with_figures,
             )
+            # Queue a function the hub's thread calls for one or more metrics records ``(step, metrics, only)``, as
+            # if each had been given to ``log`` now: what a backend need not work out on the training thread goes
+            # there. ``step``: the training step they are of, if one (the iteration a failed or killed alert names).
+            # Never blocks, never raises; a function that raises loses its records, which the run's end counts.
+            # The hub's own method: no frame of the run's between the training thread and the queue.
+            self.log_later = self._hub.log_later
             self._state.update("run", status=RunStatus.RUNNING, pid=os.getpid())
         except BaseException:
             self._dir_lock.release()
@@ -92,10 +100,8 @@ class Run:
         self._finished = False
         self._owner_pid = os.getpid()
         self._exit_handlers = ExitHandlers(self.finish)
-        self._last_step = 0  # for the iteration a failed or killed alert names
         self._stacks = register_for_stacks(self.run_dir)
         self._watch_health(self._journal.size)
-        self._goodput = GoodputFeed(self.run_dir, self._journal.size)
         self.event("start", pid=os.getpid(), run_name=cfg.run_name, resumed=self.resumed, **attempt_start_fields())
         self._hub.start()
         self._keeper.start()
@@ -153,22 +159,13 @@ class Run:
         if only is not None:  # a record for some trackers may count on another axis (Megatron's "vs samples")
             self._hub.log(step, metrics, only)
             return
-        self._last_step = step
+        self._hub.last_step = step
         try:
             copied = dict(metrics)  # the caller may reuse its dict
         except Exception:  # not a mapping: the hub counts it
             self._hub.log(step, metrics, only)
             return
-        self._hub.log_later(self._goodput.with_figures(lambda: ((step, copied, None),), time.time()))
-
-    def log_later(self, records: Records, step: int | None = None) -> None:
-        """Queue a function the hub's thread calls for one or more metrics records ``(step, metrics, only)``, as if
-        each had been given to ``log`` now: what a backend need not work out on the training thread goes there.
-        ``step``: the training step they are of, if one (the iteration a failed or killed alert names). Never
-        blocks, never raises; a function that raises loses its records, which the run's end counts."""
-        if step is not None:
-            self._last_step = step
-        self._hub.log_later(self._goodput.with_figures(records, time.time()))
+        self._hub.log_later(lambda: ((step, copied, None),))
 
     def log_text(self, tag: str, text: str, step: int = 0, only: Sequence[str] | None = None) -> None:
         """Text for TensorBoard ``add_text``, W&B summary and an MLflow tag; redacted (by tag name and
@@ -263,7 +260,7 @@ class Run:
             log.warning("primus tracking: could not record status %s in %s (%s)", status, self.run_dir, e.strerror or e)
         if status != RunStatus.FINISHED:  # before the end record: told by the health watch, which reads it
             why = self._exit_handlers.why or f"the run ended {status}"
-            self.alert(Alert(AlertKind(status.lower()), self._last_step, why, time.time()))
+            self.alert(Alert(AlertKind(status.lower()), self._hub.last_step, why, time.time()))
         if self._stacks is not None:  # before the upload of the run's files, which only a stall's stacks join
             release_stacks(self._stacks)
         if made:
@@ -284,7 +281,7 @@ class Run:
         if end is None:
             return
         figures, line = end
-        self.log_text(GOODPUT_TEXT, line.removeprefix("[primus] "), self._last_step)
+        self.log_text(GOODPUT_TEXT, line.removeprefix("[primus] "), self._hub.last_step)
         self.event(GOODPUT_EVENT, **figures)
 
     def _health_caught_up(self, until: float) -> None:

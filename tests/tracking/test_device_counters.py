@@ -6,10 +6,10 @@ from primus.tracking.device_counters import DeviceCounters
 def test_a_device_with_counters_is_read_at_every_step():
     readings = iter([{"mem/allocated_gib": 1.0}, {"mem/allocated_gib": 2.0}])
     counters = DeviceCounters(lambda: next(readings))
-    assert [counters(), counters()] == [{"mem/allocated_gib": 1.0}, {"mem/allocated_gib": 2.0}]
+    assert [counters.now(), counters.now()] == [{"mem/allocated_gib": 1.0}, {"mem/allocated_gib": 2.0}]
 
 
 def test_a_device_without_counters_is_asked_once():
     asked = []
     counters = DeviceCounters(lambda: asked.append(1) or {})
-    assert [counters(), counters(), counters()] == [{}, {}, {}] and asked == [1]
+    assert [counters.now(), counters.now(), counters.now()] == [{}, {}, {}] and asked == [1]

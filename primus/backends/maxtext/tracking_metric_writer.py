@@ -15,6 +15,7 @@ console, as upstream keeps them out of TensorBoard: their steps would run backwa
 from __future__ import annotations
 
 import functools
+import queue
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -79,14 +80,10 @@ class StepScalarsPerf:
             device_memory=self._device_memory,
         )
         self._perf.begin()  # the device is known: looked up and sampled now, once, not in the first step
-        self._device_now = DeviceCounters(self._perf.device_now)
-
-    def device_now(self) -> Mapping[str, float]:
-        """The device's memory, read at the step (on the training thread)."""
-        return self._device_now()
+        self.device = DeviceCounters(self._perf.device_now)  # its memory, read at the step (on the training thread)
 
     def measure(self, scalars: Mapping[str, Any], device: Mapping[str, float]) -> dict[str, float]:
-        """The step's perf set from its scalars and its ``device`` memory (``device_now``), with the host's latest
+        """The step's perf set from its scalars and its ``device`` memory (``device.now()``), with the host's latest
         sample: on the hub's thread."""
         seconds = float(scalars.get("perf/step_time_seconds", 0.0))
         out = self._perf.interval(
@@ -126,7 +123,8 @@ class TrackingMetricWriter:
         self._log_period = log_period  # upstream flushes TensorBoard every log_period train steps
         self._announce = announce  # upstream's "To see full metrics" line, when TensorBoard is on
         self._flusher: threading.Thread | None = None
-        self._flush_asked = threading.Event()
+        # a flush asked for: a put in C on the training thread (threading.Event.set takes a Condition in Python)
+        self._flush_asked: queue.SimpleQueue[None] = queue.SimpleQueue()
         self._finished = False
 
     def write(self, metrics: Mapping[str, Any], step: int, metric_type: str) -> None:
@@ -136,7 +134,7 @@ class TrackingMetricWriter:
         values = flat_scalars(metrics)  # upstream's dicts as they are now
         if metric_type == "train" and (self.progress is not None or self.perf is not None):
             # the clock and the device's memory read at the step; the figures made on the hub's thread
-            device = self.perf.device_now() if self.perf is not None else None
+            device = self.perf.device.now() if self.perf is not None else None
             at_step = functools.partial(self._train_record, step, values, time.perf_counter(), device)
             self.run.log_later(at_step, step)
         else:
@@ -167,17 +165,18 @@ class TrackingMetricWriter:
         if self._flusher is None:
             self._flusher = threading.Thread(target=self._flush_when_asked, daemon=True, name="primus-maxtext-flush")
             self._flusher.start()
-        self._flush_asked.set()
+        self._flush_asked.put(None)
 
     def _flush_when_asked(self) -> None:
         while True:
-            self._flush_asked.wait()
-            self._flush_asked.clear()
+            self._flush_asked.get()
+            while not self._flush_asked.empty():  # asked again meanwhile: one flush serves them all
+                self._flush_asked.get_nowait()
             if self._finished:
                 return
             self.run.flush(FLUSH_TIMEOUT_S, TENSORBOARD_ONLY)
 
     def finish(self, status: str) -> None:
         self._finished = True
-        self._flush_asked.set()  # the helper thread, if any, ends
+        self._flush_asked.put(None)  # the helper thread, if any, ends
         self.run.finish(status)

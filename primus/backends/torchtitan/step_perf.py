@@ -37,23 +37,25 @@ class ProcessorPerf:
         # upstream's Trainer has set its device before it builds the metric logger
         self._perf.begin()
         self._last_step: int | None = None
-        self._device_now = DeviceCounters(self._perf.device_now)
+        self._device = DeviceCounters(self._perf.device_now)
 
-    def read(self, processor: Any, now: float, system: Mapping[str, float] | None = None) -> PerfReading:
+    def read(self, processor: Any, now: float, system: Mapping[str, float] | None = None) -> tuple:
         """Call before upstream's ``log`` on the same step (it resets the counters read here); ``now``:
         ``time.perf_counter()`` at the step. ``system``: the memory/utilisation figures gathered over ranks
-        (RankFigures), in place of this rank's own reading."""
-        return PerfReading(
+        (RankFigures), in place of this rank's own reading. A ``PerfReading``'s fields as a plain tuple: the
+        ``PerfReading`` is made by ``figures``, on the hub's thread."""
+        return (
             now - processor.time_last_log,
             processor.ntokens_since_last_log,
             processor.num_flops_per_token,
             processor.device_memory_monitor.device_name,
-            self._device_now() if system is None else system,
+            self._device.now() if system is None else system,
             system is not None,
         )
 
-    def figures(self, step: int, dims: Any, reading: PerfReading) -> dict[str, float]:
-        """The perf set of log step ``step`` from its ``reading``; ``dims``: upstream's ParallelDims."""
+    def figures(self, step: int, dims: Any, fields: tuple) -> dict[str, float]:
+        """The perf set of log step ``step`` from its reading (``read``); ``dims``: upstream's ParallelDims."""
+        reading = PerfReading(*fields)
         steps = step - self._last_step if self._last_step is not None else self._log_freq
         self._last_step = step
         # ntokens_since_last_log counts this rank's batches; data-parallel ranks each see their own

@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 
 from torchtitan.components.metrics import BaseLogger
 
-from primus.backends.torchtitan.step_perf import PerfReading, ProcessorPerf
+from primus.backends.torchtitan.step_perf import ProcessorPerf
 from primus.backends.torchtitan.step_progress import ProcessorProgress
 from primus.tracking import RunStatus
 
@@ -29,7 +29,7 @@ class StepReading(NamedTuple):
     now: float  # time.perf_counter()
     dims: Any  # upstream's ParallelDims
     stragglers: Mapping[str, float]  # every rank's busy time, summarised (primus_stragglers)
-    perf: PerfReading | None
+    perf: tuple | None  # ProcessorPerf.read's
 
 
 class TrackingLogger(BaseLogger):
@@ -46,24 +46,27 @@ class TrackingLogger(BaseLogger):
         self.perf = perf  # set when the perf metric set is on
         self.progress = progress  # the progress figures
         self.dropped: frozenset[str] = frozenset()  # upstream's names not tracked (upstream_mfu)
-        self._reading: StepReading | None = None  # read_step's, for upstream's log call of that step
+        self._reading: tuple | None = None  # read_step's StepReading fields, for upstream's log call of that step
 
     def read_step(self, processor: Any, step: int, stragglers: Mapping[str, float], system: Mapping[str, float] | None):
         """Upstream's ``MetricsProcessor.log`` of ``step`` is about to run (and reset its counters): read what this
-        step's figures are made from. ``stragglers``, ``system``: the figures gathered over ranks, if on."""
+        step's figures are made from. ``stragglers``, ``system``: the figures gathered over ranks, if on. Kept as a
+        plain tuple: the ``StepReading`` is made on the hub's thread."""
         now = time.perf_counter()
         perf = self.perf.read(processor, now, system) if self.perf is not None else None
-        self._reading = StepReading(step, now, processor.parallel_dims, stragglers, perf)
+        self._reading = (step, now, processor.parallel_dims, stragglers, perf)
 
     def log(self, metrics: dict[str, Any], step: int) -> None:
         reading, self._reading = self._reading, None
-        if reading is not None and reading.step != step:  # not the step read (log_validation's call)
+        if reading is not None and reading[0] != step:  # not the step read (log_validation's call)
             reading = None
         self.run.log_later(functools.partial(self._records, dict(metrics), step, reading), step)
 
-    def _records(self, metrics: dict[str, Any], step: int, reading: StepReading | None):
-        """On the hub's thread: the step's record, upstream's metrics with Primus's figures of a training step."""
-        if reading is not None:
+    def _records(self, metrics: dict[str, Any], step: int, fields: tuple | None):
+        """On the hub's thread: the step's record, upstream's metrics with Primus's figures of a training step (read
+        at the step: ``read_step``'s fields)."""
+        if fields is not None:
+            reading = StepReading(*fields)
             metrics.update(reading.stragglers)
             if self.progress is not None:
                 metrics.update(self.progress.figures(step, reading.now, reading.dims))

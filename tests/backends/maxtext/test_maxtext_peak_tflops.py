@@ -42,7 +42,7 @@ def test_mfu_against_the_given_peak_and_none_without_one():
     scalars = {"perf/step_time_seconds": 0.5}
     perf = StepScalarsPerf(per_device_tokens=100, per_device_tflops=1.0, devices=[Device(), Device()], dtype="bfloat16",
                            local_device=Device(), peak_tflops=4.0)
-    given = perf.measure(scalars, perf.device_now())
+    given = perf.measure(scalars, perf.device.now())
     assert given["perf/tflops_per_gpu"] == pytest.approx(2.0) and given["perf/mfu"] == pytest.approx(0.5)
     table = StepScalarsPerf(per_device_tokens=100, per_device_tflops=1.0, devices=[Device()], dtype="bfloat16")
-    assert "perf/mfu" not in table.measure(scalars, table.device_now())
+    assert "perf/mfu" not in table.measure(scalars, table.device.now())

@@ -82,7 +82,7 @@ class TrackingSummaryWriter:
         )
         self._progress = Progress()
         self._system_on = perf_metrics  # the perf set's memory and utilisation
-        self._device_now = DeviceCounters(self._perf.device_now)
+        self._device = DeviceCounters(self._perf.device_now)
         self._interval = IntervalPerf(
             self._perf,
             world_size=args.world_size,
@@ -122,29 +122,31 @@ class TrackingSummaryWriter:
         """After upstream's training_log: the step goes to the run as one function the hub's thread calls
         (``_records``): upstream's scalars of the step, "samples vs steps" and, on log steps, the progress and perf
         figures and the console line, all made there.
-        Here only what must be read at the step: the clock, the micro-batch count, the device's memory.
+        Here only what must be read at the step: the clock, the micro-batch count, the device's memory, kept as a
+        plain tuple (the ``Moment`` is made on the hub's thread).
         ``system``: the memory/utilisation figures gathered over ranks this step (RankFigures), if on."""
         try:
             args = self._args
-            moment = None
+            reading = None
             if iteration % args.log_interval == 0:  # a log step: the iteration, the clock, the global batch size
                 step = self._step_functions
                 assert step is not None, "the training_log patch binds upstream's step functions before it asks"
                 batch_size = args.micro_batch_size * args.data_parallel_size * step.get_num_microbatches()
-                moment = Moment(iteration, time.perf_counter(), batch_size, args.consumed_train_samples)
+                reading = (iteration, time.perf_counter(), batch_size, args.consumed_train_samples)
             if self.run is None:  # no hub: the console line is made here
-                if moment is not None:
+                if reading is not None:
+                    moment = Moment(*reading)
                     self._print(moment, *self._figures(moment))
                 return
             calls, self._calls = self._calls, []
             if iteration % args.tensorboard_log_interval == 0:
                 calls.append((SAMPLES_VS_STEPS, args.consumed_train_samples, iteration))
             gathered = system is not None
-            if moment is not None and self._system_on and not gathered:
-                system = self._device_now()  # the host's latest sample is added on the hub's thread
+            if reading is not None and self._system_on and not gathered:
+                system = self._device.now()  # the host's latest sample is added on the hub's thread
             self.run.log_later(
                 functools.partial(
-                    self._records, calls, iteration, moment, system if self._system_on else None, gathered
+                    self._records, calls, iteration, reading, system if self._system_on else None, gathered
                 ),
                 iteration,
             )
@@ -162,15 +164,15 @@ class TrackingSummaryWriter:
         self,
         calls: list[tuple[str, Any, Any]],
         iteration: int = 0,
-        moment: Moment | None = None,
+        reading: tuple[int, float, int, float] | None = None,
         system: Mapping[str, float] | None = None,
         gathered: bool = False,
     ) -> list[tuple[int, dict[str, Any], tuple[str, ...] | None]]:
         """One record per step upstream wrote to, with the progress and perf figures of log step ``iteration``
-        made from its ``moment`` (perf with throughput on; the console line printed, if on) and, the perf set on,
-        its memory and utilisation (``system``: ``gathered`` over ranks, or this device's memory read at the step,
-        to which the host's latest sample is added here); then one record per "vs samples" step, to TensorBoard
-        only."""
+        made from its ``reading`` (a ``Moment``'s fields; perf with throughput on; the console line printed, if on)
+        and, the perf set on, its memory and utilisation (``system``: ``gathered`` over ranks, or this device's
+        memory read at the step, to which the host's latest sample is added here); then one record per "vs samples"
+        step, to TensorBoard only."""
         steps: dict[int, dict[str, Any]] = {}
         samples: dict[int, dict[str, Any]] = {}
         for tag, value, step in calls:
@@ -179,6 +181,7 @@ class TrackingSummaryWriter:
                 kind = self._kinds[tag] = self._kind(tag)
             if kind != _DROPPED:
                 (samples if kind == _VS_SAMPLES_TAG else steps).setdefault(int(step or 0), {})[tag] = value
+        moment = None if reading is None else Moment(*reading)
         perf, progress = self._figures(moment) if moment is not None else ({}, {})
         if moment is not None:
             self._print(moment, perf, progress)
