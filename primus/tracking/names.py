@@ -66,9 +66,9 @@ SCHEMA: dict[str, str] = {
     "a checkpoint load and, where the record gives the iteration time, the first interval's steps",
     "badput/checkpoint_save_s": "checkpoint saves: from a save's start mark to its record (an asynchronous save: "
     "until the next log step at most)",
-    "badput/checkpoint_load_s": "checkpoint loads, where the backend's hook times them (Megatron, TorchTitan)",
-    "badput/eval_s": "evaluations (the backends' busy marks: Megatron's evaluate_and_print_results, TorchTitan's "
-    "Validator.validate)",
+    "badput/checkpoint_load_s": "checkpoint loads, where the backend's hook times them (Megatron, Megatron-Bridge, TorchTitan)",
+    "badput/eval_s": "evaluations (the backends' busy marks: Megatron's and Megatron-Bridge's evaluate_and_print_results, "
+    "TorchTitan's Validator.validate)",
     "badput/data_wait_s": "waiting for batches where upstream times it (Megatron's batch-generator timer with "
     "--log-timers-to-tensorboard); 0 elsewhere",
     "badput/lost_progress_s": "productive time of steps computed again after a restart (past the checkpoint it "

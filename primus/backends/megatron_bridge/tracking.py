@@ -153,6 +153,12 @@ class BridgeTracking:
                 self.writer.add_scalar(name, value, train.step)
         self.writer.flush()
 
+    def evaluating(self, on: bool) -> None:
+        """An evaluation starts (``on``) or ends on the writing rank (with a tracker on): journaled, so the stall
+        alert allows for it and goodput counts it as badput."""
+        if self.checkpoints is not None:
+            self.checkpoints.evaluating(on)
+
     def emit(self) -> None:
         """The step's scalars (or an evaluation's) go out now, not with the next step's."""
         if self.writer is not None:

@@ -10,6 +10,7 @@ import math
 
 import pytest
 from bridge_runs import COMET_PROJECT, EXPERIMENT, ITERATIONS, RUN_NAME, STEPS
+from support.journal_files import journal_lines
 from support.readers import (
     comet_archive,
     comet_metrics,
@@ -21,6 +22,8 @@ from support.readers import (
     wandb_run_ids,
 )
 
+from primus.tracking.checkpoints import BUSY_EVENT
+from primus.tracking.goodput import GOODPUT_EVENT
 from primus.tracking.goodput import NAMES as GOODPUT
 from primus.tracking.progress import AT_EVERY_LOG_STEP, CONSUMED_SAMPLES, CONSUMED_TOKENS, FROM_THE_SECOND_LOG_STEP
 
@@ -131,12 +134,19 @@ def test_bridge_gets_megatrons_perf_set_with_bridges_own_flops(tracked):
     assert "perf/mfu" not in scalars  # a CPU has no peak
 
 
-def test_goodput_figures_join_every_log_step_and_count_bridges_checkpoint_saves(tracked):
+def test_goodput_figures_join_every_log_step_and_count_bridges_saves_and_evaluations(tracked):
     """The run's goodput figures are the core's (the run directory's wall time): every log step carries them,
-    cumulative; Bridge's saves (steps 2 and 4, timed from the save patch's start mark) are badput."""
+    cumulative; Bridge's saves (steps 2 and 4, timed from the save patch's start mark) are badput, and so are its
+    evaluations, each journaled as an expected pause in steps (the stall alert allows for them)."""
     scalars = {tag: dict(points) for tag, points in read_tb_scalars(tracked.workdir / "tb").items()}
     assert all(sorted(scalars[name]) == STEPS for name in GOODPUT), {n: sorted(scalars.get(n, {})) for n in GOODPUT}
     productive, saves = scalars["goodput/productive_s"], scalars["badput/checkpoint_save_s"]
     assert all(productive[a] <= productive[b] and saves[a] <= saves[b] for a, b in zip(STEPS, STEPS[1:]))
     assert saves[STEPS[0]] == 0 and saves[STEPS[-1]] > 0
     assert all(0 < scalars["goodput/productive_fraction"][step] < 1 for step in STEPS[1:])
+    events = [r["d"] for r in journal_lines(tracked.run_dir()) if r["k"] == "e"]
+    pauses = [(e["what"], e["on"]) for e in events if e["event"] == BUSY_EVENT]
+    validations = len(tracked.console_validation_losses())  # the periodic ones and the final validation and test
+    assert validations >= 2 and pauses == [("evaluation", True), ("evaluation", False)] * validations, pauses
+    [end] = [e for e in events if e["event"] == GOODPUT_EVENT]  # every evaluation came after the last log step
+    assert end["badput/eval_s"] > 0 and end["badput/checkpoint_save_s"] >= saves[STEPS[-1]]

@@ -81,21 +81,18 @@ def _guarded_property(
     handle.replace(owner, name, property(get))
 
 
-def _then(step_out: Callable[[Any], None]):
-    """A wrapper: upstream's call, then ``step_out(TRACKING)``."""
+def _evaluation(wrapped, instance, args, kwargs):
+    """Upstream's evaluation, journaled as an expected pause in steps (the stall alert allows for it; goodput counts
+    it as badput); its scalars go out when it returns, not with the next step's."""
+    from primus.backends.megatron_bridge.tracking import TRACKING
 
-    def wrapper(wrapped, instance, args, kwargs):
-        from primus.backends.megatron_bridge.tracking import TRACKING
-
+    TRACKING.evaluating(True)
+    try:
         result = wrapped(*args, **kwargs)
-        step_out(TRACKING)
-        return result
-
-    return wrapper
-
-
-def _emit(tracking) -> None:
-    tracking.emit()
+    finally:
+        TRACKING.evaluating(False)
+    TRACKING.emit()
+    return result
 
 
 def _then_finish(wrapped, instance, args, kwargs):
@@ -111,7 +108,7 @@ def _then_finish(wrapped, instance, args, kwargs):
     "megatron_bridge.tracking.train_steps",
     "megatron.bridge.training.train",
     "training_log (every rank) -> the step's scalars and progress figures go out when it returns, with every rank's "
-    "busy time at log steps (primus_stragglers); evaluate_and_print_results -> its scalars go out when it returns",
+    "busy time at log steps (primus_stragglers); evaluate_and_print_results -> journaled as an expected pause, its scalars out when it returns",
 )
 def _install_train_steps(module: ModuleType, handle: PatchHandle) -> None:
     state_of = Arguments(module.training_log, "global_state")
@@ -124,7 +121,7 @@ def _install_train_steps(module: ModuleType, handle: PatchHandle) -> None:
         return result
 
     handle.wrap(module, "training_log", training_log)
-    handle.wrap(module, "evaluate_and_print_results", _then(_emit))
+    handle.wrap(module, "evaluate_and_print_results", _evaluation)
 
 
 @_bridge_patch(
@@ -133,5 +130,5 @@ def _install_train_steps(module: ModuleType, handle: PatchHandle) -> None:
     "the final validation/test evaluations go out when they return; _finish_train ends the run FINISHED",
 )
 def _install_pretrain_end(module: ModuleType, handle: PatchHandle) -> None:
-    handle.wrap(module, "evaluate_and_print_results", _then(_emit))
+    handle.wrap(module, "evaluate_and_print_results", _evaluation)
     handle.wrap(module, "_finish_train", _then_finish)
