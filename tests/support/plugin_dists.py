@@ -47,7 +47,8 @@ class DemoSink(Sink):
         c = self.context
         self._append({{"open": run_id, "run_name": c.run_name, "experiment": c.experiment_name,
                       "params": len(c.params), "tags": sorted(c.tags),
-                      "config": [c.config.experiment_name, c.config.run_name, c.config.wandb is not None]}})
+                      "config": [c.config.experiment_name, c.config.run_name, c.config.wandb is not None,
+                                 c.config.comet is not None]}})
         return run_id
 
     def write(self, records):

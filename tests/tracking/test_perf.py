@@ -162,3 +162,32 @@ def test_utilisation_is_read_by_its_own_thread_which_ends_with_it():
     gc.collect()
     thread.join(10)
     assert not thread.is_alive()
+
+
+def test_interval_perf_times_each_interval_between_log_steps_and_averages_them():
+    """The interval's figures from the job's tokens and FLOPs over its host time; the first log step and one not
+    after the last (a restart in the same process) only start the clock; an interval whose FLOPs are not known has
+    no TFLOP/s and leaves the average's as it was; the averages skip the first entry and restart every two."""
+    asked = []
+
+    def amounts(steps):
+        asked.append(steps)
+        return steps * 1000.0, (steps * 4e12 if len(asked) != 2 else None)
+
+    interval = perf.IntervalPerf(perf.StepPerf(dtype="bf16", peak_tflops=100.0), world_size=2, skip_iterations=1,
+                                 reset_interval=2)
+    assert interval.at(10, 100.0, amounts) is None and asked == []
+    assert interval.at(12, 104.0, amounts) == pytest.approx({
+        "perf/tokens_per_sec": 500.0, "perf/tokens_per_sec_per_gpu": 250.0, "perf/tflops_per_gpu": 1.0,
+        "perf/mfu": 0.01, "perf/iteration_time_ms": 2000.0, "perf/iteration_time_ms_avg": 2000.0,
+        "perf/tokens_per_sec_per_gpu_avg": 250.0, "perf/tflops_per_gpu_avg": 1.0})
+    assert interval.at(13, 109.0, amounts) == pytest.approx({  # FLOPs not known: the TFLOP/s average stays 1.0
+        "perf/tokens_per_sec": 200.0, "perf/tokens_per_sec_per_gpu": 100.0, "perf/iteration_time_ms": 5000.0,
+        "perf/iteration_time_ms_avg": 3000.0, "perf/tokens_per_sec_per_gpu_avg": 3000.0 / 9 / 2,
+        "perf/tflops_per_gpu_avg": 1.0})
+    assert interval.at(13, 110.0, amounts) is None  # not after the last: the clock starts again
+    assert interval.at(15, 112.0, amounts) == pytest.approx({  # the window of two entries starts over
+        "perf/tokens_per_sec": 1000.0, "perf/tokens_per_sec_per_gpu": 500.0, "perf/tflops_per_gpu": 2.0,
+        "perf/mfu": 0.02, "perf/iteration_time_ms": 1000.0, "perf/iteration_time_ms_avg": 1000.0,
+        "perf/tokens_per_sec_per_gpu_avg": 500.0, "perf/tflops_per_gpu_avg": 2.0})
+    assert asked == [2, 1, 2]

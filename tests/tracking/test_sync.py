@@ -63,7 +63,7 @@ def test_a_run_that_died_running_is_delivered_whole_and_closed_killed(run_dir):
 def test_a_plugin_sink_gets_the_runs_settings_as_meta_json_kept_them(run_dir):
     assert sync_run(run_dir, timeout_s=30).ok
     opened = [line for line in read_sink_record(run_dir) if "open" in line]
-    assert [(o["run_name"], o["experiment"], o["config"]) for o in opened] == [("r", "e", ["e", "r", False])]
+    assert [(o["run_name"], o["experiment"], o["config"]) for o in opened] == [("r", "e", ["e", "r", False, False])]
 
 
 @pytest.mark.parametrize("saved", [None, "FINISHED", "FAILED"])
@@ -255,6 +255,19 @@ def test_a_comet_experiment_that_lags_the_journal_is_opened_with_the_runs_settin
     report = sync_run(run_dir, timeout_s=30)
     assert report.delivered == {"comet": False, "demo": True}
     assert "comet_ml is not importable" in report.errors["comet"]
+
+
+def test_an_online_comet_experiment_has_no_archives_to_upload(run_dir):
+    """An online experiment's stale archives (an earlier offline try of the same key) are not the run's to upload."""
+    meta = RunMeta.load(run_dir)
+    meta.comet = {"project": "p", "name": "r", "tags": [], "offline": False, "offline_dir": str(run_dir)}
+    meta.save(run_dir)
+    key = "k" * 32
+    RunState(run_dir).update("comet", key=key, offline=False, exists=True)
+    CursorStore(run_dir).save("comet", key, journal_end(run_dir))
+    (run_dir / f"{key}.zip").touch()
+    report = sync_run(run_dir, timeout_s=30)
+    assert report.delivered == {"demo": True} and report.comet_archives == []
 
 
 def test_a_comet_experiment_with_every_record_opens_no_comet_and_names_its_archives_in_upload_order(run_dir):
