@@ -337,6 +337,30 @@ def test_records_given_later_are_journaled_in_their_place_as_logs_would_be(tmp_p
     assert threads == ["primus-tracking-hub"]
 
 
+def test_the_completion_gets_each_functions_records_with_its_calls_time_and_last_step_follows_the_steps(tmp_path):
+    """``complete`` (goodput's figures) runs on the hub's thread on each later function's records, with the time
+    log_later was called; ``last_step`` (the iteration a failed or killed alert names) is the latest step given."""
+    seen: list[float] = []
+
+    def complete(records, ts):
+        records = list(records)
+        seen.append(ts)
+        return [*records, (records[0][0], {"goodput": ts}, None)]
+
+    hub = MetricsHub(JournalWriter(tmp_path), [], capacity=100, complete=complete)
+    assert hub.last_step == 0
+    hub.start()
+    before = time.time()
+    hub.log_later(lambda: [(7, {"loss": 1.0}, None)], step=7)
+    after = time.time()
+    hub.log_later(lambda: [(8, {"loss": 2.0}, None)])  # no step given: last_step stays
+    assert hub.last_step == 7
+    metrics = [r for r in _closed(hub) if r["k"] == METRICS]
+    assert [(r["s"], sorted(r["d"])) for r in metrics] == [(7, ["loss"]), (7, ["goodput"]), (8, ["loss"]),
+                                                           (8, ["goodput"])]
+    assert len(seen) == 2 and before <= seen[0] <= after and metrics[1]["d"]["goodput"] == seen[0]
+
+
 def test_a_function_that_fails_loses_its_records_only_counted_and_said_once(tmp_path, primus_caplog):
     hub = MetricsHub(JournalWriter(tmp_path), [], capacity=100)
 
