@@ -196,9 +196,9 @@ def test_interval_perf_times_each_interval_between_log_steps_and_averages_them()
 def test_the_tflops_average_counts_only_known_flops_over_their_own_seconds():
     averager = perf.IntervalAverager(skip_iterations=0, reset_interval=1)
     averager.add(iterations=1, seconds=1.0, tokens=1.0, flops=2.0)
-    assert averager.averages(1)["perf/tflops_per_gpu_avg"] == pytest.approx(2e-12)  # from zero FLOPs, exactly
+    assert averager.averages(1)["perf/tflops_per_gpu_avg"] == pytest.approx(2e-12, abs=0)  # from zero FLOPs
     averager.add(iterations=1, seconds=1.0, tokens=1.0, flops=3.0)  # a new window: from zero again
-    assert averager.averages(1)["perf/tflops_per_gpu_avg"] == pytest.approx(3e-12)
+    assert averager.averages(1)["perf/tflops_per_gpu_avg"] == pytest.approx(3e-12, abs=0)
     averager = perf.IntervalAverager(skip_iterations=0, reset_interval=10)
     averager.add(iterations=1, seconds=1.0, tokens=1.0, flops=0.0)
     assert "perf/tflops_per_gpu_avg" not in averager.averages(1)  # no FLOPs counted: no figure, not a 0
