@@ -4,8 +4,9 @@ A rank calls ``register_for_stacks`` at start-up: it opens ``stacks/<host>-<pid>
 process, so a reused pid is never asked) and starts a daemon thread that waits in a read of a FIFO of its own in
 the node's private folder: no GIL held and no CPU used until it is asked. At a ``stalled`` alert the delivery process
 (``health_watch.py``) calls ``dump_stacks``: it appends a line saying why to each file of a live rank on its own host
-and writes a byte into that rank's FIFO; the rank's thread wakes, takes the GIL (a rank blocked in a collective, a read or a
-sleep has let it go) and appends every other thread's stack, read with ``sys._current_frames()``. No signal is used:
+and writes a byte into that rank's FIFO; the rank's thread wakes, takes the GIL (a rank blocked in a collective, a
+read or a sleep has let it go) and appends every other thread's stack, read with ``sys._current_frames()``. No
+signal is used:
 ``faulthandler``'s handler reads the frames of threads that may be running Python at that moment, and crashed ranks
 that way. A rank stopped (SIGSTOP) or holding the GIL in C code writes its stacks once it goes on. At its end
 (``release_stacks``, or at exit) the thread stops and a file that holds no stacks is removed. The files are uploaded

@@ -108,7 +108,8 @@ def _then_finish(wrapped, instance, args, kwargs):
     "megatron_bridge.tracking.train_steps",
     "megatron.bridge.training.train",
     "training_log (every rank) -> the step's scalars and progress figures go out when it returns, with every rank's "
-    "busy time at log steps (primus_stragglers); evaluate_and_print_results -> journaled as an expected pause, its scalars out when it returns",
+    "busy time at log steps (primus_stragglers); evaluate_and_print_results -> journaled as an expected pause, its "
+    "scalars out when it returns",
 )
 def _install_train_steps(module: ModuleType, handle: PatchHandle) -> None:
     state_of = Arguments(module.training_log, "global_state")
