@@ -1,7 +1,9 @@
 """Upstream's arguments by name: a wrapper's ``(args, kwargs)`` read and replaced through the wrapped
 function's signature, bound when the patch installs. A renamed or removed argument then fails the install
 (the registry names the patch) instead of reading a wrong value in the training loop; each read is one
-dict lookup and one index (``training_log`` is wrapped and called every step)."""
+dict lookup and one index (``training_log`` is wrapped and called every step). ``same_parameters`` checks, at
+install, that a function of ours takes upstream's arguments exactly as upstream does, so a wrapper can pass them
+on as they came: bound by Python itself, the cheapest way for a call made at every step."""
 
 from __future__ import annotations
 
@@ -51,3 +53,19 @@ class Arguments:
         if len(args) > index:
             return (*args[:index], value, *args[index + 1 :]), kwargs
         return args, {**kwargs, name: value}
+
+
+def same_parameters(upstream: Callable, ours: Callable, *, method: bool = False) -> None:
+    """Refuse (at install) unless ``ours`` takes ``upstream``'s arguments as upstream does: the same names, kinds
+    and defaults, in order. ``method``: both are plain functions on classes, their ``self`` left out."""
+
+    def parameters(function: Callable) -> list[tuple[str, Any, Any]]:
+        listed = list(inspect.signature(function).parameters.values())[1 if method else 0 :]
+        return [(p.name, p.kind, p.default) for p in listed]
+
+    if parameters(upstream) != parameters(ours):
+        raise TypeError(
+            f"upstream's {upstream.__qualname__}{inspect.signature(upstream)} does not take the arguments "
+            f"{ours.__qualname__}{inspect.signature(ours)} is written for: the patch was written for a release "
+            f"that had them; update the patch for this one"
+        )

@@ -29,18 +29,15 @@ class _UpstreamCall:
     """The ``wrapped`` a guarded wrapper receives: calls upstream and remembers what happened, so the
     guard can tell upstream's exceptions (propagate) from the patch's own (disable the patch).
     Attributes (``__name__``, ``__module__``, ``__self__``...) are upstream's. Not a wrapt proxy:
-    its ``_self_`` attributes made each guarded call ~2 us slower than this slotted object."""
+    its ``_self_`` attributes made each guarded call ~2 us slower than this slotted object, whose
+    ``result`` and ``error`` are set only once there is one (one store per call instead of four)."""
 
-    __slots__ = ("__wrapped__", "called", "result", "error")
+    __slots__ = ("__wrapped__", "result", "error")
 
     def __init__(self, wrapped: Callable):
         self.__wrapped__ = wrapped
-        self.called = False
-        self.result: Any = None
-        self.error: BaseException | None = None
 
     def __call__(self, *args, **kwargs):
-        self.called = True
         try:
             self.result = self.__wrapped__(*args, **kwargs)
         except BaseException as e:
@@ -49,6 +46,8 @@ class _UpstreamCall:
         return self.result
 
     def __getattr__(self, name: str) -> Any:
+        if name in _UpstreamCall.__slots__:  # not set: no result or error yet (never upstream's of that name)
+            raise AttributeError(name)
         return getattr(self.__wrapped__, name)
 
     # These two come from the class before __getattr__ is asked.
@@ -58,7 +57,7 @@ class _UpstreamCall:
 
 class PatchHandle:
     """Given to ``Patch.install``: makes changes that the registry can undo and guard. ``enabled`` is what
-    each of its wrappers asks wrapt before calling into the patch; off, they pass straight to upstream."""
+    each of its wrappers asks before calling into the patch; off, they pass straight to upstream."""
 
     def __init__(
         self,
@@ -77,8 +76,10 @@ class PatchHandle:
         """Wrap ``owner.<name>`` (``"Class.method"`` allowed) with a wrapt wrapper
         ``wrapper(wrapped, instance, args, kwargs)``, guarded so that patch-code errors fall back
         to the original call."""
+        # The guard asks ``enabled`` itself: wrapt's ``enabled=`` callable costs a Python call at each binding and
+        # each call of a method, on the training thread.
         guarded = self._guard(wrapper)
-        installed = wrapt.wrap_object(owner, name, wrapt.FunctionWrapper, (guarded,), {"enabled": lambda: self.enabled})
+        installed = wrapt.wrap_object(owner, name, wrapt.FunctionWrapper, (guarded,))
 
         def unwrap():
             try:
@@ -121,11 +122,13 @@ class PatchHandle:
         handle = self
 
         def guarded(wrapped, instance, args, kwargs):
+            if not handle.enabled:
+                return wrapped(*args, **kwargs)
             call = _UpstreamCall(wrapped)
             try:
                 return wrapper(call, instance, args, kwargs)
             except BaseException as error:
-                if error is call.error or isinstance(error, _PASSED_ON):
+                if error is getattr(call, "error", None) or isinstance(error, _PASSED_ON):
                     raise
                 if handle.patch.required:
                     handle.fail(error)
@@ -133,9 +136,9 @@ class PatchHandle:
                 failure = error
             # Outside the except block, so that re-raising upstream's error chains nothing onto it.
             handle.fail(failure)
-            if call.error is not None:
+            if hasattr(call, "error"):
                 raise call.error
-            return call.result if call.called else wrapped(*args, **kwargs)
+            return call.result if hasattr(call, "result") else wrapped(*args, **kwargs)
 
         return guarded
 

@@ -10,7 +10,7 @@ import importlib
 import pytest
 
 from primus.patches import Patch, PatchError
-from primus.patches.arguments import Arguments
+from primus.patches.arguments import Arguments, same_parameters
 
 SOURCE = '''
 def log(iteration, loss, extra=None, *, tag="train"):
@@ -97,3 +97,32 @@ def test_a_renamed_argument_fails_the_install_naming_the_patch_the_function_and_
     message = str(raised.value)
     assert "required patch a.renamed failed to install" in message
     assert "log(iteration, loss, extra=None, *, tag='train') has no argument 'step'" in message
+
+
+class _Upstream:
+    def write(self, metrics, step, metric_type="train"):
+        pass
+
+
+def test_a_function_taking_upstreams_arguments_as_upstream_does_passes():
+    class Ours:
+        def write(self, metrics, step, metric_type="train"):
+            pass
+
+    same_parameters(_Upstream.write, Ours.write, method=True)
+    same_parameters(_log, _log)
+
+
+@pytest.mark.parametrize("ours", ["def write(self, metrics, step, metric_type='eval')",
+                                  "def write(self, metrics, iteration, metric_type='train')",
+                                  "def write(self, metrics, step, *, metric_type='train')",
+                                  "def write(self, metrics, step, metric_type='train', extra=None)",
+                                  "def write(self, metrics, step)"])
+def test_another_default_name_kind_or_count_is_refused_naming_both_functions(ours):
+    namespace: dict = {}
+    exec(f"class Ours:\n    {ours}:\n        pass", namespace)
+    with pytest.raises(TypeError) as raised:
+        same_parameters(_Upstream.write, namespace["Ours"].write, method=True)
+    assert str(raised.value).startswith("upstream's _Upstream.write(self, metrics, step, metric_type='train') "
+                                        "does not take the arguments Ours.write(")
+    assert "update the patch for this one" in str(raised.value)

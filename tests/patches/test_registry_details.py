@@ -93,6 +93,35 @@ def test_keyword_arguments_reach_upstream_through_a_guarded_wrapper(registry, up
     assert [r.status for r in registry.records()] == ["applied"]
 
 
+def test_a_failing_wrapper_falls_back_to_upstream_even_when_upstream_has_attributes_named_result_and_error(
+        registry, upstream):
+    module = importlib.import_module(upstream())
+    module.greet.result, module.greet.error = "not a call's result", ValueError("not a call's error")
+
+    def broken(wrapped, instance, args, kwargs):
+        assert wrapped.result == "not a call's result"  # upstream's attributes, seen through the guard's call
+        raise TypeError("bug in patch code")
+
+    registry.register(Patch("w.attrs", module.__name__, None, "", wrapping("greet", broken)))
+    registry.activate()
+    assert module.greet("k") == "hello k" and module.calls == ["k"], "upstream called once, its own result"
+
+
+def test_a_disabled_wrapper_passes_straight_to_upstream_without_calling_the_patch(registry, upstream):
+    module = importlib.import_module(upstream())
+    seen = []
+
+    def counting(wrapped, instance, args, kwargs):
+        seen.append(args)
+        return wrapped(*args, **kwargs)
+
+    registry.register(Patch("w.off", module.__name__, None, "", wrapping("greet", counting)))
+    registry.activate()
+    early = module.greet  # bound before the patch is turned off: still ours, now a pass-through
+    module.greet("a")
+    registry.deactivate()
+    assert (early("b"), seen, module.calls) == ("hello b", [("a",)], ["a", "b"])
+
 
 def test_an_attribute_of_an_object_without_a_dict_is_replaced_and_restored(registry, upstream):
     module = importlib.import_module(upstream())

@@ -33,13 +33,15 @@ UPSTREAM_WRITERS_OFF = {"enable_tensorboard": False, "enable_wandb": False}
 
 
 class UpstreamWritersOff:
-    __slots__ = ("_config",)
-
     def __init__(self, config: Any):
         object.__setattr__(self, "_config", config)
 
     def __getattr__(self, name: str) -> Any:
-        return UPSTREAM_WRITERS_OFF[name] if name in UPSTREAM_WRITERS_OFF else getattr(self._config, name)
+        """Upstream's value, kept here after its first read: the config is read-only, and upstream's logger reads
+        a dozen of its keys at every step (a kept one is found without a Python call)."""
+        value = UPSTREAM_WRITERS_OFF[name] if name in UPSTREAM_WRITERS_OFF else getattr(self._config, name)
+        object.__setattr__(self, name, value)
+        return value
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise ValueError("Configuration is read-only and cannot be modified after initialization.")  # as upstream's
@@ -127,7 +129,9 @@ class TrackingMetricWriter:
         self._flush_asked: queue.SimpleQueue[None] = queue.SimpleQueue()
         self._finished = False
 
-    def write(self, metrics: Mapping[str, Any], step: int, metric_type: str) -> None:
+    def write(self, metrics: Mapping[str, Any], step: int, metric_type: str = "train") -> None:
+        """Upstream's ``MetricLogger.write_metrics`` arguments, as upstream was called (the patch checks at install
+        that the two take the same ones)."""
         if not metrics or metric_type not in TRACKED_TYPES:
             return
         step = int(step)

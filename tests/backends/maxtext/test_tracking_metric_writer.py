@@ -49,6 +49,21 @@ def test_only_upstreams_writers_are_off_and_the_view_is_read_only():
     assert config.enable_tensorboard is True  # training keeps the real config
 
 
+def test_the_view_reads_each_of_upstreams_keys_once_and_passes_on_a_missing_one():
+    class Counted(SimpleNamespace):
+        reads: list[str] = []
+
+        def __getattribute__(self, name):
+            Counted.reads.append(name)
+            return super().__getattribute__(name)
+
+    view = UpstreamWritersOff(Counted(log_period=7, enable_wandb=True))
+    assert [view.log_period for _ in range(3)] + [view.enable_wandb] * 2 == [7, 7, 7, False, False]
+    assert Counted.reads == ["log_period"], "read once, then kept; the writers' keys never asked of upstream"
+    with pytest.raises(AttributeError, match="steps"):
+        getattr(view, "steps")  # noqa: B009 (the read is the point)
+
+
 def test_one_record_per_step_with_upstreams_names_and_no_running_eval(tmp_path):
     feed = feed_for(tmp_path, 100, [])
     train = {"scalar": {"learning/loss": np.float32(7.5), "perf/step_time_seconds": 0.25},

@@ -13,7 +13,7 @@ With every tracker off, upstream's methods run unchanged."""
 from __future__ import annotations
 
 from primus.patches import REGISTRY
-from primus.patches.arguments import Arguments
+from primus.patches.arguments import Arguments, same_parameters
 from primus.tracking import RunStatus
 from primus.upstreams.maxtext import MAXTEXT
 
@@ -33,13 +33,13 @@ def _install_metric_logger(module, handle):
 
     import jax
 
-    from primus.backends.maxtext.tracking_metric_writer import StepScalarsPerf, UpstreamWritersOff
+    from primus.backends.maxtext.tracking_metric_writer import StepScalarsPerf, TrackingMetricWriter, UpstreamWritersOff
     from primus.backends.maxtext.tracking_session import plan_for, start_tracking, status_for
     from primus.tracking.stacks import register_for_stacks
 
     cls = module.MetricLogger
     init_arguments = Arguments(cls.__init__, "config", method=True)
-    write_arguments = Arguments(cls.write_metrics, "metrics", "step", "metric_type", method=True)
+    same_parameters(cls.write_metrics, TrackingMetricWriter.write, method=True)  # handed on as they come
     setup_arguments = Arguments(cls.write_setup_info_to_tensorboard, "params", method=True)
 
     def init(wrapped, instance, args, kwargs):
@@ -60,11 +60,7 @@ def _install_metric_logger(module, handle):
     def write_metrics(wrapped, instance, args, kwargs):
         feed = getattr(instance, FEED, None)
         if feed is not None:
-            feed.write(
-                write_arguments("metrics", args, kwargs),
-                write_arguments("step", args, kwargs),
-                write_arguments("metric_type", args, kwargs),
-            )
+            feed.write(*args, **kwargs)
         return wrapped(*args, **kwargs)
 
     def write_setup_info(wrapped, instance, args, kwargs):
