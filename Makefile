@@ -42,6 +42,9 @@ $(STAMP): third_party/requirements.txt third_party/constraints.txt setup.cfg pyp
 run: setup
 	$(PY) -m primus.cli.main train --config configs/megatron/tiny_cpu.yaml
 
+# Two test processes (tests/support/parallel.py keeps the tests of one shared training on one); PYTEST_ARGS=... runs
+# what you give in one process.
+PYTEST_ARGS ?= -n 2 --no-loadscope-reorder
 test: setup lint
 	$(PY) -m pytest $(PYTEST_ARGS)
 

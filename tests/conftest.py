@@ -4,7 +4,8 @@
   ``MLFLOW_TRACKING_URI`` / ``WANDB_API_KEY``, and ``WANDB_BASE_URL`` pointing at a closed loopback
   port, so no test can ever reach the real W&B host.
 * ``mlflow_server``: one real MLflow server per session (sqlite, ``--workers 1``, job executor off),
-  killed with its process tree at the end. ``mlflow_uri`` points a test at it (env
+  killed with its process tree at the end; under `make test`'s two xdist workers, the controlling process starts
+  it and both use it (``support.parallel``, which also keeps what tests share on one worker). ``mlflow_uri`` points a test at it (env
   ``MLFLOW_TRACKING_URI``, MLflow's HTTP retries off so a bug fails fast instead of hanging 4 min).
 * ``fault_mlflow_server``: a second, dedicated server that a test may ``kill()``, ``pause()``
   (SIGSTOP), ``resume()`` and ``restart()`` on the same port and database; it is healthy again
@@ -33,6 +34,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from support import parallel  # noqa: E402
 from support.disks import mount_tmpfs, unmount  # noqa: E402
 from support.mlflow_server import SERVER_ENV, MlflowServer, free_port  # noqa: E402
 from support.plugin_dists import SINK_MODULE_NAME, install_sink_plugin  # noqa: E402
@@ -54,6 +56,45 @@ def primus_caplog(caplog, monkeypatch):
     return caplog
 
 
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.hookimpl(trylast=True)  # after the tmpdir plugin made its factory
+def pytest_configure(config):
+    if parallel.is_controller(config):
+        server = MlflowServer(config._tmp_path_factory.mktemp("mlflow-session")).start()
+        config.stash[_CONTROLLER_SERVER] = server
+        config.stash[_GROUPS_FILE] = config._tmp_path_factory.getbasetemp() / "groups.json"
+
+
+@pytest.hookimpl(optionalhook=True)  # xdist's, in the controlling process: what each worker is given
+def pytest_configure_node(node):
+    server = node.config.stash[_CONTROLLER_SERVER]
+    node.workerinput[parallel.SHARED_SERVER] = f"{server.uri} {server.root}"
+    node.workerinput[parallel.GROUPS_FILE] = str(node.config.stash[_GROUPS_FILE])
+
+
+def pytest_unconfigure(config):
+    server = config.stash.get(_CONTROLLER_SERVER, None)
+    if server is not None:
+        server.stop()
+
+
+def pytest_collection_modifyitems(config, items):
+    groups_file = getattr(config, "workerinput", {}).get(parallel.GROUPS_FILE)
+    if groups_file:
+        parallel.group_tests(items, ROOT, groups_file)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    return parallel.GroupScheduling(config, config.stash[_GROUPS_FILE], log)
+
+
+_CONTROLLER_SERVER = pytest.StashKey[MlflowServer]()
+_GROUPS_FILE = pytest.StashKey[Path]()
+
+
 def _session_server(tmp_path_factory, name: str):
     server = MlflowServer(tmp_path_factory.mktemp(name)).start()
     yield server
@@ -71,7 +112,11 @@ def _fail_fast(monkeypatch) -> None:
 
 
 @pytest.fixture(scope="session")
-def mlflow_server(tmp_path_factory) -> MlflowServer:
+def mlflow_server(tmp_path_factory, request) -> MlflowServer:
+    shared = parallel.shared_server_address(request.config)
+    if shared is not None:
+        yield MlflowServer.started_elsewhere(*shared)
+        return
     yield from _session_server(tmp_path_factory, "mlflow-session")
 
 
@@ -154,3 +199,5 @@ def webhook_receiver():
     receiver = Receiver()
     yield receiver
     receiver.close()
+
+

@@ -126,3 +126,18 @@ def test_another_default_name_kind_or_count_is_refused_naming_both_functions(our
     assert str(raised.value).startswith("upstream's _Upstream.write(self, metrics, step, metric_type='train') "
                                         "does not take the arguments Ours.write(")
     assert "update the patch for this one" in str(raised.value)
+
+
+def test_only_a_methods_self_is_left_out_whatever_its_name():
+    class Ours:
+        def write(this, metrics, step, metric_type="train"):  # noqa: N805 (self under another name)
+            pass
+
+        def renamed(self, values, step, metric_type="train"):
+            pass
+
+    same_parameters(_Upstream.write, Ours.write, method=True)
+    with pytest.raises(TypeError, match="does not take the arguments"):
+        same_parameters(_Upstream.write, Ours.renamed, method=True)
+    with pytest.raises(TypeError, match="does not take the arguments"):
+        same_parameters(_log, lambda step, loss, extra=None, *, tag="train": None)  # a function's first counts

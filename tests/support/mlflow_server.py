@@ -35,6 +35,15 @@ class MlflowServer:
         self.log_path = self.root / "server.log"
         self.proc: subprocess.Popen | None = None
 
+    @classmethod
+    def started_elsewhere(cls, uri: str, root: Path) -> MlflowServer:
+        """The server another process of this test session started and stops (xdist's controlling process)."""
+        server = cls.__new__(cls)
+        server.root, server.uri, server.proc = Path(root), uri, None
+        server.port = int(uri.rsplit(":", 1)[1])
+        server.log_path = server.root / "server.log"
+        return server
+
     def start(self) -> MlflowServer:
         mlflow_bin = Path(sys.executable).with_name("mlflow")
         cmd = [str(mlflow_bin), "server", "--backend-store-uri", f"sqlite:///{self.root / 'mlflow.db'}",
