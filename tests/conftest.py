@@ -4,9 +4,10 @@
   ``MLFLOW_TRACKING_URI`` / ``WANDB_API_KEY``, and ``WANDB_BASE_URL`` pointing at a closed loopback
   port, so no test can ever reach the real W&B host.
 * ``mlflow_server``: one real MLflow server per session (sqlite, ``--workers 1``, job executor off),
-  killed with its process tree at the end; under `make test`'s two xdist workers, the controlling process starts
-  it and both use it (``support.parallel``, which also keeps what tests share on one worker). ``mlflow_uri`` points a test at it (env
-  ``MLFLOW_TRACKING_URI``, MLflow's HTTP retries off so a bug fails fast instead of hanging 4 min).
+  killed with its process tree at the end; under `make test`'s two xdist workers, the controlling process
+  starts it and both use it (``support.parallel``, which also keeps what tests share on one worker).
+  ``mlflow_uri`` points a test at it (env ``MLFLOW_TRACKING_URI``, MLflow's HTTP retries off so a bug fails
+  fast instead of hanging 4 min).
 * ``fault_mlflow_server``: a second, dedicated server that a test may ``kill()``, ``pause()``
   (SIGSTOP), ``resume()`` and ``restart()`` on the same port and database; it is healthy again
   before the next test. Mark such tests ``@pytest.mark.slow``.
@@ -70,7 +71,7 @@ def pytest_configure(config):
 @pytest.hookimpl(optionalhook=True)  # xdist's, in the controlling process: what each worker is given
 def pytest_configure_node(node):
     server = node.config.stash[_CONTROLLER_SERVER]
-    node.workerinput[parallel.SHARED_SERVER] = f"{server.uri} {server.root}"
+    node.workerinput[parallel.SHARED_SERVER] = f"{server.port} {server.root}"
     node.workerinput[parallel.GROUPS_FILE] = str(node.config.stash[_GROUPS_FILE])
 
 
@@ -115,7 +116,7 @@ def _fail_fast(monkeypatch) -> None:
 def mlflow_server(tmp_path_factory, request) -> MlflowServer:
     shared = parallel.shared_server_address(request.config)
     if shared is not None:
-        yield MlflowServer.started_elsewhere(*shared)
+        yield MlflowServer(*shared)  # started and stopped by the controlling process
         return
     yield from _session_server(tmp_path_factory, "mlflow-session")
 
@@ -199,5 +200,3 @@ def webhook_receiver():
     receiver = Receiver()
     yield receiver
     receiver.close()
-
-

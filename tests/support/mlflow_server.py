@@ -27,22 +27,15 @@ def free_port() -> int:
 
 
 class MlflowServer:
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, port: int | None = None):
+        """``port``: of a server another process of this test session started and stops (xdist's controlling
+        process); none given, a free one for ``start``."""
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
-        self.port = free_port()
+        self.port = port or free_port()
         self.uri = f"http://127.0.0.1:{self.port}"
         self.log_path = self.root / "server.log"
         self.proc: subprocess.Popen | None = None
-
-    @classmethod
-    def started_elsewhere(cls, uri: str, root: Path) -> MlflowServer:
-        """The server another process of this test session started and stops (xdist's controlling process)."""
-        server = cls.__new__(cls)
-        server.root, server.uri, server.proc = Path(root), uri, None
-        server.port = int(uri.rsplit(":", 1)[1])
-        server.log_path = server.root / "server.log"
-        return server
 
     def start(self) -> MlflowServer:
         mlflow_bin = Path(sys.executable).with_name("mlflow")

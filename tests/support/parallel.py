@@ -29,7 +29,7 @@ from xdist.scheduler import LoadScopeScheduling
 
 from support.run_pool import RunPool
 
-SHARED_SERVER = "primus_mlflow_server"  # workerinput: "<uri> <root>" of the session's server
+SHARED_SERVER = "primus_mlflow_server"  # workerinput: "<port> <root>" of the session's server
 GROUPS_FILE = "primus_groups_file"  # workerinput: where the workers write each test file's group for the controller
 # Session fixtures that train, read by tests in several files (a new one belongs here, or it trains once per worker)
 SHARED_TRAININGS = frozenset({"stopped_then_resumed", "tracked", "resumed", "megatron_run_dir"})
@@ -151,10 +151,10 @@ def _shared_pools(module: types.ModuleType) -> tuple[str, ...]:
                         if any(isinstance(value, RunPool) for value in vars(home).values())))
 
 
-def shared_server_address(config: pytest.Config) -> tuple[str, Path] | None:
-    """The session's server started by the controlling process, if this is one of its workers."""
+def shared_server_address(config: pytest.Config) -> tuple[Path, int] | None:
+    """The root and port of the session's server the controlling process started, if this is one of its workers."""
     value = getattr(config, "workerinput", {}).get(SHARED_SERVER)
     if not value:
         return None
-    uri, root = value.split(" ", 1)
-    return uri, Path(root)
+    port, root = value.split(" ", 1)
+    return Path(root), int(port)
