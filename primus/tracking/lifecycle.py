@@ -3,7 +3,10 @@ FAILED on an uncaught exception or a non-zero exit code, KILLED on SIGTERM/SIGIN
 flushed (within the run's exit deadline) in every case.
 
 Forked children (DataLoader workers) inherit the handlers but must never end the parent's run: every
-hook checks that it runs in the process that installed it, and otherwise behaves as if absent.
+hook checks that it runs in the process that installed it, and otherwise behaves as if absent. A child gets
+the signal handlers back that were there before ours, and SIGTERM/SIGINT are blocked across ``os.fork``: CPython
+forgets a signal that reaches the child before its after-fork code ran (torchrun stopping a job as it starts a
+DataLoader worker), so it waits in the kernel and reaches the child once its handlers are the program's own.
 
 Python does not tell an at-exit callback the exit code, so ``sys.exit`` is wrapped to remember it
 (a bare ``raise SystemExit(n)`` is not seen and counts as FINISHED). The at-exit callback is
@@ -30,6 +33,8 @@ from primus.tracking.enums import RunStatus
 log = logging.getLogger("primus.tracking")
 
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
+_INSTALLED: list[ExitHandlers] = []  # installed in this process, oldest first
+_MASK_BEFORE_FORK: set[int] | None = None  # the forking thread's signal mask, while SIGNALS are blocked
 
 
 class ExitHandlers:
@@ -74,6 +79,7 @@ class ExitHandlers:
                 continue  # the process chose to ignore it; so do we
             self._previous_signals[sig] = previous
             signal.signal(sig, self._on_signal)
+        _INSTALLED.append(self)
 
     def uninstall(self) -> None:
         if not self._active:
@@ -84,10 +90,15 @@ class ExitHandlers:
         if sys.excepthook == self._excepthook:
             sys.excepthook = self._previous_excepthook
         if threading.current_thread() is threading.main_thread():
-            for sig, previous in self._previous_signals.items():
-                if signal.getsignal(sig) == self._on_signal:
-                    signal.signal(sig, previous if previous is not None else signal.SIG_DFL)
+            self._restore_signals()
         self._previous_signals.clear()
+        if self in _INSTALLED:
+            _INSTALLED.remove(self)
+
+    def _restore_signals(self) -> None:
+        for sig, previous in self._previous_signals.items():
+            if signal.getsignal(sig) == self._on_signal:
+                signal.signal(sig, previous if previous is not None else signal.SIG_DFL)
 
     # -- hooks ---------------------------------------------------------------------------
     def _exit(self, code: Any = None) -> Any:  # sys.exit's type: it returns only if the original does
@@ -157,3 +168,31 @@ class ExitHandlers:
             return
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)  # die of the signal, as without us
+
+
+# -- os.fork ------------------------------------------------------------------------------
+def _block_signals_before_fork() -> None:
+    global _MASK_BEFORE_FORK
+    if _INSTALLED:
+        _MASK_BEFORE_FORK = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
+
+
+def _unblock_signals() -> None:
+    global _MASK_BEFORE_FORK
+    if _MASK_BEFORE_FORK is not None:
+        mask, _MASK_BEFORE_FORK = _MASK_BEFORE_FORK, None
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # a signal sent meanwhile is delivered now
+
+
+def _give_the_child_its_own_handlers() -> None:
+    """In a forked child: the program's handlers back (newest run's first, as an uninstall would), then the
+    signals it was sent while forking."""
+    for handlers in reversed(_INSTALLED):
+        handlers._restore_signals()
+    _INSTALLED.clear()
+    _unblock_signals()
+
+
+os.register_at_fork(
+    before=_block_signals_before_fork, after_in_parent=_unblock_signals, after_in_child=_give_the_child_its_own_handlers
+)

@@ -81,11 +81,18 @@ def with_goodput(expected: Mapping[str, list[int]]) -> dict[str, list[int]]:
     return {**expected, **at(steps, *GOODPUT)} if steps else dict(expected)
 
 
+# what these runs assert is every step in every sink, not the exit deadline (tests/reliability has it): in a test
+# session two cores carry four trainings, their delivery processes and the MLflow server, and a tracker that
+# receives its last steps after the default 30 s would fail a run that only waited too little
+EXIT_DEADLINE = ("--primus-exit-deadline", "180")
+
+
 def spec(name: str, on: Iterable[str], *args: str, expected: Mapping[str, list[int]], iterations: int = 3,
          nproc: int = 1, release: str | None = None, env: Mapping[str, str] | None = None) -> RunSpec:
     on = frozenset(on)
     return RunSpec(on, f"h6-{name}", with_goodput(expected),
-                   (*toggles(TB in on, WANDB in on, MLFLOW in on), "--mlflow-experiment-name", f"h6-{name}", *args),
+                   (*toggles(TB in on, WANDB in on, MLFLOW in on), "--mlflow-experiment-name", f"h6-{name}",
+                    *EXIT_DEADLINE, *args),
                    iterations, nproc, release, dict(env or {}))
 
 
@@ -93,7 +100,7 @@ def spec(name: str, on: Iterable[str], *args: str, expected: Mapping[str, list[i
 # resumes from it (the runs: conftest.py); W&B (offline) and MLflow on, TensorBoard off
 RESUME_EXPERIMENT = "h6-resume"
 RESUME_ARGS = (*toggles(False, True, True), "--wandb-project", RESUME_EXPERIMENT, "--mlflow-experiment-name",
-               RESUME_EXPERIMENT, "--log-progress", "--save-interval", "2")
+               RESUME_EXPERIMENT, "--log-progress", "--save-interval", "2", *EXIT_DEADLINE)
 
 STEPS = [1, 2, 3]
 PERF_STEPS = [2, 3]
@@ -269,6 +276,8 @@ def assert_sinks(run: Any, spec_: RunSpec, client: Any) -> None:
     """Each enabled sink holds exactly the expected tags, each at exactly the expected steps, from
     exactly one writer (one event file, one W&B run, one MLflow run); each disabled sink wrote nothing."""
     root = run.log_path.parent
+    late = [line for line in run.output.splitlines() if "did not receive everything" in line]
+    assert late == [], late  # the run's own report: a tracker was still receiving when it stopped waiting
     expected = dict(spec_.expected)
     on_disk = written_by(root)
     runs = mlflow_runs(client, spec_.experiment)
