@@ -30,12 +30,10 @@ class _UpstreamCall:
     guard can tell upstream's exceptions (propagate) from the patch's own (disable the patch).
     Attributes (``__name__``, ``__module__``, ``__self__``...) are upstream's. Not a wrapt proxy:
     its ``_self_`` attributes made each guarded call ~2 us slower than this slotted object, whose
-    ``result`` and ``error`` are set only once there is one (one store per call instead of four)."""
+    ``result`` and ``error`` are set only once there is one (one store per call instead of four).
+    Made by the guard with ``object.__new__`` (in C): an ``__init__`` was a Python frame per guarded call."""
 
     __slots__ = ("__wrapped__", "result", "error")
-
-    def __init__(self, wrapped: Callable):
-        self.__wrapped__ = wrapped
 
     def __call__(self, *args, **kwargs):
         try:
@@ -120,11 +118,13 @@ class PatchHandle:
     # -- guard ---------------------------------------------------------------------------
     def _guard(self, wrapper: Callable) -> Callable:
         handle = self
+        new = object.__new__
 
         def guarded(wrapped, instance, args, kwargs):
             if not handle.enabled:
                 return wrapped(*args, **kwargs)
-            call = _UpstreamCall(wrapped)
+            call = new(_UpstreamCall)
+            call.__wrapped__ = wrapped
             try:
                 return wrapper(call, instance, args, kwargs)
             except BaseException as error:

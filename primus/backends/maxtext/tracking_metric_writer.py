@@ -18,7 +18,7 @@ import functools
 import queue
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from primus.backends.maxtext.step_progress import StepProgress
@@ -47,9 +47,11 @@ class UpstreamWritersOff:
         raise ValueError("Configuration is read-only and cannot be modified after initialization.")  # as upstream's
 
 
-def flat_scalars(metrics: Mapping[str, Any]) -> dict[str, Any]:
-    out = dict(metrics.get("scalar") or {})
-    for name, group in (metrics.get("scalars") or {}).items():
+def flat_scalars(scalar: Mapping[str, Any] | None, groups: Iterable[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
+    """Upstream's ``scalar`` dict and its ``scalars`` groups (``(name, {sub: value})``) as one ``{name/sub:
+    value}``, as upstream's W&B writer names them."""
+    out = dict(scalar or {})
+    for name, group in groups:
         out.update({f"{name}/{sub}": value for sub, value in group.items()})
     return out
 
@@ -135,20 +137,25 @@ class TrackingMetricWriter:
         if not metrics or metric_type not in TRACKED_TYPES:
             return
         step = int(step)
-        values = flat_scalars(metrics)  # upstream's dicts as they are now
+        scalar, groups = metrics.get("scalar"), metrics.get("scalars")
         if metric_type == "train" and (self.progress is not None or self.perf is not None):
-            # the clock and the device's memory read at the step; the figures made on the hub's thread
+            # upstream's dicts as they are now, copied in C (a Python call here costs more than the copies), the
+            # clock and the device's memory read at the step; flattened and the figures made on the hub's thread
+            held = (dict(scalar or ()), [(name, dict(group)) for name, group in groups.items()] if groups else ())
             device = self.perf.device.now() if self.perf is not None else None
-            at_step = functools.partial(self._train_record, step, values, time.perf_counter(), device)
+            at_step = functools.partial(self._train_record, step, held, time.perf_counter(), device)
             self.run.log_later(at_step, step)
         else:
-            self.run.log(step, values)
+            self.run.log(step, flat_scalars(scalar, groups.items() if groups else ()))
         if self.tensorboard and metric_type == "train" and step % self._log_period == 0:
             self._flush_in_background()
             if self._announce is not None:
                 self._announce(step)
 
-    def _train_record(self, step: int, values: dict[str, Any], now: float, device: Mapping[str, float] | None):
+    def _train_record(
+        self, step: int, held: tuple[dict[str, Any], Any], now: float, device: Mapping[str, float] | None
+    ):
+        values = flat_scalars(*held)
         if self.progress is not None:
             values |= self.progress.figures(step, now)
         if self.perf is not None and device is not None:

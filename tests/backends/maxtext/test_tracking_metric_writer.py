@@ -91,12 +91,14 @@ def test_a_train_steps_progress_is_made_later_from_the_values_of_the_step(tmp_pa
     run = start_run(TrackingConfig(run_dir=tmp_path / "run"))
     config = SimpleNamespace(max_target_length=16, global_batch_size_to_train_on=4, steps=10)
     feed = TrackingMetricWriter(run, log_period=100, progress=StepProgress(config))
-    train = {"scalar": {"learning/loss": 7.5}}
+    train = {"scalar": {"learning/loss": 7.5}, "scalars": {"learning/moe": {"layer_0": 1.0}}}
     feed.write(train, 2, "train")
     train["scalar"]["learning/loss"] = 0.0
+    train["scalars"]["learning/moe"] |= {"layer_0": 9.0, "layer_1": 2.0}
     feed.finish("FINISHED")
     [record] = [r for r in read_all(tmp_path / "run") if r.kind == METRICS]
     assert record.data["learning/loss"] == 7.5 and record.data["progress/consumed_tokens"] == 3 * 4 * 16
+    assert record.data["learning/moe/layer_0"] == 1.0 and "learning/moe/layer_1" not in record.data
 
 
 def test_tensorboard_is_flushed_every_log_period_train_steps(tmp_path):
