@@ -40,13 +40,15 @@ class _Thread(threading.local):
         self.entry_ns = 0
         self.entries: dict[str, list[int]] = {}  # entry point -> [calls, ns]
         self.each: dict[str, list[int]] = {}  # entry point -> ns of each call (a step hook's one-offs show apart)
-        _THREADS.append((threading.current_thread().name, self))
+        # this thread's own attributes: read from another thread (the dump at exit), ``self`` shows that one's
+        _THREADS.append((threading.current_thread().name, vars(self)))
 
 
-_THREADS: list[tuple[str, _Thread]] = []
+_THREADS: list[tuple[str, dict[str, Any]]] = []
 _LOCAL: _Thread  # set by start
 _CLOCK_COST_NS = 0
 _extra: dict[str, Any] = {}
+_NEW = object.__new__
 
 
 def start(directory: str) -> None:
@@ -72,8 +74,8 @@ def _charge(account: _Thread, now: int) -> None:
     account.ns += max(0, now - account.since - _CLOCK_COST_NS)
 
 
-def _push(mine: bool, entry: str) -> None:
-    now = time.thread_time_ns()
+def _push(mine: bool, entry: str, now: int) -> None:
+    """``now``: the clock read by the caller first thing (the frame of this call is not charged to the code left)."""
     account = _LOCAL
     if account.stack:
         if account.stack[-1]:
@@ -106,7 +108,7 @@ def ours(fn: Callable, entry: str) -> Callable:
         stack = _LOCAL.stack
         if stack and stack[-1]:  # called from our own code: already counted, no clock to read
             return fn(*args, **kwargs)
-        _push(True, entry)
+        _push(True, entry, time.thread_time_ns())
         try:
             return fn(*args, **kwargs)
         finally:
@@ -117,15 +119,13 @@ def ours(fn: Callable, entry: str) -> Callable:
 
 class _Theirs:
     """Upstream's function called from our code (its thread CPU is not ours); a slotted object, not a closure:
-    a patch wrapper makes one per call, which would charge ~4 us to us each time."""
+    a patch wrapper makes one per call, which would charge ~4 us to us each time. Made with
+    ``object.__new__``, no ``__init__``: its frame, cold after a training step, was charged to our code."""
 
     __slots__ = ("__wrapped__",)
 
-    def __init__(self, fn: Callable):
-        self.__wrapped__ = fn
-
     def __call__(self, *args, **kwargs):
-        _push(False, "upstream")
+        _push(False, "upstream", time.thread_time_ns())
         try:
             return self.__wrapped__(*args, **kwargs)
         finally:
@@ -140,7 +140,9 @@ def theirs(wrapped, instance, args, kwargs):
     upstream itself (nothing of ours running), it is upstream's already and passes straight through."""
     stack = _LOCAL.stack
     if stack and stack[-1]:
-        return _Theirs(wrapped)(*args, **kwargs)
+        call = _NEW(_Theirs)
+        call.__wrapped__ = wrapped
+        return call(*args, **kwargs)
     return wrapped(*args, **kwargs)
 
 
@@ -149,9 +151,11 @@ def wrapper(patch_wrapper: Callable, entry: str) -> Callable:
     ``wrapped`` as theirs."""
 
     def counted(wrapped, instance, args, kwargs):
-        _push(True, entry)
+        call = _NEW(_Theirs)  # the instrument's own, made before the clock starts for us
+        call.__wrapped__ = wrapped
+        _push(True, entry, time.thread_time_ns())
         try:
-            return patch_wrapper(_Theirs(wrapped), instance, args, kwargs)
+            return patch_wrapper(call, instance, args, kwargs)
         finally:
             _pop()
 
@@ -184,12 +188,12 @@ def dump() -> None:
     threads: dict[str, dict[str, Any]] = {}
     for name, account in list(_THREADS):
         total = threads.setdefault(name, {"ns": 0, "entries": {}, "each": {}})
-        total["ns"] += account.ns
-        for entry, (calls, ns) in account.entries.items():
+        total["ns"] += account["ns"]
+        for entry, (calls, ns) in account["entries"].items():
             calls_ns = total["entries"].setdefault(entry, [0, 0])
             calls_ns[0] += calls
             calls_ns[1] += ns
-        for entry, each in account.each.items():
+        for entry, each in account["each"].items():
             total["each"].setdefault(entry, []).extend(each)
     body = {
         "pid": os.getpid(),

@@ -127,7 +127,7 @@ class TrackingMetricWriter:
         self._log_period = log_period  # upstream flushes TensorBoard every log_period train steps
         self._announce = announce  # upstream's "To see full metrics" line, when TensorBoard is on
         self._flusher: threading.Thread | None = None
-        # a flush asked for: a put in C on the training thread (threading.Event.set takes a Condition in Python)
+        # a flush asked for: a put in C on the hub's thread (threading.Event.set takes a Condition in Python)
         self._flush_asked: queue.SimpleQueue[None] = queue.SimpleQueue()
         self._finished = False
 
@@ -138,28 +138,30 @@ class TrackingMetricWriter:
             return
         step = int(step)
         scalar, groups = metrics.get("scalar"), metrics.get("scalars")
-        if metric_type == "train" and (self.progress is not None or self.perf is not None):
+        if metric_type == "train":
             # upstream's dicts as they are now, copied in C (a Python call here costs more than the copies), the
-            # clock and the device's memory read at the step; flattened and the figures made on the hub's thread
+            # clock and the device's memory read at the step; the rest on the hub's thread
             held = (dict(scalar or ()), [(name, dict(group)) for name, group in groups.items()] if groups else ())
             device = self.perf.device.now() if self.perf is not None else None
             at_step = functools.partial(self._train_record, step, held, time.perf_counter(), device)
             self.run.log_later(at_step, step)
         else:
             self.run.log(step, flat_scalars(scalar, groups.items() if groups else ()))
-        if self.tensorboard and metric_type == "train" and step % self._log_period == 0:
-            self._flush_in_background()
-            if self._announce is not None:
-                self._announce(step)
 
     def _train_record(
         self, step: int, held: tuple[dict[str, Any], Any], now: float, device: Mapping[str, float] | None
     ):
+        """On the hub's thread: the step's record, flattened as upstream's W&B writer names it, with its figures;
+        and, every log_period steps, the TensorBoard flush and upstream's line about it."""
         values = flat_scalars(*held)
         if self.progress is not None:
             values |= self.progress.figures(step, now)
         if self.perf is not None and device is not None:
             values |= self.perf.measure(values, device)
+        if self.tensorboard and step % self._log_period == 0:
+            self._flush_in_background()  # done once the hub has journaled this record: the flush waits for it
+            if self._announce is not None:
+                self._announce(step)
         return ((step, values, None),)
 
     def write_texts(self, texts: Mapping[str, Any], *, tensorboard_only: bool) -> None:
@@ -169,10 +171,11 @@ class TrackingMetricWriter:
 
     def _flush_in_background(self) -> None:
         """Upstream flushes its TensorBoard writer every log_period steps; here the TensorBoard sink is, on one
-        helper thread started at the first flush and woken for each later one (a thread started per flush cost
-        the training thread more than the rest of the step's tracking), so a slow disk never holds up the
-        training loop. A flush asked for while one runs is done once after it. Only that sink: a flush cuts a
-        sink's pacing short, and MLflow would get a request every log_period steps."""
+        helper thread started at the first flush and woken for each later one (a flush waits for the hub's thread,
+        which asks for it; a thread started per flush cost more than the rest of the step's tracking), so a slow
+        disk never holds up the training loop or the hub. A flush asked for while one runs is done once after it.
+        Only that sink: a flush cuts a sink's pacing short, and MLflow would get a request every log_period
+        steps."""
         if self._flusher is None:
             self._flusher = threading.Thread(target=self._flush_when_asked, daemon=True, name="primus-maxtext-flush")
             self._flusher.start()
