@@ -54,6 +54,11 @@ BUSY = textwrap.dedent("""
         assert patched(lambda s: (upstream(s), hook(0.02)), None, (0.3,), {}) == "result"
     hook(0.1)
     gather(0.2)  # upstream's own call: no entry point of ours
+
+    import threading
+    other = threading.Thread(target=lambda: (gather(0.05), hook(0.03)), name="other")  # a thread of its own figures
+    other.start()
+    other.join()
 """)
 
 
@@ -79,6 +84,10 @@ def test_our_cpu_is_counted_per_entry_point_and_upstreams_is_not(tmp_path):
     assert len(each) == 2 and sum(each) == ns and min(each) >= 0.11e9
     assert entries["hook"][0] == 1 and 0.1e9 <= entries["hook"][1] < 0.2e9
     assert dump["threads"]["MainThread"]["ns"] == ns + entries["hook"][1]
+    # another thread: its own figures, not the main thread's again
+    assert list(dump["threads"]["other"]["entries"]) == ["hook"]
+    hook_calls, hook_ns = dump["threads"]["other"]["entries"]["hook"]
+    assert hook_calls == 1 and 0.03e9 <= hook_ns < 0.1e9
     assert dump["process_cpu_s"] >= 1.4 and dump["peak_rss_mib"] > 1
     assert dump["clock_cost_ns"] > 0  # subtracted from every interval charged: the reading is not ours
 
