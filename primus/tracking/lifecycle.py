@@ -34,7 +34,8 @@ log = logging.getLogger("primus.tracking")
 
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
 _INSTALLED: list[ExitHandlers] = []  # installed in this process, oldest first
-_MASK_BEFORE_FORK: set[int] | None = None  # the forking thread's signal mask, while SIGNALS are blocked
+# the forking thread's own signal mask while SIGNALS are blocked: one per thread, as two threads may fork at once
+_FORKING = threading.local()
 
 
 class ExitHandlers:
@@ -172,15 +173,14 @@ class ExitHandlers:
 
 # -- os.fork ------------------------------------------------------------------------------
 def _block_signals_before_fork() -> None:
-    global _MASK_BEFORE_FORK
     if _INSTALLED:
-        _MASK_BEFORE_FORK = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
+        _FORKING.mask = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
 
 
 def _unblock_signals() -> None:
-    global _MASK_BEFORE_FORK
-    if _MASK_BEFORE_FORK is not None:
-        mask, _MASK_BEFORE_FORK = _MASK_BEFORE_FORK, None
+    mask = getattr(_FORKING, "mask", None)
+    if mask is not None:
+        _FORKING.mask = None
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # a signal sent meanwhile is delivered now
 
 

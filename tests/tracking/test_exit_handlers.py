@@ -32,3 +32,41 @@ def test_uninstall_restores_what_was_there():
     assert (sys.exit, sys.excepthook, signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) == before
     handlers._at_exit()
     assert finished == []  # inert once uninstalled (run.finish() uninstalls)
+
+
+def test_two_threads_forking_at_once_each_get_their_own_signal_mask_back():
+    """os.fork's hooks in the order two threads forking together may run them: A before, B before, A after, B
+    after. Each thread's mask while forking is its own (a single saved mask left B with SIGTERM blocked)."""
+    import threading
+
+    from primus.tracking import lifecycle
+
+    handlers = ExitHandlers(lambda status: None)
+    handlers.install()
+    steps = {name: [threading.Event() for _ in range(2)] for name in "AB"}
+    masks = {}
+
+    def forking(name, turn):
+        for hook, event in zip((lifecycle._block_signals_before_fork, lifecycle._unblock_signals), steps[name]):
+            event.wait(10)
+            hook()
+            turn.set()
+        masks[name] = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+
+    try:
+        threads = {}
+        for name in "AB":
+            turn = threading.Event()
+            threads[name] = (threading.Thread(target=forking, args=(name, turn)), turn)
+            threads[name][0].start()
+        for name, index in (("A", 0), ("B", 0), ("A", 1), ("B", 1)):
+            thread, turn = threads[name]
+            turn.clear()
+            steps[name][index].set()
+            assert turn.wait(10), f"thread {name} did not run its hook {index}"
+        for thread, _ in threads.values():
+            thread.join(10)
+    finally:
+        handlers.uninstall()
+    assert {name: signal.SIGTERM in mask or signal.SIGINT in mask for name, mask in masks.items()} == {
+        "A": False, "B": False}
