@@ -132,7 +132,7 @@ def test_torchtitan_and_maxtext_primus_keys():
     }
     assert schema_for("maxtext").primus_keys == {
         "enable_mlflow", "mlflow_run_name", "mlflow_experiment_name", "mlflow_upload_performance_metrics",
-        "primus_journal_retention", "peak_tflops", "primus_stall_after", "primus_loss_spike_mads",
+        "primus_exit_deadline", "primus_journal_retention", "peak_tflops", "primus_stall_after", "primus_loss_spike_mads",
         "primus_throughput_drop_fraction", "mlflow_upload_checkpoints", "mlflow_tags", "mlflow_description",
         "wandb_tags", "wandb_notes",
     }

@@ -22,6 +22,13 @@ CPU_ENV = {"OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": "", "PYTHONUNBUFFERED
 # where a process's own account of its death starts, however early in the log
 CRASH_MARKERS = ("Fatal Python error", "terminate called", "Traceback (most recent call last)")
 CRASH_LINES = 40
+# what a run that checks every step in every tracker waits at exit (the exit deadline itself is tests/reliability's
+# subject): two cores carry a test session's trainings, their delivery processes and the MLflow server, and a
+# tracker that gets its last steps after the default 30 s would fail a run that only waited too little
+EVERY_STEP_EXIT_DEADLINE_S = 180
+# a run's own words for a tracker that did not get everything: the exit report (tracking/run.py) and a tracker
+# turned off for the run (tracking/worker.py)
+SHORTFALL_MARKERS = ("did not receive everything", "is off for this run")
 
 
 @dataclass(frozen=True)
@@ -44,6 +51,11 @@ class FinishedRun:
         if crash is not None:
             head += f"; first crash:\n{crash}"
         return f"{head}; last lines:\n" + "\n".join(output[-lines:])
+
+
+def tracker_shortfalls(output: str) -> list[str]:
+    """The lines in which a run says a tracker did not get everything it logged (none: every tracker did)."""
+    return [line for line in output.splitlines() if any(marker in line for marker in SHORTFALL_MARKERS)]
 
 
 def first_crash(lines: Sequence[str]) -> str | None:

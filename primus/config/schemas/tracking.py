@@ -224,7 +224,7 @@ OPTIONS = (
         30.0,
         gt=0,
         le=86400,
-        backends=(*TORCH, MEGATRON_BRIDGE),
+        backends=WITH_BRIDGE,
         help="Seconds to wait at exit for the trackers to deliver; what they could not deliver stays in the run's "
         "journal for `primus tracking sync`.",
     ),

@@ -1,6 +1,7 @@
 """W&B sink: one ``run.log`` per step, on this worker. ``wandb.init`` is bounded by
 ``init_timeout_s``; if an online start fails the run is logged offline instead (one warning says
-where, and ``wandb sync <dir>`` uploads it later). The run id is chosen once and kept in the run
+where, and ``wandb sync <dir>`` uploads it later). A start that fails because W&B's own local service did not come
+up is tried again (its steps wait in the journal). The run id is chosen once and kept in the run
 directory (or given: ``WandbConfig.run_id``), so a restarted job resumes the same W&B run
 (``resume="allow"``); ``resume_from`` / ``fork_from`` apply to the run's first start.
 
@@ -41,6 +42,10 @@ EXIT_CODES: dict[str, int] = {RunStatus.FINISHED: 0, RunStatus.FAILED: 1, RunSta
 # the start point (a restart resumes, never forks or rewinds again), so wandb.init does not see them
 START_POINT_VARIABLES = ("WANDB_RESUME", "WANDB_RESUME_FROM", "WANDB_FORK_FROM")
 _INIT_LOCK = threading.Lock()
+# wandb-core, the local process every W&B run (offline too) talks through, did not start or answer: W&B waits 30 s
+# for it, which a node busy starting a job can exceed. W&B exports no names for these (wandb.sdk.lib.service's,
+# 0.29 to 0.31)
+SERVICE_START_ERRORS = frozenset({"ServicePollForTokenError", "WandbServiceConnectionError"})
 
 
 class WandbSink(Sink):
@@ -64,6 +69,9 @@ class WandbSink(Sink):
         resolved(self.cfg.save_dir, "wandb.save_dir").mkdir(parents=True, exist_ok=True)
         mode = resolved(self.cfg.mode, "wandb.mode")
         error = outside_except(lambda: setattr(self, "_run", self._init(wandb, mode)))
+        if error is not None and type(error).__name__ in SERVICE_START_ERRORS:
+            wandb.teardown()  # forget the service that did not answer: the next try starts one afresh
+            raise error  # not the run's settings: the worker tries again, and the journal keeps every step meanwhile
         if error is not None:
             if self.cfg.mode != "online":
                 raise SinkUnavailable(f"wandb.init(mode={self.cfg.mode!r}) failed: {error}") from error

@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from support.launch import EVERY_STEP_EXIT_DEADLINE_S, tracker_shortfalls
 from support.readers import mlflow_history, read_tb_scalars, read_wandb_history
 
 from primus.backends.maxtext.upstream_argv import with_experiment
@@ -50,9 +51,10 @@ _UPSTREAM_STEP_LINE = re.compile(r"completed step: (\d+),")
 
 def every_tracker_args(name: str) -> list[str]:
     """MaxText and Primus keys that turn every tracker on (TensorBoard is on in the tiny experiment), with the
-    perf set, MLflow experiment and W&B run named ``name``."""
+    perf set, MLflow experiment and W&B run named ``name``, waiting at exit until each has everything."""
     return ["enable_wandb=true", "mlflow_upload_performance_metrics=true", f"mlflow_experiment_name={name}",
-            f"wandb_project_name={WANDB_PROJECT}", f"wandb_run_name={name}"]
+            f"wandb_project_name={WANDB_PROJECT}", f"wandb_run_name={name}",
+            f"primus_exit_deadline={EVERY_STEP_EXIT_DEADLINE_S}"]
 
 
 def tiny_cpu_args(*, primus_keys: bool) -> list[str]:
@@ -128,6 +130,7 @@ def assert_every_tracker_holds_every_step(run: MaxTextRun, mlflow_client, experi
     upstream's writer puts it, the W&B offline run and the MLflow run each hold every metric at every step,
     once; the MLflow run is FINISHED. Returns the MLflow run."""
     run.assert_trained()
+    assert tracker_shortfalls(run.output) == []
     expected = TRAIN_KEYS | PERF_KEYS
     [logdir] = run.tb_dirs()
     assert logdir == run.run_dir() / "tensorboard" / run.run_dir().name  # where upstream's writer puts it

@@ -50,7 +50,13 @@ def test_trackers_write_where_upstream_does_and_the_run_lives_in_maxtexts_run_fo
     assert (cfg.wandb.project, cfg.wandb.name, cfg.wandb.mode) == ("maxtext", "tiny", "offline")
     assert (cfg.mlflow.experiment_name, cfg.mlflow.run_name) == ("exp", "tiny")
     assert cfg.journal_retention == "delivered"
+    assert cfg.exit_deadline_s == 30.0
     assert (plan.perf_metrics, plan.notices.warnings) == (True, [])
+
+
+def test_the_exit_deadline_reaches_the_run(tmp_path):
+    plan = plan_tracking(maxtext_config(tmp_path), PrimusOptions(primus_exit_deadline=180.0), environ={})
+    assert plan.config.exit_deadline_s == 180.0
 
 
 def test_primus_train_run_directory_wins_and_missing_wandb_credentials_warn(tmp_path):

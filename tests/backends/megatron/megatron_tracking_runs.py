@@ -17,6 +17,7 @@ from typing import Any
 
 from support.host_reads import host_reads_env
 from support.journal_files import run_dirs_under
+from support.launch import EVERY_STEP_EXIT_DEADLINE_S, tracker_shortfalls
 from support.readers import mlflow_history, read_tb_scalars, read_wandb_history, wandb_files, wandb_run_ids
 from support.run_pool import RunPool
 from support.upstreams import releases, upstream_env
@@ -81,10 +82,7 @@ def with_goodput(expected: Mapping[str, list[int]]) -> dict[str, list[int]]:
     return {**expected, **at(steps, *GOODPUT)} if steps else dict(expected)
 
 
-# what these runs assert is every step in every sink, not the exit deadline (tests/reliability has it): in a test
-# session two cores carry four trainings, their delivery processes and the MLflow server, and a tracker that
-# receives its last steps after the default 30 s would fail a run that only waited too little
-EXIT_DEADLINE = ("--primus-exit-deadline", "180")
+EXIT_DEADLINE = ("--primus-exit-deadline", str(EVERY_STEP_EXIT_DEADLINE_S))
 
 
 def spec(name: str, on: Iterable[str], *args: str, expected: Mapping[str, list[int]], iterations: int = 3,
@@ -276,8 +274,7 @@ def assert_sinks(run: Any, spec_: RunSpec, client: Any) -> None:
     """Each enabled sink holds exactly the expected tags, each at exactly the expected steps, from
     exactly one writer (one event file, one W&B run, one MLflow run); each disabled sink wrote nothing."""
     root = run.log_path.parent
-    late = [line for line in run.output.splitlines() if "did not receive everything" in line]
-    assert late == [], late  # the run's own report: a tracker was still receiving when it stopped waiting
+    assert tracker_shortfalls(run.output) == []
     expected = dict(spec_.expected)
     on_disk = written_by(root)
     runs = mlflow_runs(client, spec_.experiment)

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from support.launch import FinishedRun, run_env, start, wait_or_kill
+from support.launch import EVERY_STEP_EXIT_DEADLINE_S, FinishedRun, run_env, start, tracker_shortfalls, wait_or_kill
 from support.this_primus import with_this_primus
 
 REPO = Path(__file__).resolve().parents[3]
@@ -32,12 +32,12 @@ RESUMED_EXPERIMENT = "bridge-resumed"
 TIMEOUT_S = 400.0
 CONSOLE_LOSS = re.compile(r"iteration\s+(\d+)/\s*\d+ \|.*?\| lm loss: (\S+) \|")
 CONSOLE_VALIDATION = re.compile(r"validation loss at iteration \d+.*?\| lm loss value: (\S+) \|")
-# the Primus options Bridge's logger has no key for, from the experiment
+# the Primus options Bridge's logger has no key for, from the experiment (every run here checks what each tracker got)
 EXPERIMENT_YAML = """modules:
   bridge:
     framework: megatron_bridge
     config: pre_trainer.yaml
-    overrides: {recipe: vanilla_gpt_pretrain_config, mlflow_upload_checkpoints: true}
+    overrides: {recipe: vanilla_gpt_pretrain_config, primus_exit_deadline: %s%s}
 """
 
 
@@ -62,23 +62,26 @@ class BridgeRun:
         return json.loads((self.run_dir() / "run.json").read_text())
 
 
-def train(workdir: Path, this_primus: Path, env: dict[str, str], run_root: Path, *primus_run: str) -> BridgeRun:
-    """tiny_pretrain.py in ``workdir`` with ``env`` (its TINY_* settings), waited for; ``primus_run``: primus-run's
-    own options."""
-    command = [shutil.which("primus-run") or str(Path(sys.executable).with_name("primus-run")), *primus_run,
-               str(BRIDGE_PYTHON), "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "1", str(SCRIPT)]
+def train(workdir: Path, this_primus: Path, env: dict[str, str], run_root: Path, overrides: str = "") -> BridgeRun:
+    """tiny_pretrain.py in ``workdir`` with ``env`` (its TINY_* settings), under ``primus-run --config`` with an
+    experiment adding ``overrides`` (YAML flow mapping entries after a comma), waited for; every tracker it turns on
+    must have got everything."""
+    experiment = workdir / "experiment.yaml"
+    experiment.write_text(EXPERIMENT_YAML % (EVERY_STEP_EXIT_DEADLINE_S, overrides))
+    command = [shutil.which("primus-run") or str(Path(sys.executable).with_name("primus-run")), "--config",
+               str(experiment), str(BRIDGE_PYTHON), "-m", "torch.distributed.run", "--standalone", "--nproc_per_node",
+               "1", str(SCRIPT)]
     started = time.monotonic()
     process = start(command, workdir, workdir / "run.log", with_this_primus(this_primus, {
         "PRIMUS_OUTPUT_ROOT": str(workdir / "primus"), "PYTHONWARNINGS": "ignore", **env}))
     code = wait_or_kill(process, TIMEOUT_S)
     run = BridgeRun(FinishedRun(code, workdir / "run.log", time.monotonic() - started), workdir, run_root)
     assert code == 0, run.finished.explain()
+    assert tracker_shortfalls(run.finished.output) == [], run.finished.explain()
     return run
 
 
 def train_tracked(workdir: Path, this_primus: Path, mlflow_uri: str) -> BridgeRun:
-    experiment = workdir / "experiment.yaml"
-    experiment.write_text(EXPERIMENT_YAML)
     run = train(workdir, this_primus, {
         "TINY_ITERATIONS": str(ITERATIONS), "TINY_TENSORBOARD_DIR": str(workdir / "tb"),
         "TINY_MLFLOW_EXPERIMENT": EXPERIMENT, "TINY_MLFLOW_RUN_NAME": RUN_NAME, "TINY_MLFLOW_TRACKING_URI": mlflow_uri,
@@ -86,7 +89,7 @@ def train_tracked(workdir: Path, this_primus: Path, mlflow_uri: str) -> BridgeRu
         "WANDB_MODE": "offline", "WANDB_DIR": str(workdir / "wandb"), "TINY_MLFLOW_TAGS": "team=bridge,stage=e2e",
         "TINY_COMET_PROJECT": COMET_PROJECT, "TINY_COMET_EXPERIMENT_NAME": RUN_NAME, "TINY_COMET_TAGS": "bridge,e2e",
         "COMET_MODE": "offline", "TINY_SAVE": str(workdir / "ckpt"), "TINY_SAVE_INTERVAL": str(SAVE_INTERVAL),
-    }, workdir / "ckpt" / "primus", "--config", str(experiment))
+    }, workdir / "ckpt" / "primus", ", mlflow_upload_checkpoints: true")
     assert sorted(run.console_losses()) == STEPS, run.finished.explain()
     return run
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from support.host_reads import host_reads, host_reads_env
 from support.journal_files import run_dirs_under
+from support.launch import EVERY_STEP_EXIT_DEADLINE_S, tracker_shortfalls
 from support.readers import (
     mlflow_history,
     read_tb_scalars,
@@ -73,7 +74,7 @@ modules:
         mlflow_upload_traces: true
         mlflow_tags: {{team: titan, stage: e2e}}
         mlflow_description: tiny llama3 on cpu
-        primus_exit_deadline: 20
+        primus_exit_deadline: {exit_deadline}
         disable_color_printing: true
       {profiler}: {{enable_profiling: true, profile_freq: 2, profiler_warmup: 1, profiler_active: 1}}
 """
@@ -140,7 +141,7 @@ def start_all_sinks(titan_run, mlflow_server, tmp_path_factory, release) -> None
     upstream's debug_model.toml) and every tracker named in the experiment YAML."""
     exp = tmp_path_factory.mktemp("exp") / "titan_all_sinks.yaml"
     exp.write_text(ALL_SINKS_YAML.format(model=release.model_overrides, experiment=all_sinks_experiment(release),
-                                         profiler=release.profiler_section))
+                                         profiler=release.profiler_section, exit_deadline=EVERY_STEP_EXIT_DEADLINE_S))
     ONE_PROCESS_RUNS.start(f"all-sinks-{release.version}", partial(
         titan_run, f"all-sinks-{release.version}", release=release, model_from_experiment=True,
         env={"PRIMUS_CONFIG": str(exp), "MLFLOW_TRACKING_URI": mlflow_server.uri, **WANDB_ENV, **WANDB_RUN_ENV,
@@ -184,6 +185,7 @@ def upstream_alone():
 
 def test_every_sink_gets_every_metric_at_every_step(all_sinks, release, mlflow_client):
     all_sinks.assert_trained()
+    assert tracker_shortfalls(all_sinks.output) == []
     assert not [line for line in all_sinks.output.splitlines() if "step:" in line and "\x1b[" in line]  # no colour
     expected = release.tracked_on_cpu | PERF_KEYS
     [logdir] = tb_dirs(all_sinks.dump)
