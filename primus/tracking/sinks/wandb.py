@@ -69,10 +69,8 @@ class WandbSink(Sink):
         resolved(self.cfg.save_dir, "wandb.save_dir").mkdir(parents=True, exist_ok=True)
         mode = resolved(self.cfg.mode, "wandb.mode")
         error = outside_except(lambda: setattr(self, "_run", self._init(wandb, mode)))
-        if error is not None and type(error).__name__ in SERVICE_START_ERRORS:
-            wandb.teardown()  # forget the service that did not answer: the next try starts one afresh
-            raise error  # not the run's settings: the worker tries again, and the journal keeps every step meanwhile
         if error is not None:
+            _raise_if_service_did_not_start(wandb, error)
             if self.cfg.mode != "online":
                 raise SinkUnavailable(f"wandb.init(mode={self.cfg.mode!r}) failed: {error}") from error
             self._run = self._offline_instead(wandb, error)
@@ -125,6 +123,7 @@ class WandbSink(Sink):
         try:
             run = self._init(wandb, "offline")
         except Exception as e:
+            _raise_if_service_did_not_start(wandb, e)
             raise SinkUnavailable(f"wandb.init failed online ({error}) and offline ({e})") from e
         log.warning(
             "primus tracking: W&B did not start online within init_timeout_s=%s (%s). This run is logged "
@@ -189,6 +188,14 @@ class WandbSink(Sink):
 
     def close(self, status: str, complete: bool) -> None:
         self._run.finish(exit_code=EXIT_CODES.get(status, 1))
+
+
+def _raise_if_service_did_not_start(wandb: Any, error: Exception) -> None:
+    """``error`` again when W&B's service did not answer: not the run's settings, so the worker tries again (the
+    journal keeps every step meanwhile), and the next try starts a service afresh."""
+    if type(error).__name__ in SERVICE_START_ERRORS:
+        wandb.teardown()  # forget the service that did not answer
+        raise error
 
 
 @contextlib.contextmanager
