@@ -9,7 +9,8 @@ read or a sleep has let it go) and appends every other thread's stack, read with
 signal is used:
 ``faulthandler``'s handler reads the frames of threads that may be running Python at that moment, and crashed ranks
 that way. A rank stopped (SIGSTOP) or holding the GIL in C code writes its stacks once it goes on. At its end
-(``release_stacks``, or at exit) the thread stops and a file that holds no stacks is removed. The files are uploaded
+(``release_stacks``, or at exit) the thread stops, its FIFO goes and a file that holds no stacks is removed; the FIFO
+of a rank killed before that is removed by the next rank that registers on the node. The files are uploaded
 with the logs (``mlflow_upload_logs``); ``primus tracking stacks RUN_DIR`` asks for them by hand.
 
 A rank on another node is another host's delivery process's to ask: it gets its stacks saved when that node
@@ -42,6 +43,8 @@ log = logging.getLogger("primus.tracking")
 
 _HEADER = re.compile(r"# primus: stacks of pid (?P<pid>\d+) on (?P<host>\S+), started (?P<created>[\d.]+)")
 STOP_WAIT_S = 5.0  # for the thread to finish a dump it is writing
+# a rank opens its FIFO right after making it: one nobody holds open this long after is a dead rank's
+ABANDONED_AFTER_S = 60.0
 
 
 def request_fifo(stacks: Path) -> Path:
@@ -87,7 +90,7 @@ def register_for_stacks(run_dir: Path) -> Path | None:
     host, pid = socket.gethostname(), os.getpid()
     path = stacks_file(run_dir, host, pid)
     try:
-        node_delivery.private_node_dir()  # only this user's processes may ask
+        _remove_abandoned(node_delivery.private_node_dir())  # only this user's processes may ask
         fifo = request_fifo(path)
         fifo.unlink(missing_ok=True)
         os.mkfifo(fifo, 0o600)
@@ -151,6 +154,19 @@ def format_other_threads() -> str:
         )
         lines.append("")
     return "\n".join(lines)
+
+
+def _remove_abandoned(folder: Path) -> None:
+    """The FIFOs of ranks that ended without releasing theirs (SIGKILL, the OOM killer): nobody holds them open.
+    Left, one more would stay in the node's folder for every such rank until the node restarts."""
+    made_before = time.time() - ABANDONED_AFTER_S
+    for fifo in folder.glob("stacks-*.fifo"):
+        try:
+            if fifo.lstat().st_mtime < made_before:
+                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))  # opens: a live rank holds it (nothing asked)
+        except OSError as e:
+            if e.errno == errno.ENXIO:  # no reader
+                fifo.unlink(missing_ok=True)
 
 
 def _ask(fifo: Path) -> bool:

@@ -5,6 +5,7 @@ the delivery side asks, and goes on unharmed."""
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -16,7 +17,7 @@ import pytest
 from support.timing import wait_for
 
 from primus.tracking import node_delivery
-from primus.tracking.stacks import dump_stacks, register_for_stacks, release_stacks
+from primus.tracking.stacks import ABANDONED_AFTER_S, dump_stacks, register_for_stacks, release_stacks, request_fifo
 
 BLOCKED_IN_READ = textwrap.dedent(
     """
@@ -160,6 +161,27 @@ def test_without_a_private_node_folder_there_are_no_stacks_and_a_warning(tmp_pat
     assert register_for_stacks(tmp_path / "run") is None
     assert not (tmp_path / "run").exists() and not list((tmp_path / "shared").iterdir())
     assert "no stacks on a stall for this process" in primus_caplog.text
+
+
+def test_a_dead_ranks_fifo_is_removed_when_a_rank_registers_and_a_live_or_new_ones_kept(tmp_path, monkeypatch):
+    folder = tmp_path / "node"
+    folder.mkdir(mode=0o700)
+    monkeypatch.setattr(node_delivery, "node_dir", lambda: folder)
+    made_long_ago = time.time() - ABANDONED_AFTER_S - 1
+    dead, held, new = (folder / f"stacks-{name}.fifo" for name in ("dead", "held", "new"))
+    for fifo in (dead, held, new):
+        os.mkfifo(fifo, 0o600)
+    for fifo in (dead, held):
+        os.utime(fifo, (made_long_ago, made_long_ago))
+    holder = os.open(held, os.O_RDWR)  # as a live rank's thread holds its own
+    try:
+        path = register_for_stacks(tmp_path / "run")
+        # the dead rank's gone; the live rank's, one just made (its rank about to open it) and ours stay
+        assert sorted(f.name for f in folder.iterdir()) == sorted([held.name, new.name, request_fifo(path).name])
+        assert select.select([holder], [], [], 0)[0] == []  # looked at, and nothing asked of it
+        release_stacks(path)
+    finally:
+        os.close(holder)
 
 
 @pytest.mark.slow
