@@ -36,7 +36,9 @@ from primus.redaction import redact_text
 from primus.tracking.journal import EVENT, Record
 
 SAVE_START, SAVED, LOADED = "checkpoint_save_start", "checkpoint_saved", "checkpoint_loaded"
-# an expected pause in steps begins or ends: {"what": "checkpoint save" | "evaluation", "on": bool} (health.py)
+# an expected pause in steps begins or ends: {"what": "checkpoint save" | "evaluation", "on": bool} (health.py,
+# goodput.py), and "after_step": N where step N's log comes after the pause began (MaxText logs a step once the next
+# is handed over): a log step ends the pause only past it
 BUSY_EVENT = "busy"
 RESUMED_FROM_TAG = "primus.resumed_from"
 WANDB_ARTIFACT_TYPE = "model"  # Megatron's; the W&B sink gives every backend's checkpoints this type
@@ -145,15 +147,22 @@ class CheckpointJournal:
         seconds = None if start is None else round(time.monotonic() - start, 3)
         self._event(LOADED, **asdict(load) | {"path": redact_text(load.path), "seconds": seconds})
 
-    def evaluating(self, on: bool) -> None:
-        """An evaluation starts (``on``) or ends: no step is logged meanwhile, which is not a stall."""
-        self._event(BUSY_EVENT, what="evaluation", on=on)
+    def evaluating(self, on: bool, after_step: int | None = None) -> None:
+        """An evaluation starts (``on``) or ends: no new step is logged meanwhile, which is not a stall.
+        ``after_step``: the training step before it, when that step's log comes during the evaluation."""
+        extra = {} if after_step is None else {"after_step": after_step}
+        self._event(BUSY_EVENT, what="evaluation", on=on, **extra)
 
     def _event(self, name: str, **fields: Any) -> None:
         if self._run is not None:
             self._run.event(name, **fields)
         else:
             self._waiting.append((name, fields | {"at_ms": int(time.time() * 1000)}))
+
+
+def ends_pause(step: int, after_step: int | None) -> bool:
+    """Whether a log step ends the expected pause begun after training step ``after_step`` (None: any step does)."""
+    return after_step is None or step > after_step
 
 
 def in_folder_of_checkpoints(path: str, iteration: int) -> CheckpointSaved:

@@ -12,7 +12,7 @@ is charged once, as the records come:
   record gives the time per iteration, and less a checkpoint load that says how long it took).
 * ``badput/checkpoint_save_s``, ``badput/eval_s``: while a save (its start mark to its record, or a ``busy``
   "checkpoint save") or an evaluation (``busy``) is in progress; a log step ends either (an asynchronous save
-  counts until the next step).
+  counts until the next step), but for one of a step before the pause (its ``after_step``) logged late.
 * ``badput/checkpoint_load_s``: the ``seconds`` of a ``checkpoint_loaded`` record, before it.
 * ``goodput/productive_s``: between log steps, less the data wait where upstream times it (Megatron's
   ``batch-generator-time`` with ``--log-timers-to-tensorboard``: ``badput/data_wait_s``; elsewhere 0).
@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from primus.tracking.checkpoints import BUSY_EVENT, LOADED, SAVE_START, SAVED
+from primus.tracking.checkpoints import BUSY_EVENT, LOADED, SAVE_START, SAVED, ends_pause
 from primus.tracking.enums import RunStatus
 from primus.tracking.health import END_EVENT
 from primus.tracking.journal import EVENT, METRICS
@@ -66,6 +66,7 @@ class Attempt:
     pending: float = 0.0  # since its last log step: productive once the next log step comes
     last_step: int | None = None
     busy: str | None = None  # the category a save, evaluation or load in progress is charged to
+    busy_after: int | None = None  # the step whose log may come during it without ending it
     ended: str | None = None  # its end record's status
 
 
@@ -145,7 +146,7 @@ class Goodput:
             kind = SAVE if event != BUSY_EVENT else BUSY_KINDS.get(str(data.get("what")), OTHER)
             self._charge(attempt, at)
             if on and attempt.busy is None:
-                attempt.busy = kind
+                attempt.busy, attempt.busy_after = kind, data.get("after_step")
             elif not on and attempt.busy == kind:
                 attempt.busy = None
         elif event == LOADED:
@@ -165,7 +166,8 @@ class Goodput:
         if attempt.last_step is not None and step <= attempt.last_step:
             return False  # a second record of the step (evaluation scalars, another x-axis)
         self._charge(attempt, at)
-        attempt.busy = None  # a step means the save or evaluation is over, whether or not its end was marked
+        if ends_pause(step, attempt.busy_after):  # the save or evaluation is over, whether or not its end was marked
+            attempt.busy = None
         productive, attempt.pending = attempt.pending, 0.0
         if attempt.last_step is None:  # the attempt's first log step: steps from here on were computed again
             self._lose_after(step - 1)

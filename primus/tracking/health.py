@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from primus.tracking.alerts import Alert, AlertKind
-from primus.tracking.checkpoints import BUSY_EVENT, SAVE_START, SAVED
+from primus.tracking.checkpoints import BUSY_EVENT, SAVE_START, SAVED, ends_pause
 from primus.tracking.journal import EVENT, METRICS, Record
 
 # What "the loss" and "the throughput" are called in each backend's journal: the one place that knows.
@@ -83,6 +83,7 @@ class StallWatch:
         self.last_step_at: float | None = None
         self.watch_from: float | None = None  # set by ``start``: when the start-up allowance began
         self.busy_since: float | None = None
+        self.busy_after: int | None = None  # the step whose log may come during the pause without ending it
         self.stalled_since: float | None = None  # the last step's time, while a stall is alerted
 
     def start(self, now: float) -> None:
@@ -108,11 +109,12 @@ class StallWatch:
         if self.last_step_at is not None:
             self.intervals.append(max(0.0, at - self.last_step_at))
         self.last_step, self.last_step_at = step, at
-        self.busy_since = None  # a step means the save or evaluation is over, whether or not its end was marked
+        if ends_pause(step, self.busy_after):  # the save or evaluation is over, whether or not its end was marked
+            self.busy_since = None
         return resumed
 
-    def busy(self, on: bool, at: float) -> None:
-        self.busy_since = at if on else None
+    def busy(self, on: bool, at: float, after_step: int | None = None) -> None:
+        self.busy_since, self.busy_after = (at, after_step) if on else (None, None)
 
     def check(self, now: float) -> Alert | None:
         if self.stalled_since is not None or self.watch_from is None:
@@ -212,7 +214,7 @@ class HealthMonitor:
             if event == END_EVENT:
                 self.ended = True
             elif event == BUSY_EVENT:
-                self.stall.busy(bool(record.data.get("on")), at)
+                self.stall.busy(bool(record.data.get("on")), at, record.data.get("after_step"))
             elif event in (SAVE_START, SAVED):  # a checkpoint's own records (checkpoints.py) mark its save
                 self.stall.busy(event == SAVE_START, at)
             return []

@@ -68,7 +68,8 @@ SCHEMA: dict[str, str] = {
     "until the next log step at most)",
     "badput/checkpoint_load_s": "checkpoint loads, where the backend's hook times them (Megatron, Megatron-Bridge, TorchTitan)",
     "badput/eval_s": "evaluations (the backends' busy marks: Megatron's and Megatron-Bridge's evaluate_and_print_results, "
-    "TorchTitan's Validator.validate)",
+    "TorchTitan's Validator.validate, MaxText's evaluation loop from MetricLogger.reset_eval_metrics to the next "
+    "training step's log)",
     "badput/data_wait_s": "waiting for batches where upstream times it (Megatron's batch-generator timer with "
     "--log-timers-to-tensorboard); 0 elsewhere",
     "badput/lost_progress_s": "productive time of steps computed again after a restart (past the checkpoint it "

@@ -170,3 +170,17 @@ def test_a_save_still_in_progress_at_a_log_step_ends_there_and_an_unknown_pause_
     figures = checked(g, 7.0)
     assert figures[SAVE] == 2.0 and figures[OTHER] == 1.0
     assert figures[PRODUCTIVE] == 0.5 + 0.5 + 2.0  # step 4's interval: the late save record is not a pause
+
+
+def test_an_evaluation_during_which_the_step_before_it_is_logged_lasts_until_a_later_step():
+    """MaxText logs a step once the next is handed over: step 2's log comes after the evaluation begun after it."""
+    g = started(0.0)
+    step(g, 1.0, 1)
+    event(g, 2.0, "busy", what="evaluation", on=True, after_step=2)
+    step(g, 2.5, 2)  # step 2's log, late: the evaluation goes on
+    step(g, 2.5, 2, **{"eval/loss": 1.0})  # evaluation scalars at the same step
+    step(g, 6.0, 3)  # the first step after it ends it
+    figures = checked(g, 6.0)
+    assert figures[EVAL] == 4.0 and figures[PRODUCTIVE] == 1.0  # step 2's interval up to the evaluation
+    step(g, 7.0, 4)
+    assert checked(g, 7.0)[PRODUCTIVE] == 1.0 + 1.0

@@ -88,6 +88,17 @@ def test_a_checkpoint_save_in_progress_extends_the_allowance_until_the_next_step
     assert kinds(m2.check(T0 + 8)) == [AlertKind.STALLED]  # the evaluation ended: the usual allowance again
 
 
+def test_an_evaluation_outlasts_the_late_log_of_the_step_before_it_and_ends_at_the_next():
+    """MaxText logs a step once the next is handed over: step 2's log comes after the evaluation begun after it."""
+    m = HealthMonitor(HealthSettings(stall_after_s=5, busy_s=100), now=T0)
+    steps(m, 1, 1, 1.0)
+    m.observe(event(T0 + 1, event="busy", what="evaluation", on=True, after_step=2))
+    m.observe(metrics(2, T0 + 1.5))
+    assert m.check(T0 + 90) == []
+    m.observe(metrics(3, T0 + 95))
+    assert kinds(m.check(T0 + 101)) == [AlertKind.STALLED]  # step 3 ended it: the usual allowance again
+
+
 def test_a_checkpoint_s_start_mark_and_save_record_are_its_busy_marks():
     m = HealthMonitor(HealthSettings(stall_after_s=5, busy_s=100), now=T0)
     steps(m, 1, 2, 1.0)

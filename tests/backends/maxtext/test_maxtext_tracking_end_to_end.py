@@ -15,11 +15,11 @@ import math
 import sys
 
 import pytest
-from maxtext_runs import (EVAL_KEYS, SCHEDULE, STEPS, TINY_CPU, TRAIN_KEYS, TRAIN_STEPS, UPSTREAM_TRAIN,
+from maxtext_runs import (EVAL_AT, EVAL_KEYS, SCHEDULE, STEPS, TINY_CPU, TRAIN_KEYS, TRAIN_STEPS, UPSTREAM_TRAIN,
                           WANDB_PROJECT, assert_every_step, assert_every_tracker_holds_every_step,
                           every_tracker_args, only_run, tiny_cpu_args)
 from support.host_reads import host_reads, host_reads_env
-from support.journal_files import run_dirs_under
+from support.journal_files import journal_lines, run_dirs_under
 from support.readers import mlflow_history, read_tb_scalars, read_wandb_history, wandb_files, wandb_records
 
 from primus.config import load_experiment
@@ -122,6 +122,21 @@ def test_consumed_tokens_are_steps_times_the_global_batch_times_the_sequence_len
     mlflow_run = only_run(mlflow_client, "maxtext-all-sinks")
     assert dict(mlflow_history(mlflow_client, mlflow_run.info.run_id, CONSUMED_TOKENS)) == tokens
     assert all(tb[ETA][step] >= 0 for step in TRAIN_STEPS[1:]) and tb[ETA][TRAIN_STEPS[-1]] == 0  # none left
+
+
+def test_each_evaluation_is_an_expected_pause_charged_to_evaluation(runs, mlflow_client):
+    """Journaled as it begins (no stall alert meanwhile); the second begins with step 2's metrics still buffered
+    upstream, whose log, during it, does not end it. Its time is badput/eval_s, not a step's."""
+    run = runs["all"]
+    run.assert_trained()
+    pauses = [(r["d"]["what"], r["d"]["on"], r["d"].get("after_step"))
+              for r in journal_lines(run.run_dir()) if r["k"] == "e" and r["d"]["event"] == "busy"]
+    assert pauses == [("evaluation", True, None), ("evaluation", True, EVAL_AT[1] - 1)]
+    mlflow_run = only_run(mlflow_client, "maxtext-all-sinks")
+    eval_s = dict(mlflow_history(mlflow_client, mlflow_run.info.run_id, "badput/eval_s"))
+    assert sorted(eval_s) == TRAIN_STEPS
+    assert eval_s[EVAL_AT[0]] > 0 and eval_s[EVAL_AT[0] + 1] == eval_s[EVAL_AT[0]]  # no pause between
+    assert eval_s[EVAL_AT[1]] > eval_s[EVAL_AT[1] - 1]
 
 
 def test_the_token_upstream_put_in_its_config_reaches_no_tracker(runs, mlflow_client):

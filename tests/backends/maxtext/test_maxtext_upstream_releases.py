@@ -111,7 +111,7 @@ def test_doctor_shows_the_release_supported_and_its_files_clean(version, maxtext
     found = doctor(maxtext_python, folder)
     assert found.returncode == 0, found.stdout + found.stderr
     assert (f"MaxText    maxtext {version} (wheel {folder / 'maxtext'}); supported {MAXTEXT.supported}; "
-            f"3 of 3 patches apply here") in found.stdout
+            f"4 of 4 patches apply here") in found.stdout
     assert f"maxtext {version}: clean" in found.stdout
 
 

@@ -103,3 +103,27 @@ def _install_metric_logger(module, handle):
     handle.wrap(cls, "write_metrics", write_metrics)
     handle.wrap(cls, "write_setup_info_to_tensorboard", write_setup_info)
     handle.wrap(cls, "flush_metrics_and_cleanup", flush_and_cleanup)
+
+
+@REGISTRY.patch(
+    "maxtext.tracking.evaluation",
+    target="maxtext.common.metric_logger",
+    upstream=MAXTEXT,
+    backend="maxtext",
+    description="MetricLogger.reset_eval_metrics: each evaluation journaled as an expected pause in steps (no stall "
+    "alert; its time is badput/eval_s)",
+)
+def _install_evaluation(module, handle):
+    """Upstream's train loop calls ``reset_eval_metrics`` as each evaluation begins (the pre-training loop and GRPO's
+    alike); the next training step's log ends it. The last training step's metrics are still buffered then (upstream
+    writes a step once the next is handed over): their log, during the evaluation, does not end it."""
+    from primus.backends.maxtext.tracking_session import CHECKPOINTS
+
+    def reset_eval_metrics(wrapped, instance, args, kwargs):
+        result = wrapped(*args, **kwargs)
+        if getattr(instance, FEED, None) is not None:
+            buffered = [step for kind, step, *_ in instance.buffered_metrics if kind == "train"]
+            CHECKPOINTS.evaluating(True, after_step=int(buffered[-1]) if buffered else None)
+        return result
+
+    handle.wrap(module.MetricLogger, "reset_eval_metrics", reset_eval_metrics)
