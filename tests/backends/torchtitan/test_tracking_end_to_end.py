@@ -253,7 +253,7 @@ def test_mlflow_run_has_the_config_and_this_runs_log(all_sinks, release, mlflow_
     run = only_run(mlflow_client, all_sinks_experiment(release))
     params = run.data.params
     assert params["training.steps"] == "3" and params["metrics.enable_mlflow"] == "True"
-    assert params["metrics.primus_exit_deadline"] == "20.0"
+    assert params["metrics.primus_exit_deadline"] == str(float(EVERY_STEP_EXIT_DEADLINE_S))  # the experiment's
     assert run.data.tags["primus.backend"] == "torchtitan"
     [log] = [a.path for a in mlflow_client.list_artifacts(run.info.run_id, "logs")]
     assert log == "logs/rank_0.log"
