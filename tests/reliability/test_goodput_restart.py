@@ -12,6 +12,8 @@ import time
 
 import pytest
 from reliability_runs import Training, journal, mlflow_run_id
+from support.journal_files import journal_lines
+from support.timing import wait_for
 
 from primus.tracking import goodput
 from primus.tracking.names import mlflow_key
@@ -32,6 +34,11 @@ def killed_then_restarted(backend, mlflow_server, tmp_path_factory, titan_assets
     killed = Training(backend, root, [*args, *backend.checkpoint(CHECKPOINT_EVERY, load=False)], name="killed",
                       env=env, gates=(KILL_AT,), assets=titan_assets_dir)
     killed.wait_at(KILL_AT)
+    # upstream logged steps 1-5 before the gate; the hub journals them a tick later, so the kill waits for that: the
+    # node failure this stands for comes after them (what a kill within a tick loses is the journal's own tests')
+    logged = set(backend.logged_before(KILL_AT))
+    wait_for(lambda: logged <= {r["s"] for r in journal_lines(killed.run_dir(), skip_torn=True)
+                                if r["k"] == "m" and backend.loss in r["d"]}, 60, what=f"steps {sorted(logged)} journaled")
     # the trainer and every process it started (a DataLoader's, the tracker delivery's), at once: as a node failure
     # leaves it, no end record, nothing flushed; a child left alone would outlive its killed parent
     os.killpg(killed.process.pid, signal.SIGKILL)
