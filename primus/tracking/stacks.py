@@ -163,19 +163,23 @@ def _remove_abandoned(folder: Path) -> None:
     for fifo in folder.glob("stacks-*.fifo"):
         try:
             if fifo.lstat().st_mtime < made_before:
-                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))  # opens: a live rank holds it (nothing asked)
-        except OSError as e:
-            if e.errno == errno.ENXIO:  # no reader
-                fifo.unlink(missing_ok=True)
+                fd = _write_end(fifo)
+                if fd is None:
+                    fifo.unlink(missing_ok=True)
+                else:
+                    os.close(fd)  # a live rank holds it: nothing asked
+        except OSError:  # gone meanwhile, or not ours to open: left as it is
+            pass
 
 
 def _ask(fifo: Path) -> bool:
     """One byte into the rank's FIFO; False when nobody holds it open (the rank ended). Never blocks."""
     try:
-        fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+        fd = _write_end(fifo)
     except OSError as e:
-        if e.errno not in (errno.ENXIO, errno.ENOENT):  # ENXIO: no reader; ENOENT: the rank released it
-            log.warning("primus tracking: cannot ask for stacks through %s: %s", fifo, e)
+        log.warning("primus tracking: cannot ask for stacks through %s: %s", fifo, e)
+        return False
+    if fd is None:
         return False
     try:
         os.write(fd, b"?")
@@ -184,6 +188,17 @@ def _ask(fifo: Path) -> bool:
     finally:
         os.close(fd)
     return True
+
+
+def _write_end(fifo: Path) -> int | None:
+    """A write end of a rank's FIFO, never blocking; None when nobody holds it open (ENXIO: the rank ended) or it
+    is gone (ENOENT: the rank released it)."""
+    try:
+        return os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+    except OSError as e:
+        if e.errno in (errno.ENXIO, errno.ENOENT):
+            return None
+        raise
 
 
 def _live_pid(path: Path, host: str) -> int | None:
