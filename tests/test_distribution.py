@@ -1,15 +1,15 @@
-"""The distribution users add to their own training image: `primus-tracking`, whose wheel depends on what the
-plugin itself needs and nothing else (no torch, no upstream trainer, no tracker client), carries the trackers
-and each backend's supported upstream range as extras, ships py.typed and its LICENSE, installs on Python 3.10,
-and — installed into a fresh environment that sees a training stack, as a container recipe does — runs an
-upstream command under `primus-run`, tracked."""
+"""The distribution users add to their own training image: `primus-tracking`, built from this checkout's files.
+Its wheel and its sdist hold every file of ``primus/`` (a folder that is not a package once left three modules
+out: an image built from the wheel could not track Megatron), its entry points name modules it holds; it depends on
+what the plugin itself needs and nothing else (no torch, no upstream trainer, no tracker client), carries the
+trackers and each backend's supported upstream range as extras, ships py.typed and its LICENSE, and installs on
+Python 3.10. tests/test_installed_package.py trains with it installed; tests/test_extras_resolve.py resolves its
+extras beside the images' pins."""
 
 from __future__ import annotations
 
 import configparser
 import json
-import subprocess
-import sys
 import zipfile
 from email.parser import Parser
 from pathlib import Path
@@ -17,11 +17,19 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
-from support.launch import start, wait_or_kill
+from support.built_package import (
+    build_sdist,
+    build_wheel,
+    copy_of_the_sources,
+    sdist_files,
+    sh,
+    source_files,
+    wheel_files,
+)
 
 from primus.upstreams.maxtext import MAXTEXT
 from primus.upstreams.megatron import MEGATRON
-from primus.backends.torchtitan.assets import ASSETS_ENV
+from primus.upstreams.megatron_bridge import MEGATRON_BRIDGE
 from primus.upstreams.torchtitan import TORCHTITAN
 
 pytestmark = pytest.mark.slow
@@ -32,20 +40,80 @@ PYDANTIC_OWN = {"pydantic-core", "annotated-types", "typing-extensions", "typing
 NEVER_IN_THE_CORE = {"torch", "megatron-core", "torchtitan", "maxtext", "jax", "mlflow", "wandb", "tensorboard",
                      "tensorboardx", "matplotlib", "nvidia-ml-py", "amdsmi"}
 OLDEST_PYTHON = Path.home() / ".pyenv" / "versions"  # the core's floor, 3.10, as pyenv installs it
-
-
-def sh(*command: str | Path, timeout: float = 300, **kwargs) -> subprocess.CompletedProcess:
-    done = subprocess.run([str(c) for c in command], capture_output=True, text=True, timeout=timeout, **kwargs)
-    assert done.returncode == 0, f"{command}: {done.stdout[-2000:]}{done.stderr[-3000:]}"
-    return done
+# the sdist's own files beside primus/: what a build from it needs, and the docs its metadata reads
+SDIST_TOP = {"setup.cfg", "pyproject.toml", "README.md", "LICENSE", "PKG-INFO"}
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("wheel")
-    sh(sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", "-w", out, ROOT)
-    [built] = out.glob("primus_tracking-*.whl")
-    return built
+def sources(tmp_path_factory) -> Path:
+    return copy_of_the_sources(tmp_path_factory.mktemp("sources"))
+
+
+@pytest.fixture(scope="module")
+def wheel(sources, tmp_path_factory) -> Path:
+    return build_wheel(sources, tmp_path_factory.mktemp("wheel"))
+
+
+@pytest.fixture(scope="module")
+def sdist(sources, tmp_path_factory) -> Path:
+    return build_sdist(sources, tmp_path_factory.mktemp("sdist"))
+
+
+def primus_files() -> set[str]:
+    return {name for name in source_files() if name.startswith("primus/")}
+
+
+def test_the_wheel_holds_every_file_of_primus(wheel):
+    """Every tracked file under primus/, code and data alike, and nothing else of the checkout's."""
+    held = set(wheel_files(wheel))
+    missing = sorted(primus_files() - held)
+    assert not missing, f"missing from the wheel: {missing}"
+    assert sorted(n for n in held if not n.startswith(("primus/", "primus_tracking-"))) == []
+
+
+def test_the_sdist_holds_every_file_of_primus_and_builds_the_same_wheel(sdist, tmp_path):
+    """What pip builds when it installs from the sdist (no wheel for the platform, `--no-binary`) holds the same
+    files as the wheel built from the checkout."""
+    held = set(sdist_files(sdist))
+    missing = sorted(primus_files() - held)
+    assert not missing, f"missing from the sdist: {missing}"
+    assert SDIST_TOP <= held, sorted(SDIST_TOP - held)
+    sh("tar", "-xzf", sdist, "-C", tmp_path)
+    [unpacked] = tmp_path.glob("primus_tracking-*")
+    rebuilt = build_wheel(unpacked, tmp_path / "wheel")
+    assert sorted(n for n in wheel_files(rebuilt) if n.startswith("primus/")) == sorted(primus_files())
+
+
+def entry_points(wheel: Path) -> configparser.ConfigParser:
+    parser = configparser.ConfigParser(delimiters=("=",))
+    parser.optionxform = str  # type: ignore[assignment,method-assign]  # entry point names keep their case
+    [name] = [n for n in wheel_files(wheel) if n.endswith(".dist-info/entry_points.txt")]
+    with zipfile.ZipFile(wheel) as archive:
+        parser.read_string(archive.read(name).decode())
+    return parser
+
+
+def module_file(module: str) -> set[str]:
+    """Where a module's code sits in a wheel, as a module or as a package."""
+    base = module.replace(".", "/")
+    return {f"{base}.py", f"{base}/__init__.py"}
+
+
+def test_the_entry_points_name_modules_the_wheel_holds(wheel):
+    """The commands `primus` and `primus-run`, and every patch-declaring module of the group primus.patches, the
+    same as setup.cfg lists, each a module in the wheel."""
+    held = set(wheel_files(wheel))
+    points = entry_points(wheel)
+    scripts = dict(points["console_scripts"])
+    assert set(scripts) == {"primus", "primus-run"}
+    declared = configparser.ConfigParser(delimiters=("=",))
+    declared.optionxform = str  # type: ignore[assignment,method-assign]
+    declared.read(ROOT / "setup.cfg")
+    patches = dict(points["primus.patches"])
+    listed = declared["options.entry_points"]["primus.patches"].strip().splitlines()
+    assert patches == dict(line.split(" = ") for line in listed)
+    for name, value in [*scripts.items(), *patches.items()]:
+        assert module_file(value.split(":")[0]) & held, f"entry point {name} = {value}: module not in the wheel"
 
 
 def metadata(wheel: Path):
@@ -70,12 +138,16 @@ def test_extras_carry_the_trackers_and_each_backends_supported_range(wheel):
         if requirement.marker is not None:
             extra = str(requirement.marker).split("==")[1].strip(' "')
             extras.setdefault(extra, set()).add(f"{requirement.name}{requirement.specifier}")
-    for extra, upstream in (("megatron", MEGATRON), ("torchtitan", TORCHTITAN), ("maxtext", MAXTEXT)):
+    upstreams = (("megatron", MEGATRON), ("torchtitan", TORCHTITAN), ("maxtext", MAXTEXT),
+                 ("megatron-bridge", MEGATRON_BRIDGE))
+    assert set(meta.get_all("Provides-Extra")) == {"mlflow", "wandb", "tensorboard", "comet", "report", "gpu", "all",
+                                                   *(extra for extra, _ in upstreams)}
+    for extra, upstream in upstreams:
         [requirement] = extras[extra]
         assert Requirement(requirement) == Requirement(f"{upstream.distribution}{upstream.supported}"), extra
-    assert {Requirement(r).name for r in extras["all"]} == {"mlflow", "wandb", "tensorboard", "matplotlib",
+    assert {Requirement(r).name for r in extras["all"]} == {"mlflow", "wandb", "tensorboard", "comet-ml", "matplotlib",
                                                              "nvidia-ml-py", "amdsmi"}
-    for extra in ("mlflow", "wandb", "tensorboard", "report", "gpu"):
+    for extra in ("mlflow", "wandb", "tensorboard", "comet", "report", "gpu"):
         assert extras[extra] <= extras["all"], extra
 
 
@@ -103,34 +175,3 @@ def test_installing_the_wheel_on_the_oldest_python_pulls_in_only_the_core(wheel,
     assert done.returncode == 0
     patches = sh(venv / "bin" / "primus", "patches", cwd=tmp_path).stdout
     assert "Megatron   not installed (supported: megatron-core>=0.17,<0.20)" in patches
-
-
-def test_installed_beside_a_training_stack_primus_run_tracks_an_upstream_command(wheel, tmp_path):
-    """A fresh environment whose site-packages also sees the pinned stack (torch, torchtitan, the trackers: a
-    container image's), the wheel installed with nothing else: `primus-run python -m torch.distributed.run -m
-    torchtitan.train` tracks every step to TensorBoard."""
-    venv = tmp_path / "image"
-    sh(sys.executable, "-m", "venv", venv)
-    [site] = (venv / "lib").glob("python3.*/site-packages")
-    (site / "training_stack.pth").write_text(next(p for p in sys.path if p.endswith("site-packages")) + "\n")
-    python = venv / "bin" / "python"
-    sh(python, "-m", "pip", "install", "--quiet", "--no-index", "--no-deps", "--ignore-installed", wheel)
-    sh(python, "-m", "pip", "check")  # the core's dependencies are all there: nothing else was needed
-    imported = sh(python, "-c", "import primus; print(primus.__file__)", cwd=tmp_path).stdout.strip()
-    assert imported.startswith(str(site)), imported
-
-    dump = tmp_path / "dump"
-    command = [venv / "bin" / "primus-run", python, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=1",
-               "-m", "torchtitan.train",
-               "--module", "primus.backends.torchtitan", "--config", "llama3_debugmodel_cpu", "--training.steps", "3",
-               "--dump-folder", dump, "--metrics.enable_tensorboard"]
-    process = start([str(c) for c in command], tmp_path, tmp_path / "run.log",
-                    {"PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
-                     ASSETS_ENV: str(tmp_path / "assets")})
-    code = wait_or_kill(process, 300)
-    log = (tmp_path / "run.log").read_text()
-    assert code == 0, log[-4000:]
-    from support.readers import read_tb_scalars
-
-    [logdir] = {p.parent for p in dump.rglob("events.out.tfevents.*")}
-    assert [step for step, _ in read_tb_scalars(logdir)["loss_metrics/global_avg_loss"]] == [1, 2, 3]
