@@ -11,7 +11,6 @@ from __future__ import annotations
 import configparser
 import json
 import zipfile
-from email.parser import Parser
 from pathlib import Path
 
 import pytest
@@ -25,6 +24,7 @@ from support.built_package import (
     sh,
     source_files,
     wheel_files,
+    wheel_metadata,
 )
 
 from primus.upstreams.maxtext import MAXTEXT
@@ -116,14 +116,8 @@ def test_the_entry_points_name_modules_the_wheel_holds(wheel):
         assert module_file(value.split(":")[0]) & held, f"entry point {name} = {value}: module not in the wheel"
 
 
-def metadata(wheel: Path):
-    with zipfile.ZipFile(wheel) as archive:
-        [name] = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
-        return Parser().parsestr(archive.read(name).decode()), archive.namelist()
-
-
 def test_the_core_needs_only_what_the_plugin_itself_needs(wheel):
-    meta, _ = metadata(wheel)
+    meta = wheel_metadata(wheel)
     requirements = [Requirement(r) for r in meta.get_all("Requires-Dist")]
     core = {r.name.lower() for r in requirements if r.marker is None}
     assert core == CORE
@@ -131,7 +125,7 @@ def test_the_core_needs_only_what_the_plugin_itself_needs(wheel):
 
 
 def test_extras_carry_the_trackers_and_each_backends_supported_range(wheel):
-    meta, _ = metadata(wheel)
+    meta = wheel_metadata(wheel)
     extras: dict[str, set[str]] = {}
     for text in meta.get_all("Requires-Dist"):
         requirement = Requirement(text)
@@ -152,7 +146,7 @@ def test_extras_carry_the_trackers_and_each_backends_supported_range(wheel):
 
 
 def test_the_wheel_ships_py_typed_the_license_and_the_presets(wheel):
-    _, names = metadata(wheel)
+    names = wheel_files(wheel)
     assert "primus/py.typed" in names
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
     assert "primus/configs/modules/megatron/pre_trainer.yaml" in names and "primus/bootstrap/sitecustomize.py" in names

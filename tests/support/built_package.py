@@ -10,6 +10,8 @@ import subprocess
 import sys
 import tarfile
 import zipfile
+from email.message import Message
+from email.parser import Parser
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -62,6 +64,13 @@ def build_sdist(sources: Path, out: Path) -> Path:
 def wheel_files(wheel: Path) -> list[str]:
     with zipfile.ZipFile(wheel) as archive:
         return archive.namelist()
+
+
+def wheel_metadata(wheel: Path) -> Message:
+    """Its METADATA: Requires-Dist, Provides-Extra, Requires-Python..."""
+    with zipfile.ZipFile(wheel) as archive:
+        [name] = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
+        return Parser().parsestr(archive.read(name).decode())
 
 
 def sdist_files(sdist: Path) -> list[str]:

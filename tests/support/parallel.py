@@ -49,9 +49,10 @@ WEIGHTS = {
     "tests/reliability/test_goodput_restart.py": 61,
     "tests/backends/maxtext/test_maxtext_checkpointing_patches.py": 52,
     "tests/config/test_upstream_tables.py": 44,
-    "tests/test_distribution.py": 43,
+    "tests/test_installed_package.py": 64,
     "tests/reliability/test_maxtext_reliability.py": 43,
     "tests/backends/torchtitan/test_titan_stragglers.py": 41,
+    "tests/test_extras_resolve.py": 30,
     "tests/backends/torchtitan/test_resume_end_to_end.py": 41,
     "tests/backends/maxtext/test_maxtext_tracking_end_to_end.py": 41,
     "tests/backends/torchtitan/test_titan_stall_drill.py": 40,
@@ -60,6 +61,7 @@ WEIGHTS = {
     "tests/config/test_megatron_table.py": 28,
     "tests/backends/megatron/test_spec_parameters.py": 26,
     "tests/backends/maxtext/test_maxtext_upstream_releases.py": 24,
+    "tests/test_distribution.py": 16,
 }
 
 
