@@ -9,7 +9,9 @@ importing this is cheap.
     run.finish()
 """
 
-from primus.tracking.config import (
+from primus.tracking.journal.records import RunStatus, SinkName
+from primus.tracking.run import Run, start_run
+from primus.tracking.settings.config import (
     CometConfig,
     MlflowConfig,
     TensorBoardConfig,
@@ -17,8 +19,6 @@ from primus.tracking.config import (
     TrackingConfigError,
     WandbConfig,
 )
-from primus.tracking.enums import RunStatus, SinkName
-from primus.tracking.run import Run, start_run
 
 __all__ = [
     "CometConfig",

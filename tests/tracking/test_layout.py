@@ -1,8 +1,8 @@
-"""The parallel layout tags (``primus/tracking/layout.py``)."""
+"""The parallel layout tags (``primus/tracking/tags/parallel.py``)."""
 
 import pytest
 
-from primus.tracking.layout import layout_tags
+from primus.tracking.tags.parallel import layout_tags
 
 
 def test_every_degree_given_and_the_world_size():
