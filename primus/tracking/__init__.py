@@ -1,5 +1,5 @@
 """Tracking core (layer 3): the metrics hub, the journal, its sinks (TensorBoard, W&B, MLflow, Comet, and trackers other
-distributions add: ``plugin_sinks``; all found through ``sink_registry``), lossless delivery and the run lifecycle.
+distributions add: ``sinks/plugins``; all found through ``trackers/registry``), lossless delivery and the run lifecycle.
 Backend-agnostic: nothing here imports a backend or a trainer, and trackers are imported lazily by their sink, so
 importing this is cheap.
 

@@ -171,12 +171,12 @@ class Run:
         self._hub.log_text(tag, text, step, only)
 
     def event(self, name: str, **fields: Any) -> None:
-        """An event record (JSON fields) for every sink, e.g. a checkpoint (``checkpoints.py``). Never blocks."""
+        """An event record (JSON fields) for every sink, e.g. a checkpoint (``checkpoints/``). Never blocks."""
         self._goodput.note(time.time(), {"event": name, **fields})
         self._hub.event(name, **fields)
 
     def alert(self, alert: Alert, notified: bool = False) -> None:
-        """Journal an alert (``alerts.py``) for every tracker; ``notified``: its console line and webhook were
+        """Journal an alert (``journal/records.Alert``) for every tracker; ``notified``: its console line and webhook were
         already sent (by the delivery process that raised it), else that process sends them when it reads it."""
         self._hub.event(ALERT_EVENT, **alert.event(notified))
 

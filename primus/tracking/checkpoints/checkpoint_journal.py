@@ -1,25 +1,7 @@
-"""Checkpoints in the journal: a save's start mark, the save, and a resume, as event records (kind ``e``) that
-every sink, ``primus tracking sync`` and anything reading the journal (a stall detector, ``primus report``) see.
-
-A backend's hook calls ``CheckpointJournal``; the sinks turn the records into each tracker's form (a W&B reference
-artifact, an MLflow manifest, a TensorBoard text entry, the ``primus.resumed_from`` tag). The record's ``t`` is when
-the hook ran (unix ms); its ``s`` is 0, like every event's. The ``d`` fields:
-
-* ``{"event": "checkpoint_save_start", "iteration": N}``: a save begins (a gap in steps is expected until its end).
-* ``{"event": "checkpoint_saved", "iteration": N, "path": P, "seconds": S, "bytes": B, "artifact": A, "alias": V,
-  "files": {F: TEXT}, "wandb_pointer": W}``: the save is on disk. ``path``: the checkpoint's absolute path or URI;
-  ``seconds``: since its start mark (None without one: the start was in another process); ``bytes``: the size of
-  its files, None when not cheap to know; ``artifact``/``alias``: the W&B artifact's name and alias; ``files``: small
-  files that go into the W&B artifact with their text at the save (Megatron's tracker file, which a later save
-  rewrites); ``wandb_pointer``: a file to write ``<entity>/<project>`` to once the artifact is logged, None if none.
-* ``{"event": "checkpoint_loaded", "iteration": N, "path": P, "wandb_artifact": R, "seconds": S}``: training resumed
-  from ``path``; ``wandb_artifact`` is the name the W&B sink passes to ``use_artifact`` (None: none to use);
-  ``seconds``: since the load's start mark (None without one), badput in ``goodput.py``.
-
-A record made before its run started also has ``"at_ms"``, when it happened (its ``t`` is when it was journaled).
-A start mark with no save after it: upstream declined the save or it failed. ``seconds`` of an asynchronous save
-runs to the end of its upload where upstream hands back a future for it (TorchTitan), else to where upstream returns
-(MaxText: once the state is copied off the device).
+"""What a backend's checkpoint hooks call to journal a save's start mark, the save, a resume and an evaluation's pause
+(``CheckpointJournal``), as the events of ``journal/records.py`` that every sink, ``primus tracking sync``, the stall
+detector and ``primus report`` read. Until a run is attached (MaxText loads its checkpoint before the run starts) the
+records wait here, with their own time. docs/tracking-internals.md#checkpoint-events gives each event's fields.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ after each save and load, upstream's last rank calls ``on_save_checkpoint_succes
 of its ``wandb_utils``, which log a W&B reference artifact (and ``use_artifact`` on a load) only with upstream's own
 W&B writer, which Primus leaves unset (W&B is a sink of the hub). A backend's checkpoint patch wraps those hooks and
 upstream's save and load functions with the wrappers made here (wrapt's signature), which journal the save and the load
-(``checkpoints.py``) carrying what upstream's hook would have logged; the W&B sink logs it. Each backend passes its
+(``checkpoint_journal.py``) carrying what upstream's hook would have logged; the W&B sink logs it. Each backend passes its
 process's journal and its upstream's own naming helpers: nothing here knows a trainer."""
 
 from __future__ import annotations

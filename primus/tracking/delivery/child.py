@@ -1,11 +1,11 @@
-"""The delivery process's main (see ``delivery.py``):
+"""The delivery process's main (see ``process.py``):
 ``python -m primus.tracking.delivery.child REPLIES_FD DIRECT_FD LOCK_FD``.
 
 It ignores SIGINT and SIGTERM (a job stopping sends them to every process; the training process then
 asks this one to close, within its exit deadline) and ends when told to close or when its input ends.
 What the tracker clients print here goes to the training process, which prints it (see ``ForwardedStream``).
-``deliver`` is one run's delivery, with its health watch (``health_watch.py``); the node's shared delivery process
-(``node_delivery_main``) runs one per rank it serves, on a thread each.
+``deliver`` is one run's delivery, with its health watch (``health/watch.py``); the node's shared delivery process
+(``node_main``) runs one per rank it serves, on a thread each.
 """
 
 from __future__ import annotations

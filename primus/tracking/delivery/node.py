@@ -1,5 +1,5 @@
 """How a rank hands its run to the delivery process its node shares with the job's other ranks (see
-``delivery.py``): a unix socket in a node-local folder, named after the job's directory; the run's pipes and
+``process.py``): a unix socket in a node-local folder, named after the job's directory; the run's pipes and
 delivery lock pass through it as descriptors (SCM_RIGHTS), so that process serves the run exactly as a private
 child serves one from its command line. The first rank to find none listening starts it.
 """

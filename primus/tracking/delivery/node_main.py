@@ -1,8 +1,8 @@
-"""The delivery process a node's ranks share (see ``delivery.py``):
+"""The delivery process a node's ranks share (see ``process.py``):
 ``python -m primus.tracking.delivery.node_main LISTENER_FD SOCKET START_LOCK``.
 
-Each connection brings one run's descriptors (``node_delivery.attach``); the run is delivered on a thread of its
-own by ``delivery_child.deliver``, as a private delivery process delivers its one. The process ends when it
+Each connection brings one run's descriptors (``node.attach``); the run is delivered on a thread of its
+own by ``child.deliver``, as a private delivery process delivers its one. The process ends when it
 serves no run and no rank is attaching.
 """
 

@@ -1,61 +1,9 @@
-"""The delivery process: the TensorBoard, W&B and MLflow sinks run in a child process that follows the
-journal, instead of on threads of the training process.
-
-Why: a tracker client spends milliseconds of Python per request (MLflow's client and SQLAlchemy,
-``wandb.log``, protobuf encoding for TensorBoard). On a thread of the training process those
-milliseconds hold the GIL the training thread needs: Megatron's step time doubled with MLflow on a
-local sqlite store. In a child they cost a core, not the step.
-
-The child runs the same ``SinkWorker`` per sink as a thread would, from the same journal and the same
-saved cursors. Parent and child talk in JSON lines over two pipes:
-
-* parent -> child (its stdin): first the spec (base64 pickle of ``DeliverySpec``), then
-  ``{"t": "flush", "id", "sink", "offset"}``, ``{"t": "watch", "id"}`` (the health watch reads the journal to its
-  end now; answered as a flush, after the alerts it raised) and ``{"t": "close", "status", "within_s"}``. End of input
-  without "close" means the training process died: the child delivers what the journal holds within the
-  exit deadline and ends the tracker runs as the journal's end record says, else KILLED.
-* parent -> child, a second pipe (the second descriptor on its command line): records the journal could not
-  take (its disk is full), as ``{"t": "direct", "after", "n"}`` and then ``n`` journal lines, then
-  ``{"t": "end"}`` at close. A thread of this process writes them, blocking, from a bounded queue; what does
-  not fit is counted as lost.
-* child -> parent (the first descriptor named on its command line): ``{"t": "stats", "sinks"}``,
-  ``{"t": "flushed", "id"}``, ``{"t": "log", "name", "level", "msg"}`` (re-logged here, so the console and
-  log capture see one stream), ``{"t": "print", "stream", "text"}`` (what the tracker clients printed there,
-  printed here on the same stream), ``{"t": "alert", "kind", "iteration", "text", "time_s"}`` (raised by its health
-  watch, told to a person already: journaled here for the trackers), ``{"t": "closed", "sinks"}``.
-
-The training process never waits on the child: its writes are non-blocking (a message is smaller than
-PIPE_BUF, so it is written whole or not at all) and the child is killed when the exit deadline has passed.
-What it did not deliver stays in the journal for ``primus tracking sync``.
-
-The delivery lock (``state.delivery_lock``) is taken here, without waiting, before the child starts, and handed
-to it with its descriptor: from the child's first instant, ``primus tracking sync`` waits for it. When an
-earlier launch's delivery process holds it, the child waits for it instead.
-
-One delivery process per node (``TrackingConfig.delivery_group``; TorchTitan's ``save_for_all_ranks`` on a node
-of several ranks names the job's directory): every rank would otherwise start its own child, each importing the
-tracker clients. Instead the ranks of a node that name the same group share one process, which serves each
-rank's run as a private child would, with that run's own pipes, journal, cursors, tracker runs, delivery lock,
-stats, flushes, close and exit deadline (``delivery_child.deliver``, on a thread per run):
-
-* Finding it: a unix socket in a node-local folder (``node_delivery.node_dir``), named by a hash of the group's
-  path; a job directory on a shared file system is the same on every node, each node gets its own process.
-* Handing a run over: a rank makes its pipes and takes its delivery lock exactly as for a child, then sends
-  the four descriptors through the socket (SCM_RIGHTS) and closes its copies; the process reads the run's spec
-  from the commands pipe. The rank never waits for that process: the handover is queued in the socket.
-* Who starts it: whichever rank first finds no process listening, under a file lock beside the socket (held
-  from connect to handover). It binds the socket itself, so ranks connect before the process has started. The
-  process has its own session and does not depend on the rank that started it: that rank may die first.
-* A rank that dies: its commands pipe ends, and its run ends as it would in a private child (delivered within
-  its exit deadline, ended as its journal's end record says, else KILLED); the other runs go on. A rank cannot
-  kill the shared process: past its deadline it stops waiting and reports what was left, as it does when it
-  kills a private child. A run whose sinks did not all end in time keeps its delivery lock until the process
-  exits, so ``primus tracking sync`` never feeds a tracker beside a sink still stuck in its client.
-* Its end: when it serves no run, it takes the start lock and leaves unless a rank connected meanwhile; a rank
-  attaching later starts a new one. If it cannot be reached or started, a rank starts its own child.
-
-What the tracker clients log or print there goes to the trainer of the run whose delivery started that thread
-(to every run's trainer when the thread is none of them).
+"""The delivery process: the sinks (TensorBoard, W&B, MLflow, Comet and plugin sinks) run in a child process that
+follows the journal, instead of on threads of the training process, where a tracker client's milliseconds of Python
+per request would hold the GIL the training thread needs. The child runs the same ``SinkWorker`` per sink as a thread
+would, from the same journal and cursors; parent and child talk in JSON lines over pipes, and the training process
+never waits on it. The runs of a node that name the same ``delivery_group`` share one such process (``node.py``).
+docs/tracking-internals.md#the-delivery-process gives the messages, the delivery lock and the node's process.
 """
 
 from __future__ import annotations

@@ -43,7 +43,7 @@ class DirectRoute(Protocol):
 
 class Worker(Protocol):
     """What the hub and the run use of a sink's worker: ``SinkWorker`` (a thread of this process) and
-    ``delivery.RemoteSinkWorker`` (a sink of the delivery process) implement it."""
+    ``process.RemoteSinkWorker`` (a sink of the delivery process) implement it."""
 
     name: str
     failures: int

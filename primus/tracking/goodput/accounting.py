@@ -1,26 +1,7 @@
 """Goodput and badput of a run directory across its attempts, as pure accounting: fed the journal's records (or
 the same values as they are logged) with their times, it splits the run's wall time, from the first attempt's start
-to now, into categories that add up to it. Nothing here reads a file or a clock (``goodput_feed.py`` does), so
-tests drive it with made-up times.
-
-An attempt is one process of the run, from its start (the earliest of its ``start`` record, the process's start and,
-where it is later than the previous attempt's last record, the Slurm job's start) to its last record. Every second
-is charged once, as the records come:
-
-* ``badput/restart_gap_s``: from an attempt's last record to the next attempt's start.
-* ``badput/startup_s``: from an attempt's start to its first log step (less the first interval's steps, when the
-  record gives the time per iteration, and less a checkpoint load that says how long it took).
-* ``badput/checkpoint_save_s``, ``badput/eval_s``: while a save (its start mark to its record, or a ``busy``
-  "checkpoint save") or an evaluation (``busy``) is in progress; a log step ends either (an asynchronous save
-  counts until the next step), but for one of a step before the pause (its ``after_step``) logged late.
-* ``badput/checkpoint_load_s``: the ``seconds`` of a ``checkpoint_loaded`` record, before it.
-* ``goodput/productive_s``: between log steps, less the data wait where upstream times it (Megatron's
-  ``batch-generator-time`` with ``--log-timers-to-tensorboard``: ``badput/data_wait_s``; elsewhere 0).
-* ``badput/lost_progress_s``: productive time of steps a later attempt computed again: past the iteration it
-  loaded, or from its first log step on; and what an attempt computed after its last log step when it did not
-  end normally.
-* ``badput/other_s``: after an attempt's last log step until its end (teardown, a final save's wait), a ``busy``
-  of another kind, and time not yet given to a step at the run's end.
+to now, into categories that add up to it (``CHARGED``). Nothing here reads a file or a clock (``feed.py`` does), so
+tests drive it with made-up times. docs/tracking-internals.md#goodput-and-badput says where each second goes.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The trainer's side of goodput (``goodput.py``): the accounting lives on the hub's thread, where each logged step's
+"""The trainer's side of goodput (``accounting.py``): the accounting lives on the hub's thread, where each logged step's
 records are made, and the step's cumulative figures join its record, so they are journaled like any metric and
 ``primus tracking sync`` replays them.
 

@@ -1,20 +1,9 @@
-"""Run health, as pure logic: detectors fed the run's journal records and the time, returning ``Alert``s.
+"""Run health, as pure logic: detectors fed the run's journal records and the time, returning ``Alert``s (``stalled``
+and ``resumed``, ``nan``, ``loss_spike``, ``throughput_drop``).
 
-Nothing here reads a file, a clock or a tracker: the delivery process (``health_watch.py``) follows the journal,
-hands every record and the wall-clock time in, and sends what comes out. So the detectors never run on the
-training thread, and tests drive them with made-up times.
-
-* ``stalled``: no new log step for longer than the allowance. Automatic allowance: ``stall_factor`` × the median
-  interval between the run's log steps so far, at least ``stall_min_s``; before the first step,
-  ``startup_s``; while a checkpoint save or an evaluation is in progress (a ``busy`` event in the journal, or a
-  checkpoint's start mark until its save record), at least ``busy_s`` from its start. ``stall_after_s`` replaces the automatic allowance (not the start-up one).
-  When steps come again: ``resumed`` with the gap's length. Nothing after the run's end record.
-* ``nan``: a loss that is not finite, at once.
-* ``loss_spike``: a loss above the median of the last ``spike_window`` losses by more than ``spike_k`` × their
-  median absolute deviation (at least 1 % of the median), once ``spike_window // 2`` losses are known;
-  ``spike_k=0`` turns it off.
-* ``throughput_drop``: throughput below ``drop_fraction`` × the run's median for ``drop_steps`` log steps in a
-  row (once ``drop_steps * 3`` log steps are known); said once per drop, again after it recovered.
+Nothing here reads a file, a clock or a tracker: the health watch (``watch.py``) follows the journal, hands every
+record and the wall-clock time in, and sends what comes out. So the detectors never run on the training thread, and
+tests drive them with made-up times. docs/tracking-internals.md#run-health gives each detector's rule.
 """
 
 from __future__ import annotations
@@ -199,7 +188,7 @@ class HealthMonitor:
                 self.ended = True
             elif event == BUSY_EVENT:
                 self.stall.busy(bool(record.data.get("on")), at, record.data.get("after_step"))
-            elif event in (SAVE_START, SAVED):  # a checkpoint's own records (checkpoints.py) mark its save
+            elif event in (SAVE_START, SAVED):  # a checkpoint's own records (journal/records.py) mark its save
                 self.stall.busy(event == SAVE_START, at)
             return []
         if record.kind != METRICS or record.only is not None:  # for some sinks: another axis (Megatron's "vs samples")

@@ -1,22 +1,9 @@
 """Stacks of a hung run: every thread's Python stack of each rank on the node, in ``<run_dir>/stacks/``.
 
-A rank calls ``register_for_stacks`` at start-up: it opens ``stacks/<host>-<pid>.txt`` (its header names the
-process, so a reused pid is never asked) and starts a daemon thread that waits in a read of a FIFO of its own in
-the node's private folder: no GIL held and no CPU used until it is asked. At a ``stalled`` alert the delivery process
-(``health_watch.py``) calls ``dump_stacks``: it appends a line saying why to each file of a live rank on its own host
-and writes a byte into that rank's FIFO; the rank's thread wakes, takes the GIL (a rank blocked in a collective, a
-read or a sleep has let it go) and appends every other thread's stack, read with ``sys._current_frames()``. No
-signal is used:
-``faulthandler``'s handler reads the frames of threads that may be running Python at that moment, and crashed ranks
-that way. A rank stopped (SIGSTOP) or holding the GIL in C code writes its stacks once it goes on. At its end
-(``release_stacks``, or at exit) the thread stops, its FIFO goes and a file that holds no stacks is removed; the FIFO
-of a rank killed before that is removed by the next rank that registers on the node. The files are uploaded
-with the logs (``mlflow_upload_logs``); ``primus tracking stacks RUN_DIR`` asks for them by hand.
-
-A rank on another node is another host's delivery process's to ask: it gets its stacks saved when that node
-delivers a run of its own (TorchTitan's runs on every rank). Where only one rank writes the run (Megatron's
-last rank, MaxText's first), the other nodes have no delivery process, and their ranks' files stay empty: the FIFO
-is in a node-local folder, reached from its own node only.
+A rank calls ``register_for_stacks`` at start-up: a daemon thread waits in a read of a FIFO of its own in the node's
+private folder (no GIL held, no CPU used). At a ``stalled`` alert the health watch calls ``dump_stacks``, which writes
+a byte into each live rank's FIFO; the rank's thread wakes, takes the GIL and appends every other thread's stack. No
+signal is used (``faulthandler``'s crashed ranks). docs/tracking-internals.md#stacks-of-a-hung-run says more.
 """
 
 from __future__ import annotations

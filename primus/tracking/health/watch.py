@@ -1,7 +1,7 @@
 """Watches one run's health from the process that delivers it: follows the journal from where this process of
-the run started, feeds the detectors (``health.py``), and tells a person of each alert.
+the run started, feeds the detectors (``detectors.py``), and tells a person of each alert.
 
-It runs on a thread of the delivery process (``delivery_child.deliver``), so it notices silence even while the
+It runs on a thread of the delivery process (``delivery/child.deliver``), so it notices silence even while the
 trainer is wedged in C code, and never costs the training step anything; with ``delivery="thread"`` or no
 tracker, a thread of the training process (``Run``). An alert it raises is told at once: one console line
 (``[primus] ALERT ...``, printed by the trainer's console when the trainer is alive), the webhook

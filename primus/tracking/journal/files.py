@@ -1,23 +1,7 @@
-"""Every file and folder of a run directory, by name, and the one module that writes each.
-
-* ``run.json``: the tracker run ids (a restarted job resumes the same MLflow and W&B runs), the run's status, what
-  each sink finished (``state.RunState``, shared by the training process and its delivery process).
-* ``meta.json``: the redacted params, tags and tracker settings (``meta.RunMeta``).
-* ``journal/``: the records, in segments (``journal_writer``; gzipped and deleted by ``journal_keeper``);
-  ``journal.jsonl``, the single-file journal of run directories written before segments.
-* ``cursors/<sink>.json``: how far each sink delivered (``state.CursorStore``).
-* ``.lock``: one live process per run directory, else two would interleave the journal (``state.RunDirLock``);
-  ``.delivery.lock``: held by the process that feeds the trackers (``state.delivery_lock``).
-* ``logs/``, ``traces/``, ``reports/``: the run's own files, uploaded to MLflow when asked (``sinks.mlflow``);
-  ``logs/rank_<n>.log``: a rank's console (``rank_log_file``); ``traces/`` also holds Megatron's memory snapshot.
-* ``structured_logs/``: TorchTitan's per-rank structured logs, written here instead of ``<dump_folder>`` when they
-  are uploaded (with the logs).
-* ``checkpoints/<alias>.json``: a manifest per checkpoint saved (its iteration, path, seconds, size), uploaded
-  to MLflow as a reference (``sinks.mlflow``).
-* ``stacks/<host>-<pid>.txt``: every thread's stack of a rank, written when the run stalled (``stacks``); uploaded
-  with the logs.
-* ``tensorboard/``, ``wandb/``: TensorBoard's event files and W&B's run files, unless the user names other folders
-  (the backends' ``tracking_plan``).
+"""Every file and folder of a run directory, by name (``run.json``, ``meta.json``, ``journal/``, ``cursors/``, the
+locks, ``logs/``, ``traces/``, ``checkpoints/``, ``stacks/``...), and the node's private folder, where the delivery
+sockets and the ranks' stacks FIFOs live. docs/tracking-internals.md#a-run-directorys-files says which module
+writes each.
 """
 
 import os

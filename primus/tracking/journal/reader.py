@@ -1,23 +1,10 @@
-"""The run's journal, the durable record: a folder of segments, ``<run_dir>/journal/<start>.jsonl``, one JSON
-line per record.
+"""Reads the run's journal, the durable record: a folder of segments, ``<run_dir>/journal/<start>.jsonl``, one JSON
+line per record (``records.encode``). The hub appends before any sink sees a record; every sink reads forward from its
+own cursor, so one that fell behind catches up from the files, and ``primus tracking sync`` replays them later.
 
-The hub appends to it before any sink sees a record; every sink reads it forward from its own cursor, so a
-sink that fell behind (a dead server, a crash, a restart) catches up from the files, and ``primus tracking
-sync`` can replay them later. A line is ``{"k": kind, "s": step, "t": unix_ms, "d": data}`` with kind ``m``
-(metrics: ``{name: float}``), ``x`` (text: ``{"tag", "text"}``) or ``e`` (a lifecycle event), and
-``"o": [sink, ...]`` when the record is meant for some sinks only. The timestamp is taken on the training
-thread and never re-stamped, which is what makes a resend to MLflow idempotent.
-
-Offsets (a sink's cursor, a record's ``end``) count bytes of the whole journal as if its segments were one
-file: a segment is named by the offset of its first byte (20 digits, so names sort as numbers), and holds
-whole lines. The writer starts a new segment past a size (``journal_writer.py``); closed segments are
-gzipped (``<start>.jsonl.gz``) and, with ``journal_retention: delivered``, deleted once every tracker has
-them (``journal_keeper.py``). A run directory from before segments has one ``journal.jsonl``: it reads as
-the segment at offset 0, and the next writer moves it into the folder.
-
-Finding an offset lists the folder (a few entries per GB) and reads one segment from there: no operation
-here reads the journal from its beginning. A gzipped segment is read forward from its start, at most one
-segment's worth, and a ``JournalReader`` keeps it open so a sink reading on does not decompress it again.
+Offsets count bytes of the whole journal as if its segments were one file; a segment is named by the offset of its
+first byte, closed ones are gzipped (``keeper``). Finding an offset lists the folder and reads one segment: nothing
+here reads the journal from its beginning. docs/tracking-internals.md#the-journal says more.
 """
 
 from __future__ import annotations

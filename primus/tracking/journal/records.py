@@ -145,8 +145,8 @@ def alert_of(record: Record) -> Alert | None:
 
 # -- checkpoints (``checkpoints/``) and expected pauses
 SAVE_START, SAVED, LOADED = "checkpoint_save_start", "checkpoint_saved", "checkpoint_loaded"
-# an expected pause in steps begins or ends: {"what": "checkpoint save" | "evaluation", "on": bool} (health.py,
-# goodput.py), and "after_step": N where step N's log comes after the pause began (MaxText logs a step once the next
+# an expected pause in steps begins or ends: {"what": "checkpoint save" | "evaluation", "on": bool} (health/detectors.py,
+# goodput/accounting.py), and "after_step": N where step N's log comes after the pause began (MaxText logs a step once the next
 # is handed over): a log step ends the pause only past it
 BUSY_EVENT = "busy"
 RESUMED_FROM_TAG = "primus.resumed_from"

@@ -1,4 +1,4 @@
-"""What a run directory remembers between processes (``run_layout`` names the files): ``run.json``, the cursors and
+"""What a run directory remembers between processes (``files`` names them): ``run.json``, the cursors and
 the locks. JSON files are written atomically (temp file + rename); a cursor for another target (an MLflow run id, a
 W&B id, a log dir) than the sink's now reads as 0."""
 

@@ -1,4 +1,4 @@
-"""Appends to the run's journal (see ``journal.py``): whole lines with one ``os.write`` per batch (O_APPEND),
+"""Appends to the run's journal (see ``reader.py``): whole lines with one ``os.write`` per batch (O_APPEND),
 so a reader never sees half a line except at the tail while a write is in flight; a new segment once the
 current one would pass ``segment_bytes``.
 

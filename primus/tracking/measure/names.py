@@ -1,20 +1,7 @@
-"""Metric names: the schema every backend feeds the hub with, and how each sink spells them.
-
-Two kinds of names reach the hub:
-
-* Upstream-native names pass through unchanged, so the TensorBoard dashboards users already have
-  keep working: Megatron's ``lm loss``, ``learning-rate``, ``grad-norm``, ``loss-scale``,
-  ``batch-size``, ``iteration-time``, ``lm loss validation``, ``lm loss validation ppl``,
-  ``params-norm``, ``num-zeros``, ``world-size``, ``mem-allocated-bytes`` ...
-* Primus's own names are ``<group>/<what>[_<unit>]`` in the groups below (see ``SCHEMA``).
-
-TensorBoard and W&B receive every name as it is. MLflow (and Databricks-hosted MLflow) accept only
-letters, digits and ``_ - . /`` and space in a key, at most 250 characters, no ``..`` or leading
-``/``: ``mlflow_key`` rewrites any other name readably (``(GiB)`` -> ``_GiB``, ``(%)`` -> ``_pct``,
-``%`` -> ``_pct_``). Two names of one run can then meet on one key (``throughput(tps)`` and a
-``throughput_tps``): ``MlflowKeys`` keeps the run's map, gives a key to the first name that claims it,
-and the later one its key plus 8 hex digits of its SHA-1, so the map stays one-to-one and a name keeps
-its key for the whole run (the MLflow sink persists the map in ``run.json``).
+"""Metric names: the schema every backend feeds the hub with (``SCHEMA``: ``<group>/<what>[_<unit>]``, beside
+upstream's own names, passed through unchanged), and how each sink spells them: MLflow accepts only some characters,
+so ``mlflow_key`` rewrites a name readably and ``MlflowKeys`` keeps a run's map one-to-one.
+docs/tracking-internals.md#metric-names says more.
 """
 
 from __future__ import annotations

@@ -1,31 +1,9 @@
 """Which rank is slow (``primus_stragglers``): each rank's busy time since the last log step, gathered over ranks
 at every log step with the across-rank figures (``across_ranks.RankFigures``: one all_gather), summarised on the
-rank that logs.
-
-Busy time is the time a rank spent not waiting for the others: the wall time since the previous log step minus the
-time its training thread was blocked in a collective's wait. Every blocking ``torch.distributed`` call waits through
-``Work.wait`` (a synchronous all_reduce, barrier or all_gather calls it; FSDP waits on its all-gathers and
-reduce-scatters with it; Megatron's DDP on its gradient buckets), so one wrapper there, counting only the training
-thread, sees every wait of gloo on a CPU. A rank slowed by a sleep, a slow data loader, a throttled device or I/O
-arrives late at the next collective and waits least: its busy time is the largest. Alternatives not taken:
-
-* upstream's timers: Megatron's ``forward-backward`` timer includes the gradient reduction, which is where a fast
-  rank waits for a slow one, and TorchTitan times only the whole step and its data loading;
-* Megatron's ``--log-straggler`` (``StragglerDetector``) times the model's forward with CUDA events and prints min
-  and max to the console; it needs a GPU and sees nothing of the backward, the optimizer or the data;
-* the thread's CPU time: a sleeping, reading or device-bound rank spends little CPU, so it would look idle.
-
-Not counted as waiting: collectives that wait in C++ without ``Work.wait`` (``torch.ops._c10d_functional``'s
-``wait_tensor``: DTensor's redistributions, as in TorchTitan's tensor parallelism and its gradient-norm clipping),
-so there every rank of a group includes its waits; Megatron's tensor-parallel all-reduces and pipeline stages'
-point-to-point waits go through ``Work.wait`` and are counted as waits. The wrapper on ``Work.wait`` is installed
-at the first log step with stragglers on and stays for the process (without a clock it only passes the call on).
-The first log step only starts the clock (its interval would include start-up).
-
-On a GPU, ``Work.wait`` returns at once (the current stream waits on the device, not the host): there, CUDA events
-are recorded on the current stream before and after each wait and at each log step, and read at the log step (the
-last event is synchronised there, nothing on other steps): busy = device time between log steps minus the device
-time the stream stood waiting. Host floats only reach the gather, which is the across-rank figures' gloo group.
+rank that logs. Busy time is the wall time since the previous log step minus the time the training thread was
+blocked in a collective's ``Work.wait`` (on a GPU: CUDA events around the waits). A rank slowed by anything arrives
+late at the next collective and waits least. docs/tracking-internals.md#stragglers says why this measure, and what
+it does not count.
 """
 
 from __future__ import annotations

@@ -138,7 +138,7 @@ class TrackingConfig:
     delivery_group: Path | None = None
     # trackers other distributions add (entry-point group primus.sinks), by name. None: PRIMUS_SINKS
     plugin_sinks: tuple[str, ...] | None = None
-    health: HealthSettings = field(default_factory=HealthSettings)  # the run-health detectors (health.py)
+    health: HealthSettings = field(default_factory=HealthSettings)  # the run-health detectors (health/detectors.py)
     # set by resolve(): a backend resolves its plan's config before training, and start_run must not do it again
     # (checking the WANDB_* variables may start W&B's settings check in a subprocess; warnings would be said twice)
     is_resolved: bool = field(default=False, compare=False, repr=False)

@@ -1,7 +1,8 @@
-"""The one interface every tracker sink implements, and the one thing each is built with. A sink runs on its
-own worker thread (``worker.py``), so it may block and may raise: the worker retries, counts and warns. Every
-sink class, built-in or added by another distribution (entry-point group ``primus.sinks``, ``plugin_sinks.py``),
-is built with one argument, a ``SinkContext``; ``sink_registry.py`` finds the class by name and builds it."""
+"""The one interface every tracker sink implements. A sink runs on its own worker thread (``delivery/worker.py``),
+so it may block and may raise: the worker retries, counts and warns. Every sink class, built-in or added by another
+distribution (entry-point group ``primus.sinks``, ``plugins.py``), is built with one argument, a ``SinkContext``
+(``trackers/context.py``); ``trackers/registry.py`` finds the class by name and builds it. Here, below the settings,
+so that they can check a plugin sink's class without importing the trackers."""
 
 from __future__ import annotations
 

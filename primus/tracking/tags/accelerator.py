@@ -1,4 +1,4 @@
-"""The accelerators the run's process sees, as tags every tracker gets (``system_tags``): model, count, driver
+"""The accelerators the run's process sees, as tags every tracker gets (``system.py``): model, count, driver
 version, and the CUDA or ROCm version torch was built with. Read from the framework already loaded (torch, or
 JAX for MaxText; neither is imported here), the driver from NVML or amdsmi when importable. A host without an
 accelerator gets none of these tags, and a library that fails leaves its tag out: never an error."""

@@ -1,4 +1,4 @@
-"""Where and how the run was launched, as tags every tracker gets (``system_tags``), read from what the launchers
+"""Where and how the run was launched, as tags every tracker gets (``system.py``), read from what the launchers
 put in the environment; a tag whose source is absent is left out.
 
 * Slurm: ``SLURM_JOB_ID``, ``SLURM_ARRAY_JOB_ID`` / ``SLURM_ARRAY_TASK_ID``, ``SLURM_RESTART_COUNT`` (a requeued

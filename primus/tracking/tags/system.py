@@ -1,5 +1,5 @@
 """Tags every run gets: the git commit of the working directory, the versions of the libraries installed,
-where and how it was launched (``launch_tags``), the accelerators it sees (``accelerator_tags``),
+where and how it was launched (``launch.py``), the accelerators it sees (``accelerator.py``),
 the Primus patches applied in this process (``primus.patches.REGISTRY``), and for each upstream those
 patches applied to, its version and where its code was imported from, as the patches found them (a source
 checkout's own version, not that of a wheel installed beneath it), and ``primus.upstream.untested`` when that

@@ -1,21 +1,10 @@
-"""MLflow sink. For an http(s) tracking server it talks to MLflow's REST API with a small client
-(``mlflow_rest.py``: no ``import mlflow``, which costs the delivery process seconds of CPU and 170 MiB);
-Databricks, local stores and settings only the full client serves use ``MlflowClient`` (``mlflow_full.py``).
-One attempt per call with a short timeout; the worker owns retries. Metrics go out with ``log_batch`` of at
-most 1000, with the timestamp the training thread took, so a resend after an outage is absorbed by MLflow's
-(run, key, timestamp, step, value) key instead of duplicating.
-
-Names MLflow refuses get readable keys (``names.MlflowKeys``); the run's map is kept in ``run.json`` beside
-its run id, so a resumed job or ``primus tracking sync`` gives every name the key it had. At the end, the run's own
-files go up as its artifacts (``mlflow_artifacts.py``).
-
-A checkpoint save (``checkpoints.py``) goes up as a reference: a small JSON manifest, ``checkpoints/<alias>.json``
-(iteration, path, seconds, bytes, time), kept in the run directory and uploaded at once; the checkpoint's own files
-only with ``upload_checkpoints`` (slow for large ones: every byte goes through the tracking server or artifact
-store). Not an MLflow 3 logged model: that needs the full ``mlflow`` client (seconds of CPU and 170 MiB in the delivery
-process), an MLmodel flavour that a training checkpoint (optimizer shards, sharded tensors) does not have, and a
-server with the logged-model API; a manifest works with every MLflow server and Databricks. A resume sets the
-``primus.resumed_from`` tag."""
+"""MLflow sink. For an http(s) tracking server it talks to MLflow's REST API with a small client (``mlflow_rest.py``:
+no ``import mlflow``); Databricks, local stores and settings only the full client serves use ``MlflowClient``
+(``mlflow_full.py``). Metrics go out with ``log_batch`` of at most 1000, with the timestamp the training thread took,
+so a resend is absorbed by MLflow instead of duplicating. Names MLflow refuses get readable keys, kept in
+``run.json``; a checkpoint goes up as a manifest; at the end the run's own files go up (``mlflow_artifacts.py``).
+docs/tracking-internals.md#the-mlflow-sink says more.
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Every sink by name: the built-in trackers, registered here as a plugin is by its entry point, and the
-plugins (``plugin_sinks``). The one place a sink is built, the same way in the training process, its delivery
-process (``delivery_child``) and ``primus tracking sync``: its class called with its ``SinkContext``."""
+plugins (``sinks/plugins``). The one place a sink is built, the same way in the training process, its delivery
+process (``delivery/child``) and ``primus tracking sync``: its class called with its ``SinkContext``."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def sink_names(cfg: TrackingConfig) -> list[str]:
 
 
 def sink_classes(names: Iterable[str]) -> dict[str, type[Sink]]:
-    """The class of each named sink, in order; PluginError (``plugin_sinks.sink_classes``) for a plugin that
+    """The class of each named sink, in order; PluginError (``sinks/plugins.sink_classes``) for a plugin that
     cannot be used."""
     names = list(names)
     plugins = plugin_sink_classes(n for n in names if n not in BUILT_IN)

@@ -5,12 +5,12 @@ up is tried again (its steps wait in the journal). The run id is chosen once and
 directory (or given: ``WandbConfig.run_id``), so a restarted job resumes the same W&B run
 (``resume="allow"``); ``resume_from`` / ``fork_from`` apply to the run's first start.
 
-A checkpoint save (``checkpoints.py``) becomes a reference artifact as Megatron's ``wandb_utils`` logs one: type
+A checkpoint save (``journal/records.CheckpointSaved``) becomes a reference artifact as Megatron's ``wandb_utils`` logs one: type
 ``model``, metadata ``{"iteration": N}``, a ``file://`` reference without checksums, the record's small files, its
 alias, and ``<entity>/<project>`` written to its pointer file. A resume sets ``primus.resumed_from`` in the run's
 config and calls ``use_artifact`` (which W&B refuses offline: then one line says so, as upstream's does).
 
-``define_metric`` makes ``progress/consumed_tokens`` an x-axis (``progress.py``): the ``progress/*`` charts use it,
+``define_metric`` makes ``progress/consumed_tokens`` an x-axis (``measure/progress.py``): the ``progress/*`` charts use it,
 the rest keep W&B's step."""
 
 from __future__ import annotations
