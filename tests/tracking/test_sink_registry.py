@@ -8,14 +8,7 @@ from dataclasses import replace
 import pytest
 
 from primus.plugins import PluginError
-from primus.tracking import (
-    CometConfig,
-    MlflowConfig,
-    TensorBoardConfig,
-    TrackingConfig,
-    TrackingConfigError,
-    WandbConfig,
-)
+from primus.tracking import CometConfig, MlflowConfig, TensorBoardConfig, TrackingConfig, TrackingConfigError, WandbConfig
 from primus.tracking.journal.run_state import RunState
 from primus.tracking.tags.meta import RunMeta
 from primus.tracking.trackers.mlflow import MlflowSink
