@@ -59,6 +59,7 @@ else:  # the core runs on 3.10, which has no StrEnum
             return self.value
 
 
+# each compares equal to, and is written to JSON and the journal as, its plain string (plugin sinks keep plain strings)
 class RunStatus(StrEnum):
     RUNNING = "RUNNING"
     FINISHED = "FINISHED"
@@ -76,7 +77,8 @@ class SinkName(StrEnum):
     COMET = "comet"
 
 
-# -- alerts (``health/``)
+# -- alerts: what a person must hear of about the run's health (``health/`` finds most), an event
+# {"event": "alert", "kind", "iteration", "text", "notified"} (docs/tracking-internals.md#alerts)
 ALERT_EVENT = "alert"
 TAG_PREFIX = "primus.alert."
 COUNT_METRIC = "health/alerts"
@@ -145,9 +147,9 @@ def alert_of(record: Record) -> Alert | None:
 
 # -- checkpoints (``checkpoints/``) and expected pauses
 SAVE_START, SAVED, LOADED = "checkpoint_save_start", "checkpoint_saved", "checkpoint_loaded"
-# an expected pause in steps begins or ends: {"what": "checkpoint save" | "evaluation", "on": bool} (health/detectors.py,
-# goodput/accounting.py), and "after_step": N where step N's log comes after the pause began (MaxText logs a step once the next
-# is handed over): a log step ends the pause only past it
+# an expected pause in steps begins or ends: {"what": "checkpoint save" | "evaluation", "on": bool}
+# (health/detectors.py, goodput/accounting.py), and "after_step": N where step N's log comes after the pause began
+# (MaxText logs a step once the next is handed over): a log step ends the pause only past it
 BUSY_EVENT = "busy"
 RESUMED_FROM_TAG = "primus.resumed_from"
 WANDB_ARTIFACT_TYPE = "model"  # Megatron's; the W&B sink gives every backend's checkpoints this type
