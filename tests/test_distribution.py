@@ -6,6 +6,7 @@ upstream command under `primus-run`, tracked."""
 
 from __future__ import annotations
 
+import configparser
 import json
 import subprocess
 import sys
@@ -18,9 +19,9 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from support.launch import start, wait_or_kill
 
-from primus.backends.torchtitan.assets import ASSETS_ENV
 from primus.upstreams.maxtext import MAXTEXT
 from primus.upstreams.megatron import MEGATRON
+from primus.backends.torchtitan.assets import ASSETS_ENV
 from primus.upstreams.torchtitan import TORCHTITAN
 
 pytestmark = pytest.mark.slow

@@ -36,8 +36,8 @@ from reliability_runs import (
     mlflow_steps,
     tb_steps,
 )
-from support.journal_files import run_dirs_under
 from support.readers import read_wandb_history, wandb_run_ids
+from support.journal_files import run_dirs_under
 
 pytestmark = pytest.mark.slow
 

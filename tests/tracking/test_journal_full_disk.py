@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 
 import pytest
+
 from support.disks import fill
 from support.journal_files import journal_lines
 from support.readers import read_tb_scalars

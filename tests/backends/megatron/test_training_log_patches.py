@@ -8,6 +8,7 @@ from __future__ import annotations
 import types
 
 import pytest
+
 from support.one_patch import installed
 
 from primus.backends.megatron.training.global_vars import TRACKING
