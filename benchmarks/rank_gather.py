@@ -32,7 +32,7 @@ def worker(rank: int, world: int, port: int, steps: int, out) -> None:
     import torch
     import torch.distributed as dist
 
-    from primus.tracking.across_ranks import RankFigures
+    from primus.tracking.measure.across_ranks import RankFigures
 
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
     gathers = {"stragglers": RankFigures(figures=False, stragglers=True), "figures": RankFigures()}
@@ -61,7 +61,7 @@ def wait_wrapper_cost(calls: int = 20000) -> float:
     import torch
     import torch.distributed as dist
 
-    from primus.tracking.stragglers import BusyClock
+    from primus.tracking.measure.stragglers import BusyClock
 
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{free_port()}", rank=0, world_size=1)
     work = dist.all_reduce(torch.zeros(1), async_op=True)

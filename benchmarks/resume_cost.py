@@ -26,10 +26,11 @@ import time
 from pathlib import Path
 
 from primus.tracking import TensorBoardConfig, TrackingConfig, start_run
-from primus.tracking.journal import EVENT, METRICS, JournalReader, encode, journal_bytes, last_steps, segments
-from primus.tracking.journal_keeper import compress
-from primus.tracking.journal_writer import JournalWriter
-from primus.tracking.state import CursorStore
+from primus.tracking.journal.keeper import compress
+from primus.tracking.journal.reader import JournalReader, journal_bytes, last_steps, segments
+from primus.tracking.journal.records import EVENT, METRICS, encode
+from primus.tracking.journal.run_state import CursorStore
+from primus.tracking.journal.writer import JournalWriter
 
 MiB = 1 << 20
 NAMES = [f"perf/metric_{i:02d}" for i in range(60)]

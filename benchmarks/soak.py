@@ -43,8 +43,8 @@ from support.mlflow_server import MlflowServer  # noqa: E402
 from support.readers import read_wandb_history  # noqa: E402
 
 from primus.tracking import MlflowConfig, TensorBoardConfig, TrackingConfig, WandbConfig, start_run  # noqa: E402
-from primus.tracking.delivery import CHILD_MODULE  # noqa: E402
-from primus.tracking.journal import journal_bytes, segments  # noqa: E402
+from primus.tracking.delivery.process import CHILD_MODULE  # noqa: E402
+from primus.tracking.journal.reader import journal_bytes, segments  # noqa: E402
 
 NAMES = [f"perf/metric_{i:02d}" for i in range(60)]
 SAMPLE_S = 1.0
@@ -154,8 +154,8 @@ def soak(args, work: Path, mlflow_uri: str) -> None:
 def report(args, run, run_dir, tb_dir, work, costs, samples, logged_s, drain_s) -> None:
     from mlflow import MlflowClient
 
-    from primus.tracking.names import mlflow_key
-    from primus.tracking.state import RunState
+    from primus.tracking.journal.run_state import RunState
+    from primus.tracking.measure.names import mlflow_key
 
     n = args.steps
     window = max(1, n // 10)

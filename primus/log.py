@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
+from typing import Any
 
 from primus.redaction import redact_text
 
@@ -42,3 +44,14 @@ def _level_from_env() -> str:
 def set_level(level: int | str) -> None:
     """Apply the program's own log level (Megatron's --logging-level) to Primus's lines too."""
     get_logger("primus").setLevel(level)
+
+
+def outside_except(fn: Callable[[], Any]) -> Exception | None:
+    """Run ``fn`` and return its exception instead of raising it, so the caller logs outside the
+    ``except`` block: a log handler that fails prints the exception being handled along with its own
+    error, unredacted (an MLflow error carries the tracking URI, password included)."""
+    try:
+        fn()
+    except Exception as e:
+        return e
+    return None

@@ -1,7 +1,7 @@
 """What other installed distributions add to Primus, through entry points (``[project.entry-points]`` in their
 pyproject, ``entry_points.txt`` in their dist-info):
 
-* ``primus.sinks``: ``NAME = package.module:SinkClass``, a tracker (``primus.tracking.plugin_sinks``), on when
+* ``primus.sinks``: ``NAME = package.module:SinkClass``, a tracker (``primus.tracking.sinks.plugins``), on when
   PRIMUS_SINKS names it;
 * ``primus.patches``: ``NAME = package.module``, a module that declares patches (``primus.patches.catalog``),
   loaded after Primus's own declarations (entry points of the same group).

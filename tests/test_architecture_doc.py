@@ -13,13 +13,13 @@ HOPS = (
     "tracking/plan.py",
     "tracking/run.py",
     "tracking/hub.py",
-    "tracking/journal.py",
-    "tracking/journal_writer.py",
-    "tracking/worker.py",
-    "tracking/delivery.py",
-    "tracking/delivery_child.py",
-    "tracking/sinks/mlflow.py",
-    "tracking/sync.py",
+    "tracking/journal/reader.py",
+    "tracking/journal/writer.py",
+    "tracking/delivery/worker.py",
+    "tracking/delivery/process.py",
+    "tracking/delivery/child.py",
+    "tracking/trackers/mlflow.py",
+    "tracking/delivery/replay.py",
 )
 
 

@@ -12,7 +12,7 @@ from primus.config import load_experiment, yaml12
 from primus.config.schemas import FRAMEWORKS, schema_for
 from primus.config.schemas.launch import LAUNCH_SCHEMA
 from primus.docs_gen import generate
-from primus.tracking.names import SCHEMA
+from primus.tracking.measure.names import SCHEMA
 
 OPTIONS = generate.DOCS_DIR / "options.md"
 METRICS = generate.DOCS_DIR / "metrics.md"

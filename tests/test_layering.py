@@ -4,16 +4,25 @@ source with `ast`, so a lazy import inside a function counts as much as one at t
 * nothing outside ``primus/backends`` imports a backend: the patch catalog finds the backends' declaring modules
   through entry points, and the launcher dispatches to a backend by running its entry module by name;
 * ``primus/upstreams`` (each upstream's declaration and how its imported release is found) sits at the bottom:
-  it imports nothing of Primus but itself, so every layer can read the supported ranges."""
+  it imports nothing of Primus but itself, so every layer can read the supported ranges;
+* no circle of imports between modules of ``primus/``, nor between the rooms of ``primus/tracking/`` (its
+  sub-packages and its top modules; ``scripts/import-graph`` draws them), and the tracking features (health,
+  goodput, checkpoints, measure, tags) sit side by side above the journal: none imports another feature or the
+  transport (the delivery, the hub, the run), and the trackers read events from ``journal/records``."""
 
 from __future__ import annotations
 
 import ast
+import runpy
 from pathlib import Path
 
 import pytest
 
 PRIMUS = Path(__file__).resolve().parents[1] / "primus"
+IMPORT_GRAPH = runpy.run_path(str(PRIMUS.parent / "scripts" / "import-graph"))
+graph_of, circles, rooms_of = IMPORT_GRAPH["graph_of"], IMPORT_GRAPH["circles"], IMPORT_GRAPH["rooms_of"]
+FEATURES = tuple(f"primus.tracking.{room}" for room in ("health", "goodput", "checkpoints", "measure", "tags"))
+TRANSPORT = ("primus.tracking.delivery", "primus.tracking.hub", "primus.tracking.run")
 
 
 def imported_modules(path: Path) -> set[str]:
@@ -78,3 +87,50 @@ def test_every_form_of_import_is_seen(tmp_path, monkeypatch, source, expected):
     (fake / "config" / "module.py").write_text(source)
     monkeypatch.setattr(f"{__name__}.PRIMUS", fake)
     assert imported_modules(fake / "config" / "module.py") == expected
+
+
+def in_room(name: str, rooms: tuple[str, ...]) -> str | None:
+    return next((room for room in rooms if name == room or name.startswith(room + ".")), None)
+
+
+def arrows_out(rooms: tuple[str, ...], forbidden) -> dict[str, list[str]]:
+    """The arrows ``forbidden(module, target)`` from modules of ``rooms``, by module."""
+    found = {name: sorted(t for t in targets if forbidden(name, t))
+             for name, targets in graph_of(PRIMUS).items() if in_room(name, rooms)}
+    return {name: targets for name, targets in found.items() if targets}
+
+
+def test_no_circle_of_imports_in_primus():
+    assert circles(graph_of(PRIMUS)) == []
+
+
+def test_the_rooms_of_tracking_import_one_way():
+    rooms = rooms_of(graph_of(PRIMUS), PRIMUS)
+    assert {"primus.tracking.journal", "primus.tracking.delivery"} <= set(rooms), "tracking's rooms"
+    assert circles(rooms) == []
+
+
+def test_a_tracking_feature_imports_neither_another_feature_nor_the_transport():
+    def crossing(name: str, target: str) -> bool:
+        other = in_room(target, FEATURES) not in (None, in_room(name, FEATURES))
+        return other or in_room(target, TRANSPORT) is not None
+
+    assert arrows_out(FEATURES, crossing) == {}
+
+
+def test_the_trackers_read_the_journal_not_the_features_that_write_it():
+    writers = ("primus.tracking.health", "primus.tracking.goodput", "primus.tracking.checkpoints")
+    sinks = ("primus.tracking.trackers", "primus.tracking.sinks")
+    assert arrows_out(sinks, lambda name, target: in_room(target, writers) is not None) == {}
+
+
+def test_a_circle_is_seen_through_a_lazy_import_and_a_type_checking_one(tmp_path):
+    """The walk itself: a -> b at the top, b -> c inside a function, c -> a only for the type checker."""
+    fake = tmp_path / "primus"
+    (fake / "tracking").mkdir(parents=True)
+    (fake / "__init__.py").write_text("")
+    (fake / "a.py").write_text("from primus.b import thing")
+    (fake / "b.py").write_text("def f():\n    from primus import c")
+    (fake / "c.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import primus.a")
+    (fake / "d.py").write_text("import primus.a")
+    assert circles(graph_of(fake)) == [["primus.a", "primus.b", "primus.c"]]

@@ -44,7 +44,7 @@ def _start(_primus) -> None:
     for module, names in THEIRS.items():
         wrapt.register_post_import_hook(functools.partial(_wrap_theirs, names), module)
     wrapt.register_post_import_hook(_count_tracking_patches, "primus.patches.handle")
-    wrapt.register_post_import_hook(_watch_delivery_startup, "primus.tracking.worker")
+    wrapt.register_post_import_hook(_watch_delivery_startup, "primus.tracking.delivery.worker")
     wrapt.wrap_function_wrapper(os, "_exit", _dump_before_exit)
 
 
@@ -85,8 +85,8 @@ def _wrapped_name(owner, name, wrapper) -> str:
 def _in_delivery_process() -> bool:
     """Started as ``python -m`` the delivery process's module, or the node's shared one (whose modules, imported
     by every delivery process, name them)."""
-    from primus.tracking.delivery import CHILD_MODULE
-    from primus.tracking.node_delivery import SERVER_MODULE
+    from primus.tracking.delivery.node import SERVER_MODULE
+    from primus.tracking.delivery.process import CHILD_MODULE
 
     spec = getattr(sys.modules["__main__"], "__spec__", None)
     return spec is not None and spec.name in (CHILD_MODULE, SERVER_MODULE)

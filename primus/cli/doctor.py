@@ -137,7 +137,7 @@ def _comet_key(installed: bool) -> str:
     """Where comet_ml finds its API key, never the key: an online Comet run fails without one."""
     if not installed:
         return "not checked (comet_ml is not installed)"
-    from primus.tracking.sinks.comet import NO_API_KEY_FIX, api_key_found
+    from primus.tracking.trackers.comet import NO_API_KEY_FIX, api_key_found
 
     if not api_key_found():
         return f"none (Comet online needs one: {NO_API_KEY_FIX})"

@@ -11,7 +11,7 @@ from importlib.metadata import EntryPoint
 
 from primus.patches.catalog import PATCH_GROUP, load_patch_plugin, plugin_patch_entry_points
 from primus.plugins import plugin_entry_points
-from primus.tracking.plugin_sinks import SINK_GROUP, SINKS_ENV, requested_sinks, sink_classes
+from primus.tracking.sinks.plugins import SINK_GROUP, SINKS_ENV, requested_sinks, sink_classes
 
 
 @dataclass(frozen=True)

@@ -43,8 +43,8 @@ def add_parser(subparsers) -> None:
 
 
 def run_sync(args: argparse.Namespace) -> int:
-    from primus.tracking.state import RunDirBusyError
-    from primus.tracking.sync import SyncError, sync_run
+    from primus.tracking.delivery.replay import SyncError, sync_run
+    from primus.tracking.journal.run_state import RunDirBusyError
 
     try:
         report = sync_run(args.run_dir, timeout_s=args.timeout, tracking_uri=args.tracking_uri, progress=_progress_line)
@@ -68,8 +68,8 @@ def run_sync(args: argparse.Namespace) -> int:
 def run_stacks(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from primus.tracking.run_layout import STACKS_DIR
-    from primus.tracking.stacks import dump_stacks
+    from primus.tracking.health.stacks import dump_stacks
+    from primus.tracking.journal.files import STACKS_DIR
 
     asked = dump_stacks(Path(args.run_dir), "asked by hand (primus tracking stacks)")
     if not asked:

@@ -8,12 +8,12 @@ from primus.docs_gen.markdown import code, table
 from primus.docs_gen.options import BACKEND_TITLES
 from primus.docs_gen.run_tags import run_tags_section
 from primus.report.panels import MFU, PANELS
-from primus.tracking.alerts import COUNT_METRIC, TAG_PREFIX, AlertKind
-from primus.tracking.health import LOSS_METRICS, THROUGHPUT_METRICS
-from primus.tracking.names import READABLE, SCHEMA, MlflowKeys, is_valid_mlflow_key, mlflow_key
-from primus.tracking.perf import PEAK_TFLOPS
-from primus.tracking.progress import AT_EVERY_LOG_STEP, ETA_WINDOW, FROM_THE_SECOND_LOG_STEP
-from primus.tracking.stragglers import SLOW_RATIO
+from primus.tracking.health.detectors import LOSS_METRICS, THROUGHPUT_METRICS
+from primus.tracking.journal.records import COUNT_METRIC, TAG_PREFIX, AlertKind
+from primus.tracking.measure.names import READABLE, SCHEMA, MlflowKeys, is_valid_mlflow_key, mlflow_key
+from primus.tracking.measure.perf import PEAK_TFLOPS
+from primus.tracking.measure.progress import AT_EVERY_LOG_STEP, ETA_WINDOW, FROM_THE_SECOND_LOG_STEP
+from primus.tracking.measure.stragglers import SLOW_RATIO
 
 
 def _names(names: tuple[str, ...]) -> str:

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from primus.config.schemas.user_tags import MLFLOW_NOTE, RESERVED_PREFIX
 from primus.docs_gen.markdown import code
-from primus.tracking.launch_tags import CONTAINER_VARIABLES, COPIED
-from primus.tracking.layout import DEGREES
-from primus.tracking.run_labels import VARIABLES
-from primus.tracking.sinks.tensorboard import TAGS_TAG
+from primus.tracking.tags.launch import CONTAINER_VARIABLES, COPIED
+from primus.tracking.tags.parallel import DEGREES
+from primus.tracking.tags.run_labels import VARIABLES
+from primus.tracking.trackers.tensorboard import TAGS_TAG
 
 
 def run_tags_section() -> str:

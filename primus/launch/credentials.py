@@ -17,8 +17,8 @@ from types import SimpleNamespace
 
 from primus.config import ModuleConfig
 from primus.config.schemas.megatron import mlflow_enabled, wandb_enabled
-from primus.tracking.credentials import WANDB_OFFLINE_MODES, has_wandb_credentials
-from primus.tracking.environment import mlflow_environment_problems, wandb_environment_problems
+from primus.tracking.settings.credentials import WANDB_OFFLINE_MODES, has_wandb_credentials
+from primus.tracking.settings.environment import mlflow_environment_problems, wandb_environment_problems
 
 
 def enabled_trackers(module: ModuleConfig) -> tuple[bool, bool]:

@@ -17,7 +17,7 @@ from primus.launch.settings import LaunchSettings
 from primus.launch.slurm import plan_slurm
 from primus.launch.torchrun import process_argv
 from primus.patches.catalog import load_all
-from primus.tracking.plugin_sinks import requested_sinks, sink_classes
+from primus.tracking.sinks.plugins import requested_sinks, sink_classes
 
 
 class LaunchError(ValueError):

@@ -22,7 +22,7 @@ from pathlib import Path
 from primus.config import Experiment, ModuleConfig
 from primus.config.environment import CONFIG_ENV, OVERRIDES_ENV, RUN_DIR_ENV
 from primus.config.run_directory import choose_run_dir, timestamp
-from primus.tracking.run_layout import TENSORBOARD_DIR
+from primus.tracking.journal.files import TENSORBOARD_DIR
 from primus.upstreams.release import UPSTREAM_CHECK_ENV
 
 # python -m <entry> runs the framework's upstream trainer with Primus's patches active

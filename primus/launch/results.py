@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from primus.tracking.run_layout import JOURNAL_DIR, META_FILE, STATE_FILE
+from primus.tracking.journal.files import JOURNAL_DIR, META_FILE, STATE_FILE
 
 
 def describe_results(run_dir: Path) -> str:

@@ -17,7 +17,7 @@ from primus.launch.plan import LaunchPlan, Shell, assignments, shell_line
 from primus.launch.settings import LaunchSettings
 from primus.launch.slurm_images import PYXIS, apptainer_prefix, pyxis_first_host, pyxis_options
 from primus.launch.torchrun import torchrun_argv
-from primus.tracking.run_layout import LOGS_DIR
+from primus.tracking.journal.files import LOGS_DIR
 
 FIRST_HOST = 'MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)'
 

@@ -8,14 +8,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import wrapt
 
 from primus.errors import SettingsError
-
-if TYPE_CHECKING:
-    from primus.patches.registry import Patch, PatchContext
 
 log = logging.getLogger("primus.patches")
 
@@ -53,14 +50,24 @@ class _UpstreamCall:
     __doc__ = property(lambda self: self.__wrapped__.__doc__)
 
 
+class Declared(Protocol):
+    """What a handle reads of its patch (``registry.Patch``; named here, not imported: the registry imports this)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def required(self) -> bool: ...
+
+
 class PatchHandle:
     """Given to ``Patch.install``: makes changes that the registry can undo and guard. ``enabled`` is what
     each of its wrappers asks before calling into the patch; off, they pass straight to upstream."""
 
     def __init__(
         self,
-        patch: Patch,
-        context: PatchContext,
+        patch: Declared,
+        context: Any,  # the registry's PatchContext
         on_failure: Callable[[PatchHandle, BaseException], None] = lambda h, e: None,
     ):
         self.patch = patch

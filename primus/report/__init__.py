@@ -14,10 +14,11 @@ Which metric a panel plots on each backend: ``primus.report.panels`` (also in do
 CSV or JSON (``primus report --format``): ``primus.report.rows.format_rows(report.runs, "csv")``.
 """
 
-from primus.report.build import Line, Report, build_report, output_format, write_report
+from primus.report.build import Line, Report, build_report, output_format
 from primus.report.run_data import RunDirError
 from primus.report.summary import SummaryRow
 from primus.report.table import alert_lines, text_table, warmup_note
+from primus.report.write import write_report
 
 __all__ = [
     "Line",

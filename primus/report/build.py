@@ -1,5 +1,5 @@
 """Build a report from run directories (the data behind every panel and the summary table), and write
-it as a PNG or as an HTML page that embeds the PNG and the table."""
+it (``write.py``) as a PNG or as an HTML page that embeds the PNG and the table."""
 
 from __future__ import annotations
 
@@ -59,18 +59,3 @@ def output_format(out: Path) -> str:
     if suffix not in FORMATS:
         raise ValueError(f"-o {out}: the report is a .png or an .html file; name it e.g. report.png or report.html")
     return suffix
-
-
-def write_report(report: Report, out: Path) -> Path:
-    """Write ``out`` as a PNG (panels and table) or an HTML page (the PNG embedded, the table as HTML)."""
-    from primus.report.figure import render  # matplotlib: only when a report is drawn
-
-    suffix = output_format(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    if suffix == ".png":
-        render(report, with_table=True).savefig(out, dpi=100)
-    else:
-        from primus.report.html_page import html_page
-
-        out.write_text(html_page(report, render(report, with_table=False)), encoding="utf-8")
-    return out

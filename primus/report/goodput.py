@@ -8,7 +8,7 @@ import html
 from collections.abc import Sequence
 
 from primus.report.run_data import RunData
-from primus.tracking.goodput import CHARGED, FRACTION, label
+from primus.tracking.goodput.accounting import CHARGED, FRACTION, label
 
 # one colour per category, in CHARGED's order: productive green, the badput in warm then grey tones
 COLOURS = ("#2ca02c", "#ff7f0e", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#7f7f7f", "#c7c7c7")

@@ -1,7 +1,7 @@
 """Which metric each report panel plots, per backend: the one small mapping of the report.
 
 Every panel lists, per backend, the metric names it accepts; the first name present in a run's journal
-wins. Primus's own schema names (``primus.tracking.names.SCHEMA``) come first on every backend, so runs of
+wins. Primus's own schema names (``primus.tracking.measure.names.SCHEMA``) come first on every backend, so runs of
 different backends compare on the same quantity; then the names the backend's upstream trainer logs
 (Megatron's ``lm loss``, TorchTitan's ``loss_metrics/global_avg_loss``, MaxText's ``learning/loss`` ...).
 A run whose backend is unknown (no ``primus.backend`` tag in its ``meta.json``) tries every backend's names.
@@ -16,7 +16,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 from primus.config.schemas import FRAMEWORKS as BACKENDS
-from primus.tracking.perf import GIB
+from primus.tracking.measure.perf import GIB
 
 
 @dataclass(frozen=True)

@@ -8,11 +8,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from primus.report.panels import SCALE, Panel, pick_name
-from primus.tracking.alerts import Alert, alert_of
-from primus.tracking.goodput import FRACTION, GOODPUT_EVENT, NAMES
-from primus.tracking.journal import EVENT, METRICS, has_journal, read_all
-from primus.tracking.meta import RunMeta
-from primus.tracking.run_layout import JOURNAL_DIR
+from primus.tracking.goodput.accounting import FRACTION, GOODPUT_EVENT, NAMES
+from primus.tracking.journal.files import JOURNAL_DIR
+from primus.tracking.journal.reader import has_journal, read_all
+from primus.tracking.journal.records import EVENT, METRICS, Alert, alert_of
+from primus.tracking.tags.meta import RunMeta
 
 # IntervalAverager's default and trainer_base.yaml's: used when the run's params do not say
 DEFAULT_SKIP_ITERATIONS = 2

@@ -1,5 +1,5 @@
 """Tracking core (layer 3): the metrics hub, the journal, its sinks (TensorBoard, W&B, MLflow, Comet, and trackers other
-distributions add: ``plugin_sinks``; all found through ``sink_registry``), lossless delivery and the run lifecycle.
+distributions add: ``sinks/plugins``; all found through ``trackers/registry``), lossless delivery and the run lifecycle.
 Backend-agnostic: nothing here imports a backend or a trainer, and trackers are imported lazily by their sink, so
 importing this is cheap.
 
@@ -9,7 +9,9 @@ importing this is cheap.
     run.finish()
 """
 
-from primus.tracking.config import (
+from primus.tracking.journal.records import RunStatus, SinkName
+from primus.tracking.run import Run, start_run
+from primus.tracking.settings.config import (
     CometConfig,
     MlflowConfig,
     TensorBoardConfig,
@@ -17,8 +19,6 @@ from primus.tracking.config import (
     TrackingConfigError,
     WandbConfig,
 )
-from primus.tracking.enums import RunStatus, SinkName
-from primus.tracking.run import Run, start_run
 
 __all__ = [
     "CometConfig",

@@ -23,12 +23,12 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from primus.log import outside_except
 from primus.redaction import redact_text, redact_value
-from primus.tracking.journal import EVENT, METRICS, TEXT, decode, encode
-from primus.tracking.journal_keeper import JournalKeeper
-from primus.tracking.journal_writer import JournalWriter
-from primus.tracking.sink import outside_except
-from primus.tracking.worker import Worker
+from primus.tracking.delivery.worker import Worker
+from primus.tracking.journal.keeper import JournalKeeper
+from primus.tracking.journal.records import EVENT, METRICS, TEXT, Logged, decode, encode
+from primus.tracking.journal.writer import JournalWriter
 
 log = logging.getLogger("primus.tracking")
 
@@ -36,10 +36,9 @@ MAX_TEXT_CHARS = 64 * 1024
 ALREADY_TRACKED = "already_tracked"  # a resumed run's re-trained steps: not lost, tracked by an earlier process
 KIND_NAMES = {METRICS: "metrics", TEXT: "texts", EVENT: "events"}
 LATER = "later"  # a queued function that gives metrics records, called on the hub thread
-Record = tuple[int, Mapping[str, Any], Sequence[str] | None]  # what a log_later function gives, per record
-Records = Callable[[], Iterable[Record]]
+Records = Callable[[], Iterable[Logged]]
 # what the hub's thread does with a log_later function's records, given the time it was queued (goodput's figures)
-Completion = Callable[[Iterable[Record], float], Iterable[Record]]
+Completion = Callable[[Iterable[Logged], float], Iterable[Logged]]
 
 
 @dataclass

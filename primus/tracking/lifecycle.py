@@ -28,7 +28,7 @@ from types import FrameType, TracebackType
 from typing import Any
 
 from primus.redaction import redact_text
-from primus.tracking.enums import RunStatus
+from primus.tracking.journal.records import RunStatus
 
 log = logging.getLogger("primus.tracking")
 

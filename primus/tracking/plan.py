@@ -18,14 +18,20 @@ from typing import TYPE_CHECKING, Any
 
 from primus.config.schemas.tracking import SECTION, params_for, problems
 from primus.errors import SettingsError
-from primus.tracking.config import MlflowConfig, TensorBoardConfig, TrackingConfig, TrackingConfigError, WandbConfig
-from primus.tracking.credentials import has_wandb_credentials
-from primus.tracking.health import HealthSettings
-from primus.tracking.run_labels import RunLabels, run_labels
-from primus.tracking.run_layout import TRACES_DIR, rank_log_file
+from primus.tracking.journal.files import TRACES_DIR, rank_log_file
+from primus.tracking.settings.config import (
+    HealthSettings,
+    MlflowConfig,
+    TensorBoardConfig,
+    TrackingConfig,
+    TrackingConfigError,
+    WandbConfig,
+)
+from primus.tracking.settings.credentials import has_wandb_credentials
+from primus.tracking.tags.run_labels import RunLabels, run_labels
 
 if TYPE_CHECKING:  # a backend builds it; plan_run only passes it on
-    from primus.tracking.config import CometConfig
+    from primus.tracking.settings.config import CometConfig
 
 PERF = "mlflow_upload_performance_metrics"
 ACROSS_RANKS = "mlflow_performance_metrics_across_ranks"

@@ -16,26 +16,24 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from primus.tracking.alerts import ALERT_EVENT, Alert, AlertKind
-from primus.tracking.checkpoints import BUSY_EVENT
-from primus.tracking.config import TrackingConfig, TrackingConfigError, WandbConfig
-from primus.tracking.delivery import DeliveryProcess, DeliverySpec
-from primus.tracking.enums import ENDED, RunStatus
-from primus.tracking.goodput import GOODPUT_EVENT, GOODPUT_TEXT
-from primus.tracking.goodput_feed import GoodputFeed, attempt_start_fields
-from primus.tracking.health_watch import HealthWatch
+from primus.tracking.delivery.process import DeliveryProcess, DeliverySpec
+from primus.tracking.delivery.worker import SinkWorker, Worker
+from primus.tracking.goodput.accounting import GOODPUT_EVENT, GOODPUT_TEXT
+from primus.tracking.goodput.feed import GoodputFeed, attempt_start_fields
+from primus.tracking.health.stacks import register_for_stacks, release_stacks
+from primus.tracking.health.watch import HealthWatch
+from primus.tracking.health.webhook import Webhook
 from primus.tracking.hub import ALREADY_TRACKED, MetricsHub
-from primus.tracking.journal import last_steps
-from primus.tracking.journal_keeper import JournalKeeper
-from primus.tracking.journal_writer import JournalWriter
+from primus.tracking.journal.files import LOGS_DIR, TRACES_DIR
+from primus.tracking.journal.keeper import JournalKeeper
+from primus.tracking.journal.reader import last_steps
+from primus.tracking.journal.records import ALERT_EVENT, BUSY_EVENT, ENDED, Alert, AlertKind, RunStatus
+from primus.tracking.journal.run_state import CursorStore, RunDirLock, RunState
+from primus.tracking.journal.writer import JournalWriter
 from primus.tracking.lifecycle import ExitHandlers
-from primus.tracking.meta import RunMeta
-from primus.tracking.run_layout import LOGS_DIR, TRACES_DIR
-from primus.tracking.sink_registry import build_sinks, sink_names
-from primus.tracking.stacks import register_for_stacks, release_stacks
-from primus.tracking.state import CursorStore, RunDirLock, RunState
-from primus.tracking.webhook import Webhook
-from primus.tracking.worker import SinkWorker, Worker
+from primus.tracking.settings.config import TrackingConfig, TrackingConfigError, WandbConfig
+from primus.tracking.tags.meta import RunMeta
+from primus.tracking.trackers.registry import build_sinks, sink_names
 
 log = logging.getLogger("primus.tracking")
 CATCH_UP_S = 5.0  # at the end, how long the hub's thread and the health watch may take for the last records (ms)
@@ -153,7 +151,7 @@ class Run:
 
     # -- training thread -----------------------------------------------------------------
     def log(self, step: int, metrics: Mapping[str, float], only: Sequence[str] | None = None) -> None:
-        """Queue one step's metrics (plain floats; names per ``primus.tracking.names``). Never blocks,
+        """Queue one step's metrics (plain floats; names per ``primus.tracking.measure.names``). Never blocks,
         never raises. ``only`` limits the record to some sinks by name (``SinkName``, or a plugin's)
         (e.g. Megatron's "vs samples" x-axis exists only in TensorBoard)."""
         if only is not None:  # a record for some trackers may count on another axis (Megatron's "vs samples")
@@ -173,12 +171,12 @@ class Run:
         self._hub.log_text(tag, text, step, only)
 
     def event(self, name: str, **fields: Any) -> None:
-        """An event record (JSON fields) for every sink, e.g. a checkpoint (``checkpoints.py``). Never blocks."""
+        """An event record (JSON fields) for every sink, e.g. a checkpoint (``checkpoints/``). Never blocks."""
         self._goodput.note(time.time(), {"event": name, **fields})
         self._hub.event(name, **fields)
 
     def alert(self, alert: Alert, notified: bool = False) -> None:
-        """Journal an alert (``alerts.py``) for every tracker; ``notified``: its console line and webhook were
+        """Journal an alert (``journal/records.Alert``) for every tracker; ``notified``: its console line and webhook were
         already sent (by the delivery process that raised it), else that process sends them when it reads it."""
         self._hub.event(ALERT_EVENT, **alert.event(notified))
 

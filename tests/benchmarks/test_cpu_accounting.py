@@ -131,7 +131,7 @@ def test_from_outside_the_run_log_calls_and_the_tracking_patches_wrappers_are_ou
     assert {entry: calls for entry, (calls, _) in entries.items()} == {
         "core.tracking.greet:greet": 1,  # a tracking patch's wrapper, by <id>:<name>; the other patch's is not ours
         "Run.log": 3,
-        "Run.log_text": 2,  # the note, and the goodput breakdown the run's end writes (tracking/goodput_feed.py)
+        "Run.log_text": 2,  # the note, and the goodput breakdown the run's end writes (tracking/goodput/feed.py)
     }
 
 

@@ -202,7 +202,7 @@ def mlflow_run_id(run_dir: Path) -> str:
 
 def mlflow_steps(client, run_id: str, backend: Backend) -> list[int]:
     """The steps the MLflow run holds the backend's loss at, in MLflow's order (a duplicate shows twice)."""
-    from primus.tracking.names import mlflow_key
+    from primus.tracking.measure.names import mlflow_key
 
     return [s for s, _ in mlflow_history(client, run_id, mlflow_key(backend.loss))]
 

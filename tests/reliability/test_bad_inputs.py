@@ -18,9 +18,8 @@ from support.disks import fill
 from support.journal_files import run_dirs_under
 
 from primus.cli.main import main
-from primus.tracking.goodput import NAMES as GOODPUT_NAMES
-from primus.tracking import (MlflowConfig, TensorBoardConfig, TrackingConfig, TrackingConfigError,
-                             WandbConfig, start_run)
+from primus.tracking import MlflowConfig, TensorBoardConfig, TrackingConfig, TrackingConfigError, WandbConfig, start_run
+from primus.tracking.goodput.accounting import NAMES as GOODPUT_NAMES
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = str(REPO / "configs/megatron/tiny_cpu.yaml")

@@ -1,6 +1,6 @@
 """Goodput across a restart, on real upstream trainings (Megatron and TorchTitan, tiny, on CPU): a run that
 checkpoints at step 3 is SIGKILLed before step 6 (steps 4 and 5 trained and logged, then lost), and restarted from
-the checkpoint into the same run directory. The goodput figures (primus/tracking/goodput.py) are journaled at
+the checkpoint into the same run directory. The goodput figures (primus/tracking/goodput/accounting.py) are journaled at
 every log step and at the end, reach the one MLflow run, and the end's breakdown adds up to the wall time from the
 first attempt's process start to the end (within ``SUM_TOLERANCE_S``: each figure is rounded to the millisecond)."""
 
@@ -15,8 +15,8 @@ from reliability_runs import Training, journal, mlflow_run_id
 from support.journal_files import journal_lines
 from support.timing import wait_for
 
-from primus.tracking import goodput
-from primus.tracking.names import mlflow_key
+from primus.tracking.goodput import accounting as goodput
+from primus.tracking.measure.names import mlflow_key
 
 pytestmark = pytest.mark.slow
 

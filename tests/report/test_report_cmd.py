@@ -50,7 +50,7 @@ def test_panels_without_data_are_left_out_and_named(tmp_path, capsys):
 def test_the_runs_alerts_are_listed_on_the_console_and_in_the_page(tmp_path, capsys):
     import time
 
-    from primus.tracking.alerts import Alert, AlertKind
+    from primus.tracking.journal.records import Alert, AlertKind
 
     run = start_run(TrackingConfig(run_dir=tmp_path / "run", tags={"primus.backend": "megatron"}))
     run.log(1, {"lm loss": 4.0})

@@ -13,10 +13,11 @@ import pytest
 from primus.cli.main import main
 from primus.report.goodput import bars_html
 from primus.report.run_data import load_run
-from primus.tracking.config import TrackingConfig
-from primus.tracking.goodput import CHARGED, FRACTION, GOODPUT_EVENT, PRODUCTIVE
-from primus.tracking.journal import EVENT, METRICS, encode, read_all
+from primus.tracking.goodput.accounting import CHARGED, FRACTION, GOODPUT_EVENT, PRODUCTIVE
+from primus.tracking.journal.reader import read_all
+from primus.tracking.journal.records import EVENT, METRICS, encode
 from primus.tracking.run import start_run
+from primus.tracking.settings.config import TrackingConfig
 
 
 def bare_run(run_dir):

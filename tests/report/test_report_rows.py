@@ -10,7 +10,7 @@ import json
 
 from primus.cli.main import main
 from primus.report.rows import COLUMNS
-from primus.tracking.journal import EVENT, METRICS, encode
+from primus.tracking.journal.records import EVENT, METRICS, encode
 
 TPS = "perf/tokens_per_sec_per_gpu"
 

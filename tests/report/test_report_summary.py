@@ -9,8 +9,8 @@ import pytest
 
 from primus.report.run_data import DEFAULT_SKIP_ITERATIONS, Point, load_run
 from primus.report.summary import mean_after_warmup, summarize
-from primus.tracking.journal import EVENT, METRICS, encode
-from primus.tracking.perf import IntervalAverager
+from primus.tracking.journal.records import EVENT, METRICS, encode
+from primus.tracking.measure.perf import IntervalAverager
 
 TOKENS_PER_STEP = 4096.0
 

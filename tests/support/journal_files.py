@@ -39,6 +39,6 @@ def run_dirs_under(root: Path) -> list[Path]:
 
 def without_goodput(data: dict[str, Any]) -> dict[str, Any]:
     """A metrics record's data less the goodput figures every tracked run adds to each log step's record."""
-    from primus.tracking.goodput import NAMES
+    from primus.tracking.goodput.accounting import NAMES
 
     return {name: value for name, value in data.items() if name not in NAMES}

@@ -27,7 +27,7 @@ CRASH_LINES = 40
 # tracker that gets its last steps after the default 30 s would fail a run that only waited too little
 EVERY_STEP_EXIT_DEADLINE_S = 180
 # a run's own words for a tracker that did not get everything: the exit report (tracking/run.py) and a tracker
-# turned off for the run (tracking/worker.py)
+# turned off for the run (tracking/delivery/worker.py)
 SHORTFALL_MARKERS = ("did not receive everything", "is off for this run")
 
 

@@ -24,8 +24,8 @@ SINK_MODULE = f'''
 import json
 import os
 
-from primus.tracking.journal import METRICS
-from primus.tracking.sink import Sink
+from primus.tracking.journal.reader import METRICS
+from primus.tracking.sinks.sink import Sink
 
 
 class DemoSink(Sink):

@@ -7,12 +7,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from primus.tracking.config import CometConfig, TrackingConfig
-from primus.tracking.journal import METRICS, TEXT, Record
-from primus.tracking.meta import RunMeta
-from primus.tracking.sink import SinkUnavailable
-from primus.tracking.sink_registry import build_sinks, sink_names
-from primus.tracking.state import RunState
+from primus.tracking.journal.records import METRICS, TEXT, Record
+from primus.tracking.journal.run_state import RunState
+from primus.tracking.settings.config import CometConfig, TrackingConfig
+from primus.tracking.sinks.sink import SinkUnavailable
+from primus.tracking.tags.meta import RunMeta
+from primus.tracking.trackers.registry import build_sinks, sink_names
 
 STEPS = {1: 2.5, 2: 2.25, 3: 2.0}
 

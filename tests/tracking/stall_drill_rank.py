@@ -10,8 +10,8 @@ import torch
 import torch.distributed as dist
 
 from primus.tracking import MlflowConfig, TrackingConfig, start_run
-from primus.tracking.health import HealthSettings
-from primus.tracking.stacks import register_for_stacks
+from primus.tracking.health.stacks import register_for_stacks
+from primus.tracking.settings.config import HealthSettings
 
 rank, port, run_dir, steps = int(sys.argv[1]), sys.argv[2], Path(sys.argv[3]), int(sys.argv[4])
 dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2,

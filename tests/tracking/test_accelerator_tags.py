@@ -1,4 +1,4 @@
-"""The accelerators a run sees (``primus/tracking/accelerator_tags.py``): nothing on a host without one, never
+"""The accelerators a run sees (``primus/tracking/tags/accelerator.py``): nothing on a host without one, never
 an error; with one, its model, count and the toolkit torch was built with."""
 
 import sys
@@ -7,7 +7,7 @@ import types
 import pytest
 import torch
 
-from primus.tracking.accelerator_tags import accelerator_tags
+from primus.tracking.tags.accelerator import accelerator_tags
 
 
 def test_a_cpu_host_gets_no_accelerator_tag():

@@ -1,6 +1,6 @@
 import math
 
-from primus.tracking.across_ranks import GATHERED, summarise
+from primus.tracking.measure.across_ranks import GATHERED, summarise
 
 
 def test_min_mean_max_per_name_over_ranks():

@@ -1,4 +1,4 @@
-"""Checkpoint records (primus/tracking/checkpoints.py): journaled by a real run and read back from every real
+"""Checkpoint records (primus/tracking/checkpoints/checkpoint_journal.py): journaled by a real run and read back from every real
 tracker — a W&B reference artifact in the offline run file, an MLflow manifest (and, when asked, the files) on a
 real server, a TensorBoard text entry — and the parts on their own: the size, the record read back."""
 
@@ -12,20 +12,20 @@ from support.journal_files import journal_lines
 from support.readers import wandb_artifacts, wandb_config
 
 from primus.tracking import MlflowConfig, TensorBoardConfig, TrackingConfig, WandbConfig, start_run
-from primus.tracking.checkpoint_hooks import SaveFolderArtifacts
-from primus.tracking.checkpoints import (
+from primus.tracking.checkpoints.checkpoint_journal import CheckpointJournal, in_folder_of_checkpoints, size_of
+from primus.tracking.checkpoints.hooks import SaveFolderArtifacts
+from primus.tracking.journal.records import (
+    EVENT,
     LOADED,
+    METRICS,
     SAVE_START,
     SAVED,
-    CheckpointJournal,
     CheckpointLoaded,
     CheckpointSaved,
-    in_folder_of_checkpoints,
+    Record,
     loaded,
     saved,
-    size_of,
 )
-from primus.tracking.journal import EVENT, METRICS, Record
 
 
 def checkpoint_folder(root, iteration: int):

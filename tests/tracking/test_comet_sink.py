@@ -18,11 +18,11 @@ import pytest
 from support.readers import comet_archive, comet_archives, comet_metrics, comet_others
 from support.this_primus import this_primus_folder, with_this_primus
 
-from primus.tracking.config import CometConfig, TrackingConfig
-from primus.tracking.meta import RunMeta
-from primus.tracking.sink import Sink
-from primus.tracking.sink_registry import build_sinks, sink_names
-from primus.tracking.state import RunState
+from primus.tracking.journal.run_state import RunState
+from primus.tracking.settings.config import CometConfig, TrackingConfig
+from primus.tracking.sinks.sink import Sink
+from primus.tracking.tags.meta import RunMeta
+from primus.tracking.trackers.registry import build_sinks, sink_names
 
 REPO = Path(__file__).resolve().parents[2]
 BRIDGE_PYTHON = REPO / ".venv-bridge" / "bin" / "python"

@@ -21,9 +21,9 @@ from support.readers import mlflow_history, read_tb_scalars, read_wandb_history
 
 from primus.cli.main import main as primus_cli
 from primus.tracking import MlflowConfig, TrackingConfig, start_run
-from primus.tracking.delivery import CHILD_MODULE
-from primus.tracking.run_layout import DELIVERY_LOCK
-from primus.tracking.state import RunState
+from primus.tracking.delivery.process import CHILD_MODULE
+from primus.tracking.journal.files import DELIVERY_LOCK
+from primus.tracking.journal.run_state import RunState
 
 pytestmark = pytest.mark.slow
 

@@ -1,6 +1,6 @@
 """A device's memory counters read at each log step; a device without them is asked once."""
 
-from primus.tracking.device_counters import DeviceCounters
+from primus.tracking.measure.device_counters import DeviceCounters
 
 
 def test_a_device_with_counters_is_read_at_every_step():

@@ -9,8 +9,8 @@ import types
 
 import pytest
 
-from primus.tracking.devices import amdsmi_handle, nvml_handle, visible_list
-from primus.tracking.perf import Utilisation
+from primus.tracking.measure.devices import amdsmi_handle, nvml_handle, visible_list
+from primus.tracking.measure.perf import Utilisation
 
 NVIDIA = {0: "GPU-aaaa0000", 1: "GPU-bbbb1111", 2: "GPU-cccc2222", 3: "GPU-dddd3333"}  # NVML index -> UUID
 

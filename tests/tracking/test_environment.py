@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from primus.tracking import MlflowConfig, TrackingConfig, TrackingConfigError, WandbConfig, start_run
-from primus.tracking.environment import wandb_environment_problems
+from primus.tracking.settings.environment import wandb_environment_problems
 
 EMPTY_REFUSED = ("WANDB_MODE", "WANDB_BASE_URL", "WANDB_INIT_TIMEOUT", "WANDB_RESUME", "WANDB_CONSOLE")
 EMPTY_IS_UNSET = ("WANDB_PROJECT", "WANDB_ENTITY", "WANDB_TEAM", "WANDB_RUN_NAME", "WANDB_DIR", "WANDB_API_KEY")

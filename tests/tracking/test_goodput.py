@@ -1,11 +1,10 @@
-"""Goodput accounting (primus/tracking/goodput.py) with made-up times: every second charged once."""
+"""Goodput accounting (primus/tracking/goodput/accounting.py) with made-up times: every second charged once."""
 
 from __future__ import annotations
 
 import pytest
 
-from primus.tracking.checkpoints import LOADED, SAVE_START, SAVED
-from primus.tracking.goodput import (
+from primus.tracking.goodput.accounting import (
     CHARGED,
     DATA_WAIT,
     EVAL,
@@ -20,7 +19,7 @@ from primus.tracking.goodput import (
     Goodput,
     breakdown,
 )
-from primus.tracking.journal import EVENT, METRICS
+from primus.tracking.journal.records import EVENT, LOADED, METRICS, SAVE_START, SAVED
 
 
 def start(g: Goodput, at: float, **fields) -> None:

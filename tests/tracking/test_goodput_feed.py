@@ -1,4 +1,4 @@
-"""Goodput on a real tracked run (primus/tracking/goodput_feed.py): the figures join each logged step's record on
+"""Goodput on a real tracked run (primus/tracking/goodput/feed.py): the figures join each logged step's record on
 the hub's thread, a restarted run in the same directory reads the earlier attempt from the journal, and the end
 journals the breakdown and prints it."""
 
@@ -9,12 +9,23 @@ import time
 
 import pytest
 
-from primus.tracking.checkpoints import CheckpointJournal, CheckpointLoaded, CheckpointSaved
-from primus.tracking.config import TrackingConfig
-from primus.tracking.goodput import CHARGED, GAP, GOODPUT_EVENT, GOODPUT_TEXT, LOAD, LOST, NAMES, PRODUCTIVE, SAVE
-from primus.tracking.goodput_feed import attempt_start_fields, process_start_s
-from primus.tracking.journal import EVENT, METRICS, TEXT, read_all
+from primus.tracking.checkpoints.checkpoint_journal import CheckpointJournal
+from primus.tracking.goodput.accounting import (
+    CHARGED,
+    GAP,
+    GOODPUT_EVENT,
+    GOODPUT_TEXT,
+    LOAD,
+    LOST,
+    NAMES,
+    PRODUCTIVE,
+    SAVE,
+)
+from primus.tracking.goodput.feed import attempt_start_fields, process_start_s
+from primus.tracking.journal.reader import read_all
+from primus.tracking.journal.records import EVENT, METRICS, TEXT, CheckpointLoaded, CheckpointSaved
 from primus.tracking.run import start_run
+from primus.tracking.settings.config import TrackingConfig
 
 STEP_S = 0.02
 
@@ -58,7 +69,7 @@ def test_two_attempts_figures_at_every_step_and_the_end(tmp_path, capsys):
 
 
 def test_the_figures_are_worked_out_on_the_hubs_thread(tmp_path, monkeypatch):
-    from primus.tracking import goodput_feed
+    from primus.tracking.goodput import feed as goodput_feed
 
     threads = []
     observe = goodput_feed.Goodput.observe
@@ -84,7 +95,7 @@ def test_the_start_record_says_when_the_process_and_the_slurm_job_began():
 
 
 def test_a_failure_in_the_accounting_costs_the_step_only_its_figures(tmp_path, monkeypatch, caplog):
-    from primus.tracking import goodput_feed
+    from primus.tracking.goodput import feed as goodput_feed
 
     def broken(self, *args, **kwargs):
         raise RuntimeError("a bug")

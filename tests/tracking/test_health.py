@@ -1,4 +1,4 @@
-"""The health detectors (``tracking/health.py``), driven by made-up journal records and times: no sleeping."""
+"""The health detectors (``tracking/health/detectors.py``), driven by made-up journal records and times: no sleeping."""
 
 import math
 import statistics
@@ -7,10 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from primus.tracking.alerts import AlertKind
-from primus.tracking.checkpoints import SAVE_START, SAVED
-from primus.tracking.health import LOSS_METRICS, HealthMonitor, HealthSettings
-from primus.tracking.journal import EVENT, METRICS, Record
+from primus.tracking.health.detectors import LOSS_METRICS, HealthMonitor
+from primus.tracking.journal.records import EVENT, METRICS, SAVE_START, SAVED, AlertKind, Record
+from primus.tracking.settings.config import HealthSettings
 
 T0 = 1_000_000.0
 

@@ -14,8 +14,8 @@ from support.timing import wait_for
 from support.webhook_server import SECRET_PATH
 
 from primus.tracking import TensorBoardConfig, TrackingConfig, start_run
-from primus.tracking.health import HealthSettings
-from primus.tracking.webhook import WEBHOOK_ENV
+from primus.tracking.health.webhook import WEBHOOK_ENV
+from primus.tracking.settings.config import HealthSettings
 
 STALL = HealthSettings(stall_after_s=1.5, startup_s=60)
 
@@ -153,7 +153,7 @@ KILLED_TRAINER = """
 import os, signal, sys
 from pathlib import Path
 from primus.tracking import TensorBoardConfig, TrackingConfig, start_run
-from primus.tracking.journal import last_steps
+from primus.tracking.journal.reader import last_steps
 run_dir = Path(sys.argv[1])
 run = start_run(TrackingConfig(run_dir=run_dir, tensorboard=TensorBoardConfig(run_dir.parent / "tb")))
 run.log(4, {"lm loss": 2.0})

@@ -8,12 +8,13 @@ import pytest
 from support.journal_files import journal_lines, without_goodput
 
 from primus.tracking import TrackingConfig, start_run
+from primus.tracking.delivery.worker import SinkWorker
 from primus.tracking.hub import MetricsHub
-from primus.tracking.journal import METRICS, JournalReader, journal_end
-from primus.tracking.journal_writer import JournalWriter
-from primus.tracking.sink import Sink
-from primus.tracking.state import CursorStore, RunDirBusyError
-from primus.tracking.worker import SinkWorker
+from primus.tracking.journal.reader import JournalReader, journal_end
+from primus.tracking.journal.records import METRICS
+from primus.tracking.journal.run_state import CursorStore, RunDirBusyError
+from primus.tracking.journal.writer import JournalWriter
+from primus.tracking.sinks.sink import Sink
 
 
 def journal(run):
@@ -88,7 +89,7 @@ class FlakySink(Sink):
 
 
 def test_worker_retries_until_every_record_is_delivered_once(tmp_path, monkeypatch, primus_caplog):
-    monkeypatch.setattr("primus.tracking.worker.BACKOFF_FIRST_S", 0.01)
+    monkeypatch.setattr("primus.tracking.delivery.worker.BACKOFF_FIRST_S", 0.01)
     run = start_run(TrackingConfig(run_dir=tmp_path / "run"))
     for step in range(20):
         run.log(step, {"loss": float(step)})
@@ -112,7 +113,7 @@ def test_importing_the_tracking_core_imports_no_tracker_and_no_backend():
     import subprocess
     import sys
 
-    code = ("import sys, primus.tracking, primus.tracking.sync; "
+    code = ("import sys, primus.tracking, primus.tracking.delivery.replay; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in "
             "('torch', 'mlflow', 'wandb', 'tensorboard', 'megatron', 'torchtitan') or m.startswith('primus.backends')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

@@ -15,8 +15,9 @@ from support.journal_files import journal_lines
 from support.threads import threads_started_by
 
 from primus.tracking.hub import MAX_TEXT_CHARS, MetricsHub, NotJournaled
-from primus.tracking.journal import EVENT, METRICS, TEXT, journal_end
-from primus.tracking.journal_writer import JournalWriter
+from primus.tracking.journal.reader import journal_end
+from primus.tracking.journal.records import EVENT, METRICS, TEXT
+from primus.tracking.journal.writer import JournalWriter
 
 
 def _closed(hub: MetricsHub) -> list[dict]:

@@ -12,13 +12,20 @@ from support.journal_files import journal_lines, segment_files
 from support.readers import mlflow_history
 
 from primus.cli.main import main as primus_cli
-
 from primus.tracking import MlflowConfig, TensorBoardConfig, TrackingConfig, start_run
-from primus.tracking.journal import (EVENT, METRICS, READ_BYTES, JournalReader, encode, journal_end, last_end_status,
-                                     last_steps, read_all, segments)
-from primus.tracking.journal_keeper import JournalKeeper, Stopped, compress
-from primus.tracking.journal_writer import JournalWriter
-from primus.tracking.state import CursorStore, RunState
+from primus.tracking.journal.keeper import JournalKeeper, Stopped, compress
+from primus.tracking.journal.reader import (
+    READ_BYTES,
+    JournalReader,
+    journal_end,
+    last_end_status,
+    last_steps,
+    read_all,
+    segments,
+)
+from primus.tracking.journal.records import EVENT, METRICS, encode
+from primus.tracking.journal.run_state import CursorStore, RunState
+from primus.tracking.journal.writer import JournalWriter
 
 SEGMENT = 4096
 

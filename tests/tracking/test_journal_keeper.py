@@ -13,10 +13,11 @@ import pytest
 from support.journal_files import journal_lines, segment_files
 from support.threads import threads_started_by
 
-from primus.tracking.journal import METRICS, encode, segments
-from primus.tracking.journal_keeper import CHUNK, JournalKeeper, Stopped, compress
-from primus.tracking.journal_writer import JournalWriter
-from primus.tracking.state import CursorStore
+from primus.tracking.journal.keeper import CHUNK, JournalKeeper, Stopped, compress
+from primus.tracking.journal.reader import segments
+from primus.tracking.journal.records import METRICS, encode
+from primus.tracking.journal.run_state import CursorStore
+from primus.tracking.journal.writer import JournalWriter
 
 
 def write_journal(run_dir, steps, segment_bytes, pad=0):
@@ -108,7 +109,7 @@ def _wait_until_blocked_in(thread: threading.Thread, function: str, bound_s: flo
 def test_with_retention_delivered_the_sinks_cursors_are_read_again_without_a_new_write(tmp_path, monkeypatch):
     """A sink catches up long after the last write (a tracker back after an outage): the keeper deletes what it
     has on its own next look, every CHECK_S, not only when the journal grows."""
-    monkeypatch.setattr("primus.tracking.journal_keeper.CHECK_S", 0.05)
+    monkeypatch.setattr("primus.tracking.journal.keeper.CHECK_S", 0.05)
     run_dir = tmp_path / "run"
     write_journal(run_dir, range(30), segment_bytes=300)
     cursors = CursorStore(run_dir)

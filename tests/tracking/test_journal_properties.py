@@ -11,10 +11,11 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from primus.tracking.journal import METRICS, JournalReader, encode, journal_end, read_all
-from primus.tracking.journal_keeper import JournalKeeper
-from primus.tracking.journal_writer import JournalWriter
-from primus.tracking.state import CursorStore
+from primus.tracking.journal.keeper import JournalKeeper
+from primus.tracking.journal.reader import JournalReader, journal_end, read_all
+from primus.tracking.journal.records import METRICS, encode
+from primus.tracking.journal.run_state import CursorStore
+from primus.tracking.journal.writer import JournalWriter
 
 damage = st.binary(max_size=40).map(lambda b: b"#" + b.replace(b"\n", b"") + b"\n")  # never a valid JSON line
 batch = st.integers(1, 6)

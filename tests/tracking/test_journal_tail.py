@@ -10,11 +10,18 @@ import json
 
 from support.journal_files import segment_files
 
-from primus.tracking.journal import (EVENT, METRICS, encode, has_journal, journal_bytes, journal_end, last_end_status,
-                                     last_steps, tail_records)
-from primus.tracking.journal_keeper import JournalKeeper
-from primus.tracking.journal_writer import JournalWriter
-from primus.tracking.state import CursorStore
+from primus.tracking.journal.keeper import JournalKeeper
+from primus.tracking.journal.reader import (
+    has_journal,
+    journal_bytes,
+    journal_end,
+    last_end_status,
+    last_steps,
+    tail_records,
+)
+from primus.tracking.journal.records import EVENT, METRICS, encode
+from primus.tracking.journal.run_state import CursorStore
+from primus.tracking.journal.writer import JournalWriter
 
 DAMAGED = b"#not a record\n"
 

@@ -10,9 +10,10 @@ import stat
 
 from support.journal_files import journal_lines, segment_files
 
-from primus.tracking.journal import METRICS, JournalReader, encode, journal_end, read_all, segments
-from primus.tracking.journal_keeper import compress
-from primus.tracking.journal_writer import JournalWriter
+from primus.tracking.journal.keeper import compress
+from primus.tracking.journal.reader import JournalReader, journal_end, read_all, segments
+from primus.tracking.journal.records import METRICS, encode
+from primus.tracking.journal.writer import JournalWriter
 
 
 def _line(step: int) -> bytes:

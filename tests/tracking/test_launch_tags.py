@@ -1,10 +1,10 @@
-"""Where and how a run was launched, from the variables each launcher sets (``primus/tracking/launch_tags.py``)."""
+"""Where and how a run was launched, from the variables each launcher sets (``primus/tracking/tags/launch.py``)."""
 
 import socket
 
 import pytest
 
-from primus.tracking.launch_tags import first_host, launch_tags
+from primus.tracking.tags.launch import first_host, launch_tags
 
 SLURM = {
     "SLURM_JOB_ID": "4242",

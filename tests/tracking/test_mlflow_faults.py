@@ -11,7 +11,7 @@ from support.timing import LOAD_FACTOR, p99, timed, within
 
 from primus.cli.main import main as primus_cli
 from primus.tracking import MlflowConfig, TrackingConfig, start_run
-from primus.tracking.state import RunState
+from primus.tracking.journal.run_state import RunState
 
 pytestmark = pytest.mark.slow
 

@@ -1,4 +1,4 @@
-"""The light MLflow REST client (primus/tracking/sinks/mlflow_rest.py): every call the sink makes against the real
+"""The light MLflow REST client (primus/tracking/trackers/mlflow_rest.py): every call the sink makes against the real
 MLflow server, read back with MLflow's own client; MLflow's error codes; artifacts PUT to the server's proxy and
 downloaded back; auth and TLS settings as request headers and a TLS handshake (tiny local servers recording what
 arrives: our own logic); a dead or silent server fails within the timeout; and a whole run with an MLflow server
@@ -25,8 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from primus.tracking.sinks.mlflow_artifacts import upload_run_files
-from primus.tracking.sinks.mlflow_rest import (
+from primus.tracking.trackers.mlflow_artifacts import upload_run_files
+from primus.tracking.trackers.mlflow_rest import (
     MetricPoint,
     MlflowRestClient,
     MlflowRestError,

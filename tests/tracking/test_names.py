@@ -14,7 +14,7 @@ from mlflow.utils.validation import (
     _validate_tag_name,
 )
 
-from primus.tracking.names import SCHEMA, MlflowKeys, mlflow_key, mlflow_keys, is_valid_mlflow_key
+from primus.tracking.measure.names import SCHEMA, MlflowKeys, is_valid_mlflow_key, mlflow_key, mlflow_keys
 
 MEGATRON = ["lm loss", "learning-rate", "grad-norm", "loss-scale", "batch-size", "iteration-time",
             "lm loss validation", "lm loss validation ppl", "params-norm", "num-zeros", "mem-allocated-bytes"]
@@ -102,7 +102,7 @@ def test_param_keys_do_not_depend_on_order():
 
 
 def test_mapping_is_the_same_in_every_process():
-    code = "from primus.tracking.names import mlflow_key; print(mlflow_key('memory/max_reserved(%)'))"
+    code = "from primus.tracking.measure.names import mlflow_key; print(mlflow_key('memory/max_reserved(%)'))"
     other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert other == mlflow_key("memory/max_reserved(%)")
 

@@ -20,11 +20,12 @@ import pytest
 from support.readers import mlflow_history, read_tb_scalars
 
 from primus.tracking import TensorBoardConfig, TrackingConfig, start_run
-from primus.tracking import node_delivery
-from primus.tracking.delivery_child import Replies, Routes
-from primus.tracking.node_delivery import node_address
-from primus.tracking.node_delivery_main import IDLE_CHECK_S, NodeDelivery
-from primus.tracking.state import RunState
+from primus.tracking.delivery import node
+from primus.tracking.delivery.child import Replies, Routes
+from primus.tracking.journal import files
+from primus.tracking.delivery.node import node_address
+from primus.tracking.delivery.node_main import IDLE_CHECK_S, NodeDelivery
+from primus.tracking.journal.run_state import RunState
 
 EXIT_DEADLINE_S = 60.0
 # A rank of one job: logs steps 1-10, waits for the file go_<rank>, logs steps 11-20, then (ending "kill") dies
@@ -33,7 +34,7 @@ RANK = textwrap.dedent("""
     import os, signal, sys, time
     from pathlib import Path
     from primus.tracking import MlflowConfig, TensorBoardConfig, TrackingConfig, start_run
-    from primus.tracking.journal import last_steps
+    from primus.tracking.journal.reader import last_steps
     job, rank, ending = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
     run = start_run(TrackingConfig(run_dir=job / f"rank_{rank}", run_name=f"node-rank{rank}",
                                    experiment_name="node-delivery", tensorboard=TensorBoardConfig(job / f"tb_{rank}"),
@@ -139,7 +140,7 @@ def test_the_node_address_is_the_groups_and_short(tmp_path):
     one, other = tmp_path / ("a" * 200) / "job", tmp_path / "other-job"
     assert node_address(one) == node_address(one) and node_address(one) != node_address(other)
     assert all(len(str(p)) < 108 for p in node_address(one))  # a unix socket's path limit
-    assert node_address(one)[0].parent == node_delivery.node_dir()
+    assert node_address(one)[0].parent == files.node_dir()
 
 
 def tb_run(tmp_path, rank: int, group) -> object:
@@ -153,12 +154,12 @@ def test_a_rank_that_cannot_use_the_node_folder_starts_its_own_delivery_process(
     primus_caplog.set_level(logging.WARNING, logger="primus.tracking")
     if folder == "under a file":
         (tmp_path / "a-file").write_text("")
-        monkeypatch.setattr(node_delivery, "node_dir", lambda: tmp_path / "a-file" / "delivery")
+        monkeypatch.setattr(files, "node_dir", lambda: tmp_path / "a-file" / "delivery")
     else:  # another user could have made it, or reach into it: the run's pipes must not reach their process
         mode = {"open to others": 0o777}.get(folder) or int(folder.rpartition(" ")[2], 8)
         (tmp_path / "shared").mkdir()
         (tmp_path / "shared").chmod(mode)
-        monkeypatch.setattr(node_delivery, "node_dir", lambda: tmp_path / "shared")
+        monkeypatch.setattr(files, "node_dir", lambda: tmp_path / "shared")
     run = tb_run(tmp_path, 0, tmp_path)
     run.log(1, {"loss": 1.0})
     assert run.flush(EXIT_DEADLINE_S)
@@ -190,7 +191,7 @@ def test_a_rank_never_waits_for_the_shared_process_to_start(tmp_path, monkeypatc
     """The rank binds the socket and queues its run there: it goes on while the process starts, and here, where
     the process cannot start at all, its run is reported undelivered when the queued handover is dropped."""
     primus_caplog.set_level(logging.WARNING, logger="primus.tracking")
-    monkeypatch.setattr(node_delivery, "SERVER_MODULE", "primus.tracking.no_such_module")
+    monkeypatch.setattr(node, "SERVER_MODULE", "primus.tracking.no_such_module")
     run = tb_run(tmp_path, 0, tmp_path)
     run.log(1, {"loss": 1.0})
     t = time.monotonic()

@@ -3,7 +3,7 @@ report, and the run's own peak_tflops over the table."""
 
 import pytest
 
-from primus.tracking import perf
+from primus.tracking.measure import perf
 
 
 @pytest.mark.parametrize(("device", "dtype", "peak"), [

@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from primus.tracking import perf
+from primus.tracking.measure import perf
 
 
 def test_peak_prefers_the_most_specific_device_name():
@@ -133,7 +133,7 @@ def test_utilisation_on_cpu_has_host_figures_and_no_gpu():
 
 
 def test_every_name_perf_produces_is_in_the_documented_schema():
-    from primus.tracking.names import SCHEMA
+    from primus.tracking.measure.names import SCHEMA
 
     avg = perf.IntervalAverager(skip_iterations=0, reset_interval=10)
     avg.add(iterations=1, seconds=1.0, tokens=10, flops=1e12)

@@ -13,7 +13,7 @@ import psutil
 import pytest
 from support.threads import threads_started_by
 
-from primus.tracking import perf
+from primus.tracking.measure import perf
 
 MIB = 1 << 20
 HOST_KEYS = {"mem/host_rss_gib", "mem/host_peak_rss_gib"}

@@ -15,9 +15,9 @@ from support.journal_files import without_goodput
 from support.plugin_dists import SINK_DOWN, SINK_MODULE, read_sink_record
 
 from primus.tracking import TrackingConfig, TrackingConfigError, start_run
-from primus.tracking.journal import journal_end
-from primus.tracking.state import read_json
-from primus.tracking.sync import sync_run
+from primus.tracking.delivery.replay import sync_run
+from primus.tracking.journal.reader import journal_end
+from primus.tracking.journal.run_state import read_json
 
 DEMO_ENTRY = "`demo = primus_demo_tracker:DemoSink` (group primus.sinks) of distribution primus-demo-tracker 0.3"
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from primus.tracking.names import SCHEMA
-from primus.tracking.progress import (
+from primus.tracking.measure.names import SCHEMA
+from primus.tracking.measure.progress import (
     AT_EVERY_LOG_STEP,
     CONSUMED_SAMPLES,
     CONSUMED_TOKENS,

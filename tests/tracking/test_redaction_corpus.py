@@ -10,8 +10,7 @@ import time
 
 import pytest
 
-from primus.tracking import (MlflowConfig, TensorBoardConfig, TrackingConfig, WandbConfig,
-                             start_run)
+from primus.tracking import MlflowConfig, TensorBoardConfig, TrackingConfig, WandbConfig, start_run
 
 pytestmark = pytest.mark.slow
 

@@ -1,7 +1,7 @@
 """The user's labels for a run: an option given wins over its environment variable, a bad variable is named
-(``primus/tracking/run_labels.py``)."""
+(``primus/tracking/tags/run_labels.py``)."""
 
-from primus.tracking.run_labels import run_labels
+from primus.tracking.tags.run_labels import run_labels
 
 UNSET = {"mlflow_tags": None, "mlflow_description": None, "wandb_tags": None, "wandb_notes": None}
 

@@ -7,8 +7,8 @@ import stat
 
 import pytest
 
-from primus.tracking.run_layout import DELIVERY_LOCK, LOCK_FILE
-from primus.tracking.state import CursorStore, RunDirBusyError, RunDirLock, RunState, delivery_lock
+from primus.tracking.journal.files import DELIVERY_LOCK, LOCK_FILE
+from primus.tracking.journal.run_state import CursorStore, RunDirBusyError, RunDirLock, RunState, delivery_lock
 
 
 def write_section(run_dir, name, count):

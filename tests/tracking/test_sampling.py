@@ -1,4 +1,4 @@
-"""Background sampling threads (tracking/sampling.py) end at exit before the interpreter finalizes (a daemon thread
+"""Background sampling threads (tracking/measure/sampling_threads.py) end at exit before the interpreter finalizes (a daemon thread
 waking during finalization can abort the process: python/cpython#127893), and while the process lives they sample
 until their owner is gone. Each case runs in a process of its own: ending the sampling is for the whole process."""
 
@@ -14,7 +14,7 @@ def check():  # registered first, so run last: after every handler registered la
     alive = [t.name for t in threading.enumerate() if t.name == "primus-utilisation"]
     print("alive at exit:", alive, flush=True)
 atexit.register(check)
-from primus.tracking.perf import Utilisation
+from primus.tracking.measure.perf import Utilisation
 u = Utilisation(interval_s=0.01)
 u.read()
 assert any(t.name == "primus-utilisation" for t in threading.enumerate())
@@ -22,7 +22,7 @@ assert any(t.name == "primus-utilisation" for t in threading.enumerate())
 
 SAMPLES_UNTIL_ITS_OWNER_IS_GONE = """
 import gc, threading, time
-from primus.tracking.sampling import sample_every
+from primus.tracking.measure.sampling_threads import sample_every
 class Owner:
     samples = 0
 owner = Owner()

@@ -9,12 +9,11 @@ import pytest
 
 from primus.plugins import PluginError
 from primus.tracking import CometConfig, MlflowConfig, TensorBoardConfig, TrackingConfig, TrackingConfigError, WandbConfig
-from primus.tracking.meta import RunMeta
-from primus.tracking.sink_registry import BUILT_IN, build_sinks, sink_classes, sink_names
-from primus.tracking.sinks.mlflow import MlflowSink
-from primus.tracking.sinks.tensorboard import TensorBoardSink
-from primus.tracking.sinks.wandb import WandbSink
-from primus.tracking.state import RunState
+from primus.tracking.journal.run_state import RunState
+from primus.tracking.tags.meta import RunMeta
+from primus.tracking.trackers.mlflow import MlflowSink
+from primus.tracking.trackers.registry import BUILT_IN, build_sinks, sink_classes, sink_names
+from primus.tracking.trackers.tensorboard import TensorBoardSink
 
 
 def test_built_in_and_plugin_sinks_come_from_one_registry_in_delivery_order(sink_plugin):

@@ -7,14 +7,20 @@ import time
 
 import pytest
 from support.journal_files import journal_lines
-from support.readers import (mlflow_history, read_tb_scalars, read_tb_texts, read_wandb_alerts,
-                             read_wandb_history, read_wandb_summary, wandb_run_ids)
+from support.readers import (
+    mlflow_history,
+    read_tb_scalars,
+    read_tb_texts,
+    read_wandb_alerts,
+    read_wandb_history,
+    read_wandb_summary,
+    wandb_run_ids,
+)
 
-from primus.tracking import (MlflowConfig, TensorBoardConfig, TrackingConfig, WandbConfig,
-                             start_run)
-from primus.tracking.alerts import Alert, AlertKind
-from primus.tracking.goodput import NAMES as GOODPUT
-from primus.tracking.names import MlflowKeys, mlflow_key
+from primus.tracking import MlflowConfig, TensorBoardConfig, TrackingConfig, WandbConfig, start_run
+from primus.tracking.goodput.accounting import NAMES as GOODPUT
+from primus.tracking.journal.records import Alert, AlertKind
+from primus.tracking.measure.names import MlflowKeys, mlflow_key
 
 pytestmark = pytest.mark.slow
 

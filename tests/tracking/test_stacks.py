@@ -16,13 +16,19 @@ from pathlib import Path
 import pytest
 from support.timing import wait_for
 
-from primus.tracking import node_delivery
-from primus.tracking.stacks import ABANDONED_AFTER_S, dump_stacks, register_for_stacks, release_stacks, request_fifo
+from primus.tracking.journal import files
+from primus.tracking.health.stacks import (
+    ABANDONED_AFTER_S,
+    dump_stacks,
+    register_for_stacks,
+    release_stacks,
+    request_fifo,
+)
 
 BLOCKED_IN_READ = textwrap.dedent(
     """
     import os, sys, threading
-    from primus.tracking.stacks import register_for_stacks
+    from primus.tracking.health.stacks import register_for_stacks
 
     register_for_stacks(__import__("pathlib").Path(sys.argv[1]))
     r, w = os.pipe()
@@ -43,7 +49,7 @@ BLOCKED_IN_COLLECTIVE = textwrap.dedent(
     """
     import os, sys, datetime
     import torch, torch.distributed as dist
-    from primus.tracking.stacks import register_for_stacks
+    from primus.tracking.health.stacks import register_for_stacks
 
     rank = int(sys.argv[2])
     register_for_stacks(__import__("pathlib").Path(sys.argv[1]))
@@ -108,7 +114,7 @@ def test_an_ended_process_or_a_reused_pid_is_not_asked(tmp_path):
 BUSY_IN_PYTHON = textwrap.dedent(
     """
     import signal, sys, threading
-    from primus.tracking.stacks import register_for_stacks
+    from primus.tracking.health.stacks import register_for_stacks
 
     signal.signal(signal.SIGUSR2, lambda *_: print("own handler", flush=True))  # the program's, left alone
     register_for_stacks(__import__("pathlib").Path(sys.argv[1]))
@@ -157,7 +163,7 @@ def test_a_stopped_process_writes_its_stacks_once_it_goes_on(tmp_path):
 def test_without_a_private_node_folder_there_are_no_stacks_and_a_warning(tmp_path, monkeypatch, primus_caplog):
     (tmp_path / "shared").mkdir(mode=0o777)
     (tmp_path / "shared").chmod(0o777)
-    monkeypatch.setattr(node_delivery, "node_dir", lambda: tmp_path / "shared")
+    monkeypatch.setattr(files, "node_dir", lambda: tmp_path / "shared")
     assert register_for_stacks(tmp_path / "run") is None
     assert not (tmp_path / "run").exists() and not list((tmp_path / "shared").iterdir())
     assert "no stacks on a stall for this process" in primus_caplog.text
@@ -166,7 +172,7 @@ def test_without_a_private_node_folder_there_are_no_stacks_and_a_warning(tmp_pat
 def test_a_dead_ranks_fifo_is_removed_when_a_rank_registers_and_a_live_or_new_ones_kept(tmp_path, monkeypatch):
     folder = tmp_path / "node"
     folder.mkdir(mode=0o700)
-    monkeypatch.setattr(node_delivery, "node_dir", lambda: folder)
+    monkeypatch.setattr(files, "node_dir", lambda: folder)
     made_long_ago = time.time() - ABANDONED_AFTER_S - 1
     dead, held, new = (folder / f"stacks-{name}.fifo" for name in ("dead", "held", "new"))
     for fifo in (dead, held, new):

@@ -18,7 +18,7 @@ from support.readers import mlflow_history
 from support.timing import wait_for
 from support.webhook_server import SECRET_PATH
 
-from primus.tracking.webhook import WEBHOOK_ENV
+from primus.tracking.health.webhook import WEBHOOK_ENV
 
 pytestmark = pytest.mark.slow
 

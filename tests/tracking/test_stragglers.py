@@ -1,4 +1,4 @@
-"""The straggler figures (primus.tracking.stragglers): the summary over ranks, the console line, and the busy clock
+"""The straggler figures (primus.tracking.measure.stragglers): the summary over ranks, the console line, and the busy clock
 on two real gloo processes, one of them slowed by a sleep before a collective."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import time
 import pytest
 from support.mlflow_server import free_port
 
-from primus.tracking.stragglers import (
+from primus.tracking.measure.stragglers import (
     BUSY_MAX,
     BUSY_MEDIAN,
     BUSY_MIN,
@@ -58,7 +58,7 @@ class Event:
 
 
 def test_on_a_device_busy_time_is_the_span_less_the_streams_waits_read_at_the_log_step():
-    from primus.tracking.stragglers import _device_busy
+    from primus.tracking.measure.stragglers import _device_busy
 
     end = Event(10.0)
     waits = [(Event(2.0), Event(3.5)), (Event(6.0), Event(6.5))]  # the stream stood 1.5 s and 0.5 s
@@ -68,7 +68,7 @@ def test_on_a_device_busy_time_is_the_span_less_the_streams_waits_read_at_the_lo
 def test_on_a_device_each_wait_of_the_training_thread_is_bracketed_by_two_events():
     import threading
 
-    from primus.tracking.stragglers import _Waits
+    from primus.tracking.measure.stragglers import _Waits
 
     clock = iter(range(100))
     waits = _Waits(threading.get_ident(), lambda: Event(float(next(clock))))
@@ -86,7 +86,7 @@ def _rank(rank: int, port: int, out) -> None:
     import torch
     import torch.distributed as dist
 
-    from primus.tracking.across_ranks import RankFigures
+    from primus.tracking.measure.across_ranks import RankFigures
 
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2)
     figures = RankFigures(figures=True, stragglers=True)
@@ -131,6 +131,6 @@ def test_a_rank_slowed_before_a_collective_is_named_and_its_waiting_peer_is_not(
 @pytest.fixture(autouse=True)
 def _no_leftover_clock():
     yield
-    from primus.tracking import stragglers
+    from primus.tracking.measure import stragglers
 
     stragglers._ACTIVE.clear()

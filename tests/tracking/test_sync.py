@@ -18,12 +18,13 @@ from support.plugin_dists import SINK_DOWN, read_sink_record
 from support.readers import read_wandb_history, wandb_files, wandb_records, wandb_run_ids
 from support.timing import wait_for
 
-from primus.tracking.journal import METRICS, encode, journal_end, read_all
-from primus.tracking.journal_writer import JournalWriter
-from primus.tracking.meta import RunMeta
-from primus.tracking.run_layout import DELIVERY_LOCK
-from primus.tracking.state import CursorStore, RunState, read_json
-from primus.tracking.sync import SyncError, SyncProgress, sync_run
+from primus.tracking.delivery.replay import SyncError, SyncProgress, sync_run
+from primus.tracking.journal.files import DELIVERY_LOCK
+from primus.tracking.journal.reader import journal_end, read_all
+from primus.tracking.journal.records import METRICS, encode
+from primus.tracking.journal.run_state import CursorStore, RunState, read_json
+from primus.tracking.journal.writer import JournalWriter
+from primus.tracking.tags.meta import RunMeta
 
 STEPS = 12
 

@@ -13,7 +13,7 @@ import pytest
 from support.readers import read_wandb_history, wandb_run_ids
 
 from primus.cli.main import main as primus_cli
-from primus.tracking.state import RunState
+from primus.tracking.journal.run_state import RunState
 
 pytestmark = pytest.mark.slow
 

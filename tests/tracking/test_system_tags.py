@@ -11,7 +11,7 @@ import pytest
 
 import primus.patches
 from primus.patches import Patch, PatchRegistry
-from primus.tracking.system_tags import system_tags
+from primus.tracking.tags.system import system_tags
 from primus.upstreams.release import UPSTREAM_CHECK_ENV, Upstream
 
 PACKAGING = importlib.metadata.version("packaging")
@@ -52,9 +52,9 @@ def test_a_supported_release_has_no_untested_tag(registry, monkeypatch):
 
 
 def test_a_users_tag_with_a_system_tags_key_loses_and_is_said(tmp_path, caplog, monkeypatch):
-    from primus.tracking import system_tags as module
-    from primus.tracking.config import TrackingConfig
-    from primus.tracking.meta import RunMeta
+    from primus.tracking.settings.config import TrackingConfig
+    from primus.tracking.tags import system as module
+    from primus.tracking.tags.meta import RunMeta
 
     monkeypatch.setattr(module, "git_commit", lambda: "0123abc")  # whether or not the tests run in a git checkout
     meta = RunMeta.build(TrackingConfig(run_dir=tmp_path, tags={"mlflow.source.git.commit": "mine", "team": "llm"}))

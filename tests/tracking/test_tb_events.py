@@ -7,7 +7,7 @@ import textwrap
 
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from primus.tracking.sinks.tb_events import EventWriter
+from primus.tracking.trackers.tb_events import EventWriter
 
 POINTS = [("lm loss", 1, 1700000000.5, 7.25), ("lm loss", 2, 1700000001.5, 6.5), ("perf/tflops", 2, 1700000001.6, 0.1)]
 TEXTS = [("config", 0, 1700000000.0, "lr: 0.001\nseed: 1234")]
@@ -61,7 +61,7 @@ def test_writing_events_imports_no_torch(tmp_path):
     code = textwrap.dedent(f"""
         import sys
         from pathlib import Path
-        from primus.tracking.sinks.tb_events import EventWriter
+        from primus.tracking.trackers.tb_events import EventWriter
         w = EventWriter(Path({str(tmp_path)!r}), max_queue=10)
         w.add_scalar("loss", 1.0, 1, walltime=1.0)
         w.add_text("config", "x", 0, walltime=1.0)

@@ -3,8 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from primus.tracking import (MlflowConfig, TensorBoardConfig, TrackingConfig, TrackingConfigError,
-                             WandbConfig)
+from primus.tracking import MlflowConfig, TensorBoardConfig, TrackingConfig, TrackingConfigError, WandbConfig
 
 
 def resolve(env=None, **kw):
@@ -60,7 +59,7 @@ def test_bad_values_name_the_key_the_value_and_the_fix(kw, key, fix):
 
 def test_the_experiment_schema_offers_the_journal_retentions_the_tracking_core_takes():
     from primus.config.schemas.tracking import JOURNAL_RETENTIONS as SCHEMA_CHOICES
-    from primus.tracking.config import JOURNAL_RETENTIONS
+    from primus.tracking.settings.config import JOURNAL_RETENTIONS
 
     assert SCHEMA_CHOICES == JOURNAL_RETENTIONS and resolve().journal_retention == "keep"
 
@@ -92,8 +91,9 @@ def test_a_secret_in_a_bad_value_is_not_echoed():
 def test_a_config_is_resolved_once_from_the_backends_plan_to_the_run(tmp_path, primus_caplog, monkeypatch):
     """A backend resolves its plan's config before training (Notices.resolved); start_run takes it as it is: the
     W&B settings check runs once (a subprocess where wandb is not imported yet) and a warning is said once."""
-    from primus.tracking import environment, start_run
+    from primus.tracking import start_run
     from primus.tracking.plan import Notices
+    from primus.tracking.settings import environment
 
     checks = []
     run_check = environment.subprocess.run
@@ -105,6 +105,6 @@ def test_a_config_is_resolved_once_from_the_backends_plan_to_the_run(tmp_path, p
                                                wandb=WandbConfig()))
     assert config.resolve() is config
     start_run(replace(config, params={"lr": 0.1})).finish()
-    assert checks.count("primus.tracking.wandb_settings_check") == 1
+    assert checks.count("primus.tracking.settings.wandb_settings_check") == 1
     warnings = [r for r in primus_caplog.records if "journal_max_bytes=2000 is ignored" in r.getMessage()]
     assert len(warnings) == 1

@@ -13,10 +13,10 @@ from support.readers import read_wandb_history
 from support.timing import wait_for
 
 from primus.tracking import TrackingConfig, WandbConfig, start_run
-from primus.tracking.meta import RunMeta
-from primus.tracking.sink import SinkUnavailable
-from primus.tracking.sink_registry import build_sinks
-from primus.tracking.state import RunState
+from primus.tracking.journal.run_state import RunState
+from primus.tracking.sinks.sink import SinkUnavailable
+from primus.tracking.tags.meta import RunMeta
+from primus.tracking.trackers.registry import build_sinks
 
 STEPS = range(1, 6)
 

@@ -6,10 +6,9 @@ from __future__ import annotations
 import logging
 import time
 
-import pytest
 from support.webhook_server import SECRET_PATH, Receiver, free_port
 
-from primus.tracking.webhook import WEBHOOK_ENV, Webhook
+from primus.tracking.health.webhook import WEBHOOK_ENV, Webhook
 
 BODY = {"text": "[primus] ALERT stalled ...", "kind": "stalled", "iteration": 7}
 

@@ -7,12 +7,12 @@ import types
 
 import pytest
 
-from primus.tracking import worker as worker_module
-from primus.tracking.journal import METRICS, Record, encode
-from primus.tracking.journal_writer import JournalWriter
-from primus.tracking.sink import Durability, Sink, SinkUnavailable
-from primus.tracking.state import CursorStore
-from primus.tracking.worker import SinkWorker
+from primus.tracking.delivery import worker as worker_module
+from primus.tracking.delivery.worker import SinkWorker
+from primus.tracking.journal.records import METRICS, Record, encode
+from primus.tracking.journal.run_state import CursorStore
+from primus.tracking.journal.writer import JournalWriter
+from primus.tracking.sinks.sink import Durability, Sink, SinkUnavailable
 
 SECRET_URL = "http://bob:hunter22secret@tracker.example"
 WAIT_S = 20.0  # what a test waits at most for a thing that takes milliseconds on an idle box

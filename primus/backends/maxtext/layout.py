@@ -10,7 +10,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from primus.tracking.layout import layout_tags
+from primus.tracking.tags.parallel import layout_tags
 
 _DP_AXES = ("data", "fsdp", "fsdp_transpose")
 _AXES = {"tp": ("tensor",), "pp": ("pipeline",), "cp": ("context",), "ep": ("expert",), "dp": _DP_AXES}

@@ -1,4 +1,4 @@
-"""The progress figures (``tracking/progress.py``) of a MaxText train step: upstream numbers its steps from 0 and
+"""The progress figures (``tracking/measure/progress.py``) of a MaxText train step: upstream numbers its steps from 0 and
 restores the step from its checkpoint, so step ``n`` is ``n + 1`` steps of ``global_batch_size_to_train_on``
 samples of ``max_target_length`` tokens, counted from the run's start whatever the restarts. Under batch-size
 ramp-up (``enable_rampup_batch_size``) the counts are of the full batch from step 0, an upper bound."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from primus.tracking.progress import Progress
+from primus.tracking.measure.progress import Progress
 
 
 class StepProgress:

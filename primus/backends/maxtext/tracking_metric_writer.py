@@ -23,8 +23,8 @@ from typing import Any
 
 from primus.backends.maxtext.step_progress import StepProgress
 from primus.tracking import SinkName
-from primus.tracking.device_counters import DeviceCounters
-from primus.tracking.perf import GIB, StepPerf
+from primus.tracking.measure.device_counters import DeviceCounters
+from primus.tracking.measure.perf import GIB, StepPerf
 
 TENSORBOARD_ONLY = (SinkName.TENSORBOARD,)
 TRACKED_TYPES = ("train", "eval")

@@ -22,7 +22,7 @@ from primus.config.schemas.maxtext import CHECKED_UPSTREAM
 from primus.config.schemas.tracking import problems
 from primus.tracking import TensorBoardConfig, WandbConfig
 from primus.tracking.plan import Destinations, Notices, TrackingPlan, plan_run
-from primus.tracking.plugin_sinks import requested_sinks
+from primus.tracking.sinks.plugins import requested_sinks
 
 UPSTREAM_TB_QUEUE = 10  # upstream's tensorboardX SummaryWriter(logdir) keeps its default max_queue
 

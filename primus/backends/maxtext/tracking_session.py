@@ -18,7 +18,7 @@ from primus.backends.maxtext.tracking_plan import plan_tracking
 from primus.config.environment import RUN_DIR_ENV
 from primus.log import get_logger
 from primus.tracking import RunStatus
-from primus.tracking.checkpoints import CheckpointJournal
+from primus.tracking.checkpoints.checkpoint_journal import CheckpointJournal
 from primus.tracking.plan import TrackingPlan
 
 log = get_logger("primus.maxtext")

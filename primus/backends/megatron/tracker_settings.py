@@ -12,8 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from primus.config.schemas.megatron import wandb_enabled
+from primus.tracking.journal.files import TENSORBOARD_DIR, WANDB_DIR
 from primus.tracking.plan import Notices
-from primus.tracking.run_layout import TENSORBOARD_DIR, WANDB_DIR
 
 
 def tensorboard_enabled(args) -> bool:

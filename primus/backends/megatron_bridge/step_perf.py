@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from primus.backends.megatron.training.tracking_summary_writer import mfu_device_name, training_dtype
-from primus.tracking.perf import IntervalPerf, StepPerf
+from primus.tracking.measure.perf import IntervalPerf, StepPerf
 
 
 class BridgePerf:

@@ -6,7 +6,7 @@ writer is Megatron's ``TrackingSummaryWriter`` (Bridge's code is megatron-core's
 ``Timers.write`` included), so every scalar Bridge writes — losses, learning rate, grad norm, throughput, memory,
 timers, validation — goes to the run and from there to every tracker; Bridge's own W&B and MLflow writers stay
 unset. Each step goes out when Bridge's ``training_log`` (or an evaluation) returns, with the progress figures
-(``tracking/progress.py``) at log steps: Bridge's own consumed samples (which its checkpoint restores), its
+(``tracking/measure/progress.py``) at log steps: Bridge's own consumed samples (which its checkpoint restores), its
 ``seq_length`` and ``train_iters``. The checkpoint patches journal each save and load in ``checkpoints`` (the
 writing rank, with a tracker on): Bridge loads its checkpoint in ``setup``, before the run starts at its first log
 call, so the journal is made with the plan and keeps that record until then."""
@@ -25,12 +25,12 @@ from primus.backends.megatron_bridge.tracking_plan import BACKEND, plan_tracking
 from primus.config.schemas.tracking import params_for
 from primus.log import get_logger
 from primus.tracking import RunStatus
-from primus.tracking.across_ranks import RankFigures
-from primus.tracking.checkpoints import CheckpointJournal
-from primus.tracking.layout import layout_tags
+from primus.tracking.checkpoints.checkpoint_journal import CheckpointJournal
+from primus.tracking.health.stacks import register_for_stacks
+from primus.tracking.measure.across_ranks import RankFigures
+from primus.tracking.measure.progress import Progress
 from primus.tracking.plan import TrackingPlan
-from primus.tracking.progress import Progress
-from primus.tracking.stacks import register_for_stacks
+from primus.tracking.tags.parallel import layout_tags
 
 log = get_logger("primus.megatron_bridge")
 

@@ -26,9 +26,9 @@ from primus.config.environment import RUN_DIR_ENV, module_params_from_env
 from primus.config.run_directory import choose_run_dir, timestamp
 from primus.config.schemas.tracking import MEGATRON_BRIDGE, params_for, upstream_keys
 from primus.tracking import CometConfig, TensorBoardConfig, WandbConfig
+from primus.tracking.journal.files import WANDB_DIR
 from primus.tracking.plan import Destinations, Notices, TrackingPlan, plan_run
-from primus.tracking.plugin_sinks import requested_sinks
-from primus.tracking.run_layout import WANDB_DIR
+from primus.tracking.sinks.plugins import requested_sinks
 
 BACKEND = MEGATRON_BRIDGE
 BRIDGE_KEYS = upstream_keys(BACKEND)  # option -> Bridge's own key for it (logger.mlflow_tags)

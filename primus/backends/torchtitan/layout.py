@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from primus.tracking.layout import layout_tags
+from primus.tracking.tags.parallel import layout_tags
 
 
 def layout_tags_of(parallel_dims: Any) -> dict[str, str]:

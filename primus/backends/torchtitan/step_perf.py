@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from primus.tracking.device_counters import DeviceCounters
-from primus.tracking.perf import StepPerf
+from primus.tracking.measure.device_counters import DeviceCounters
+from primus.tracking.measure.perf import StepPerf
 
 _DTYPES = {"bfloat16": "bf16", "float32": "fp32", "float16": "fp16"}
 

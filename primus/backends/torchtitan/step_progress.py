@@ -1,4 +1,4 @@
-"""The progress figures (``tracking/progress.py``) at a log step of upstream's ``MetricsProcessor``: upstream's
+"""The progress figures (``tracking/measure/progress.py``) at a log step of upstream's ``MetricsProcessor``: upstream's
 step (which its checkpoint restores, so the counts continue after a resume) times the samples of one step.
 
 Two ways upstream sizes a step, told apart by the fields of its ``training`` section (TorchTitan's main branch
@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from primus.tracking.progress import Progress
+from primus.tracking.measure.progress import Progress
 
 
 class ProcessorProgress:

@@ -20,9 +20,9 @@ from primus.config.run_directory import CHECKPOINTED_RUN_DIR, choose_run_dir, ti
 from primus.config.schemas.torchtitan import CHECKED_UPSTREAM
 from primus.config.schemas.tracking import problems
 from primus.tracking import TensorBoardConfig
+from primus.tracking.journal.files import WANDB_DIR
 from primus.tracking.plan import Destinations, Notices, TrackingPlan, plan_run
-from primus.tracking.plugin_sinks import requested_sinks
-from primus.tracking.run_layout import WANDB_DIR
+from primus.tracking.sinks.plugins import requested_sinks
 
 UPSTREAM_TB_QUEUE = 1000  # upstream's SummaryWriter(max_queue=1000)
 

@@ -11,7 +11,7 @@ from primus.backends.torchtitan.experiment import run_dir_from_env
 from primus.backends.torchtitan.tracking_plan import plan_tracking
 from primus.log import get_logger
 from primus.log_capture import capture_console, stop_console_capture
-from primus.tracking.checkpoints import CheckpointJournal
+from primus.tracking.checkpoints.checkpoint_journal import CheckpointJournal
 from primus.tracking.plan import TrackingPlan
 
 log = get_logger("primus.torchtitan")

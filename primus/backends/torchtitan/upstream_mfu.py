@@ -2,12 +2,12 @@
 
 torchtitan's ``get_peak_flops`` (tools/utils.py) falls back to an A100's 312 TFLOP/s for a device it does
 not know — every CPU, and GPUs newer than its table — and ``MetricsProcessor.log`` then reports an MFU
-against that made-up peak. Like Primus's own ``perf/mfu`` (primus.tracking.perf), an unknown peak means no
+against that made-up peak. Like Primus's own ``perf/mfu`` (primus.tracking.measure.perf), an unknown peak means no
 MFU: the metric is left out, not guessed. ``tflops`` (achieved, peak-free) stays."""
 
 from __future__ import annotations
 
-from primus.tracking.perf import peak_tflops
+from primus.tracking.measure.perf import peak_tflops
 
 UPSTREAM_MFU = "mfu(%)"
 A100_PEAK_FLOPS = 312e12  # get_peak_flops's figure for an A100, and its fallback for unknown devices

@@ -14,7 +14,10 @@ from primus.config.schema import Param
 from primus.config.schemas.user_tags import as_list, as_mapping, text_problem
 from primus.redaction import redact_value
 
-JOURNAL_RETENTIONS = ("keep", "delivered")  # primus.tracking.config's (config must not import tracking; a test checks)
+JOURNAL_RETENTIONS = (
+    "keep",
+    "delivered",
+)  # primus.tracking.settings.config's (config must not import tracking; a test checks)
 MEGATRON, TORCHTITAN, MAXTEXT, MEGATRON_BRIDGE = "megatron", "torchtitan", "maxtext", "megatron_bridge"
 EVERY = (MEGATRON, TORCHTITAN, MAXTEXT)
 # Megatron-Bridge has the options its tracking honours; the ones its own LoggerConfig already has keep Bridge's
@@ -228,7 +231,7 @@ OPTIONS = (
         help="Seconds to wait at exit for the trackers to deliver; what they could not deliver stays in the run's "
         "journal for `primus tracking sync`.",
     ),
-    # run health (primus/tracking/health.py): alerts to the console, every tracker and PRIMUS_ALERT_WEBHOOK
+    # run health (primus/tracking/health/detectors.py): alerts to the console, every tracker and PRIMUS_ALERT_WEBHOOK
     _option(
         "primus_stall_after",
         "float",

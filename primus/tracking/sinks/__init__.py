@@ -1,2 +1,2 @@
-"""One module per tracker. Each imports its tracker lazily, inside ``open`` on its worker thread,
-so ``import primus.tracking`` stays cheap; sinks never import each other."""
+"""What a sink is (``sink.Sink``, the one interface every tracker implements) and the sinks other distributions add
+(``plugins``); the built-in trackers are in ``trackers/``."""

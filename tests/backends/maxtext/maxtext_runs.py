@@ -15,9 +15,9 @@ from support.readers import mlflow_history, read_tb_scalars, read_wandb_history
 
 from primus.backends.maxtext.upstream_argv import with_experiment
 from primus.config import load_experiment
-from primus.tracking.goodput import NAMES as GOODPUT
-from primus.tracking.names import is_valid_mlflow_key
-from primus.tracking.progress import AT_EVERY_LOG_STEP, FROM_THE_SECOND_LOG_STEP
+from primus.tracking.goodput.accounting import NAMES as GOODPUT
+from primus.tracking.measure.names import is_valid_mlflow_key
+from primus.tracking.measure.progress import AT_EVERY_LOG_STEP, FROM_THE_SECOND_LOG_STEP
 
 REPO = Path(__file__).resolve().parents[3]
 TINY_CPU = REPO / "configs" / "maxtext" / "tiny_cpu.yaml"

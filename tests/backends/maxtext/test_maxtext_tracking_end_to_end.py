@@ -15,15 +15,28 @@ import math
 import sys
 
 import pytest
-from maxtext_runs import (EVAL_AT, EVAL_KEYS, SCHEDULE, STEPS, TINY_CPU, TRAIN_KEYS, TRAIN_STEPS, UPSTREAM_TRAIN,
-                          WANDB_PROJECT, assert_every_step, assert_every_tracker_holds_every_step,
-                          every_tracker_args, only_run, tiny_cpu_args)
+from maxtext_runs import (
+    EVAL_AT,
+    EVAL_KEYS,
+    SCHEDULE,
+    STEPS,
+    TINY_CPU,
+    TRAIN_KEYS,
+    TRAIN_STEPS,
+    UPSTREAM_TRAIN,
+    WANDB_PROJECT,
+    assert_every_step,
+    assert_every_tracker_holds_every_step,
+    every_tracker_args,
+    only_run,
+    tiny_cpu_args,
+)
 from support.host_reads import host_reads, host_reads_env
 from support.journal_files import journal_lines, run_dirs_under
 from support.readers import mlflow_history, read_tb_scalars, read_wandb_history, wandb_files, wandb_records
 
 from primus.config import load_experiment
-from primus.tracking.progress import CONSUMED_SAMPLES, CONSUMED_TOKENS, ETA
+from primus.tracking.measure.progress import CONSUMED_SAMPLES, CONSUMED_TOKENS, ETA
 
 pytestmark = pytest.mark.slow
 

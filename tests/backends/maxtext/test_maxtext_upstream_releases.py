@@ -18,16 +18,23 @@ import sys
 from pathlib import Path
 
 import pytest
-from maxtext_runs import (SCHEDULE, STEPS, TINY_CPU, UPSTREAM_TRAIN, assert_every_tracker_holds_every_step,
-                          every_tracker_args, only_run)
+from maxtext_runs import (
+    SCHEDULE,
+    STEPS,
+    TINY_CPU,
+    UPSTREAM_TRAIN,
+    assert_every_tracker_holds_every_step,
+    every_tracker_args,
+    only_run,
+)
 from support.launch import run_env
 from support.readers import mlflow_history, read_wandb_alerts
 from support.upstreams import releases, upstream_env, upstream_path
 from support.webhook_server import Receiver
 
-from primus.tracking.webhook import WEBHOOK_ENV
-from primus.upstreams.maxtext import MAXTEXT
 from primus.docs_gen import compatibility
+from primus.tracking.health.webhook import WEBHOOK_ENV
+from primus.upstreams.maxtext import MAXTEXT
 
 pytestmark = pytest.mark.slow
 

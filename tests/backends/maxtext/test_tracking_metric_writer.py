@@ -20,8 +20,9 @@ from primus.backends.maxtext.tracking_metric_writer import FLUSH_TIMEOUT_S, Trac
 from primus.backends.maxtext.tracking_plan import plan_tracking
 from primus.backends.maxtext.tracking_session import start_tracking
 from primus.tracking import TensorBoardConfig, TrackingConfig, start_run
-from primus.tracking.goodput import GOODPUT_TEXT
-from primus.tracking.journal import METRICS, TEXT, read_all
+from primus.tracking.goodput.accounting import GOODPUT_TEXT
+from primus.tracking.journal.reader import read_all
+from primus.tracking.journal.records import METRICS, TEXT
 
 
 def feed_for(tmp_path, log_period: int, announced: list[int], tensorboard: bool = True) -> TrackingMetricWriter:

@@ -22,9 +22,9 @@ from support.readers import mlflow_history, read_tb_scalars, read_wandb_history,
 from support.run_pool import RunPool
 from support.upstreams import releases, upstream_env
 
-from primus.tracking.goodput import NAMES as GOODPUT
-from primus.tracking.names import mlflow_key
-from primus.tracking.progress import AT_EVERY_LOG_STEP, FROM_THE_SECOND_LOG_STEP
+from primus.tracking.goodput.accounting import NAMES as GOODPUT
+from primus.tracking.measure.names import mlflow_key
+from primus.tracking.measure.progress import AT_EVERY_LOG_STEP, FROM_THE_SECOND_LOG_STEP
 
 TB, WANDB, MLFLOW = "tensorboard", "wandb", "mlflow"
 SINKS = (TB, WANDB, MLFLOW)
@@ -77,7 +77,7 @@ class RunSpec:
 
 
 def with_goodput(expected: Mapping[str, list[int]]) -> dict[str, list[int]]:
-    """``expected`` and the goodput figures, which join every logged step's record (primus/tracking/goodput.py)."""
+    """``expected`` and the goodput figures, which join every logged step's record (primus/tracking/goodput/accounting.py)."""
     steps = sorted({step for steps in expected.values() for step in steps})
     return {**expected, **at(steps, *GOODPUT)} if steps else dict(expected)
 

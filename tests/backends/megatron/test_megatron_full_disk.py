@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import re
 import threading
-import time
 
 import pytest
 from megatron_tracking_runs import mlflow_runs, toggles
@@ -18,7 +17,7 @@ from support.disks import fill
 from support.journal_files import journal_lines
 from support.readers import mlflow_history, read_tb_scalars
 
-from primus.tracking.names import mlflow_key
+from primus.tracking.measure.names import mlflow_key
 
 pytestmark = pytest.mark.slow
 

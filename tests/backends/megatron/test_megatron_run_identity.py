@@ -11,7 +11,7 @@ import pytest
 from megatron_tracking_runs import RUNS, finished, mlflow_runs, result, tb_event_files
 from support.readers import read_tb_texts, wandb_config, wandb_files, wandb_records
 
-from primus.tracking.sinks.tensorboard import TAGS_TAG
+from primus.tracking.trackers.tensorboard import TAGS_TAG
 
 pytestmark = pytest.mark.slow
 

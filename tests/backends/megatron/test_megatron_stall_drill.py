@@ -17,7 +17,7 @@ from support.slow_rank import held_rank_env
 from support.stall_drill import assert_stalled_then_resumed, resume_then_open_the_gate
 from support.timing import wait_for
 
-from primus.tracking.webhook import WEBHOOK_ENV
+from primus.tracking.health.webhook import WEBHOOK_ENV
 
 pytestmark = pytest.mark.slow
 

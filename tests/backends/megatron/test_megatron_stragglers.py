@@ -17,7 +17,7 @@ from support.launch import start, wait_or_kill
 from support.readers import read_tb_scalars
 from support.slow_rank import slow_rank_env
 
-from primus.tracking.stragglers import BUSY_MAX, BUSY_MEDIAN, BUSY_MIN, SLOWEST_OVER_MEDIAN, SLOWEST_RANK
+from primus.tracking.measure.stragglers import BUSY_MAX, BUSY_MEDIAN, BUSY_MIN, SLOWEST_OVER_MEDIAN, SLOWEST_RANK
 
 pytestmark = pytest.mark.slow
 

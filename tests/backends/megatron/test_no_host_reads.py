@@ -19,7 +19,7 @@ import primus
 
 # Upstream's training_log hands the loss as a tensor: "lm loss" and its "lm loss vs samples" twin per logged step
 HUB_READ = ("tracking/hub.py", "MetricsHub._floats")
-GATHER_READ = ("tracking/across_ranks.py", "RankGather.gather")
+GATHER_READ = ("tracking/measure/across_ranks.py", "RankGather.gather")
 
 
 def sites(entries: list[dict]) -> set[tuple[str, str]]:

@@ -10,7 +10,8 @@ import pytest
 from megatron_tracking_runs import toggles
 from support.plugin_dists import install_sink_plugin, read_sink_record
 
-from primus.tracking.journal import METRICS, read_all
+from primus.tracking.journal.reader import read_all
+from primus.tracking.journal.records import METRICS
 
 pytestmark = pytest.mark.slow
 

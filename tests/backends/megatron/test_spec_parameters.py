@@ -55,7 +55,7 @@ from megatron_tracking_runs import (
 from support.journal_files import run_dirs_under
 from support.readers import mlflow_history, wandb_files, wandb_records
 
-from primus.tracking.names import mlflow_key
+from primus.tracking.measure.names import mlflow_key
 
 pytestmark = pytest.mark.slow
 

@@ -27,8 +27,8 @@ from megatron_tracking_runs import (
 )
 from support.readers import mlflow_history, wandb_files, wandb_metric_definitions, wandb_run_ids
 
-from primus.tracking.names import mlflow_key
-from primus.tracking.progress import (
+from primus.tracking.measure.names import mlflow_key
+from primus.tracking.measure.progress import (
     AT_EVERY_LOG_STEP,
     CONSUMED_SAMPLES,
     CONSUMED_TOKENS,

@@ -7,8 +7,8 @@ import pytest
 
 from primus.backends.megatron.training.console_line import render_console_line
 from primus.backends.megatron.training.tracking_summary_writer import StepFunctions, TrackingSummaryWriter
-from primus.tracking.goodput import NAMES as GOODPUT
-from primus.tracking.progress import CONSUMED_SAMPLES, CONSUMED_TOKENS, ELAPSED, ETA, SAMPLES_PER_S
+from primus.tracking.goodput.accounting import NAMES as GOODPUT
+from primus.tracking.measure.progress import CONSUMED_SAMPLES, CONSUMED_TOKENS, ELAPSED, ETA, SAMPLES_PER_S
 
 
 class RecordingRun:
@@ -98,7 +98,8 @@ def test_tensors_reach_the_journal_as_floats(tmp_path):
     import torch
 
     from primus.tracking import TrackingConfig, start_run
-    from primus.tracking.journal import METRICS, read_all
+    from primus.tracking.journal.reader import read_all
+    from primus.tracking.journal.records import METRICS
 
     tracked = start_run(TrackingConfig(run_dir=tmp_path))
     w = make_writer(tracked, log_learning_rate=True, log_batch_size=True)
@@ -281,7 +282,8 @@ def test_the_end_of_a_megatron_run_drains_the_hub_once_and_delivers_every_record
     from primus.backends.megatron.training.global_vars import MegatronTracking
     from primus.log_capture import capture_console, stop_console_capture
     from primus.tracking import TrackingConfig, start_run
-    from primus.tracking.journal import METRICS, read_all
+    from primus.tracking.journal.reader import read_all
+    from primus.tracking.journal.records import METRICS
 
     log_file = tmp_path / "logs" / "console.log"
     capture_console(log_file)

@@ -13,7 +13,7 @@ import pytest
 from support.one_patch import installed
 
 from primus.backends.megatron_bridge.tracking import TRACKING
-from primus.tracking.checkpoints import CheckpointJournal
+from primus.tracking.checkpoints.checkpoint_journal import CheckpointJournal
 
 
 def wandb_utils(on_save=None) -> SimpleNamespace:

@@ -29,7 +29,7 @@ from support.this_primus import this_primus_folder, with_this_primus
 from primus.backends.megatron_bridge.recipe import overrides
 from primus.cli.main import main
 from primus.config.schemas import schema_for
-from primus.tracking.stragglers import BUSY_MAX, BUSY_MEDIAN, BUSY_MIN, SLOWEST_OVER_MEDIAN, SLOWEST_RANK
+from primus.tracking.measure.stragglers import BUSY_MAX, BUSY_MEDIAN, BUSY_MIN, SLOWEST_OVER_MEDIAN, SLOWEST_RANK
 
 REPO = Path(__file__).resolve().parents[3]
 CONFIG = REPO / "configs" / "megatron_bridge" / "tiny_cpu.yaml"

@@ -22,10 +22,15 @@ from support.readers import (
     wandb_run_ids,
 )
 
-from primus.tracking.checkpoints import BUSY_EVENT
-from primus.tracking.goodput import GOODPUT_EVENT
-from primus.tracking.goodput import NAMES as GOODPUT
-from primus.tracking.progress import AT_EVERY_LOG_STEP, CONSUMED_SAMPLES, CONSUMED_TOKENS, FROM_THE_SECOND_LOG_STEP
+from primus.tracking.goodput.accounting import GOODPUT_EVENT
+from primus.tracking.goodput.accounting import NAMES as GOODPUT
+from primus.tracking.journal.records import BUSY_EVENT
+from primus.tracking.measure.progress import (
+    AT_EVERY_LOG_STEP,
+    CONSUMED_SAMPLES,
+    CONSUMED_TOKENS,
+    FROM_THE_SECOND_LOG_STEP,
+)
 
 pytestmark = pytest.mark.slow
 

@@ -13,8 +13,8 @@ import pytest
 
 from primus.backends.megatron_bridge.tracking import BridgeTracking, flat_params
 from primus.backends.megatron_bridge.tracking_plan import plan_tracking
+from primus.tracking.health.stacks import release_stacks, stacks_file
 from primus.tracking.plan import TrackingPlanError
-from primus.tracking.stacks import release_stacks, stacks_file
 
 
 def bridge_config(tmp_path: Path, save: str | None = None, **logger) -> SimpleNamespace:

@@ -20,7 +20,7 @@ from support.launch import FinishedRun, start, wait_or_kill
 from support.readers import mlflow_history, read_tb_scalars, read_wandb_history, wandb_artifacts, wandb_run_ids
 
 from primus.backends.torchtitan.assets import ASSETS_ENV
-from primus.tracking.progress import CONSUMED_SAMPLES
+from primus.tracking.measure.progress import CONSUMED_SAMPLES
 
 pytestmark = pytest.mark.slow
 

@@ -10,7 +10,7 @@ import pytest
 from support.readers import mlflow_history, read_wandb_alerts
 from titan_runs import STEPS, V0_2
 
-from primus.tracking.webhook import WEBHOOK_ENV
+from primus.tracking.health.webhook import WEBHOOK_ENV
 
 pytestmark = pytest.mark.slow
 

@@ -17,7 +17,7 @@ from support.timing import wait_for
 from titan_runs import V0_3
 
 from primus.backends.torchtitan.assets import ASSETS_ENV, VERSION, ensure_tiny_assets
-from primus.tracking.webhook import WEBHOOK_ENV
+from primus.tracking.health.webhook import WEBHOOK_ENV
 
 pytestmark = pytest.mark.slow
 

@@ -1,5 +1,5 @@
 """TorchTitan's evaluation is an expected pause in steps (patches/validation_patches.py): each ``validate`` is
-journaled as the start and the end of a busy spell, which the stall alert allows for (tracking/health.py), and
+journaled as the start and the end of a busy spell, which the stall alert allows for (tracking/health/detectors.py), and
 the validation metrics upstream logs reach the trackers at their step."""
 
 from __future__ import annotations

@@ -29,11 +29,16 @@ from support.run_pool import RunPool
 from titan_runs import RELEASES, STEPS, TRACKED_ON_CPU, UPSTREAM_KEYS, V0_2
 
 from primus.backends.torchtitan.assets import VERSION, ensure_tiny_assets
-from primus.tracking.goodput import NAMES as GOODPUT
-from primus.tracking.names import is_valid_mlflow_key, mlflow_key
-from primus.tracking.progress import AT_EVERY_LOG_STEP, CONSUMED_SAMPLES, CONSUMED_TOKENS, FROM_THE_SECOND_LOG_STEP
-from primus.tracking.sinks.tensorboard import TAGS_TAG
-from primus.tracking.state import RunState
+from primus.tracking.goodput.accounting import NAMES as GOODPUT
+from primus.tracking.journal.run_state import RunState
+from primus.tracking.measure.names import is_valid_mlflow_key, mlflow_key
+from primus.tracking.measure.progress import (
+    AT_EVERY_LOG_STEP,
+    CONSUMED_SAMPLES,
+    CONSUMED_TOKENS,
+    FROM_THE_SECOND_LOG_STEP,
+)
+from primus.tracking.trackers.tensorboard import TAGS_TAG
 
 pytestmark = pytest.mark.slow
 
@@ -416,7 +421,7 @@ def test_primus_reads_no_tensor_to_the_host(name, request):
     assert len(trainers) == 2, trainers
     for record in trainers:
         assert record["reads"] == [], record["reads"]
-        assert {e["site"].rpartition(":")[0] for e in record["own_host_tensors"]} <= {"tracking/across_ranks.py"}
+        assert {e["site"].rpartition(":")[0] for e in record["own_host_tensors"]} <= {"tracking/measure/across_ranks.py"}
     assert all(r["own_host_tensors"] for r in trainers) == (name == "fsdp_metrics_rank")
 
 

@@ -12,8 +12,9 @@ from support.journal_files import without_goodput
 from primus.backends.torchtitan.step_progress import ProcessorProgress
 from primus.backends.torchtitan.tracking_logger import TrackingLogger
 from primus.tracking import TrackingConfig, start_run
-from primus.tracking.journal import METRICS, read_all
-from primus.tracking.run_layout import STATE_FILE
+from primus.tracking.journal.files import STATE_FILE
+from primus.tracking.journal.reader import read_all
+from primus.tracking.journal.records import METRICS
 
 
 @pytest.fixture

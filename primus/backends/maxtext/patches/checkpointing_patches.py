@@ -1,4 +1,4 @@
-"""Patches that journal MaxText's checkpoints (``primus/tracking/checkpoints.py``) from
+"""Patches that journal MaxText's checkpoints (``primus/tracking/checkpoints/checkpoint_journal.py``) from
 ``maxtext.common.checkpointing``: ``save_checkpoint`` (a start mark, then the save when upstream says it saved: for
 an asynchronous save, once the state is copied off the device and the write goes on in the background) and
 ``load_state_if_possible`` (the step this run's own checkpoint folder gave back). The checkpoint of a step is
@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from primus.patches import REGISTRY
 from primus.patches.arguments import Arguments
-from primus.tracking.checkpoints import CheckpointLoaded, in_folder_of_checkpoints
+from primus.tracking.checkpoints.checkpoint_journal import in_folder_of_checkpoints
+from primus.tracking.journal.records import CheckpointLoaded
 from primus.upstreams.maxtext import MAXTEXT
 
 

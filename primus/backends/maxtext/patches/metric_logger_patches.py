@@ -35,7 +35,7 @@ def _install_metric_logger(module, handle):
 
     from primus.backends.maxtext.tracking_metric_writer import StepScalarsPerf, TrackingMetricWriter, UpstreamWritersOff
     from primus.backends.maxtext.tracking_session import plan_for, start_tracking, status_for
-    from primus.tracking.stacks import register_for_stacks
+    from primus.tracking.health.stacks import register_for_stacks
 
     cls = module.MetricLogger
     init_arguments = Arguments(cls.__init__, "config", method=True)

@@ -1,4 +1,4 @@
-"""Patches that journal Megatron's checkpoints (``primus/tracking/checkpoints.py``): a start mark as
+"""Patches that journal Megatron's checkpoints (``primus/tracking/checkpoints/checkpoint_journal.py``): a start mark as
 ``checkpointing.save_checkpoint`` begins, the save and a load from upstream's own W&B hooks
 (``wandb_utils.on_save_checkpoint_success`` / ``on_load_checkpoint_success``).
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 from primus.patches import REGISTRY
 from primus.patches.arguments import Arguments
-from primus.tracking.checkpoint_hooks import (
+from primus.tracking.checkpoints.hooks import (
     SaveFolderArtifacts,
     load_start,
     on_load_success,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from primus.tracking.progress import ETA
+from primus.tracking.measure.progress import ETA
 
 
 def render_console_line(iteration: int, train_iters: int | None, perf: Mapping[str, float]) -> str:

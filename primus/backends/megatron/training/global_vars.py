@@ -17,12 +17,12 @@ from primus.backends.megatron.tracking_plan import plan_tracking
 from primus.backends.megatron.training.tracking_summary_writer import StepFunctions, TrackingSummaryWriter
 from primus.log import get_logger, set_level
 from primus.log_capture import capture_console, stop_console_capture
-from primus.tracking.across_ranks import LogStepRanks, RankFigures
-from primus.tracking.alerts import Alert, AlertKind
-from primus.tracking.checkpoints import CheckpointJournal
-from primus.tracking.layout import layout_tags
+from primus.tracking.checkpoints.checkpoint_journal import CheckpointJournal
+from primus.tracking.health.stacks import register_for_stacks
+from primus.tracking.journal.records import Alert, AlertKind
+from primus.tracking.measure.across_ranks import LogStepRanks, RankFigures
 from primus.tracking.plan import TrackingPlan
-from primus.tracking.stacks import register_for_stacks
+from primus.tracking.tags.parallel import layout_tags
 
 log = get_logger("primus.megatron")
 

@@ -13,7 +13,7 @@ step's "vs samples" scalars go as one more call.
 
 Perf figures come from structured values at log steps only — consumed tokens, upstream's own FLOPs
 formula, wall time between log steps — so no device synchronisation or collective is added. The progress figures
-(``tracking/progress.py``: consumed samples from upstream's ``consumed_train_samples``, which a resume restores,
+(``tracking/measure/progress.py``: consumed samples from upstream's ``consumed_train_samples``, which a resume restores,
 and the ETA from ``train_iters``) go to the trackers at every log step, whatever the perf options. With every tracker
 off (``run`` None) the object is not upstream's writer; it still gives the console figures (tokens/s, averages,
 ETA)."""
@@ -29,9 +29,9 @@ from typing import Any, NamedTuple
 from primus.backends.megatron.training.console_line import render_console_line
 from primus.log import get_logger
 from primus.tracking import SinkName
-from primus.tracking.device_counters import DeviceCounters
-from primus.tracking.perf import IntervalPerf, StepPerf
-from primus.tracking.progress import Progress
+from primus.tracking.measure.device_counters import DeviceCounters
+from primus.tracking.measure.perf import IntervalPerf, StepPerf
+from primus.tracking.measure.progress import Progress
 
 log = get_logger("primus.megatron")
 

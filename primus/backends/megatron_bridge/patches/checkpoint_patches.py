@@ -1,4 +1,4 @@
-"""Patches that journal Megatron-Bridge's checkpoints (``primus/tracking/checkpoints.py``) as Megatron's are: a start
+"""Patches that journal Megatron-Bridge's checkpoints (``primus/tracking/checkpoints/checkpoint_journal.py``) as Megatron's are: a start
 mark as ``checkpointing.save_checkpoint`` begins, the load's start as ``load_checkpoint`` does, and the save and the
 load from Bridge's own W&B hooks (``utils.wandb_utils.on_save_checkpoint_success`` / ``on_load_checkpoint_success``),
 which Bridge calls on its last rank, the one that tracks, after each global save (once an asynchronous one is
@@ -19,7 +19,7 @@ from types import ModuleType
 
 from primus.patches import REGISTRY, PatchHandle
 from primus.patches.arguments import Arguments
-from primus.tracking.checkpoint_hooks import (
+from primus.tracking.checkpoints.hooks import (
     SaveFolderArtifacts,
     load_start,
     on_load_success,

@@ -1,4 +1,4 @@
-"""Patches that journal TorchTitan's checkpoints (``primus/tracking/checkpoints.py``) from
+"""Patches that journal TorchTitan's checkpoints (``primus/tracking/checkpoints/checkpoint_journal.py``) from
 ``CheckpointManager.dcp_save`` / ``dcp_load``, the calls that write and read a checkpoint folder (``step-N`` in the
 checkpoint folder) in every release: a start mark before the write, the save once it is on disk (an asynchronous
 save: when the future upstream hands back for its upload is done), a load once upstream read it. The class lives
@@ -13,7 +13,8 @@ from typing import Any
 
 from primus.patches import REGISTRY, PatchHandle
 from primus.patches.arguments import Arguments
-from primus.tracking.checkpoints import CheckpointLoaded, in_folder_of_checkpoints
+from primus.tracking.checkpoints.checkpoint_journal import in_folder_of_checkpoints
+from primus.tracking.journal.records import CheckpointLoaded
 from primus.upstreams.torchtitan import CONFIGURABLE, TOML_JOB_CONFIG, TORCHTITAN
 
 STEP_PREFIX = "step-"  # CheckpointManager._create_checkpoint_id: <folder>/step-<step>

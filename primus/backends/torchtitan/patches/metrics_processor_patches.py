@@ -47,7 +47,7 @@ def _tracking_logger(
     from primus.backends.torchtitan.layout import layout_tags_of
     from primus.backends.torchtitan.tracking_plan import plan_tracking
     from primus.backends.torchtitan.tracking_session import current_plan, start_tracking
-    from primus.tracking.stacks import register_for_stacks
+    from primus.tracking.health.stacks import register_for_stacks
 
     rank = dist.get_rank()
     # a Trainer built without upstream's ConfigManager was not planned at parse time
@@ -145,7 +145,7 @@ def _install_metrics_processor(module: ModuleType, handle: PatchHandle) -> None:
     from primus.backends.torchtitan.tracking_session import current_plan
     from primus.backends.torchtitan.upstream_mfu import UPSTREAM_MFU, unknown_peak_notice, upstream_peak_is_real
     from primus.log import get_logger
-    from primus.tracking.across_ranks import RankFigures
+    from primus.tracking.measure.across_ranks import RankFigures
 
     notices = get_logger("primus.torchtitan")
     log_arguments = Arguments(module.MetricsProcessor.log, "step", method=True)

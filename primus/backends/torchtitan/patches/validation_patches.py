@@ -1,5 +1,5 @@
 """The patch that journals TorchTitan's evaluations as an expected pause in steps (run health's stall allowance,
-``primus/tracking/health.py``): ``Validator.validate``, which every release calls at its ``validation.freq`` steps
+``primus/tracking/health/detectors.py``): ``Validator.validate``, which every release calls at its ``validation.freq`` steps
 and which runs the whole validation set before the next training step is logged."""
 
 from __future__ import annotations

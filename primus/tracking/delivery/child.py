@@ -1,0 +1,330 @@
+"""The delivery process's main (see ``process.py``):
+``python -m primus.tracking.delivery.child REPLIES_FD DIRECT_FD LOCK_FD``.
+
+It ignores SIGINT and SIGTERM (a job stopping sends them to every process; the training process then
+asks this one to close, within its exit deadline) and ends when told to close or when its input ends.
+What the tracker clients print here goes to the training process, which prints it (see ``ForwardedStream``).
+``deliver`` is one run's delivery, with its health watch (``health/watch.py``); the node's shared delivery process
+(``node_main``) runs one per rank it serves, on a thread each.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import logging
+import math
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import asdict
+from typing import NoReturn
+
+from primus.redaction import redact_text
+from primus.tracking.delivery.process import DeliverySpec, message
+from primus.tracking.delivery.worker import SinkWorker
+from primus.tracking.health.watch import HealthWatch, Posted
+from primus.tracking.health.webhook import Webhook
+from primus.tracking.journal.reader import journal_end, last_end_status
+from primus.tracking.journal.records import RunStatus, decode
+from primus.tracking.journal.run_state import CursorStore, RunState
+from primus.tracking.settings.config import resolved
+from primus.tracking.tags.meta import RunMeta
+from primus.tracking.trackers.registry import build_sinks
+
+# Below the trainer: where cores are short (a small box, a CPU job, JAX's thread pool using every core) the
+# scheduler gives them to training first; delivery lags and catches up from the journal. Idle cores: no effect.
+NICENESS = 10
+FOLLOW_S = 0.1  # how often the journal's size is checked (the hub appends every 0.1 s)
+STATS_S = 0.5  # how often changed sink stats are sent to the training process
+
+
+class Replies:
+    """JSON lines to the training process; a vanished reader is ignored (the work goes on)."""
+
+    def __init__(self, fd: int):
+        self._fd = fd
+        self._lock = threading.Lock()
+
+    def send(self, obj: dict) -> bool:
+        """False when the training process is gone (or this run's delivery ended)."""
+        data = message(obj)
+        with self._lock:
+            if self._fd < 0:
+                return False
+            try:
+                while data:
+                    data = data[os.write(self._fd, data) :]
+            except OSError:
+                return False
+        return True
+
+    def close(self) -> None:
+        """Closed with a late sender in mind (a flush answered after the end): its descriptor number may be
+        reused for another run's pipe."""
+        with self._lock:
+            os.close(self._fd)
+            self._fd = -1
+
+
+class Routes:
+    """Which training process hears what a thread of this process logs or prints: the one run's, in a private
+    delivery process; in the node's shared one, the run whose delivery started that thread, and every run's
+    when a thread is no run's own (a tracker client's)."""
+
+    def __init__(self):
+        self._by_thread: dict[threading.Thread, Replies] = {}
+        self._runs: list[Replies] = []
+        self._lock = threading.Lock()
+
+    def add(self, replies: Replies, threads: Iterable[threading.Thread]) -> None:
+        with self._lock:
+            self._runs.append(replies)
+            self._by_thread.update((t, replies) for t in threads)
+
+    def add_threads(self, replies: Replies, threads: Iterable[threading.Thread]) -> None:
+        with self._lock:
+            self._by_thread.update((t, replies) for t in threads)
+
+    def remove(self, replies: Replies) -> None:
+        with self._lock:
+            self._runs.remove(replies)
+            self._by_thread = {t: r for t, r in self._by_thread.items() if r is not replies}
+
+    def here(self) -> list[Replies]:
+        with self._lock:
+            mine = self._by_thread.get(threading.current_thread())
+            return [mine] if mine is not None else list(self._runs)
+
+    def send(self, obj: dict) -> bool:
+        """False when no training process took it."""
+        return any([r.send(obj) for r in self.here()])  # a list: every one is sent to
+
+
+class ForwardLogs(logging.Handler):
+    def __init__(self, routes: Routes):
+        super().__init__()
+        self.routes = routes
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = self.format(record)
+        except Exception:  # noqa: BLE001 - a bad format string must not stop a sink
+            text = str(record.msg)
+        self.routes.send({"t": "log", "name": record.name, "level": record.levelno, "msg": text})
+
+
+class ForwardedStream:
+    """This process's ``sys.stdout`` / ``sys.stderr``. W&B and MLflow print here (W&B's start and sync lines,
+    MLflow's warnings); each whole line, redacted, is printed by the training process on its own stream,
+    so its console capture (``mlflow_upload_logs``) holds it as it did when the sinks were its threads.
+    Once the training process is gone, lines go to the console directly, still redacted."""
+
+    def __init__(self, name: str, routes: Routes, stream):
+        self.name = name
+        self.routes = routes
+        self.stream = stream
+        self._partial = ""
+        self._lock = threading.Lock()
+
+    def write(self, text: str) -> int:
+        with self._lock:
+            lines, sep, self._partial = (self._partial + text).rpartition("\n")
+            if sep:
+                self._emit(lines + sep)
+        return len(text)
+
+    def flush(self) -> None:
+        with self._lock:
+            if self._partial:
+                self._emit(self._partial)
+                self._partial = ""
+
+    def _emit(self, text: str) -> None:
+        text = redact_text(text)
+        if not self.routes.send({"t": "print", "stream": self.name, "text": text}):
+            self.stream.write(text)
+            self.stream.flush()
+
+    def __getattr__(self, name: str):
+        return getattr(self.stream, name)
+
+
+def stats(workers: Iterable[SinkWorker], done: dict[str, bool] | None = None) -> dict[str, dict]:
+    return {
+        w.name: {
+            "cursor": w.cursor,
+            "failures": w.failures,
+            "last_error": w.last_error,
+            "disabled": w.disabled,
+            "done": bool(done and done.get(w.name)),
+            "direct_delivered": w.direct_delivered,
+            "direct_lost": w.direct_lost,
+        }
+        for w in workers
+    }
+
+
+def follow(run_dir, workers: list[SinkWorker], replies: Replies, stop: threading.Event) -> None:
+    """Tell the workers how far the journal goes, and the training process how far they got, until ``stop``."""
+    size, sent, last_sent = -1, None, -math.inf  # stats at once, however long the machine has been up
+    while not stop.is_set():
+        now = journal_end(run_dir)
+        if now != size:
+            size = now
+            for w in workers:
+                w.notify(size)
+        if time.monotonic() - last_sent >= STATS_S:
+            current = stats(workers)
+            if current != sent:
+                replies.send({"t": "stats", "sinks": current})
+                sent = current
+            last_sent = time.monotonic()
+        stop.wait(FOLLOW_S)
+
+
+def serve(commands, workers: list[SinkWorker], watch: HealthWatch, replies: Replies) -> tuple[str, float] | None:
+    """Answer flush and watch requests until told to close: returns (status, seconds left), or None at end of
+    input."""
+    by_name = {w.name: w for w in workers}
+    for line in commands:
+        msg = json.loads(line)
+        if msg["t"] == "close":
+            return msg["status"], float(msg["within_s"])
+        if msg["t"] == "flush" and msg["sink"] in by_name:
+            done = by_name[msg["sink"]].request_flush(int(msg["offset"]))
+            threading.Thread(target=answer_flush, args=(done, msg["id"], workers, replies), daemon=True).start()
+        elif msg["t"] == "watch":
+            watch.catch_up()  # its alerts are sent before the answer
+            answer_flush(None, msg["id"], workers, replies)
+        elif msg["t"] == "flush":
+            answer_flush(None, msg["id"], workers, replies)
+    return None
+
+
+def receive_direct(pipe, workers: list[SinkWorker]) -> None:
+    """Records the journal could not take, from the training process, to every worker; ends with its "end"
+    message (or the pipe's end, when the training process died), and closes the pipe."""
+    with pipe:
+        for header in pipe:
+            msg = json.loads(header)
+            if msg["t"] == "end":
+                return
+            lines = [pipe.readline() for _ in range(msg["n"])]
+            records = [decode(line, msg["after"]) for line in lines]
+            for w in workers:
+                w.deliver_direct(msg["after"], records)
+
+
+def answer_flush(done: threading.Event | None, flush_id: int, workers: list[SinkWorker], replies: Replies) -> None:
+    if done is not None:
+        done.wait()
+    replies.send({"t": "flushed", "id": flush_id, "sinks": stats(workers)})  # how far each got, as of now
+
+
+def configure_process(routes: Routes, log_level: int) -> None:
+    """What every delivery process does first: no job signal stops it, training gets the cores first, and the
+    logs and prints of the tracker clients go to the training processes."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_IGN)
+    os.nice(NICENESS)
+    root = logging.getLogger("primus")
+    root.handlers[:] = [ForwardLogs(routes)]
+    root.setLevel(log_level)
+    root.propagate = False
+    root._primus_configured = True  # type: ignore[attr-defined]  # primus.log.get_logger adds no console handler
+    sys.stdout = ForwardedStream("stdout", routes, sys.stdout)
+    sys.stderr = ForwardedStream("stderr", routes, sys.stderr)
+
+
+def deliver(
+    spec: DeliverySpec,
+    commands,
+    replies: Replies,
+    direct_pipe,
+    lock_fd: int,
+    started: Callable[[list[threading.Thread]], None],
+    posted: Posted | None = None,
+) -> bool:
+    """One run's delivery, from its training process's pipes, until told to close or its input ends; True when
+    every sink ended in time. ``started``: called with the threads that call a sink or tell of an alert, once
+    they run; ``posted``: the webhook's alerts, shared by the runs a process delivers."""
+    cfg = spec.config
+    fcntl.flock(lock_fd, fcntl.LOCK_EX)  # held until the run is delivered; an earlier launch's finishes first
+    state = RunState(cfg.run_dir)
+    try:
+        state.update("run", delivery_pid=os.getpid())  # which process delivers it (several runs may share one)
+    except OSError:  # a full disk: delivery matters more than this note
+        pass
+    sinks = build_sinks(spec.sinks, cfg, RunMeta.load(cfg.run_dir), state)
+    cursors = CursorStore(cfg.run_dir)
+    workers = [SinkWorker(s, cfg.run_dir, cursors) for s in sinks]
+    for w in workers:
+        w.start()
+    watch = HealthWatch(
+        cfg.run_dir,
+        cfg.health,
+        resolved(cfg.run_name, "run_name"),
+        resolved(cfg.experiment_name, "experiment_name"),
+        lambda alert: replies.send({"t": "alert", **asdict(alert)}),
+        spec.journal_from,
+        Webhook.from_environment(),
+        posted=posted,
+    )
+    watch.start()
+    started([*(w.thread for w in workers), watch.thread])
+    following = threading.Event()
+    threading.Thread(
+        target=follow, args=(cfg.run_dir, workers, replies, following), name="primus-delivery-follow", daemon=True
+    ).start()
+    direct = threading.Thread(
+        target=receive_direct, args=(direct_pipe, workers), name="primus-delivery-direct", daemon=True
+    )
+    direct.start()
+
+    asked = serve(commands, workers, watch, replies)
+    trainer_died = False
+    if asked is None:  # the training process died without closing: end as its journal says, else KILLED
+        ended = last_end_status(cfg.run_dir)
+        trainer_died = ended is None
+        status, within_s = ended or RunStatus.KILLED, cfg.exit_deadline_s
+        if state.section("run").get("status") == RunStatus.RUNNING:
+            try:
+                state.update("run", status=status)
+            except OSError:  # a full disk: the trackers still get the status; sync reads RUNNING as KILLED
+                pass
+    else:
+        status, within_s = asked
+    deadline = time.monotonic() + within_s
+    direct.join(within_s)  # the records not journaled that are still in the pipe come first
+    for w in workers:
+        w.notify(journal_end(cfg.run_dir))
+        w.close(status, deadline)
+    watch.finish(deadline, trainer_died)  # the alerts the trainer journaled at its end (failed, killed) told meanwhile
+    done = {w.name: w.join(deadline) for w in workers}
+    following.set()
+    replies.send({"t": "closed", "sinks": stats(workers, done)})
+    return all(done.values())
+
+
+def main(argv: list[str]) -> int:
+    replies = Replies(int(argv[1]))
+    commands = sys.stdin.buffer
+    spec = DeliverySpec.decode(commands.readline())
+    routes = Routes()
+    routes.add(replies, ())
+    configure_process(routes, spec.log_level)
+    deliver(spec, commands, replies, os.fdopen(int(argv[2]), "rb"), int(argv[3]), lambda workers: None)
+    exit_process()
+
+
+def exit_process() -> NoReturn:
+    logging.shutdown()
+    os._exit(0)  # daemon threads still blocked in a tracker client must not hold the exit
+
+
+if __name__ == "__main__":
+    main(sys.argv)

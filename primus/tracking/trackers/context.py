@@ -1,0 +1,40 @@
+"""What every sink, built-in or plugin, is built with: one ``SinkContext`` (``registry.build_sinks`` makes it)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from primus.tracking.journal.run_state import RunState
+from primus.tracking.settings.config import TrackingConfig
+
+
+@dataclass(frozen=True)
+class SinkContext:
+    """What a sink is told about its run (from the run directory, so sync can build it later)."""
+
+    name: str  # the sink's name: a built-in's ``SinkName``, a plugin's entry point's
+    run_dir: Path
+    run_name: str
+    experiment_name: str
+    params: Mapping[str, Any]  # redacted
+    tags: Mapping[str, str]  # redacted, with the system tags (git commit, host, ...)
+    _state: RunState = field(repr=False)
+    # the run's settings, resolved (in ``primus tracking sync``: as meta.json kept them); a built-in sink reads
+    # its own section, a plugin reads its settings from the environment
+    config: TrackingConfig = field(repr=False)
+
+    def saved(self) -> dict[str, Any]:
+        """What ``save`` stored in an earlier process of this run (e.g. the tracker's run id, to resume it)."""
+        return self._state.section(self.name)
+
+    def save(self, **values: Any) -> None:
+        """Keep JSON values in the run directory for the next process of this run (a restart, a sync)."""
+        self._state.update(self.name, **values)
+
+    @property
+    def saved_in(self) -> Path:
+        """The file ``save`` writes (for messages)."""
+        return self._state.path
