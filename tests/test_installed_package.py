@@ -20,7 +20,7 @@ from support.readers import mlflow_history
 from primus.backends.maxtext.upstream_argv import with_experiment
 from primus.backends.torchtitan.assets import ASSETS_ENV
 from primus.config import load_experiment
-from primus.tracking.names import mlflow_key
+from primus.tracking.measure.names import mlflow_key
 
 pytestmark = pytest.mark.slow
 
