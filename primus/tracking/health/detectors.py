@@ -69,9 +69,14 @@ class StallWatch:
         self.busy_since: float | None = None
         self.busy_after: int | None = None  # the step whose log may come during the pause without ending it
         self.stalled_since: float | None = None  # the last step's time, while a stall is alerted
+        self.resumed = False
 
-    def start(self, now: float) -> None:
+    def start(self, now: float, resumed: bool = False) -> None:
+        """``resumed``: watched again by a delivery process started after one died, mid-run: the run was stepping,
+        so the running allowance from now, not the start-up one (the gap the restart took is no stall)."""
         self.watch_from = now
+        if resumed:
+            self.resumed, self.last_step_at = True, now
 
     def allowance(self) -> float:
         s = self.settings
@@ -111,7 +116,10 @@ class StallWatch:
         if silent <= allowed:
             return None
         self.stalled_since = since
-        where = f"after step {self.last_step}" if self.last_step is not None else "since the run started"
+        if self.last_step is not None:
+            where = f"after step {self.last_step}"
+        else:
+            where = "since its delivery process restarted" if self.resumed else "since the run started"
         return Alert(
             AlertKind.STALLED,
             self.last_step or 0,
@@ -182,9 +190,9 @@ class ThroughputWatch:
 class HealthMonitor:
     """Every detector of one run: ``observe`` each journal record, ``check`` the clock now and then."""
 
-    def __init__(self, settings: HealthSettings, now: float):
+    def __init__(self, settings: HealthSettings, now: float, resumed: bool = False):
         self.stall = StallWatch(settings)
-        self.stall.start(now)
+        self.stall.start(now, resumed)
         self.loss = LossWatch(settings)
         self.throughput = ThroughputWatch(settings)
         self.ended = False

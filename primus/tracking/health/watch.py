@@ -61,6 +61,7 @@ class HealthWatch:
         webhook: Webhook | None = None,
         clock: Callable[[], float] = time.time,
         posted: Posted | None = None,
+        resumed: bool = False,
     ):
         self.run_dir = run_dir
         self.run_name = run_name
@@ -69,7 +70,7 @@ class HealthWatch:
         self.webhook = webhook
         self.posted = posted or Posted()
         self.clock = clock
-        self.monitor = HealthMonitor(settings, clock())
+        self.monitor = HealthMonitor(settings, clock(), resumed)
         self.told: list[Alert] = []  # every alert this watch told a person of
         self._reader = JournalReader(run_dir)
         self._offset = start
