@@ -101,7 +101,7 @@ class DeliverySpec:
     sinks: tuple[str, ...]
     log_level: int
     journal_from: int = 0  # where this process of the run starts in the journal: the health watch reads from there
-    restarted: bool = False  # a process started again after one died: its watch's stall clock starts now
+    restarted: bool = False  # started again after one died: its watch takes in the run's recent records first
 
     def encode(self) -> bytes:
         return base64.b64encode(pickle.dumps(self)) + b"\n"

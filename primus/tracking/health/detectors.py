@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from primus.tracking.journal.records import (
     BUSY_EVENT,
@@ -34,6 +34,7 @@ from primus.tracking.journal.records import (
     Alert,
     AlertKind,
     Record,
+    alert_of,
     ends_pause,
 )
 from primus.tracking.settings.config import HealthSettings
@@ -69,14 +70,9 @@ class StallWatch:
         self.busy_since: float | None = None
         self.busy_after: int | None = None  # the step whose log may come during the pause without ending it
         self.stalled_since: float | None = None  # the last step's time, while a stall is alerted
-        self.resumed = False
 
-    def start(self, now: float, resumed: bool = False) -> None:
-        """``resumed``: watched again by a delivery process started after one died, mid-run: the run was stepping,
-        so the running allowance from now, not the start-up one (the gap the restart took is no stall)."""
+    def start(self, now: float) -> None:
         self.watch_from = now
-        if resumed:
-            self.resumed, self.last_step_at = True, now
 
     def allowance(self) -> float:
         s = self.settings
@@ -116,10 +112,7 @@ class StallWatch:
         if silent <= allowed:
             return None
         self.stalled_since = since
-        if self.last_step is not None:
-            where = f"after step {self.last_step}"
-        else:
-            where = "since its delivery process restarted" if self.resumed else "since the run started"
+        where = f"after step {self.last_step}" if self.last_step is not None else "since the run started"
         return Alert(
             AlertKind.STALLED,
             self.last_step or 0,
@@ -190,12 +183,22 @@ class ThroughputWatch:
 class HealthMonitor:
     """Every detector of one run: ``observe`` each journal record, ``check`` the clock now and then."""
 
-    def __init__(self, settings: HealthSettings, now: float, resumed: bool = False):
+    def __init__(self, settings: HealthSettings, now: float):
         self.stall = StallWatch(settings)
-        self.stall.start(now, resumed)
+        self.stall.start(now)
         self.loss = LossWatch(settings)
         self.throughput = ThroughputWatch(settings)
         self.ended = False
+
+    def prime(self, records: Iterable[Record]) -> None:
+        """Take in records an earlier watch of this run judged (a delivery process started again after one died):
+        the state they leave — the last step and the intervals before it, a save in progress, the loss window, a
+        stall already told — without raising their alerts again."""
+        for record in records:
+            if (told := alert_of(record)) is not None and told.kind == AlertKind.STALLED:
+                self.stall.stalled_since = self.stall.last_step_at or self.stall.watch_from
+            else:
+                self.observe(record)
 
     def observe(self, record: Record) -> list[Alert]:
         if self.ended:
