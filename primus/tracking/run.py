@@ -109,6 +109,7 @@ class Run:
         thread). Either way, what it raises is journaled here for the trackers."""
         if self._delivery is not None:
             self._delivery.on_alert = self._raised
+            self._delivery.on_restart = self._delivery_restarted
             return
         cfg = self.config
         self._watch = HealthWatch(
@@ -124,6 +125,10 @@ class Run:
 
     def _raised(self, alert: Alert) -> None:
         self.alert(alert, notified=True)
+
+    def _delivery_restarted(self, text: str) -> None:
+        """Journaled to be told (console, webhook) by the new delivery process's health watch, and tracked."""
+        self.alert(Alert(AlertKind.DELIVERY_RESTARTED, self._hub.last_step, text, time.time()))
 
     def _wandb_id(self, cfg: WandbConfig) -> str:
         """The id the user gave (wandb.run_id), else the one kept in the run directory, else the run that
@@ -208,8 +213,9 @@ class Run:
     def stats(self) -> dict[str, Any]:
         """Counters for logs and tests: records dropped by the hub, records the journal could not take, and
         per sink its failures, last error, undelivered journal bytes, whether it was switched off, and how many
-        of the records not journaled it got directly and lost."""
+        of the records not journaled it got directly and lost; how often the delivery process was started again."""
         return {
+            "delivery_restarts": self._delivery.restarts.used if self._delivery is not None else 0,
             "dropped": dict(self._hub.dropped),
             "refused": self._hub.refused + self._hub.malformed,
             "not_journaled": dict(self._hub.not_journaled.records),
@@ -293,6 +299,12 @@ class Run:
             self._watch.catch_up()
 
     def _report(self, late: list[Worker]) -> None:
+        if self._delivery is not None and self._delivery.restarts.used:
+            log.warning(
+                "primus tracking: the delivery process was started again %d times in this run (alerts "
+                "delivery_restarted: how it ended each time)",
+                self._delivery.restarts.used,
+            )
         lost = {why: n for why, n in self._hub.dropped.items() if why != ALREADY_TRACKED}
         if lost:
             log.warning("primus tracking: records dropped in this run: %s", lost)

@@ -1,14 +1,40 @@
-"""What every stall drill checks once its frozen rank ran again and the job ended: the webhook heard ``stalled``
-then ``resumed``, the console said both, and the MLflow run is FINISHED with every step once and both tags."""
+"""What every stall drill checks once its frozen rank ran again and the job ended: the webhook heard
+``delivery_restarted`` (its delivery process was killed before the hang), ``stalled`` then ``resumed``, the console
+said them, and the MLflow run is FINISHED with every step once and the tags."""
 
 from __future__ import annotations
 
 import socket
 from pathlib import Path
 
+import psutil
 from support.readers import mlflow_history
 from support.slow_rank import open_gate
 from support.timing import wait_for
+
+from primus.tracking.delivery.process import CHILD_MODULE
+
+KINDS = ["delivery_restarted", "stalled", "resumed"]
+
+
+def delivery_processes(writer: psutil.Process) -> set[int]:
+    """The writer rank's delivery process, found as a user would with ``ps``: its child running the module."""
+    found = set()
+    for child in writer.children():
+        try:
+            if CHILD_MODULE in " ".join(child.cmdline()):
+                found.add(child.pid)
+        except psutil.Error:  # a zombie: killed, not reaped yet
+            pass
+    return found
+
+
+def kill_the_delivery_process(writer: psutil.Process, webhook_bodies) -> None:
+    """SIGKILL it as the OOM killer would, then wait for the one started in its place and for its alert."""
+    [killed] = delivery_processes(writer)
+    psutil.Process(killed).kill()
+    wait_for(lambda: delivery_processes(writer) - {killed}, 60, "a delivery process started again")
+    wait_for(lambda: any(b["kind"] == "delivery_restarted" for b in webhook_bodies), 60, "the delivery_restarted alert")
 
 
 def resume_then_open_the_gate(frozen, gate: Path, stacks_root: Path) -> None:
@@ -24,10 +50,11 @@ def resume_then_open_the_gate(frozen, gate: Path, stacks_root: Path) -> None:
 def assert_stalled_then_resumed(webhook_bodies, console: str, mlflow_client, experiment: str, loss: str,
                                 steps: int) -> None:
     [stalled] = [b for b in webhook_bodies if b["kind"] == "stalled"]
-    assert [b["kind"] for b in webhook_bodies] == ["stalled", "resumed"], webhook_bodies
-    assert "[primus] ALERT stalled " in console and "[primus] ALERT resumed " in console
+    assert [b["kind"] for b in webhook_bodies] == KINDS, webhook_bodies
+    assert all(f"[primus] ALERT {kind} " in console for kind in KINDS)
     [mlrun] = mlflow_client.search_runs([mlflow_client.get_experiment_by_name(experiment).experiment_id])
     assert mlrun.info.status == "FINISHED"
     assert [step for step, _ in mlflow_history(mlflow_client, mlrun.info.run_id, loss)] == list(range(1, steps + 1))
     assert mlrun.data.tags["primus.alert.stalled"].startswith(f"iteration {stalled['iteration']}: no step for ")
     assert mlrun.data.tags["primus.alert.resumed"].startswith("iteration ")
+    assert "was killed (signal 9); restarted (1 of " in mlrun.data.tags["primus.alert.delivery_restarted"]

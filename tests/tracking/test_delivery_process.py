@@ -1,27 +1,23 @@
 """The delivery process: TensorBoard, W&B and MLflow are fed from a child process, so their clients'
 Python never runs in the training process; it survives a SIGKILL of the trainer and finishes the
-tracker runs; a dead delivery process is reported and `primus tracking sync` delivers the rest."""
+tracker runs (one that dies itself is started again: test_delivery_restart.py)."""
 
 from __future__ import annotations
 
 import fcntl
 import json
-import logging
 import os
 import signal
 import subprocess
 import sys
 import textwrap
 import threading
-import time
 
-import psutil
 import pytest
 from support.readers import mlflow_history, read_tb_scalars, read_wandb_history
 
 from primus.cli.main import main as primus_cli
 from primus.tracking import MlflowConfig, TrackingConfig, start_run
-from primus.tracking.delivery.process import CHILD_MODULE
 from primus.tracking.journal.files import DELIVERY_LOCK
 from primus.tracking.journal.run_state import RunState
 
@@ -89,34 +85,6 @@ def test_a_sigkilled_trainer_still_gets_every_step_delivered_and_its_runs_killed
     assert mlflow_history(mlflow_client, run.info.run_id, "loss") == STEPS
 
 
-def delivery_children() -> list[psutil.Process]:
-    return [p for p in psutil.Process().children() if CHILD_MODULE in " ".join(p.cmdline())]
-
-
-EXIT_DEADLINE_S = 20.0
-
-
-def test_a_dead_delivery_process_is_reported_and_sync_delivers_the_rest(tmp_path, mlflow_client, primus_caplog):
-    primus_caplog.set_level(logging.WARNING, logger="primus.tracking")
-    before = {p.pid for p in delivery_children()}
-    run = start_run(TrackingConfig(run_dir=tmp_path / "run", experiment_name="delivery-dies",
-                                   exit_deadline_s=EXIT_DEADLINE_S, mlflow=MlflowConfig()))
-    child = next(p for p in delivery_children() if p.pid not in before)
-    child.kill()  # not waited for here: that would reap it, and the run would read its exit code as 0
-    for step in range(1, 26):
-        run.log(step, {"loss": 1.0 / step})
-    t = time.monotonic()
-    run.finish()
-    assert time.monotonic() - t < EXIT_DEADLINE_S / 4  # nothing to wait for: the deadline is not waited out
-    assert run.stats()["sinks"]["mlflow"]["disabled"]
-    warnings = " ".join(r.getMessage() for r in primus_caplog.records)
-    assert f"the delivery process for mlflow exited with code {-signal.SIGKILL};" in warnings
-    assert f"primus tracking sync {tmp_path / 'run'}" in warnings
-
-    assert primus_cli(["tracking", "sync", str(tmp_path / "run")]) == 0
-    run_id = RunState(tmp_path / "run").section("mlflow")["run_id"]
-    assert mlflow_history(mlflow_client, run_id, "loss") == STEPS
-    assert mlflow_client.get_run(run_id).info.status == "FINISHED"
 
 
 PRINTING_TRAINER = textwrap.dedent("""

@@ -207,3 +207,29 @@ def test_throughput_at_half_the_median_is_no_drop():
 def test_settings_out_of_range_are_refused(bad):
     with pytest.raises(ValueError):
         HealthSettings(**bad)
+
+
+# -- a watch started again (its delivery process died): primed with what the earlier one judged --------------------
+def alert_record(at, kind, iteration):
+    return event(at, event="alert", kind=str(kind), iteration=iteration, text="", notified=True)
+
+
+def test_a_primed_monitor_keeps_the_runs_allowance_and_last_step_and_raises_nothing_old():
+    records = [metrics(s, T0 + (s - 1) * 100.0, **{"lm loss": 1.0 if s != 5 else math.nan}) for s in range(1, 11)]
+    last = T0 + 900.0
+    primed = HealthMonitor(HealthSettings(), now=last + 5)
+    assert primed.prime(records) is None  # the NaN of step 5 was told by the earlier watch, not again
+    assert primed.check(last + 999) == []  # ten medians of 100 s
+    [alert] = primed.check(last + 1001)
+    assert alert.kind == AlertKind.STALLED and alert.iteration == 10 and "after step 10" in alert.text
+    fresh = HealthMonitor(HealthSettings(), now=last + 5)  # what a watch knowing none of it would do: start-up's
+    assert fresh.check(last + 1001) == []
+
+
+def test_a_stall_told_before_the_restart_is_not_told_again_and_its_end_is():
+    records = [metrics(s, T0 + (s - 1) * 10.0) for s in range(1, 11)]
+    records.append(alert_record(T0 + 500.0, AlertKind.STALLED, 10))
+    m = HealthMonitor(HealthSettings(), now=T0 + 505)
+    m.prime(records)
+    assert m.check(T0 + 2000) == []
+    assert kinds(m.observe(metrics(11, T0 + 2100))) == [AlertKind.RESUMED]

@@ -22,9 +22,11 @@ from support.readers import mlflow_history, read_tb_scalars
 from primus.tracking import TensorBoardConfig, TrackingConfig, start_run
 from primus.tracking.delivery import node
 from primus.tracking.delivery.child import Replies, Routes
-from primus.tracking.journal import files
 from primus.tracking.delivery.node import node_address
 from primus.tracking.delivery.node_main import IDLE_CHECK_S, NodeDelivery
+from primus.tracking.journal import files
+from primus.tracking.journal.reader import read_all
+from primus.tracking.journal.records import alert_of
 from primus.tracking.journal.run_state import RunState
 
 EXIT_DEADLINE_S = 60.0
@@ -170,21 +172,36 @@ def test_a_rank_that_cannot_use_the_node_folder_starts_its_own_delivery_process(
     assert read_tb_scalars(tmp_path / "tb")["loss"] == [(1, 1.0)]
 
 
-def test_a_dead_shared_process_is_reported_by_every_run_it_served(tmp_path, primus_caplog):
-    primus_caplog.set_level(logging.WARNING, logger="primus.tracking")
-    runs = [tb_run(tmp_path, rank, tmp_path) for rank in (0, 1)]
+def test_a_killed_shared_process_is_started_again_once_and_every_run_it_served_resumes_in_it(tmp_path):
+    """Both runs notice, one of them starts a new shared process (under the start lock) and both hand their runs
+    over to it again: each tracker gets every step once, and each run journals its delivery_restarted alert."""
+    runs = [start_run(TrackingConfig(run_dir=tmp_path / f"rank_{rank}", tensorboard=TensorBoardConfig(
+        tmp_path / f"tb_{rank}"), delivery_group=tmp_path, exit_deadline_s=EXIT_DEADLINE_S)) for rank in (0, 1)]
     shared = {delivery_pid(tmp_path / f"rank_{rank}", EXIT_DEADLINE_S) for rank in (0, 1)}
     assert len(shared) == 1 and shared != {os.getpid()}
-    os.kill(shared.pop(), signal.SIGKILL)
-    t = time.monotonic()
     for run in runs:
+        for step, loss in STEPS[:10]:
+            run.log(step, {"loss": loss})
+        assert run.flush(EXIT_DEADLINE_S)
+    killed = shared.pop()
+    os.kill(killed, signal.SIGKILL)
+    for rank in (0, 1):  # each run's delivery_pid, once the process serving it again recorded it
+        give_up = time.monotonic() + EXIT_DEADLINE_S
+        while RunState(tmp_path / f"rank_{rank}").section("run").get("delivery_pid") == killed:
+            assert time.monotonic() < give_up, f"rank {rank}'s run was not handed over again"
+            time.sleep(0.05)
+    again = {RunState(tmp_path / f"rank_{rank}").section("run")["delivery_pid"] for rank in (0, 1)}
+    assert len(again) == 1 and again != {os.getpid()}, again  # one new shared process, not one per rank
+    for run in runs:
+        for step, loss in STEPS[10:]:
+            run.log(step, {"loss": loss})
         run.finish()
-    assert time.monotonic() - t < EXIT_DEADLINE_S / 4  # nothing to wait for: the deadline is not waited out
-    assert all(run.stats()["sinks"]["tensorboard"]["disabled"] for run in runs)
-    warnings = [r.getMessage() for r in primus_caplog.records]
-    for rank in (0, 1):
-        assert any("the node's shared delivery process stopped delivering to tensorboard" in w
-                   and f"primus tracking sync {tmp_path / f'rank_{rank}'}" in w for w in warnings), warnings
+    for rank, run in enumerate(runs):
+        assert run.stats()["delivery_restarts"] == 1
+        assert [s for s, _ in read_tb_scalars(tmp_path / f"tb_{rank}")["loss"]] == [s for s, _ in STEPS]
+        alerts = [a.text for r in read_all(tmp_path / f"rank_{rank}") if (a := alert_of(r)) is not None]
+        assert len(alerts) == 1 and alerts[0].startswith(
+            "the node's shared delivery process stopped delivering to tensorboard; restarted (1 of "), alerts
 
 
 def test_a_rank_never_waits_for_the_shared_process_to_start(tmp_path, monkeypatch, primus_caplog):

@@ -273,6 +273,7 @@ def deliver(
         spec.journal_from,
         Webhook.from_environment(),
         posted=posted,
+        restarted=spec.restarted,
     )
     watch.start()
     started([*(w.thread for w in workers), watch.thread])

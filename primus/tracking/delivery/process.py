@@ -9,6 +9,7 @@ docs/tracking-internals.md#the-delivery-process gives the messages, the delivery
 from __future__ import annotations
 
 import base64
+import dataclasses
 import fcntl
 import json
 import logging
@@ -27,9 +28,11 @@ from typing import Any
 import primus
 from primus.redaction import redact_text
 from primus.tracking.delivery.node import attach
+from primus.tracking.delivery.restarts import RestartBudget
 from primus.tracking.journal.files import JOURNAL_DIR
-from primus.tracking.journal.records import Alert, Record, encode
-from primus.tracking.journal.run_state import delivery_lock
+from primus.tracking.journal.reader import JournalReader, journal_end
+from primus.tracking.journal.records import METRICS, Alert, Record, encode
+from primus.tracking.journal.run_state import CursorStore, delivery_lock
 from primus.tracking.settings.config import TrackingConfig
 
 log = logging.getLogger("primus.tracking")
@@ -37,6 +40,7 @@ log = logging.getLogger("primus.tracking")
 CHILD_MODULE = "primus.tracking.delivery.child"
 KILL_GRACE_S = 1.0  # past the exit deadline, the child gets this long to report before it is killed
 DIRECT_BATCHES = 1000  # hub ticks of records not journaled, queued for the pipe to the child
+FIRST_STEP_BYTES = 1 << 20  # read to name the step a restarted sink resumes at: thousands of records
 
 
 @dataclass(frozen=True)
@@ -45,6 +49,7 @@ class DeliverySpec:
     sinks: tuple[str, ...]
     log_level: int
     journal_from: int = 0  # where this process of the run starts in the journal: the health watch reads from there
+    restarted: bool = False  # started again after one died: its watch takes in the run's recent records first
 
     def encode(self) -> bytes:
         return base64.b64encode(pickle.dumps(self)) + b"\n"
@@ -120,40 +125,56 @@ class DeliveryProcess:
         self._proc: subprocess.Popen[bytes] | None = None  # a private one; None when shared, or not started
         self.shared = False  # delivered by the node's shared process (which this run never kills)
         self._commands = -1
-        self._lock = threading.Lock()
-        self._flushes: dict[int, threading.Event] = {}
+        self._lock = threading.Lock()  # the child's pipes, the requests waiting on it, starting and closing
+        self._requests: dict[int, tuple[dict[str, Any], threading.Event]] = {}  # sent again to a restarted child
         self._next_id = 0
         self._closing = False
         self._killed = False
         self._reported_close = threading.Event()  # "closed" received: the child ended every sink
-        self._gone = threading.Event()  # its output ended: it exited
+        self._gone = threading.Event()  # its output ended and it was not started again
+        self.restarts = RestartBudget()
         self._direct: queue.Queue[tuple[int, Sequence[Record]] | None] = queue.Queue(DIRECT_BATCHES)
+        self._direct_fd = -1  # the current child's pipe for them; swapped under _direct_lock at a restart
+        self._direct_lock = threading.Lock()
         self._direct_sender: threading.Thread | None = None
         self.on_alert: Callable[[Alert], None] = lambda alert: None  # an alert the child raised: journal it
+        self.on_restart: Callable[[str], None] = lambda text: (
+            None
+        )  # started again: journal the alert, told by the new child
 
     # -- lifecycle -----------------------------------------------------------------------
     def start(self) -> None:
         with self._lock:
             if self._direct_sender is not None:  # started: each of its sinks' workers calls this
                 return
-            read_commands, self._commands = os.pipe()
-            read_replies, write_replies = os.pipe()
-            read_direct, write_direct = os.pipe()
-            lock = take_delivery_lock(self.run_dir)
-            try:
-                self._launch(read_commands, write_replies, read_direct, lock)
-            except BaseException:
-                os.close(write_direct)
-                raise
-            finally:
-                for fd in (read_commands, write_replies, read_direct, lock):
-                    os.close(fd)
-            os.write(self._commands, self.spec.encode())  # a few kB into an empty pipe: never blocks
-            os.set_blocking(self._commands, False)
-            self._direct_sender = threading.Thread(
-                target=self._send_direct, args=(write_direct,), name="primus-tracking-direct", daemon=True
-            )
+            self._spawn(self.spec)
+            self._direct_sender = threading.Thread(target=self._send_direct, name="primus-tracking-direct", daemon=True)
             self._direct_sender.start()
+
+    def _spawn(self, spec: DeliverySpec) -> None:
+        """A child for ``spec`` with new pipes, and a thread reading its replies. Called holding ``_lock``."""
+        read_commands, commands = os.pipe()
+        read_replies, write_replies = os.pipe()
+        read_direct, write_direct = os.pipe()
+        lock = take_delivery_lock(self.run_dir)
+        try:
+            self._launch(read_commands, write_replies, read_direct, lock)
+        except BaseException:
+            for fd in (commands, read_replies, write_direct):
+                os.close(fd)
+            raise
+        finally:
+            for fd in (read_commands, write_replies, read_direct, lock):
+                os.close(fd)
+        os.write(commands, spec.encode())  # a few kB into an empty pipe: never blocks
+        os.set_blocking(commands, False)
+        if self._commands >= 0:
+            os.close(self._commands)
+        self._commands = commands
+        with self._direct_lock:  # a write to the dead child's pipe has failed by now (it has no reader)
+            if self._direct_fd >= 0:
+                os.close(self._direct_fd)
+            self._direct_fd = write_direct
         threading.Thread(
             target=self._read_replies, args=(read_replies,), name="primus-tracking-delivery", daemon=True
         ).start()
@@ -161,6 +182,7 @@ class DeliveryProcess:
     def _launch(self, read_commands: int, write_replies: int, read_direct: int, lock: int) -> None:
         """The node's shared process when the run names a delivery group and it can be reached; else a private one."""
         group = self.spec.config.delivery_group
+        self.shared = False
         if group is not None:
             try:
                 attach(group, (read_commands, write_replies, read_direct, lock), child_environment())
@@ -204,8 +226,9 @@ class DeliveryProcess:
         with self._lock:
             self._next_id += 1
             request_id = self._next_id
-            self._flushes[request_id] = done
-        if self._gone.is_set() or not self._send({**msg, "id": request_id}):
+            self._requests[request_id] = (msg, done)
+            sent = not self._gone.is_set() and self._send({**msg, "id": request_id})
+        if not sent:
             done.set()  # as a worker thread that ended: nothing more will be delivered by this process
         return done
 
@@ -218,7 +241,9 @@ class DeliveryProcess:
             self._direct.put(None, timeout=max(0.0, deadline - time.monotonic()))
         except queue.Full:
             pass
-        if not self._send({"t": "close", "status": status, "within_s": max(0.0, deadline - time.monotonic())}):
+        with self._lock:
+            told = self._send({"t": "close", "status": status, "within_s": max(0.0, deadline - time.monotonic())})
+        if not told:
             # it reads no input (it died, or is stuck): it cannot be told to finish. Not killed at the deadline, so
             # the reader still says that delivery stopped (a shared process's death reaches it only as EOF).
             self._stop_child()
@@ -236,25 +261,31 @@ class DeliveryProcess:
 
     # -- plumbing ------------------------------------------------------------------------
     def _send(self, obj: dict[str, Any]) -> bool:
+        """Called holding ``_lock`` (a restart swaps the pipe)."""
         try:
             os.write(self._commands, message(obj))
             return True
         except OSError:  # full (the child is stuck) or closed (it is gone)
             return False
 
-    def _send_direct(self, fd: int) -> None:
-        with os.fdopen(fd, "wb", buffering=0) as pipe:
-            while (batch := self._direct.get()) is not None:
-                after, records = batch
-                lines = [encode(r.kind, r.step, r.ts_ms, r.data, r.only) for r in records]
-                try:
-                    pipe.write(message({"t": "direct", "after": after, "n": len(lines)}) + b"".join(lines))
-                except OSError:  # the child is gone
-                    self._lost_on_the_way(records)
-            try:  # said, not left to EOF: a process the trainer forked (a data loader worker) keeps a copy of
-                pipe.write(message({"t": "end"}))  # this end open, and the child would wait its whole deadline
+    def _send_direct(self) -> None:
+        """Blocking writes, on this thread only; a batch the child died with is lost for its sinks (counted)."""
+        while (batch := self._direct.get()) is not None:
+            after, records = batch
+            lines = [encode(r.kind, r.step, r.ts_ms, r.data, r.only) for r in records]
+            if not self._write_direct(message({"t": "direct", "after": after, "n": len(lines)}) + b"".join(lines)):
+                self._lost_on_the_way(records)
+        # said, not left to EOF: a process the trainer forked (a data loader worker) keeps a copy of this end open,
+        # and the child would wait its whole deadline
+        self._write_direct(message({"t": "end"}))
+
+    def _write_direct(self, data: bytes) -> bool:
+        with self._direct_lock:
+            try:
+                os.write(self._direct_fd, data)  # a blocking pipe: written whole
+                return True
             except OSError:  # the child is gone
-                pass
+                return False
 
     def _lost_on_the_way(self, records: Sequence[Record]) -> None:
         for w in self.workers:
@@ -277,14 +308,56 @@ class DeliveryProcess:
                     self._dispatch(json.loads(line))
                 except (ValueError, KeyError, TypeError) as e:
                     log.debug("primus tracking: unreadable message from the delivery process: %r", e)
-        if not self._reported_close.is_set():
-            self._died()
-        self._gone.set()
+        if self._reported_close.is_set() or not self._restarted():
+            if not self._reported_close.is_set():
+                self._died()
+            self._gone.set()
+            with self._lock:
+                waiting = [done for _, done in self._requests.values()]
+                self._requests.clear()
+            for done in waiting:
+                done.set()
+
+    def _restarted(self) -> bool:
+        """A child that died while the run goes on is started again (within ``restarts``' bound), from the sinks'
+        saved cursors, for the same tracker runs; the requests it left unanswered are asked of the new one."""
         with self._lock:
-            waiting = list(self._flushes.values())
-            self._flushes.clear()
-        for done in waiting:
-            done.set()
+            if self._closing or not self.restarts.take():
+                return False
+            died = self._how_it_ended()
+            journal_from = journal_end(self.run_dir)  # the new child's watch tells the alert below from there
+            try:
+                self._spawn(dataclasses.replace(self.spec, journal_from=journal_from, restarted=True))
+            except OSError as e:
+                log.warning("primus tracking: the delivery process could not be started again: %s", e)
+                return False
+            for request_id, (msg, _) in self._requests.items():
+                self._send({**msg, "id": request_id})
+        places = self._resume_places()
+        resuming = ", ".join(
+            f"{name} at step {step}" if step is not None else f"{name} up to date" for name, step in places.items()
+        )
+        text = (
+            f"{died}; restarted ({self.restarts.used} of {self.restarts.limit} allowed within "
+            f"{self.restarts.window_s / 60:.0f} min), resuming {resuming}"
+        )
+        self.on_restart(text)
+        return True
+
+    def _resume_places(self) -> dict[str, int | None]:
+        """Each sink's first step not delivered, where its new worker starts (its saved cursor); None: none left."""
+        cursors, reader = CursorStore(self.run_dir), JournalReader(self.run_dir)
+        try:
+            return {name: first_step(reader, cursors.offset(name)) for name in self.spec.sinks}
+        finally:
+            reader.close()
+
+    def _how_it_ended(self) -> str:
+        if self.shared:
+            return f"the node's shared delivery process stopped delivering to {', '.join(self.spec.sinks)}"
+        code = self._proc.wait() if self._proc is not None else None
+        how = f"was killed (signal {-code})" if code is not None and code < 0 else f"exited with code {code}"
+        return f"the delivery process for {', '.join(self.spec.sinks)} {how}"
 
     def _dispatch(self, msg: dict[str, Any]) -> None:
         kind = msg["t"]
@@ -294,9 +367,9 @@ class DeliveryProcess:
             self._reported_close.set()
         elif kind == "flushed":
             with self._lock:
-                done = self._flushes.pop(msg["id"], None)
-            if done is not None:
-                done.set()
+                request = self._requests.pop(msg["id"], None)
+            if request is not None:
+                request[1].set()
         elif kind == "log":
             logging.getLogger(msg["name"]).log(msg["level"], "%s", msg["msg"])
         elif kind == "alert":
@@ -307,16 +380,12 @@ class DeliveryProcess:
             stream.flush()
 
     def _died(self) -> None:
-        if self.shared:
-            ended = "the node's shared delivery process stopped delivering this run"
-            said = f"the node's shared delivery process stopped delivering to {', '.join(self.spec.sinks)}"
-        else:
-            code = self._proc.wait() if self._proc is not None else None
-            ended = f"the delivery process exited with code {code}"
-            said = f"the delivery process for {', '.join(self.spec.sinks)} exited with code {code}"
+        said = self._how_it_ended()
+        if self.restarts.used:
+            said += f" after {self.restarts.used} restarts (at most {self.restarts.limit} within {self.restarts.window_s / 60:.0f} min)"
         for w in self.workers:
             w.disabled = w.done = True
-            w.last_error = w.last_error or ended
+            w.last_error = w.last_error or said
         if not self._killed:  # past the exit deadline the run's own report names what was left undelivered
             log.warning(
                 "primus tracking: %s; these trackers get nothing more from this run. Every record is in %s: "
@@ -325,6 +394,12 @@ class DeliveryProcess:
                 self.run_dir / JOURNAL_DIR,
                 redact_text(str(self.run_dir)),
             )
+
+
+def first_step(reader: JournalReader, offset: int) -> int | None:
+    """The step of the first metrics record from ``offset`` (None: the journal ends first)."""
+    records, _ = reader.read(offset, max_bytes=FIRST_STEP_BYTES)
+    return next((r.step for r in records if r.kind == METRICS), None)
 
 
 def take_delivery_lock(run_dir: Path) -> int:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from primus.tracking.journal.records import (
     BUSY_EVENT,
@@ -23,6 +23,7 @@ from primus.tracking.journal.records import (
     Alert,
     AlertKind,
     Record,
+    alert_of,
     ends_pause,
 )
 from primus.tracking.settings.config import HealthSettings
@@ -177,6 +178,16 @@ class HealthMonitor:
         self.loss = LossWatch(settings)
         self.throughput = ThroughputWatch(settings)
         self.ended = False
+
+    def prime(self, records: Iterable[Record]) -> None:
+        """Take in records an earlier watch of this run judged (a delivery process started again after one died):
+        the state they leave — the last step and the intervals before it, a save in progress, the loss window, a
+        stall already told — without raising their alerts again."""
+        for record in records:
+            if (told := alert_of(record)) is not None and told.kind == AlertKind.STALLED:
+                self.stall.stalled_since = self.stall.last_step_at or self.stall.watch_from
+            else:
+                self.observe(record)
 
     def observe(self, record: Record) -> list[Alert]:
         if self.ended:

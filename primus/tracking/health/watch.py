@@ -22,13 +22,14 @@ from primus.log import outside_except
 from primus.tracking.health.detectors import HealthMonitor
 from primus.tracking.health.stacks import dump_stacks
 from primus.tracking.health.webhook import Webhook
-from primus.tracking.journal.reader import JournalReader
+from primus.tracking.journal.reader import JournalReader, tail_records
 from primus.tracking.journal.records import Alert, AlertKind, Record, alert_of
 from primus.tracking.settings.config import HealthSettings
 
 log = logging.getLogger("primus.tracking")
 
 WATCH_S = 1.0  # how often the journal and the clock are looked at
+PRIME_BYTES = 1 << 20  # the journal's tail a restarted watch takes in: thousands of steps
 
 
 class Posted:
@@ -61,6 +62,7 @@ class HealthWatch:
         webhook: Webhook | None = None,
         clock: Callable[[], float] = time.time,
         posted: Posted | None = None,
+        restarted: bool = False,
     ):
         self.run_dir = run_dir
         self.run_name = run_name
@@ -70,6 +72,8 @@ class HealthWatch:
         self.posted = posted or Posted()
         self.clock = clock
         self.monitor = HealthMonitor(settings, clock())
+        if restarted:  # the run went on while its delivery process was started again: what came before ``start``
+            self.monitor.prime(r for r in tail_records(run_dir, PRIME_BYTES) if r.end <= start)
         self.told: list[Alert] = []  # every alert this watch told a person of
         self._reader = JournalReader(run_dir)
         self._offset = start

@@ -92,6 +92,7 @@ class AlertKind(str, Enum):
     THROUGHPUT_DROP = "throughput_drop"
     FAILED = "failed"
     KILLED = "killed"
+    DELIVERY_RESTARTED = "delivery_restarted"  # the delivery process died and was started again
 
     def __str__(self) -> str:
         return self.value

@@ -23,7 +23,9 @@ TAGS_TAG = "primus.tags"
 
 class TensorBoardSink(Sink):
     name = SinkName.TENSORBOARD
-    durability = Durability.ON_FLUSH  # events sit in the writer's queue until flush()
+    # write() flushes the writer's queue to the file: what the events file holds is what the saved cursor says, so
+    # a delivery process killed mid-run (the OOM killer) and started again resends nothing TensorBoard has
+    durability = Durability.ON_WRITE
 
     def __init__(self, context: SinkContext):
         self.context = context
@@ -60,6 +62,7 @@ class TensorBoardSink(Sink):
                 self._writer.add_text(RESUMED_FROM_TAG, load.path, load.iteration or 0, walltime=walltime)
             elif (alert := alert_of(r)) is not None:
                 self._writer.add_text(alert.tag, alert.tag_value, alert.iteration, walltime=walltime)
+        self._writer.flush()
 
     def _add_each(self, values, step: int, walltime: float) -> None:
         for name, value in values.items():

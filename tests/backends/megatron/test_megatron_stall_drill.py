@@ -1,8 +1,10 @@
 """The stall drill on real Megatron: two ranks under torchrun, ``--primus-stall-after 3``, the rank that does not
 write frozen with SIGSTOP past a log step (held there by a user's ``sitecustomize`` until then, so the run is as
-short as the drill, however fast the steps). While it hangs, the writer waits in upstream's collective: a ``stalled``
-alert reaches a local HTTP server and the writer's stacks, saved by its delivery process, show the collective;
-after SIGCONT a ``resumed`` alert follows and the run ends FINISHED with every step once in MLflow and both tags."""
+short as the drill, however fast the steps). Before it hangs, the writer's delivery process is SIGKILLed, as the OOM
+killer would: it is started again (a ``delivery_restarted`` alert). While the rank hangs, the writer waits in
+upstream's collective: a ``stalled`` alert from the restarted watch reaches a local HTTP server and the writer's
+stacks, saved by its delivery process, show the collective; after SIGCONT a ``resumed`` alert follows and the run
+ends FINISHED with every step once in MLflow and the alerts' tags."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from megatron_runs import PRETRAIN_GPT, TINY_GPT_ARGS
 from megatron_tracking_runs import toggles
 from support.launch import kill_torchrun, start, torchrun_workers, wait_or_kill
 from support.slow_rank import held_rank_env
-from support.stall_drill import assert_stalled_then_resumed, resume_then_open_the_gate
+from support.stall_drill import assert_stalled_then_resumed, kill_the_delivery_process, resume_then_open_the_gate
 from support.timing import wait_for
 
 from primus.tracking.health.webhook import WEBHOOK_ENV
@@ -43,6 +45,7 @@ def test_a_frozen_rank_is_told_as_a_stall_with_the_writers_stacks_then_resumed(t
         workers = torchrun_workers(launcher.pid)
         assert sorted(workers) == [0, 1], workers
         frozen, writer = workers[FROZEN], workers[1]
+        kill_the_delivery_process(writer, webhook_receiver.bodies)
         frozen.suspend()
         frozen_at = (gate / "held").stat().st_mtime  # when it stopped stepping
         wait_for(lambda: any(b["kind"] == "stalled" for b in webhook_receiver.bodies), 90, "the stalled alert")

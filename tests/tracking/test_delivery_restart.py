@@ -1,0 +1,127 @@
+"""A delivery process that dies while its run goes on (SIGKILLed, as the OOM killer does) is started again by the
+training process: each tracker resumes from its saved cursor in the same tracker run, every step arrives once, and
+each restart is a `delivery_restarted` alert on the console, at the webhook and in the trackers. One that dies as it
+starts is restarted at most the bound, then reported, and `primus tracking sync` delivers the rest."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import psutil
+import pytest
+from support.readers import mlflow_history, read_tb_scalars, read_wandb_history
+
+from primus.cli.main import main as primus_cli
+from primus.tracking import MlflowConfig, TensorBoardConfig, TrackingConfig, WandbConfig, start_run
+from primus.tracking.delivery.process import CHILD_MODULE
+from primus.tracking.delivery.restarts import LIMIT
+from primus.tracking.journal.reader import read_all
+from primus.tracking.journal.records import AlertKind, alert_of
+from primus.tracking.journal.run_state import RunState
+
+pytestmark = pytest.mark.slow
+
+KILLS = 3
+STEPS_BETWEEN = 8
+NEW_CHILD_WITHIN_S = 30.0  # started again "within seconds": generous for a loaded box
+DYING_SITE = """
+import os, sys
+if "{module}" in sys.orig_argv:  # a delivery process, and only one: it dies as it starts
+    with open(os.environ["DYING_STARTS"], "a") as starts:
+        starts.write("started\\n")
+    os._exit(3)
+"""
+
+
+def delivery_children() -> dict[int, psutil.Process]:
+    """This process's delivery processes still alive (a killed one is a zombie until the run reaps it)."""
+    found = {}
+    for p in psutil.Process().children():
+        try:
+            if CHILD_MODULE in " ".join(p.cmdline()):
+                found[p.pid] = p
+        except psutil.Error:  # a zombie, or gone
+            pass
+    return found
+
+
+def new_child(known: set[int]) -> psutil.Process:
+    """The delivery process started after those ``known``, waited for up to NEW_CHILD_WITHIN_S."""
+    until = time.monotonic() + NEW_CHILD_WITHIN_S
+    while time.monotonic() < until:
+        fresh = [p for pid, p in delivery_children().items() if pid not in known and p.is_running()]
+        if fresh:
+            return fresh[0]
+        time.sleep(0.05)
+    raise AssertionError(f"no delivery process started within {NEW_CHILD_WITHIN_S} s")
+
+
+def test_a_killed_delivery_process_comes_back_and_every_step_arrives_once(
+    tmp_path, mlflow_client, wandb_offline, webhook_receiver, monkeypatch, capfd
+):
+    monkeypatch.setenv("PRIMUS_ALERT_WEBHOOK", webhook_receiver.url)
+    known: set[int] = set(delivery_children())
+    run = start_run(TrackingConfig(run_dir=tmp_path / "run", experiment_name="delivery-restarts", exit_deadline_s=120,
+                                   tensorboard=TensorBoardConfig(log_dir=tmp_path / "tb"),
+                                   wandb=WandbConfig(project="restarts"), mlflow=MlflowConfig()))
+    step = 0
+    for _ in range(KILLS):
+        child = new_child(known)
+        known.add(child.pid)
+        for _ in range(STEPS_BETWEEN):
+            step += 1
+            run.log(step, {"loss": 1.0 / step})
+        assert run.flush(120)  # delivered so far, cursors saved: the kill comes mid-run, not before anything
+        step += 1
+        run.log(step, {"loss": 1.0 / step})  # and one more, which the killed process may or may not have sent
+        child.kill()
+    new_child(known)
+    for _ in range(STEPS_BETWEEN):
+        step += 1
+        run.log(step, {"loss": 1.0 / step})
+    run.finish()
+    expected = [(s, 1.0 / s) for s in range(1, step + 1)]
+
+    run_id = RunState(tmp_path / "run").section("mlflow")["run_id"]
+    assert mlflow_history(mlflow_client, run_id, "loss") == expected
+    assert mlflow_client.get_run(run_id).info.status == "FINISHED"
+    assert [s for s, _ in read_tb_scalars(tmp_path / "tb")["loss"]] == [s for s, _ in expected]
+    assert [r["_step"] for r in read_wandb_history(wandb_offline) if "loss" in r] == [s for s, _ in expected]
+
+    alerts = [a for r in read_all(tmp_path / "run") if (a := alert_of(r)) and a.kind == AlertKind.DELIVERY_RESTARTED]
+    assert len(alerts) == KILLS, alerts
+    for n, alert in enumerate(alerts, 1):
+        assert f"was killed (signal 9); restarted ({n} of {LIMIT} allowed within 10 min), resuming " in alert.text
+        assert "tensorboard at step" in alert.text or "tensorboard up to date" in alert.text
+    console = capfd.readouterr().err
+    assert console.count("[primus] ALERT delivery_restarted") == KILLS, console[-3000:]
+    assert [b["kind"] for b in webhook_receiver.bodies].count("delivery_restarted") == KILLS
+    assert run.stats()["delivery_restarts"] == KILLS
+
+
+def test_a_delivery_process_dying_as_it_starts_is_restarted_at_most_the_bound(
+    tmp_path, mlflow_client, monkeypatch, primus_caplog
+):
+    primus_caplog.set_level(logging.WARNING, logger="primus.tracking")
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "sitecustomize.py").write_text(DYING_SITE.format(module=CHILD_MODULE))
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "site"))  # the delivery process's, not this one's
+    monkeypatch.setenv("DYING_STARTS", str(tmp_path / "starts"))
+    run = start_run(TrackingConfig(run_dir=tmp_path / "run", experiment_name="delivery-dies", exit_deadline_s=20,
+                                   mlflow=MlflowConfig()))
+    for step in range(1, 26):
+        run.log(step, {"loss": 1.0 / step})
+    until = time.monotonic() + NEW_CHILD_WITHIN_S
+    while time.monotonic() < until and not run.stats()["sinks"]["mlflow"]["disabled"]:
+        time.sleep(0.05)  # the restarts, then the giving up
+    run.finish()
+    assert (tmp_path / "starts").read_text().count("started") == 1 + LIMIT  # no loop
+    assert run.stats()["sinks"]["mlflow"]["disabled"]
+    warnings = [r.getMessage() for r in primus_caplog.records]
+    assert any(f"the delivery process for mlflow exited with code 3 after {LIMIT} restarts" in w and
+               f"primus tracking sync {tmp_path / 'run'}" in w for w in warnings), warnings
+
+    assert primus_cli(["tracking", "sync", str(tmp_path / "run")]) == 0
+    run_id = RunState(tmp_path / "run").section("mlflow")["run_id"]
+    assert mlflow_history(mlflow_client, run_id, "loss") == [(s, 1.0 / s) for s in range(1, 26)]
