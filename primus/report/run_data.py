@@ -27,6 +27,7 @@ class Point:
     step: int
     value: float
     segment: int  # which process wrote it: a restarted job goes on writing the same journal after a "start" record
+    at: float  # when it was logged (its journal record's time), unix seconds
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,7 @@ def load_run(path: Path, label: str | None = None) -> RunData:
             alerts.append(alert)
         if record.kind == METRICS:
             for name, value in record.data.items():
-                points[name].append(Point(record.step, float(value), segment))
+                points[name].append(Point(record.step, float(value), segment, record.ts_ms / 1000))
         first, _ = spans.get(segment, (record.ts_ms, record.ts_ms))
         spans[segment] = (first, record.ts_ms)
     meta = RunMeta.load(path) if (path / "meta.json").is_file() else RunMeta()

@@ -26,26 +26,33 @@ class SummaryRow:
 CLOCK_START_BACKENDS = frozenset({"megatron"})
 
 
-def intervals_after_warmup(
+def log_intervals(
     points: Sequence[Point], skip_iterations: int, clock_start_entry: bool = False
-) -> list[tuple[int, float]]:
-    """``(iterations, rate)`` of each log interval of a rate after warm-up, by the rule of
+) -> list[tuple[int, Point | None, Point]]:
+    """``(iterations, previous point, point)`` of each log interval of a metric after warm-up, by the rule of
     ``perf.IntervalAverager``: the first ``skip_iterations`` log entries of each process (journal segment)
     are left out, counting, with ``clock_start_entry``, the entry before its first point that only started
     the trainer's clock. An interval runs from the previous point of the same process; a process's first point
-    counts as one iteration (where its interval began is not in the journal)."""
+    counts as one iteration and has no previous point (where its interval began is not in the journal)."""
     kept = []
-    seen: dict[int, tuple[int, int]] = {}  # segment -> (log entries so far, step of the last point)
+    seen: dict[int, tuple[int, Point | None]] = {}  # segment -> (log entries so far, its last point)
     for point in points:
-        entries, last = seen.get(point.segment, (int(clock_start_entry), point.step - 1))
-        n = point.step - last
+        entries, previous = seen.get(point.segment, (int(clock_start_entry), None))
+        n = point.step - (previous.step if previous is not None else point.step - 1)
         if n <= 0:
             continue  # a replayed or repeated step is not a new log entry
         entries += 1
-        seen[point.segment] = (entries, point.step)
+        seen[point.segment] = (entries, point)
         if entries > skip_iterations:
-            kept.append((n, point.value))
+            kept.append((n, previous, point))
     return kept
+
+
+def intervals_after_warmup(
+    points: Sequence[Point], skip_iterations: int, clock_start_entry: bool = False
+) -> list[tuple[int, float]]:
+    """``(iterations, rate)`` of each log interval of a rate after warm-up (``log_intervals``)."""
+    return [(n, point.value) for n, _, point in log_intervals(points, skip_iterations, clock_start_entry)]
 
 
 def mean_after_warmup(points: Sequence[Point], skip_iterations: int, clock_start_entry: bool = False) -> float | None:

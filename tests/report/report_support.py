@@ -15,10 +15,11 @@ PRIMUS = str(Path(sys.executable).with_name("primus"))
 TRAIN_ITERS = 4
 
 
-def train_tiny_megatron(workdir: Path) -> Path:
+def train_tiny_megatron(workdir: Path, env: dict[str, str] | None = None) -> Path:
     """`primus train` with configs/megatron/tiny_cpu.yaml for TRAIN_ITERS iterations, TensorBoard on (so the
-    run has a journal), MLflow off, upstream's memory scalars on; returns the run directory."""
-    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")}
+    run has a journal), MLflow off, upstream's memory scalars on, ``env`` added; returns the run directory."""
+    env = {**{k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")},
+           **(env or {})}
     env.update(OMP_NUM_THREADS="1", CUDA_VISIBLE_DEVICES="", PRIMUS_EXP_NAME="report")
     done = subprocess.run(
         [PRIMUS, "train", "--config", str(REPO / "configs/megatron/tiny_cpu.yaml"), f"train_iters={TRAIN_ITERS}",

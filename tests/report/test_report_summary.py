@@ -28,15 +28,15 @@ def test_mean_matches_interval_averager(skip):
         averager.add(iterations=n, seconds=n * TOKENS_PER_STEP / rate, tokens=n * TOKENS_PER_STEP)
         previous = step
     expected = averager.averages(world_size=1)["perf/tokens_per_sec_per_gpu_avg"]
-    points = [Point(step, rate, segment=1) for step, rate in zip(steps, rates, strict=True)]
+    points = [Point(step, rate, segment=1, at=step) for step, rate in zip(steps, rates, strict=True)]
     assert mean_after_warmup(points, skip, clock_start_entry=True) == pytest.approx(expected)
 
 
 def test_each_process_warms_up_again_and_replayed_steps_count_once():
     # skip 2: each process's clock-start entry (no point) and its first point are warm-up
-    first = [Point(s, r, 1) for s, r in ((1, 10.0), (2, 100.0), (3, 100.0), (4, 100.0))]
+    first = [Point(s, r, 1, s) for s, r in ((1, 10.0), (2, 100.0), (3, 100.0), (4, 100.0))]
     # restarted from a checkpoint at step 3: step 4 is replayed and warm-up again; a repeated step counts once
-    second = [Point(s, r, 2) for s, r in ((4, 1.0), (5, 100.0), (6, 100.0), (6, 5.0), (7, 100.0))]
+    second = [Point(s, r, 2, s) for s, r in ((4, 1.0), (5, 100.0), (6, 100.0), (6, 5.0), (7, 100.0))]
     assert mean_after_warmup(first + second, skip_iterations=2, clock_start_entry=True) == pytest.approx(100.0)
     assert mean_after_warmup(first[:1], skip_iterations=2, clock_start_entry=True) is None  # only warm-up: no mean
     assert mean_after_warmup(first[:2], skip_iterations=2, clock_start_entry=True) == pytest.approx(100.0)
