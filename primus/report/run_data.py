@@ -104,9 +104,19 @@ def _not_a_run_dir(path: Path) -> str:
 
 
 def run_labels(paths: list[Path]) -> list[str]:
-    """Short, distinct labels: the run folder's name, with its experiment folder when names repeat."""
-    names = [p.name for p in paths]
+    """Short, distinct labels: each run's own name (its meta.json's, else its folder's), with its folder's name when
+    names repeat (two runs of one experiment named alike), else its whole path."""
+    names = [run_name(p) for p in paths]
     if len(set(names)) == len(names):
         return names
-    labels = [f"{p.parent.name}/{p.name}" for p in paths]
+    labels = [
+        f"{n} ({p.name})" if n != p.name else f"{p.parent.name}/{p.name}" for n, p in zip(names, paths, strict=True)
+    ]
     return labels if len(set(labels)) == len(labels) else [str(p) for p in paths]
+
+
+def run_name(path: Path) -> str:
+    """The name the run was tracked under, as its trackers show it; its folder's name where it kept none."""
+    if not (path / "meta.json").is_file():
+        return path.name
+    return RunMeta.load(path).run_name or path.name

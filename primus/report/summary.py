@@ -1,10 +1,11 @@
-"""One summary row per run: steps, final loss, mean throughput after warm-up, peak memory."""
+"""One summary row per run: steps, final loss, mean throughput after warm-up, peak memory, goodput."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from primus.report.goodput import goodput_fraction
 from primus.report.panels import LOSS, MEMORY, PANELS, TFLOPS, TOKENS_PER_SEC, Panel
 from primus.report.run_data import Point, RunData
 
@@ -18,6 +19,7 @@ class SummaryRow:
     mean_tokens_per_sec: float | None  # per GPU, log intervals after warm-up
     mean_tflops: float | None  # per GPU, log intervals after warm-up
     peak_memory_gib: float | None
+    goodput_fraction: float | None  # productive time over wall time, every attempt together
     skip_iterations: int
 
 
@@ -85,5 +87,6 @@ def summarize(run: RunData) -> SummaryRow:
         mean_tokens_per_sec=mean_rate(TOKENS_PER_SEC),
         mean_tflops=mean_rate(TFLOPS),
         peak_memory_gib=max(run.series(memory)[1]) if memory else None,
+        goodput_fraction=goodput_fraction(run),
         skip_iterations=run.skip_iterations,
     )

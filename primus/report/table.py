@@ -7,7 +7,16 @@ from collections.abc import Sequence
 from primus.report.run_data import RunData
 from primus.report.summary import SummaryRow
 
-TABLE_HEADER = ("run", "backend", "steps", "final loss", "mean tokens/s/GPU", "mean TFLOP/s/GPU", "peak memory GiB")
+TABLE_HEADER = (
+    "run",
+    "backend",
+    "steps",
+    "final loss",
+    "mean tokens/s/GPU",
+    "mean TFLOP/s/GPU",
+    "peak memory GiB",
+    "goodput",
+)
 
 
 def _cell(value: float | int | str | None, digits: int = 4) -> str:
@@ -28,6 +37,7 @@ def table_rows(summary: Sequence[SummaryRow]) -> list[list[str]]:
             _cell(row.mean_tokens_per_sec),
             _cell(row.mean_tflops),
             _cell(row.peak_memory_gib, 3),
+            "—" if row.goodput_fraction is None else f"{100 * row.goodput_fraction:.1f} %",
         ]
         for row in summary
     ]

@@ -3,6 +3,8 @@ data (those panels are left out and the report says so)."""
 
 from __future__ import annotations
 
+from matplotlib.text import Text
+
 from primus.cli.main import main
 from primus.report import build_report
 from primus.report.figure import render
@@ -40,7 +42,7 @@ def test_panels_without_data_are_left_out_and_named(tmp_path, capsys):
     figure = render(report, with_table=True)
     assert [ax.get_title() for ax in figure.axes if ax.get_title()] == ["loss", "learning rate"]
     assert any("no data, not shown: tokens/s per GPU, TFLOP/s per GPU, memory (GiB)" in t.get_text()
-               for t in figure.texts)
+               for t in figure.findobj(Text))
     out = tmp_path / "r.html"
     assert main(["report", str(tmp_path / "run"), "-o", str(out)]) == 0
     assert "no data, not shown: tokens/s per GPU" in capsys.readouterr().out
