@@ -1,8 +1,7 @@
 """`primus report RUN_DIR [RUN_DIR...] [-o report.png|report.html]`: loss, learning rate, tokens/s,
 TFLOP/s and memory over steps from the runs' own journals (several runs overlaid), a summary table
 (steps, final loss, mean throughput after warm-up, peak memory, goodput) and the runs' health alerts, each run
-labelled with its own name. Needs no tracking
-server.
+labelled with its own name. Needs no tracking server.
 
 `primus report RUN_DIR... --format csv|json [-o FILE]`: one row per run instead (steps, final loss, median
 tokens/s, TFLOP/s and MFU after warm-up, peak memory, wall time), on stdout or in FILE, for dashboards.
