@@ -6,6 +6,7 @@ starts is restarted at most the bound, then reported, and `primus tracking sync`
 from __future__ import annotations
 
 import logging
+import threading
 import time
 
 import psutil
@@ -125,3 +126,23 @@ def test_a_delivery_process_dying_as_it_starts_is_restarted_at_most_the_bound(
     assert primus_cli(["tracking", "sync", str(tmp_path / "run")]) == 0
     run_id = RunState(tmp_path / "run").section("mlflow")["run_id"]
     assert mlflow_history(mlflow_client, run_id, "loss") == [(s, 1.0 / s) for s in range(1, 26)]
+
+
+def test_a_delivery_process_killed_during_the_exit_deadline_is_not_started_again(tmp_path, primus_caplog):
+    """The exit stays bounded: the run ends by its deadline and names what was not delivered, with the fix."""
+    primus_caplog.set_level(logging.WARNING, logger="primus.tracking")
+    deadline_s = 6.0
+    known = set(delivery_children())
+    run = start_run(TrackingConfig(run_dir=tmp_path / "run", exit_deadline_s=deadline_s,
+                                   mlflow=MlflowConfig(tracking_uri="http://127.0.0.1:9")))  # nobody listens there
+    child = new_child(known)
+    for step in range(1, 6):
+        run.log(step, {"loss": 1.0 / step})
+    threading.Timer(1.0, child.kill).start()  # while finish() waits for MLflow, retried in vain
+    started = time.monotonic()
+    run.finish()
+    assert time.monotonic() - started < deadline_s + 3.0  # the deadline and the kill grace, not a second deadline
+    assert run.stats()["delivery_restarts"] == 0 and set(delivery_children()) <= known | {child.pid}
+    warnings = [r.getMessage() for r in primus_caplog.records]
+    assert any("the delivery process for mlflow was killed (signal 9); these trackers get nothing more" in w
+               and f"primus tracking sync {tmp_path / 'run'}" in w for w in warnings), warnings
