@@ -7,8 +7,8 @@ They load in this order, which is the order their patches are hooked (two patche
 it in that order, the later one outermost):
 
 1. Primus's own (its ``setup.cfg``, ``[options.entry_points]``), by entry-point name, whose number in front
-   fixes the order: the backends as Primus lists them (Megatron, TorchTitan, MaxText), each with its CPU platform
-   first (``11-megatron.arguments`` before ``14-megatron.secret_arguments``: the secret-name check wraps
+   fixes the order: the backends as Primus lists them (Megatron, TorchTitan, MaxText, Megatron-Bridge), each with
+   its CPU platform first (``11-megatron.arguments`` before ``14-megatron.secret_arguments``: the secret-name check wraps
    ``validate_args`` outside the planning);
 2. other distributions' (plugins), by entry-point name;
 3. PRIMUS_EXTRA_PATCH_MODULES (test and extension hook), in the order given.
