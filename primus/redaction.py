@@ -2,20 +2,15 @@
 
 Every path that prints, logs params, writes a config or uploads the environment goes through
 ``redact_value``/``redact_text``/``redact_mapping``. Config loading uses ``is_secret_key`` and
-``looks_like_secret`` to refuse secrets written into YAML.
-
-Two rules:
+``looks_like_secret`` to refuse secrets written into YAML. Two rules:
 * by key: a name that contains PASSWORD/PASSWD/SECRET/CREDENTIAL/APIKEY/API_KEY/PRIVATE_KEY/ACCESS_KEY/WEBHOOK,
   or whose last word (split on ``_``, ``-``, ``.`` and camelCase) is KEY, TOKEN, AUTH, AUTHORIZATION,
-  COOKIE or PASS. The last-word rule keeps ``tokenizer_type``, ``memory_keys``, ``num_tokens`` and
-  Megatron's ``moe_token_dispatcher_type`` visible (and the shell's ``PWD`` is a directory).
-  Only string values are redacted by key: ``apply_query_key_layer_scaling: true`` is no secret.
+  COOKIE or PASS, which keeps ``tokenizer_type``, ``num_tokens`` and ``moe_token_dispatcher_type`` visible (and
+  the shell's ``PWD``). Only string values are redacted by key: ``apply_query_key_layer_scaling: true`` is no secret.
 * by value: URLs with ``user:pass@``, ``Bearer``/``Basic`` credentials, well-known token shapes,
-  ``name: value`` / ``name=value`` in free text when the name is a secret name,
-  and the literal values of the secret-named environment variables of this process. A bare W&B key
-  (40 hex) is not matched by shape, since a git commit id has the same shape: it is caught by its
-  key name in config and by its value when it is in the environment.
-"""
+  ``name: value`` / ``name=value`` in free text when the name is a secret name, and the literal values of the
+  secret-named environment variables of this process. A bare W&B key (40 hex) is not matched by shape, since a git
+  commit id has the same shape: it is caught by its key name in config and by its value in the environment."""
 
 from __future__ import annotations
 

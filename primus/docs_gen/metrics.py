@@ -48,12 +48,13 @@ def render_metrics() -> str:
                 schema,
                 "Where they go, on every backend: `mlflow_upload_performance_metrics` (with MLflow on) turns the "
                 "`perf/*`, `mem/*` and `sys/*` set on, and every enabled tracker gets it, like every other metric "
-                "(TensorBoard, W&B, MLflow, plugin trackers); the option decides what is measured, not where it goes.",
+                "(TensorBoard, W&B, MLflow, Comet, plugin trackers); the option decides what is measured, not where it goes.",
                 "## Progress",
                 f"The progress figures ({_names(AT_EVERY_LOG_STEP)} at every log step, {_names(FROM_THE_SECOND_LOG_STEP)} "
                 "from a process's second log step, which ends its first measured interval) are always on, on every "
                 "backend, to every tracker: they cost a few additions per log step (on the hub's thread for Megatron, "
-                "beside upstream's log call for TorchTitan and MaxText) and no option turns them off; "
+                "TorchTitan and MaxText, from what the training thread read at the step; on the training thread for "
+                "Megatron-Bridge, in its `end_step`) and no option turns them off; "
                 "`mlflow_upload_performance_metrics` decides the rest of the `perf/*` set only. Tokens are samples times "
                 "the sequence length. Consumed counts continue after a resume: Megatron's are upstream's "
                 "`consumed_train_samples` (restored from the checkpoint, exact under batch-size ramp-up too) and its ETA "

@@ -3,13 +3,11 @@ Apptainer (``apptainer exec``, started by the step on each node).
 
 Both mount what the container launcher mounts (``image_mounts``: the working directory, the experiment's
 folder and the run directory at their own paths, then ``launch.container.mounts``) and start in the
-working directory.
-
-The environment, by name only: Pyxis gives the container the step's environment, which with an image is
-the allow-list without the host runtime (a variable the image sets itself keeps the image's value).
-Apptainer starts on the node with the step's environment, host runtime included (the step needs PATH to
-find it); apptainer passes its own environment into the container, so the host runtime is removed for it
-(``env -u NAME``), except what apptainer needs to start and replaces inside the container.
+working directory. The environment goes by name only: Pyxis gives the container the step's environment, which
+with an image is the allow-list without the host runtime (a variable the image sets keeps the image's value).
+Apptainer starts on the node with the step's environment, host runtime included (the step needs PATH to find
+it), and passes its own environment into the container, so the host runtime is removed for it (``env -u NAME``),
+except what apptainer needs to start and replaces inside the container.
 
 The first host: a Pyxis step runs wholly in the image, which has primus but rarely scontrol, so
 ``python -m primus.launch.first_host`` reads it from SLURM_JOB_NODELIST; Apptainer's step starts on the node,

@@ -3,15 +3,13 @@ package.module``): Primus's own backends register theirs there like any other di
 no backend. Importing a declaring module registers its patches; it must stay light (no upstream import at module
 level: upstream is imported inside ``install``).
 
-They load in this order, which is the order their patches are hooked (two patches on one upstream function wrap
-it in that order, the later one outermost):
-
-1. Primus's own (its ``setup.cfg``, ``[options.entry_points]``), by entry-point name, whose number in front
-   fixes the order: the backends as Primus lists them (Megatron, TorchTitan, MaxText), each with its CPU platform
-   first (``11-megatron.arguments`` before ``14-megatron.secret_arguments``: the secret-name check wraps
-   ``validate_args`` outside the planning);
-2. other distributions' (plugins), by entry-point name;
-3. PRIMUS_EXTRA_PATCH_MODULES (test and extension hook), in the order given.
+They load, and so hook their patches, in this order (two patches on one upstream function wrap it in that order,
+the later one outermost):
+1. Primus's own (its ``setup.cfg``, ``[options.entry_points]``), by entry-point name, whose number in front fixes
+   the order: Megatron, TorchTitan, MaxText, Megatron-Bridge, each with its CPU platform first
+   (``11-megatron.arguments`` before ``14-megatron.secret_arguments``: the secret-name check wraps ``validate_args``
+   outside the planning);
+2. other distributions' (plugins), by entry-point name; 3. PRIMUS_EXTRA_PATCH_MODULES (tests, extensions), as given.
 
 Primus's own come from its installed metadata. A source tree put on PYTHONPATH without being installed has none:
 that is an error naming the fix, never a run with no patch."""

@@ -7,15 +7,11 @@ torchtitan's own config dataclasses and checked in, one per minor release (``ups
     python -m primus.config.schemas.torchtitan_table --check  # exit 1 when upstream differs
 
 A field is a dotted name (``training.mixed_precision_param``) with its annotation as a type expression
-(``type_expressions``), upstream's default and docstring. A section's class is polymorphic: a config function
-may put a subclass there (llama3 puts ``HuggingFaceTextDataLoader.Config`` under ``dataloader``), so a
-section lists the fields of its declared class and of every subclass torchtitan defines; which of those the
-chosen config really has, upstream's config manager says when the job starts (``upstream_config``). Fields
-tyro hides from the command line (``tyro.conf.Suppress``: ``model_spec``) are not settable and not listed.
-
-Each release has its config root here (ROOTS); a release with another config system (0.2's ``JobConfig``)
-gets its table by adding its root and regenerating with that release installed.
-"""
+(``type_expressions``), upstream's default and docstring. A section lists the fields of its declared class and of
+every subclass torchtitan defines (a config function may put a subclass there: llama3's ``dataloader``); which of
+those the chosen config has, upstream's config manager says when the job starts (``upstream_config``). Fields tyro
+hides (``tyro.conf.Suppress``: ``model_spec``) are not listed. Each release has its config root here (ROOTS); a
+release with another config system (0.2's ``JobConfig``) gets a table by adding its root and regenerating."""
 
 from __future__ import annotations
 

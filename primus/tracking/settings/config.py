@@ -130,8 +130,8 @@ class TrackingConfig:
     journal_retention: str = "keep"
     journal_max_bytes: int | None = None  # deprecated: the journal has no cap (nothing is dropped); ignored
     pending_records: int = 100_000  # records queued in memory between hub ticks before new ones are dropped
-    # "process": TensorBoard, W&B and MLflow are fed by a delivery process, off the training process's GIL;
-    # "thread": by threads of the training process. None: PRIMUS_TRACKING_DELIVERY, else "process"
+    # "process": the sinks (TensorBoard, W&B, MLflow, Comet, plugins) are fed by a delivery process, off the
+    # training process's GIL; "thread": by threads of the training process. None: PRIMUS_TRACKING_DELIVERY, else "process"
     delivery: str | None = None
     # with delivery "process": the runs of one node that name the same directory here (their job's) share one
     # delivery process, instead of one each (TorchTitan's save_for_all_ranks: every rank has its own run)

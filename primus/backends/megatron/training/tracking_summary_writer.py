@@ -1,22 +1,17 @@
 """The writer upstream Megatron gets in place of its TensorBoard SummaryWriter, and the one object a logged step
 goes through on the writer rank.
 
-Every upstream ``writer.add_scalar`` (training_log, timers.write, evaluate, MoE/MTP helpers) lands here. When
-upstream's ``training_log`` returns, ``end_step`` reads the clock and hands the whole step to the tracking run
-as one function the hub's thread calls, which adds the perf figures and prints Primus's console line (one W&B log
-and one MLflow batch per step, not one per metric; the training thread formats nothing), so every
-enabled sink — TensorBoard, W&B, MLflow — receives every scalar whether or not TensorBoard itself is on; the
-step's "vs samples" scalars go as one more call.
+Every upstream ``writer.add_scalar`` (training_log, timers.write, evaluate, MoE/MTP helpers) lands here, one append
+each. When upstream's ``training_log`` returns, ``end_step`` reads the clock and hands the whole step to the run as
+one function the hub's thread calls, which groups the scalars, adds the progress and perf figures and prints Primus's
+console line (one W&B log and one MLflow batch per step; the training thread formats nothing), so every enabled sink
+receives every scalar whether or not TensorBoard itself is on. "<name> vs samples" tags (consumed samples as their
+step) go to TensorBoard only, as upstream (W&B steps must not go backwards).
 
-"<name> vs samples" tags use consumed samples as their step; that x-axis exists only in TensorBoard
-(as upstream, which never sends them to W&B: W&B steps must not go backwards).
-
-Perf figures come from structured values at log steps only — consumed tokens, upstream's own FLOPs
-formula, wall time between log steps — so no device synchronisation or collective is added. The progress figures
-(``tracking/measure/progress.py``: consumed samples from upstream's ``consumed_train_samples``, which a resume restores,
-and the ETA from ``train_iters``) go to the trackers at every log step, whatever the perf options. With every tracker
-off (``run`` None) the object is not upstream's writer; it still gives the console figures (tokens/s, averages,
-ETA)."""
+The figures come from structured values at log steps only (consumed samples, upstream's FLOPs formula, wall time
+between log steps): no device synchronisation or collective is added; docs/metrics.md says what each one counts.
+With every tracker off (``run`` None) the object is not upstream's writer; it still gives the console figures
+(tokens/s, averages, ETA)."""
 
 from __future__ import annotations
 

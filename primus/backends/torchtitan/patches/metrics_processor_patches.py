@@ -3,17 +3,14 @@
 Upstream's metric-logger builder returns a TrackingLogger on the metrics rank (upstream's rule: rank 0, or the
 first rank of the last pipeline stage) or on every rank with ``save_for_all_ranks``, instead of upstream's
 TensorBoard/W&B LoggerContainer; ranks that do not track get upstream's no-op BaseLogger. With every
-tracker off, upstream's own builder runs unchanged. The builder differs by release (primus/upstreams/torchtitan.py), one patch
-each: 0.3's ``MetricsProcessor._build_metric_logger`` (keyword arguments), 0.2.2's module-level
+tracker off, upstream's own builder runs unchanged. The builder differs by release (primus/upstreams/torchtitan.py),
+one patch each: 0.3's ``MetricsProcessor._build_metric_logger`` (keyword arguments), 0.2.2's module-level
 ``_build_metric_logger(job_config, parallel_dims, tag)``.
 
-The same in every release: ``MetricsProcessor.__init__`` leaves upstream's ``mfu(%)`` out of the trackers
-when the device's peak is unknown (upstream_mfu); ``MetricsProcessor.log`` adds the progress figures, and the perf metric set when
-it is on. Upstream calls ``log`` on every rank at every log step, so with
-``mlflow_performance_metrics_across_ranks`` every rank reads its own memory and utilisation there and takes
-part in one gather, and the logging rank(s) log min/mean/max over ranks; with ``primus_stragglers`` and more than
-one rank the same gather carries each rank's busy time, the logging rank(s) log the straggler/* figures and rank 0
-names the slowest rank on the console."""
+The same in every release: ``MetricsProcessor.__init__`` leaves upstream's ``mfu(%)`` out of the trackers when the
+device's peak is unknown (upstream_mfu); before ``MetricsProcessor.log`` resets its counters, what the progress, perf,
+across-rank and straggler figures are made from is read (upstream calls ``log`` on every rank at every log step, so
+each rank takes part in the one gather those options need; docs/metrics.md)."""
 
 from __future__ import annotations
 
