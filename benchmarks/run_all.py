@@ -45,6 +45,7 @@ QUICK_ARGS = {  # fewer rounds and steps, same variants and baselines
     "soak": ["--steps", "20000", "--slice", "1000"],
     "startup_overhead": ["--runs", "7"],
     "steady_state": ["--rounds", "1", "--short", "10", "--long", "40"],
+    "tensorboard_flush": ["--pairs", "2", "--steps", "200"],
     "torchtitan_tracking": ["--rounds", "2", "--steps", "20"],
 }
 # Full runs at the sizes each script defaults to, but the soak: its 2 M-step default takes hours here (run it by
