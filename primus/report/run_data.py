@@ -104,8 +104,8 @@ def _not_a_run_dir(path: Path) -> str:
 
 
 def run_labels(paths: list[Path]) -> list[str]:
-    """Short, distinct labels: each run's own name (its meta.json's, else its folder's), with its folder's name when
-    names repeat (two runs of one experiment named alike), else its whole path."""
+    """Short, distinct labels: each run's own name (``run_name``), with its folder's name when names repeat (two runs
+    of one experiment named alike), else its whole path."""
     names = [run_name(p) for p in paths]
     if len(set(names)) == len(names):
         return names
@@ -116,7 +116,10 @@ def run_labels(paths: list[Path]) -> list[str]:
 
 
 def run_name(path: Path) -> str:
-    """The name the run was tracked under, as its trackers show it; its folder's name where it kept none."""
+    """The name the run was tracked under, as its trackers show it; where that is only its folder's name (a timestamp,
+    as `primus train` names runs), with its experiment's in front; its folder's name where it kept neither."""
     if not (path / "meta.json").is_file():
         return path.name
-    return RunMeta.load(path).run_name or path.name
+    meta = RunMeta.load(path)
+    name = meta.run_name or path.name
+    return f"{meta.experiment_name}/{name}" if name == path.name and meta.experiment_name else name

@@ -59,6 +59,7 @@ def test_the_runs_alerts_are_listed_on_the_console_and_in_the_page(tmp_path, cap
     run.alert(Alert(AlertKind.STALLED, 1, "no step for 612 s after step 1 (allowed 600 s)", time.time()), notified=True)
     run.finish()
     assert main(["report", str(tmp_path / "run"), "-o", str(tmp_path / "r.html")]) == 0
-    line = "alert run iteration 1: stalled: no step for 612 s after step 1 (allowed 600 s)"
+    # labelled with its experiment (the default, primus) and its name, which is its folder's
+    line = "alert primus/run iteration 1: stalled: no step for 612 s after step 1 (allowed 600 s)"
     assert line in capsys.readouterr().out.splitlines()
     assert f"<li>{line}</li>" in (tmp_path / "r.html").read_text()

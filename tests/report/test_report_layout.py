@@ -11,8 +11,9 @@ from primus.report.table import TABLE_HEADER, table_rows
 from primus.tracking import TrackingConfig, start_run
 
 
-def tracked(run_dir, run_name: str) -> None:
-    run = start_run(TrackingConfig(run_dir=run_dir, run_name=run_name, tags={"primus.backend": "megatron"}))
+def tracked(run_dir, run_name: str | None, experiment: str | None = None) -> None:
+    run = start_run(TrackingConfig(run_dir=run_dir, run_name=run_name, experiment_name=experiment,
+                                   tags={"primus.backend": "megatron"}))
     for step in range(1, 4):
         run.log(step, {"lm loss": 5.0 - step, "learning-rate": 1e-3})
     run.finish()
@@ -26,6 +27,8 @@ def test_runs_are_labelled_by_their_own_names_and_told_apart_by_folder_when_alik
     assert [run.label for run in report.runs] == ["llama-baseline", "llama-fp8"]
     alike = build_report([tmp_path / "20261202-020202", tmp_path / "20261203-030303"])
     assert [run.label for run in alike.runs] == ["llama-fp8 (20261202-020202)", "llama-fp8 (20261203-030303)"]
+    tracked(tmp_path / "20261204-040404", None, "tiny_cpu")  # named by its folder, as `primus train` names runs
+    assert build_report([tmp_path / "20261204-040404"]).runs[0].label == "tiny_cpu/20261204-040404"
 
 
 def test_the_table_has_each_runs_goodput(tmp_path):

@@ -30,10 +30,15 @@ MEGATRON_SOURCES = {"loss": ("lm loss", 1), "learning rate": ("learning-rate", 1
                     "TFLOP/s per GPU": ("perf/tflops_per_gpu", 1), "memory (GiB)": ("mem-max-allocated-bytes", 1 / GIB)}
 
 
+def megatron_label(run_dir: Path) -> str:
+    """`primus train` names its run by its folder (a timestamp): the report puts its experiment in front."""
+    return f"report/{run_dir.name}"
+
+
 def test_report_of_a_real_run_plots_the_journal(megatron_run_dir, tmp_path):
     journal = journal_metrics(megatron_run_dir)
     report = build_report([megatron_run_dir])
-    label = megatron_run_dir.name
+    label = megatron_label(megatron_run_dir)
     assert report.omitted == []
     for title, (name, scale) in MEGATRON_SOURCES.items():
         line = report.panels[title][label]
@@ -70,7 +75,7 @@ def test_primus_report_command_writes_a_png(megatron_run_dir, tmp_path):
     assert pixels[..., :3].std() > 0.05  # something is drawn, not a blank page
     header, row = done.stdout.splitlines()[:2]
     assert header.split()[:4] == ["run", "backend", "steps", "final"]
-    assert row.split()[:3] == [megatron_run_dir.name, "megatron", str(TRAIN_ITERS)]
+    assert row.split()[:3] == [megatron_label(megatron_run_dir), "megatron", str(TRAIN_ITERS)]
     assert f"wrote {out}" in done.stdout
 
 
@@ -88,26 +93,27 @@ def test_report_compares_two_runs_in_html(megatron_run_dir, tmp_path):
     other = tmp_path / "titan-run"
     torchtitan_named_run(other, steps=6)
     report = build_report([megatron_run_dir, other])
+    mine, theirs = megatron_label(megatron_run_dir), "primus/titan-run"  # the default experiment's, named by its folder
     for title in PANEL_TITLES:
-        assert set(report.panels[title]) == {megatron_run_dir.name, other.name}
-    assert report.panels["loss"][other.name].name == "loss_metrics/global_avg_loss"
-    assert report.panels["learning rate"][other.name].name == "lr/AdamW"
-    assert report.panels["memory (GiB)"][other.name].values == [1.5] * 6
+        assert set(report.panels[title]) == {mine, theirs}
+    assert report.panels["loss"][theirs].name == "loss_metrics/global_avg_loss"
+    assert report.panels["learning rate"][theirs].name == "lr/AdamW"
+    assert report.panels["memory (GiB)"][theirs].values == [1.5] * 6
     figure = render(report, with_table=False)
     for ax in (ax for ax in figure.axes if ax.get_title()):
-        assert [t.get_text() for t in ax.get_legend().get_texts()] == [megatron_run_dir.name, other.name]
+        assert [t.get_text() for t in ax.get_legend().get_texts()] == [mine, theirs]
 
     out = write_report(report, tmp_path / "compare.html")
     page = out.read_text()
     image = re.search(r'src="data:image/png;base64,([^"]+)"', page).group(1)
     assert imread(io.BytesIO(base64.b64decode(image))).shape[0] > 500
     cells = re.findall(r"<td>([^<]*)</td>", page)
-    assert cells[:3] == [megatron_run_dir.name, "megatron", str(TRAIN_ITERS)]
-    assert cells[7:10] == [other.name, "torchtitan", "6"]
+    assert cells[:3] == [mine, "megatron", str(TRAIN_ITERS)]
+    assert cells[8:11] == [theirs, "torchtitan", "6"]  # a row is 8 cells: the goodput column is the last
     # TorchTitan's tokens/s after the 2 warm-up iterations: steps 3..6, each weighted by its time
     expected = 4 / sum(1 / (1000.0 + s) for s in range(3, 7))
     assert report.summary[1].mean_tokens_per_sec == pytest.approx(expected)
-    assert cells[11] == f"{expected:.4g}"
+    assert cells[12] == f"{expected:.4g}"
 
 
 def test_csv_row_of_a_real_run_is_the_journal_s(megatron_run_dir):
