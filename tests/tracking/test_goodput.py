@@ -183,3 +183,15 @@ def test_an_evaluation_during_which_the_step_before_it_is_logged_lasts_until_a_l
     assert figures[EVAL] == 4.0 and figures[PRODUCTIVE] == 1.0  # step 2's interval up to the evaluation
     step(g, 7.0, 4)
     assert checked(g, 7.0)[PRODUCTIVE] == 1.0 + 1.0
+
+
+def test_torchtitans_data_loading_share_is_data_wait_and_its_iteration_time_carves_startup():
+    """TorchTitan logs the share of its log interval spent loading batches and its seconds per iteration
+    (``time_metrics/data_loading(%)``, ``time_metrics/end_to_end(s)``): their product is each iteration's wait."""
+    g = started(0.0)
+    step(g, 20.0, 10, **{"time_metrics/end_to_end(s)": 0.5, "time_metrics/data_loading(%)": 10.0})
+    step(g, 25.0, 20, **{"time_metrics/end_to_end(s)": 0.5, "time_metrics/data_loading(%)": 20.0})
+    figures = checked(g, 25.0)
+    assert figures[STARTUP] == 15.0  # the first interval's 10 iterations of 0.5 s were steps
+    assert figures[DATA_WAIT] == pytest.approx(10 * 0.05 + 10 * 0.1)
+    assert figures[PRODUCTIVE] == pytest.approx(5.0 - 0.5 + 5.0 - 1.0)

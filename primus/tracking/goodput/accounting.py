@@ -31,9 +31,12 @@ NAMES = (PRODUCTIVE, FRACTION, *CHARGED[1:])
 
 GOODPUT_EVENT, GOODPUT_TEXT = "goodput", "goodput/breakdown"  # the run's end: its figures, and as a line of text
 BUSY_KINDS = {"evaluation": EVAL, "checkpoint save": SAVE, "checkpoint load": LOAD}  # a busy's "what"
-# seconds per iteration, by the name a backend logs it under, and the factor to seconds
-ITERATION_TIME = {"perf/iteration_time_ms": 1e-3, "iteration-time": 1.0}  # ours (perf.py), Megatron's own
-DATA_WAIT_PER_ITERATION = {"batch-generator-time": 1.0}  # Megatron's timer, max over ranks, already per iteration
+# seconds per iteration, by the name a backend logs it under, and the factor to seconds: ours (perf.py), Megatron's
+# own, TorchTitan's (its log interval over its log frequency)
+ITERATION_TIME = {"perf/iteration_time_ms": 1e-3, "iteration-time": 1.0, "time_metrics/end_to_end(s)": 1.0}
+MEGATRON_DATA_WAIT = "batch-generator-time"  # Megatron's timer, max over ranks, already per iteration
+# TorchTitan's: the share of its log interval spent loading batches, and its seconds per iteration
+TITAN_DATA_SHARE, TITAN_ITERATION = "time_metrics/data_loading(%)", "time_metrics/end_to_end(s)"
 
 
 def first_value(names: Mapping[str, float], data: Mapping[str, Any]) -> float | None:
@@ -43,6 +46,16 @@ def first_value(names: Mapping[str, float], data: Mapping[str, Any]) -> float | 
         if isinstance(value, int | float) and value >= 0:
             return float(value) * factor
     return None
+
+
+def data_wait_per_iteration(data: Mapping[str, Any]) -> float | None:
+    """Seconds an iteration waited for its batches, where upstream times it: Megatron's batch-generator timer, or
+    TorchTitan's share of the interval spent loading data times its seconds per iteration; else None."""
+    megatron = first_value({MEGATRON_DATA_WAIT: 1.0}, data)
+    if megatron is not None:
+        return megatron
+    share, per_iteration = first_value({TITAN_DATA_SHARE: 0.01}, data), first_value({TITAN_ITERATION: 1.0}, data)
+    return share * per_iteration if share is not None and per_iteration is not None else None
 
 
 @dataclass
@@ -169,7 +182,7 @@ class Goodput:
             iterations = max(1, step - since)
         else:
             iterations = step - attempt.last_step
-        waited = first_value(DATA_WAIT_PER_ITERATION, data)
+        waited = data_wait_per_iteration(data)
         if waited is not None:
             waited = min(productive, waited * iterations)
             self.totals[DATA_WAIT] += waited

@@ -58,7 +58,7 @@ SCHEMA: dict[str, str] = {
     "TorchTitan's Validator.validate, MaxText's evaluation loop from MetricLogger.reset_eval_metrics to the next "
     "training step's log)",
     "badput/data_wait_s": "waiting for batches where upstream times it (Megatron's batch-generator timer with "
-    "--log-timers-to-tensorboard); 0 elsewhere",
+    "--log-timers-to-tensorboard, TorchTitan's time_metrics/data_loading); 0 elsewhere",
     "badput/lost_progress_s": "productive time of steps computed again after a restart (past the checkpoint it "
     "loaded), and what an attempt that did not end normally computed after its last log step",
     "badput/restart_gap_s": "from an attempt's last journal record to the next attempt's start",

@@ -210,6 +210,17 @@ def test_every_sink_gets_every_metric_at_every_step(all_sinks, release, mlflow_c
     assert [v for _, v in losses] == pytest.approx([v for _, v in tb["loss_metrics/global_avg_loss"]], rel=1e-6)
 
 
+def test_goodput_counts_upstreams_data_loading_as_data_wait(all_sinks):
+    """TorchTitan times its batches' loading (time_metrics/data_loading): goodput's data wait grows by its share of
+    each interval times the interval's seconds per step."""
+    [logdir] = tb_dirs(all_sinks.dump)
+    tb = {tag: dict(points) for tag, points in read_tb_scalars(logdir).items()}
+    waited = [tb["badput/data_wait_s"][s] for s in STEP_LIST]
+    assert waited == sorted(waited) and waited[-1] > 0, waited  # a running total, and batches took some time
+    loading = sum(tb["time_metrics/data_loading(%)"][s] / 100 * tb["time_metrics/end_to_end(s)"][s] for s in STEP_LIST)
+    assert waited[-1] == pytest.approx(loading, abs=1e-3)  # goodput's figures are published in whole milliseconds
+
+
 def test_perf_figures_agree_with_upstreams_own_counts(all_sinks):
     """Primus's throughput and TFLOP/s against upstream's: tokens from its cumulative n_tokens_seen, FLOPs per
     token from its own tflops / throughput(tps), time loosely (both clocks stop at this log step, a few lines
