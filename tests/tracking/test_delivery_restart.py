@@ -59,6 +59,10 @@ def new_child(known: set[int]) -> psutil.Process:
     raise AssertionError(f"no delivery process started within {NEW_CHILD_WITHIN_S} s")
 
 
+def restarts_journaled(run_dir) -> list:
+    return [a for r in read_all(run_dir) if (a := alert_of(r)) and a.kind == AlertKind.DELIVERY_RESTARTED]
+
+
 def restarts_posted(receiver) -> int:
     return [b["kind"] for b in receiver.bodies].count("delivery_restarted")
 
@@ -75,8 +79,8 @@ def test_a_killed_delivery_process_comes_back_and_every_step_arrives_once(
     for kill in range(KILLS):
         child = new_child(known)
         known.add(child.pid)
-        # the restart before this one was told (by this child's watch, within its first poll) before it is killed:
-        # killed again sooner, the alert is still in every tracker but no console line or webhook post says it
+        # the restart before this one told (by this child's watch, at its first poll) before it is killed: a child
+        # killed sooner leaves it to the next one (the test below)
         wait_for(lambda n=kill: restarts_posted(webhook_receiver) == n, 60, f"delivery_restarted alert {kill} posted")
         for _ in range(STEPS_BETWEEN):
             step += 1
@@ -99,7 +103,7 @@ def test_a_killed_delivery_process_comes_back_and_every_step_arrives_once(
     assert [s for s, _ in read_tb_scalars(tmp_path / "tb")["loss"]] == [s for s, _ in expected]
     assert [r["_step"] for r in read_wandb_history(wandb_offline) if "loss" in r] == [s for s, _ in expected]
 
-    alerts = [a for r in read_all(tmp_path / "run") if (a := alert_of(r)) and a.kind == AlertKind.DELIVERY_RESTARTED]
+    alerts = restarts_journaled(tmp_path / "run")
     assert len(alerts) == KILLS, alerts
     for n, alert in enumerate(alerts, 1):
         assert f"was killed (signal 9); restarted ({n} of {LIMIT} allowed within 10 min), resuming " in alert.text
@@ -155,3 +159,33 @@ def test_a_delivery_process_killed_during_the_exit_deadline_is_not_started_again
     warnings = [r.getMessage() for r in primus_caplog.records]
     assert any("the delivery process for mlflow was killed (signal 9); these trackers get nothing more" in w
                and f"primus tracking sync {tmp_path / 'run'}" in w for w in warnings), warnings
+
+
+def test_a_process_killed_before_it_told_the_restart_before_it_leaves_that_alert_to_the_next(
+    tmp_path, webhook_receiver, monkeypatch, capfd
+):
+    """Killed again at once, before its watch read anything: the next process's watch reads from before the first
+    restart's alert, so both restarts reach the console and the webhook, in order, once each."""
+    monkeypatch.setenv("PRIMUS_ALERT_WEBHOOK", webhook_receiver.url)
+    known = set(delivery_children())
+    run = start_run(TrackingConfig(run_dir=tmp_path / "run", exit_deadline_s=60,
+                                   tensorboard=TensorBoardConfig(log_dir=tmp_path / "tb")))
+    first = new_child(known)
+    known.add(first.pid)
+    run.log(1, {"loss": 1.0})
+    assert run.flush(60)
+    first.kill()
+    second = new_child(known)
+    known.add(second.pid)
+    # a step between, so the two restarts are two alerts to the webhook too (it posts a kind once per iteration: the
+    # ranks sharing a node's process all journal the same stall)
+    run.log(2, {"loss": 0.5})
+    wait_for(lambda: len(restarts_journaled(tmp_path / "run")) == 1, 30, "the first restart's alert journaled")
+    second.kill()  # as it starts: its watch has not polled yet
+    new_child(known)
+    wait_for(lambda: restarts_posted(webhook_receiver) == 2, 60, "both delivery_restarted alerts posted")
+    run.finish()
+    texts = [b["text"] for b in webhook_receiver.bodies if b["kind"] == "delivery_restarted"]
+    assert [f"restarted ({n} of {LIMIT} " in text for n, text in enumerate(texts, 1)] == [True, True], texts
+    assert capfd.readouterr().err.count("[primus] ALERT delivery_restarted") == 2
+    assert [s for s, _ in read_tb_scalars(tmp_path / "tb")["loss"]] == [1, 2]

@@ -274,6 +274,7 @@ def deliver(
         Webhook.from_environment(),
         posted=posted,
         restarted=spec.restarted,
+        told_journaled=lambda alert: replies.send({"t": "told", "kind": str(alert.kind)}),
     )
     watch.start()
     started([*(w.thread for w in workers), watch.thread])

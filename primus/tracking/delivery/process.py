@@ -31,7 +31,7 @@ from primus.tracking.delivery.node import attach
 from primus.tracking.delivery.restarts import RestartBudget
 from primus.tracking.journal.files import JOURNAL_DIR
 from primus.tracking.journal.reader import JournalReader, journal_end
-from primus.tracking.journal.records import METRICS, Alert, Record, encode
+from primus.tracking.journal.records import METRICS, Alert, AlertKind, Record, encode
 from primus.tracking.journal.run_state import CursorStore, delivery_lock
 from primus.tracking.settings.config import TrackingConfig
 
@@ -133,6 +133,8 @@ class DeliveryProcess:
         self._reported_close = threading.Event()  # "closed" received: the child ended every sink
         self._gone = threading.Event()  # its output ended and it was not started again
         self.restarts = RestartBudget()
+        self._restarts_told = 0  # delivery_restarted alerts a child's watch told (console, webhook)
+        self._untold_from = 0  # where the watch reads from while one is not told: the journal before the oldest
         self._direct: queue.Queue[tuple[int, Sequence[Record]] | None] = queue.Queue(DIRECT_BATCHES)
         self._direct_fd = -1  # the current child's pipe for them; swapped under _direct_lock at a restart
         self._direct_lock = threading.Lock()
@@ -325,7 +327,9 @@ class DeliveryProcess:
             if self._closing or not self.restarts.take():
                 return False
             died = self._how_it_ended()
-            journal_from = journal_end(self.run_dir)  # the new child's watch tells the alert below from there
+            if self._restarts_told == self.restarts.used - 1:  # every earlier restart told: read from the alert below
+                self._untold_from = journal_end(self.run_dir)
+            journal_from = self._untold_from  # else the child killed before it told one: read that one again
             try:
                 self._spawn(dataclasses.replace(self.spec, journal_from=journal_from, restarted=True))
             except OSError as e:
@@ -372,6 +376,8 @@ class DeliveryProcess:
                 request[1].set()
         elif kind == "log":
             logging.getLogger(msg["name"]).log(msg["level"], "%s", msg["msg"])
+        elif kind == "told" and msg["kind"] == AlertKind.DELIVERY_RESTARTED:
+            self._restarts_told += 1
         elif kind == "alert":
             self.on_alert(Alert(msg["kind"], int(msg["iteration"]), msg["text"], float(msg["time_s"])))
         elif kind == "print":

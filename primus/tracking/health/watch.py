@@ -63,11 +63,13 @@ class HealthWatch:
         clock: Callable[[], float] = time.time,
         posted: Posted | None = None,
         restarted: bool = False,
+        told_journaled: Callable[[Alert], object] = lambda alert: None,
     ):
         self.run_dir = run_dir
         self.run_name = run_name
         self.experiment = experiment
         self.journal_alert = journal_alert
+        self.told_journaled = told_journaled  # an alert the trainer journaled, told here
         self.webhook = webhook
         self.posted = posted or Posted()
         self.clock = clock
@@ -90,6 +92,7 @@ class HealthWatch:
             if (journaled := alert_of(record)) is not None:
                 if not record.data.get("notified"):
                     self._tell(journaled)
+                    self.told_journaled(journaled)
                 continue
             for alert in self.monitor.observe(record):
                 self._raise(alert)
