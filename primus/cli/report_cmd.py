@@ -90,13 +90,17 @@ def run_report(args: argparse.Namespace) -> int:
 def _write_rows(runs, fmt: str, output: Path | None) -> int:
     from primus.report.rows import format_rows
 
-    text = format_rows(runs, fmt)
+    _write(format_rows(runs, fmt), output)
+    return 0
+
+
+def _write(text: str, output: Path | None) -> None:
+    """On stdout, or in ``output`` (its folder made)."""
     if output is None:
         sys.stdout.write(text)
     else:
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(text, encoding="utf-8")
-    return 0
 
 
 def _gate(args: argparse.Namespace) -> int:
@@ -117,12 +121,7 @@ def _gate(args: argparse.Namespace) -> int:
         print(f"primus report: {e}", file=sys.stderr)
         return 2
     verdicts = [judge(baseline, run, pct) for run in runs]
-    out = formatted(baseline, verdicts, pct, args.format)
-    if args.output is None:
-        sys.stdout.write(out)
-    else:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(out, encoding="utf-8")
+    _write(formatted(baseline, verdicts, pct, args.format), args.output)
     failed = failure_line(verdicts, pct)
     if failed is not None:
         print(f"primus report: {failed}", file=sys.stderr)

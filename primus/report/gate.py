@@ -18,6 +18,7 @@ from primus.report.panels import LOSS, TFLOPS, TOKENS_PER_SEC
 from primus.report.rows import median_after_warmup
 from primus.report.run_data import RunData
 from primus.report.summary import CLOCK_START_BACKENDS, log_intervals
+from primus.report.table import padded
 
 DEFAULT_MAX_REGRESSION_PCT = 5.0
 
@@ -124,10 +125,8 @@ def text(baseline: RunData, verdicts: Sequence[Verdict], max_regression_pct: flo
         for c in verdict.comparisons:
             change = "—" if c.change_pct is None else f"{c.change_pct:+.1f} %"
             rows.append([c.label, _cell(c.baseline), _cell(c.value), change, "REGRESSED" if c.regressed else ""])
-        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-        lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows]
         head = f"{verdict.run.label} against baseline {baseline.label} (regressed: worse by more than {max_regression_pct:g} %)"
-        blocks.append("\n".join([head, *lines]))
+        blocks.append(f"{head}\n{padded(rows)}")
     return "\n\n".join(blocks) + "\n"
 
 

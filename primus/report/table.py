@@ -50,9 +50,13 @@ def warmup_note(summary: Sequence[SummaryRow]) -> str:
 
 
 def text_table(summary: Sequence[SummaryRow]) -> str:
-    """The table for a terminal: columns padded to their widest cell."""
-    rows = [list(TABLE_HEADER), *table_rows(summary)]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(TABLE_HEADER))]
+    """The table for a terminal."""
+    return padded([list(TABLE_HEADER), *table_rows(summary)])
+
+
+def padded(rows: Sequence[Sequence[str]]) -> str:
+    """Rows of cells for a terminal: columns padded to their widest cell."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows)
 
 

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import psutil
 
+from primus.tracking.delivery.process import CHILD_MODULE
+
 NOT_INHERITED = ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
                  "PRIMUS_PATCHES", "PRIMUS_DISABLE_PATCHES", "PRIMUS_PLATFORM", "PRIMUS_ACTIVATE", "PRIMUS_CONFIG",
                  "PRIMUS_CONFIG_OVERRIDES", "PRIMUS_RUN_DIR", "PRIMUS_WORKSPACE", "PYTHONPATH", "JAX_PLATFORMS")
@@ -129,3 +131,16 @@ def kill_torchrun(launcher: subprocess.Popen) -> None:
         except psutil.NoSuchProcess:
             continue
     wait_or_kill(launcher, 0)
+
+
+def delivery_processes(parent: psutil.Process) -> dict[int, psutil.Process]:
+    """``parent``'s delivery processes still alive, found as a user would with ``ps``: its children running the
+    delivery module (a killed one is a zombie until it is reaped, and is left out)."""
+    found = {}
+    for child in parent.children():
+        try:
+            if CHILD_MODULE in " ".join(child.cmdline()):
+                found[child.pid] = child
+        except psutil.Error:  # a zombie, or gone
+            pass
+    return found

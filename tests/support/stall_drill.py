@@ -8,32 +8,20 @@ import socket
 from pathlib import Path
 
 import psutil
+
+from support.launch import delivery_processes
 from support.readers import mlflow_history
 from support.slow_rank import open_gate
 from support.timing import wait_for
 
-from primus.tracking.delivery.process import CHILD_MODULE
-
 KINDS = ["delivery_restarted", "stalled", "resumed"]
-
-
-def delivery_processes(writer: psutil.Process) -> set[int]:
-    """The writer rank's delivery process, found as a user would with ``ps``: its child running the module."""
-    found = set()
-    for child in writer.children():
-        try:
-            if CHILD_MODULE in " ".join(child.cmdline()):
-                found.add(child.pid)
-        except psutil.Error:  # a zombie: killed, not reaped yet
-            pass
-    return found
 
 
 def kill_the_delivery_process(writer: psutil.Process, webhook_bodies) -> None:
     """SIGKILL it as the OOM killer would, then wait for the one started in its place and for its alert."""
-    [killed] = delivery_processes(writer)
-    psutil.Process(killed).kill()
-    wait_for(lambda: delivery_processes(writer) - {killed}, 60, "a delivery process started again")
+    [killed] = delivery_processes(writer).values()
+    killed.kill()
+    wait_for(lambda: delivery_processes(writer).keys() - {killed.pid}, 60, "a delivery process started again")
     wait_for(lambda: any(b["kind"] == "delivery_restarted" for b in webhook_bodies), 60, "the delivery_restarted alert")
 
 

@@ -11,6 +11,7 @@ import time
 
 import psutil
 import pytest
+from support.launch import delivery_processes
 from support.readers import mlflow_history, read_tb_scalars, read_wandb_history
 from support.timing import wait_for
 
@@ -37,15 +38,8 @@ if "{module}" in sys.orig_argv:  # a delivery process, and only one: it dies as 
 
 
 def delivery_children() -> dict[int, psutil.Process]:
-    """This process's delivery processes still alive (a killed one is a zombie until the run reaps it)."""
-    found = {}
-    for p in psutil.Process().children():
-        try:
-            if CHILD_MODULE in " ".join(p.cmdline()):
-                found[p.pid] = p
-        except psutil.Error:  # a zombie, or gone
-            pass
-    return found
+    """This process's delivery processes still alive."""
+    return delivery_processes(psutil.Process())
 
 
 def new_child(known: set[int]) -> psutil.Process:

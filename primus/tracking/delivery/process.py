@@ -140,9 +140,8 @@ class DeliveryProcess:
         self._direct_lock = threading.Lock()
         self._direct_sender: threading.Thread | None = None
         self.on_alert: Callable[[Alert], None] = lambda alert: None  # an alert the child raised: journal it
-        self.on_restart: Callable[[str], None] = lambda text: (
-            None
-        )  # started again: journal the alert, told by the new child
+        # started again, with the alert's text: the run journals it, and the new child's watch tells it
+        self.on_restart: Callable[[str], None] = lambda text: None
 
     # -- lifecycle -----------------------------------------------------------------------
     def start(self) -> None:
@@ -280,6 +279,9 @@ class DeliveryProcess:
         # said, not left to EOF: a process the trainer forked (a data loader worker) keeps a copy of this end open,
         # and the child would wait its whole deadline
         self._write_direct(message({"t": "end"}))
+        with self._direct_lock:
+            os.close(self._direct_fd)
+            self._direct_fd = -1
 
     def _write_direct(self, data: bytes) -> bool:
         with self._direct_lock:

@@ -31,12 +31,13 @@ NAMES = (PRODUCTIVE, FRACTION, *CHARGED[1:])
 
 GOODPUT_EVENT, GOODPUT_TEXT = "goodput", "goodput/breakdown"  # the run's end: its figures, and as a line of text
 BUSY_KINDS = {"evaluation": EVAL, "checkpoint save": SAVE, "checkpoint load": LOAD}  # a busy's "what"
-# seconds per iteration, by the name a backend logs it under, and the factor to seconds: ours (perf.py), Megatron's
-# own, TorchTitan's (its log interval over its log frequency)
-ITERATION_TIME = {"perf/iteration_time_ms": 1e-3, "iteration-time": 1.0, "time_metrics/end_to_end(s)": 1.0}
-MEGATRON_DATA_WAIT = "batch-generator-time"  # Megatron's timer, max over ranks, already per iteration
-# TorchTitan's: the share of its log interval spent loading batches, and its seconds per iteration
+# TorchTitan's: the share of its log interval spent loading batches, and its seconds per iteration (its log interval
+# over its log frequency)
 TITAN_DATA_SHARE, TITAN_ITERATION = "time_metrics/data_loading(%)", "time_metrics/end_to_end(s)"
+# seconds per iteration, by the name a backend logs it under, and the factor to seconds: ours (perf.py), Megatron's
+# own, TorchTitan's
+ITERATION_TIME = {"perf/iteration_time_ms": 1e-3, "iteration-time": 1.0, TITAN_ITERATION: 1.0}
+MEGATRON_DATA_WAIT = "batch-generator-time"  # Megatron's timer, max over ranks, already per iteration
 
 
 def first_value(names: Mapping[str, float], data: Mapping[str, Any]) -> float | None:

@@ -68,9 +68,6 @@ class TensorBoardSink(Sink):
         for name, value in values.items():
             self._writer.add_scalar(name, value, step, walltime=walltime)
 
-    def flush(self) -> None:
-        self._writer.flush()
-
     def close(self, status: str, complete: bool) -> None:
         self._writer.close()
 
