@@ -2,8 +2,8 @@
 
 It decodes every POST to /v1/metrics, /v1/logs and /v1/traces with opentelemetry-proto's own messages and keeps
 what it got: metric points with their ``time_unix_nano``, log records, spans, resource attributes and the request
-headers (to check a secret header arrived). ``refuse(seconds)`` answers 503 for a while, as a collector that is
-down would, so a test can see the exporter retry and backfill. Bounded waits only (``wait_for``).
+headers (to check a secret header arrived). ``refuse(seconds)`` (or ``refuse_requests(n)``) answers 503 for a while, as a
+collector that is down would, so a test can see the exporter retry and backfill. Bounded waits only (``wait_for``).
 """
 
 from __future__ import annotations
@@ -166,6 +166,7 @@ class OtlpReceiver:
         self.received = Received()
         self._lock = threading.Lock()
         self._refuse_until = 0.0
+        self._refuse_next = 0
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -189,9 +190,13 @@ class OtlpReceiver:
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def _take(self, path: str, headers: dict, body: bytes) -> tuple[int, bytes]:
-        if time.monotonic() < self._refuse_until:
-            with self._lock:
+        with self._lock:
+            refuse = self._refuse_next > 0 or time.monotonic() < self._refuse_until
+
+            if refuse:
+                self._refuse_next = max(0, self._refuse_next - 1)
                 self.received.refused += 1
+        if refuse:
             return 503, b""
         if path not in _SIGNALS:
             return 404, b""
@@ -208,6 +213,11 @@ class OtlpReceiver:
     def refuse(self, seconds: float) -> None:
         """Answer 503 to every request for the next ``seconds`` (0 ends an outage now)."""
         self._refuse_until = time.monotonic() + seconds
+
+    def refuse_requests(self, count: int) -> None:
+        """Answer 503 to the next ``count`` requests, whenever they come (an outage that needs no clock)."""
+        with self._lock:
+            self._refuse_next = count
 
     @property
     def refusing(self) -> bool:
