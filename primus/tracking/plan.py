@@ -199,7 +199,7 @@ def plan_run(
         environ,
     )
     tracing = bool({"mlflow_upload_traces", "mlflow_upload_tracelens_report"} & chosen)
-    tracked = config.tensorboard or config.wandb or config.mlflow or config.comet or config.plugin_sinks
+    tracked = config.tensorboard or config.wandb or config.mlflow or config.comet or config.otlp or config.plugin_sinks
     return TrackingPlan(
         config if tracked else None,
         notices,

@@ -75,6 +75,7 @@ class SinkName(StrEnum):
     WANDB = "wandb"
     MLFLOW = "mlflow"
     COMET = "comet"
+    OTLP = "otlp"  # an OpenTelemetry collector (OTLP/HTTP)
 
 
 # -- alerts: what a person must hear of about the run's health (``health/`` finds most), an event
