@@ -19,6 +19,7 @@ log = logging.getLogger("primus.tracking")
 
 POWER, ENERGY, TEMPERATURE, SM_CLOCK = "gpu/power_w", "gpu/energy_j", "gpu/temperature_c", "gpu/sm_clock_mhz"
 _AMD_POWER_FIELDS = ("current_socket_power", "average_socket_power", "socket_power")  # W; MI300+ has "current"
+_said_absent: list[bool] = []  # once per process, however many samplers it has (the perf set's, across ranks')
 
 
 def _each(calls: dict[str, Callable[[], float]], errors: tuple[type[BaseException], ...]) -> dict[str, float]:
@@ -80,13 +81,12 @@ class GpuPower:
         self._counter_start: float | None = None  # the device counter at the first sample
         self._integrated = 0.0  # J, where the device has no counter
         self._last_power: tuple[float, float] | None = None  # (time, W)
-        self._said_absent = False
 
     def sample(self, nvml: Any, amd: Any) -> dict[str, float]:
         """This device's figures now (``nvml``/``amd``: its handle in that library, or None)."""
         if nvml is None and amd is None:
-            if not self._said_absent:
-                self._said_absent = True
+            if not _said_absent:
+                _said_absent.append(True)
                 log.info("primus tracking: neither NVML nor amdsmi answers for this device: no gpu/* power figures")
             return {}
         try:
