@@ -32,6 +32,11 @@ def endpoint(env: Mapping[str, str], signal: str) -> tuple[str, str] | None:
     return None
 
 
+def requested(env: Mapping[str, str]) -> bool:
+    """Whether the variables name a collector: a run is tracked for it even with every other tracker off."""
+    return endpoint(env, METRICS) is not None
+
+
 def headers(env: Mapping[str, str], signal: str) -> dict[str, str]:
     """The headers to send with a signal's requests, keys lower-cased, values URL-decoded."""
     raw = env.get(signal_variable(signal, "HEADERS")) or env.get(HEADERS, "")
