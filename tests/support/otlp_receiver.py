@@ -187,7 +187,7 @@ class OtlpReceiver:
         self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.port = self.server.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()  # quick to close
 
     def _take(self, path: str, headers: dict, body: bytes) -> tuple[int, bytes]:
         with self._lock:
