@@ -30,7 +30,8 @@ from primus.tracking.trackers.context import SinkContext
 
 log = logging.getLogger("primus.tracking")
 
-RECORDS_PER_REQUEST = 500  # a few hundred KiB of protobuf at most: well under collectors' request limits
+# ~40 bytes of protobuf a point: 500 steps of 60 figures are ~1.2 MB, well under collectors' request limits
+RECORDS_PER_REQUEST = 500
 BACKEND_TAG = "primus.backend"
 _PROTOBUF = "application/x-protobuf"
 
@@ -56,7 +57,7 @@ class OtlpSink(Sink):
             from primus.tracking.trackers import otlp_protobuf
         except ImportError as e:
             raise SinkUnavailable(
-                f"opentelemetry-proto is not importable ({e}): pip install opentelemetry-proto"
+                f"opentelemetry-proto is not importable ({e}): pip install 'primus-tracking[otlp]'"
             ) from e
         self._protobuf = otlp_protobuf
         self._headers = {signal: otlp_env.headers(os.environ, signal) for signal in (otlp_env.METRICS, otlp_env.LOGS)}
