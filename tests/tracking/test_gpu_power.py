@@ -148,3 +148,12 @@ def test_nothing_on_a_cpu_host(monkeypatch):
     perf.interval(tokens=8000, seconds=1, steps=1, world_size=1, flops=None)
     out = {**perf.interval(tokens=8000, seconds=1, steps=1, world_size=1, flops=None), **perf.system()}
     assert not any(name.startswith("gpu/") or name == "perf/joules_per_token" for name in out)
+
+
+def test_with_the_system_figures_off_the_interval_starts_no_sampling(monkeypatch):
+    """Throughput alone (no perf metric set: ``begin`` never called): no device read, no sampling thread."""
+    monkeypatch.setitem(sys.modules, "pynvml", stand_in_pynvml())
+    perf = StepPerf(dtype="bf16", visible_ordinal=0)
+    for _ in range(2):
+        assert "perf/joules_per_token" not in perf.interval(tokens=8000, seconds=1, steps=1, world_size=4, flops=None)
+    assert perf._utilisation.sampled() == {}

@@ -41,8 +41,8 @@ SCHEMA: dict[str, str] = {
     "gpu/temperature_c": "temperature of this rank's device, °C (NVML: the GPU sensor; amdsmi: the hotspot)",
     "gpu/sm_clock_mhz": "current SM clock of this rank's device, MHz (amdsmi: the GFX clock)",
     "perf/joules_per_token": "gpu/energy_j over the log interval over this device's share of the job's tokens (the "
-    "job's tokens over its devices): the job's energy per token when every device draws alike; from the second "
-    "log step",
+    "job's tokens over its devices): the job's energy per token when every device draws alike; with the gpu/* "
+    "figures, from the second log step",
     "straggler/busy_s_min": "the least busy time of any rank since the last log step (seconds not waiting in a "
     "collective)",
     "straggler/busy_s_median": "the median over ranks of their busy time since the last log step",

@@ -157,7 +157,7 @@ class StepPerf:
         )
         if steps > 0 and seconds > 0:
             out["perf/iteration_time_ms"] = seconds / steps * 1e3
-        energy = self._utilisation.read().get(ENERGY)  # as last sampled, within the sampling interval
+        energy = self._utilisation.sampled().get(ENERGY)  # as last sampled; none unless the system figures are on
         if energy is not None and self._energy_since is not None:
             per_token = joules_per_token(energy, self._energy_since, tokens, world_size)
             if per_token is not None:
@@ -378,6 +378,10 @@ class Utilisation:
             latest = self._latest = self.sample()
             sample_every(self._interval_s, self, Utilisation._refresh, "primus-utilisation")
         return latest
+
+    def sampled(self) -> Mapping[str, float]:
+        """The latest reading, empty before the first ``read``: starts no sampling."""
+        return self._latest or {}
 
     def _refresh(self) -> None:
         self._latest = self.sample()
