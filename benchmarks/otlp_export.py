@@ -6,12 +6,14 @@ opentelemetry-proto's messages, serialised, POSTed over HTTP with urllib) agains
 
 Prints the sink thread's CPU (``time.thread_time``) per export, median and p90, for one log step of 30 figures
 (the steady state: one export per delivered log step) and for a batch of 100 steps (a backfill after an outage),
-and the part of it that is building and serialising the request, measured side by side.
+the part of it that is building and serialising the request, and the same batches gzipped
+(OTEL_EXPORTER_OTLP_COMPRESSION=gzip) with the bytes posted either way, measured side by side.
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import os
 import statistics
 import sys
@@ -41,6 +43,13 @@ def records(steps: int, first: int) -> list[Record]:
     ]
 
 
+def opened_sink(run_dir: Path, compression: str) -> OtlpSink:
+    cfg = TrackingConfig(run_dir=run_dir).resolve({**os.environ, "OTEL_EXPORTER_OTLP_COMPRESSION": compression})
+    sink = OtlpSink(SinkContext("otlp", cfg.run_dir, "bench", "bench", {}, {}, RunState(cfg.run_dir), cfg))
+    sink.open()
+    return sink
+
+
 def cpu_us(call, batches) -> list[float]:
     costs = []
     for batch in batches:
@@ -62,25 +71,28 @@ def main() -> int:
     args = parser.parse_args()
     with OtlpReceiver() as receiver, tempfile.TemporaryDirectory(prefix="otlp-bench-") as tmp:
         os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"] = receiver.url
-        cfg = TrackingConfig(run_dir=Path(tmp)).resolve()
-        context = SinkContext("otlp", cfg.run_dir, "bench", "bench", {}, {}, RunState(cfg.run_dir), cfg)
-        sink = OtlpSink(context)
-        sink.open()
-        build = sink._protobuf  # the request alone, as write() builds it
+        sink = opened_sink(Path(tmp), compression="none")
+        gzipped = opened_sink(Path(tmp), compression="gzip")
+        build = sink._protobuf
+
+        def body(batch: list[Record]) -> bytes:  # the request alone, as write() builds it
+            points = [(build.metric_name(k), r.ts_ms * 10**6, r.step, v) for r in batch for k, v in r.data.items()]
+            return build.metrics_request(sink.resource, points).SerializeToString()
+
         one_step = [records(1, n) for n in range(args.exports)]
         backfill = [records(100, n * 100) for n in range(max(args.exports // 10, 5))]
         sink.write(one_step[0])  # the first request opens urllib's machinery
         for what, batches in (("1 step x 30 figures", one_step), ("100 steps x 30 figures", backfill)):
             sent = cpu_us(sink.write, batches)
-            built = cpu_us(
-                lambda b: build.metrics_request(
-                    sink.resource,
-                    [(build.metric_name(k), r.ts_ms * 10**6, r.step, v) for r in b for k, v in r.data.items()],
-                ).SerializeToString(),
-                batches,
-            )
+            built = cpu_us(body, batches)
+            zipped = cpu_us(gzipped.write, batches)
             print(line(what, sent))
             print(line(f"{what}, building and serialising only", built))
+            print(line(f"{what}, gzipped", zipped))
+        plain = body(backfill[0])
+        print(
+            f"otlp export, 100 steps x 30 figures: {len(plain)} bytes per export, {len(gzip.compress(plain, 1))} gzipped"
+        )
         print(f"otlp export: {len(receiver.points())} points received, {receiver.received.refused} refused")
     return 0
 

@@ -93,6 +93,13 @@ def test_a_collector_that_refused_gets_the_missed_points_with_their_own_times(tm
     assert len(receiver.points("primus.lm_loss")) == 8  # each once
 
 
+def test_gzip_when_the_variable_asks_for_it(tmp_path, receiver, monkeypatch):
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_METRICS_COMPRESSION", "GZIP")
+    run_steps(tmp_path, range(3))
+    assert {h.get("content-encoding") for h in receiver.received.headers} == {"gzip"}
+    assert received_times(receiver, "primus.lm_loss") == journal_times(tmp_path / "run", "lm loss")
+
+
 def test_sync_delivers_a_run_whose_delivery_died(tmp_path, receiver):
     run_dir = tmp_path / "run"
     run_dir.mkdir()
@@ -150,6 +157,8 @@ def test_the_sink_is_on_only_when_a_collector_is_named_and_a_bad_address_is_refu
         match=r"OTEL_EXPORTER_OTLP_ENDPOINT='grpc://c:4317/v1/metrics' is not valid.*OTLP/HTTP address",
     ):
         TrackingConfig(tmp_path).resolve({otlp_env.ENDPOINT: "grpc://c:4317"})
+    with pytest.raises(TrackingConfigError, match=r"OTEL_EXPORTER_OTLP_COMPRESSION='deflate' is not valid: use gzip"):
+        TrackingConfig(tmp_path).resolve({otlp_env.ENDPOINT: "http://c:4318", otlp_env.COMPRESSION: "deflate"})
     with pytest.raises(TrackingConfigError, match=r"otlp.max_age_s=0"):
         TrackingConfig(tmp_path, otlp=OtlpConfig(max_age_s=0)).resolve({otlp_env.ENDPOINT: "http://c:4318"})
 

@@ -121,6 +121,7 @@ class OtlpConfig:
     metrics_endpoint: str | None = None  # None: from OTEL_EXPORTER_OTLP_[METRICS_]ENDPOINT
     logs_endpoint: str | None = None  # None: from OTEL_EXPORTER_OTLP_[LOGS_]ENDPOINT
     timeout_s: float = 10.0  # per request; a collector that is down is retried by the sink's worker
+    compression: str | None = None  # "gzip" or "none"; None: from OTEL_EXPORTER_OTLP_[METRICS_]COMPRESSION
     # points older than this are not sent (collectors refuse old samples; said once): a collector down for longer,
     # or a `primus tracking sync` run later, gets only the newer ones
     max_age_s: float = 7 * 86400.0
@@ -255,7 +256,11 @@ def _resolve_otlp(cfg: OtlpConfig | None, env: Mapping[str, str]) -> OtlpConfig 
     _require(urls[otlp_env.METRICS] is not None, "otlp.metrics_endpoint", None, f"set {otlp_env.ENDPOINT}")
     _positive("otlp.timeout_s", cfg.timeout_s, "e.g. 10")
     _positive("otlp.max_age_s", cfg.max_age_s, "e.g. 604800 (7 days)")
-    return replace(cfg, metrics_endpoint=urls[otlp_env.METRICS], logs_endpoint=urls[otlp_env.LOGS])
+    compression, key = (cfg.compression, "otlp.compression") if cfg.compression else otlp_env.compression(env)
+    _require(compression in otlp_env.COMPRESSIONS, key, compression, "use gzip or none")
+    return replace(
+        cfg, metrics_endpoint=urls[otlp_env.METRICS], logs_endpoint=urls[otlp_env.LOGS], compression=compression
+    )
 
 
 def _resolve_wandb(cfg: WandbConfig, run_dir: Path, run_name: str, env: Mapping[str, str]) -> WandbConfig:

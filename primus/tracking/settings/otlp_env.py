@@ -1,7 +1,8 @@
 """OpenTelemetry's own exporter variables, read as its SDK reads them, for the OTLP sink (trackers/otlp.py).
 
 ``OTEL_EXPORTER_OTLP_<SIGNAL>_ENDPOINT`` is used as it is; otherwise ``OTEL_EXPORTER_OTLP_ENDPOINT`` with
-``/v1/metrics`` (``/v1/logs``) appended. Either one set turns the sink on. Headers (``OTEL_EXPORTER_OTLP_HEADERS``,
+``/v1/metrics`` (``/v1/logs``) appended. Either one set turns the sink on. ``OTEL_EXPORTER_OTLP_COMPRESSION``
+(the metrics' own winning) may ask for gzip. Headers (``OTEL_EXPORTER_OTLP_HEADERS``,
 the signal's own winning) are ``k=v,k2=v2`` with URL-encoded values; they usually hold a credential, so they are
 read by the sink in the delivery process and kept nowhere: not in the settings, not in ``meta.json``
 (``redaction`` masks them wherever a variable's value shows).
@@ -14,6 +15,8 @@ from urllib.parse import unquote
 
 ENDPOINT = "OTEL_EXPORTER_OTLP_ENDPOINT"
 HEADERS = "OTEL_EXPORTER_OTLP_HEADERS"
+COMPRESSION = "OTEL_EXPORTER_OTLP_COMPRESSION"
+COMPRESSIONS = ("gzip", "none")
 METRICS, LOGS = "metrics", "logs"
 
 
@@ -30,6 +33,13 @@ def endpoint(env: Mapping[str, str], signal: str) -> tuple[str, str] | None:
     if env.get(ENDPOINT, "").strip():
         return env[ENDPOINT].strip().rstrip("/") + f"/v1/{signal}", ENDPOINT
     return None
+
+
+def compression(env: Mapping[str, str]) -> tuple[str, str]:
+    """(the metrics' compression as the variables name it, lower-cased, "none" when unset; the variable read)."""
+    own = signal_variable(METRICS, "COMPRESSION")
+    name = own if env.get(own, "").strip() else COMPRESSION
+    return (env.get(name, "").strip().lower() or "none"), name
 
 
 def requested(env: Mapping[str, str]) -> bool:

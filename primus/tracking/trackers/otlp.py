@@ -13,6 +13,7 @@ the delivery process, and sent only as headers.
 
 from __future__ import annotations
 
+import gzip
 import logging
 import os
 import socket
@@ -92,7 +93,10 @@ class OtlpSink(Sink):
 
     def _post(self, signal: str, url: str | None, request) -> None:
         headers = {**self._headers[signal], "Content-Type": _PROTOBUF}
-        http = urllib.request.Request(resolved(url, signal), data=request.SerializeToString(), headers=headers)
+        body = request.SerializeToString()
+        if self.cfg.compression == "gzip":  # ~8x smaller for 100 steps of 30 figures (benchmarks/otlp_export.py)
+            body, headers["Content-Encoding"] = gzip.compress(body, compresslevel=1), "gzip"
+        http = urllib.request.Request(resolved(url, signal), data=body, headers=headers)
         try:
             with urllib.request.urlopen(http, timeout=self.cfg.timeout_s) as answer:
                 answer.read()
