@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from primus.tracking.journal.files import NO_PROGRESS_FILE
 from primus.tracking.journal.reader import tail_records
 from primus.tracking.journal.records import END_EVENT, EVENT, METRICS, START_EVENT, RunStatus, saved
 from primus.tracking.journal.run_state import RunState
@@ -75,17 +76,21 @@ class History:
 
 
 def begin_attempt(run_dir: Path, state: RunState, limit: int) -> Stop | None:
-    """Record this attempt's start in ``run.json``; why it must not train, if so."""
+    """Record this attempt's start in ``run.json`` (and NO_PROGRESS_FILE while it is a stopped one); why it must not
+    train, if so."""
     history, stop = History.of(state.section(ATTEMPTS_SECTION)).begin(previous_outcome(run_dir), limit)
     state.update(ATTEMPTS_SECTION, **asdict(history))
+    marker = run_dir / NO_PROGRESS_FILE
+    if stop is None:
+        marker.unlink(missing_ok=True)
+    else:
+        marker.write_text(stop.text + "\n")
     return stop
 
 
 def was_stopped(run_dir: Path) -> bool:
-    """The run directory's latest attempt was stopped by ``no_progress`` (what a requeue asks before it starts
-    another)."""
-    history = History.of(RunState(run_dir).section(ATTEMPTS_SECTION))
-    return history.stopped is not None and history.stopped == history.attempts
+    """The run directory's latest attempt was stopped by ``no_progress``."""
+    return (run_dir / NO_PROGRESS_FILE).exists()
 
 
 def previous_outcome(run_dir: Path) -> Outcome | None:
