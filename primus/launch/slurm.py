@@ -112,7 +112,7 @@ def _options(job: Job, settings: LaunchSettings, exported: list[str], cwd: Path)
     if s.exclusive:
         options.append("--exclusive")
     if s.requeue and s.submit == "sbatch":
-        options.append("--requeue")
+        options += ["--requeue", "--open-mode=append"]  # a requeued job's log keeps the earlier attempts' lines
     return [*options, f"--export={_export(exported)}", *s.extra_args]
 
 

@@ -224,7 +224,7 @@ def test_the_batch_script_requeues_a_failed_step_unless_a_crash_loop_stopped_it(
     """The script's own logic, its srun and scontrol stand-ins on PATH; the real Slurm runs it in
     tests/launch/test_slurm_cluster.py."""
     plan = make_plan(experiment, environ, {"slurm.requeue": True})
-    assert "--requeue" in plan.argv
+    assert {"--requeue", "--open-mode=append"} <= set(plan.argv)
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "srun").write_text(f"#!/bin/sh\nexit {step_exit}\n")

@@ -116,9 +116,11 @@ def _text(history: History) -> str:
     step = "a log step" if best is None else f"a step beyond {best}"
     newer = "a checkpoint" if checkpoint is None else f"a checkpoint newer than iteration {checkpoint}"
     died = "before its first log step" if best is None else f"at or before step {best}"
+    n = history.without_progress
+    which, each = ("the last attempt", "it") if n == 1 else (f"{n} attempts in a row", "each")
     return (
-        f"{history.without_progress} attempts in a row ended without {step} or {newer}: each died {died}; stopped "
-        f"(exit {NO_PROGRESS_EXIT}, not requeued): fix the cause and launch again"
+        f"{which} ended without {step} or {newer}: {each} died {died}; stopped (exit {NO_PROGRESS_EXIT}, not "
+        "requeued): fix the cause and launch again"
     )
 
 
