@@ -63,6 +63,11 @@ def test_after_a_stop_the_next_launch_gets_its_attempts_again_and_zero_never_sto
     assert never == [None] * 6
 
 
+def test_an_attempt_with_nothing_journaled_to_judge_it_by_leaves_the_count_as_it_was():
+    _, stops = run_through([None, died(4), died(4), None, died(4)], limit=2)
+    assert [s is not None for s in stops] == [False, False, False, False, True]
+
+
 def test_the_history_round_trips_through_run_json(tmp_path):
     history, _ = run_through([None, died(4), died(None)], limit=5)
     state = RunState(tmp_path)

@@ -56,7 +56,9 @@ class History:
     def begin(self, previous: Outcome | None, limit: int) -> tuple[History, Stop | None]:
         """This attempt's history, given how the one before it ended (None: there was none), and why it must stop
         when that one made ``limit`` attempts in a row without progress (``limit`` 0: never)."""
-        if previous is None or self.stopped == self.attempts:  # a stopped attempt did not try to progress
+        if previous is None:  # nothing journaled to judge it by (a new run directory, a deleted journal)
+            return replace(self, attempts=self.attempts + 1), None
+        if self.stopped == self.attempts:  # a stopped attempt did not try to progress
             return replace(self, attempts=self.attempts + 1, without_progress=0), None
         progressed = (
             previous.finished
