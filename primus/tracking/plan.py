@@ -191,6 +191,7 @@ def plan_run(
                 stall_after_s=options["primus_stall_after"],
                 spike_k=options["primus_loss_spike_mads"],
                 drop_fraction=options["primus_throughput_drop_fraction"],
+                no_progress_restarts=options["primus_no_progress_restarts"],
             ),
             journal_retention=options["primus_journal_retention"],
             delivery_group=where.delivery_group,

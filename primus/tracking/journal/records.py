@@ -94,6 +94,7 @@ class AlertKind(str, Enum):
     FAILED = "failed"
     KILLED = "killed"
     DELIVERY_RESTARTED = "delivery_restarted"  # the delivery process died and was started again
+    NO_PROGRESS = "no_progress"  # attempts in a row died without a new step or checkpoint (goodput/attempts.py)
 
     def __str__(self) -> str:
         return self.value

@@ -59,6 +59,8 @@ SCHEMA: dict[str, str] = {
     "save, evaluation or load in between; steps a restart computed again move to badput/lost_progress_s",
     "goodput/productive_fraction": "goodput/productive_s over the wall time so far, from the first attempt's start "
     "(SLURM_JOB_START_TIME when set)",
+    "goodput/disruptions": "restarts of the run so far: each relaunch of its run directory (a requeue, torchrun's "
+    "restart, a user's) counts one",
     "badput/startup_s": "from each attempt's start (its process's, or its Slurm job's) to its first log step, less "
     "a checkpoint load and, where the record gives the iteration time, the first interval's steps",
     "badput/checkpoint_save_s": "checkpoint saves: from a save's start mark to its record (an asynchronous save: "

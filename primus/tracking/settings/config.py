@@ -49,6 +49,7 @@ class HealthSettings:
     spike_window: int = 100
     drop_fraction: float = 0.5  # 0: no throughput_drop alerts
     drop_steps: int = 5
+    no_progress_restarts: int = 3  # a no_progress stop after this many attempts in a row without progress; 0: never
 
     def __post_init__(self):
         for name in ("stall_factor", "stall_min_s", "startup_s", "busy_s"):
@@ -56,7 +57,13 @@ class HealthSettings:
                 raise ValueError(f"health.{name}={getattr(self, name)!r}: must be > 0")
         if self.stall_after_s is not None and not self.stall_after_s > 0:
             raise ValueError(f"health.stall_after_s={self.stall_after_s!r}: must be > 0, or None for automatic")
-        if not (self.spike_k >= 0 and self.spike_window >= 4 and 0 <= self.drop_fraction < 1 and self.drop_steps >= 1):
+        if not (
+            self.spike_k >= 0
+            and self.spike_window >= 4
+            and 0 <= self.drop_fraction < 1
+            and self.drop_steps >= 1
+            and self.no_progress_restarts >= 0
+        ):
             raise ValueError(f"health settings out of range: {self}")
 
 
