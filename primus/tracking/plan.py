@@ -22,6 +22,7 @@ from primus.tracking.journal.files import TRACES_DIR, rank_log_file
 from primus.tracking.settings.config import (
     HealthSettings,
     MlflowConfig,
+    PrometheusConfig,
     TensorBoardConfig,
     TrackingConfig,
     TrackingConfigError,
@@ -195,11 +196,17 @@ def plan_run(
             journal_retention=options["primus_journal_retention"],
             delivery_group=where.delivery_group,
             comet=where.comet,
+            prometheus=PrometheusConfig(
+                pushgateway=options["primus_prometheus_pushgateway"],
+                push_interval_s=options["primus_prometheus_push_interval"],
+            ),
         ),
         environ,
     )
     tracing = bool({"mlflow_upload_traces", "mlflow_upload_tracelens_report"} & chosen)
-    tracked = config.tensorboard or config.wandb or config.mlflow or config.comet or config.plugin_sinks
+    tracked = (
+        config.tensorboard or config.wandb or config.mlflow or config.comet or config.prometheus or config.plugin_sinks
+    )
     return TrackingPlan(
         config if tracked else None,
         notices,

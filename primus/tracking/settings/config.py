@@ -31,7 +31,9 @@ DELIVERY_MODES = ("process", "thread")
 JOURNAL_RETENTIONS = ("keep", "delivered")
 DELIVERY_ENV = "PRIMUS_TRACKING_DELIVERY"
 COMET_DIR = "comet"  # comet_ml's offline archives, in the run directory
-DEFAULT_EXPERIMENT = "primus"  # the MLflow experiment when neither the run nor MLFLOW_EXPERIMENT_NAME names one
+DEFAULT_EXPERIMENT = "primus"
+PUSHGATEWAY_ENV = "PRIMUS_PROMETHEUS_PUSHGATEWAY"  # the Prometheus Pushgateway the delivery process pushes to
+PUSH_INTERVAL_ENV = "PRIMUS_PROMETHEUS_PUSH_INTERVAL"  # seconds between two pushes at most  # the MLflow experiment when neither the run nor MLFLOW_EXPERIMENT_NAME names one
 _WANDB_BRANCH = re.compile(r"[^?/\s]+\?_step=\d+(\.\d+)?")  # wandb's "<run id>?_step=<step>"
 
 
@@ -114,6 +116,13 @@ class CometConfig:
 
 
 @dataclass(frozen=True)
+class PrometheusConfig:
+    pushgateway: str | None = None  # http(s)://HOST:PORT; None: PRIMUS_PROMETHEUS_PUSHGATEWAY, else no pushes
+    push_interval_s: float | None = None  # None: PRIMUS_PROMETHEUS_PUSH_INTERVAL, else 1 s
+    timeout_s: float = 5.0  # per push; a gateway that does not answer is retried with back-off
+
+
+@dataclass(frozen=True)
 class TrackingConfig:
     run_dir: Path
     experiment_name: str | None = None  # None: MLFLOW_EXPERIMENT_NAME, as MLflow's own client reads it, else "primus"
@@ -122,6 +131,7 @@ class TrackingConfig:
     wandb: WandbConfig | None = None
     mlflow: MlflowConfig | None = None
     comet: CometConfig | None = None
+    prometheus: PrometheusConfig | None = None  # None: a Pushgateway only from PRIMUS_PROMETHEUS_PUSHGATEWAY
     params: Mapping[str, Any] = field(default_factory=dict)
     tags: Mapping[str, str] = field(default_factory=dict)
     exit_deadline_s: float = 30.0
@@ -192,6 +202,7 @@ class TrackingConfig:
             wandb=self.wandb and _resolve_wandb(self.wandb, run_dir, run_name, env),
             mlflow=self.mlflow and _resolve_mlflow(self.mlflow, run_dir, experiment_name, run_name, env),
             comet=self.comet and _resolve_comet(self.comet, run_dir, run_name, env),
+            prometheus=_resolve_prometheus(self.prometheus or PrometheusConfig(), env),
             is_resolved=True,
         )
 
@@ -213,6 +224,28 @@ def _resolve_comet(cfg: CometConfig, run_dir: Path, run_name: str, env: Mapping[
     return replace(
         cfg, name=cfg.name or run_name, offline=offline, offline_dir=Path(offline_dir).expanduser().absolute()
     )
+
+
+def _resolve_prometheus(cfg: PrometheusConfig, env: Mapping[str, str]) -> PrometheusConfig | None:
+    """None when no Pushgateway is named (the option, else its variable)."""
+    url = cfg.pushgateway or env.get(PUSHGATEWAY_ENV, "").strip()
+    if not url:
+        return None
+    key = "prometheus.pushgateway" if cfg.pushgateway else PUSHGATEWAY_ENV
+    _require(
+        urlsplit(url).scheme in ("http", "https") and _is_http_url(url),
+        key,
+        url,
+        "give the Pushgateway as http://HOST:PORT, e.g. http://pushgateway.example:9091",
+    )
+    interval = cfg.push_interval_s
+    if interval is None:
+        interval = _env_number(env, PUSH_INTERVAL_ENV, 1.0)
+    _positive(
+        "prometheus.push_interval_s" if cfg.push_interval_s is not None else PUSH_INTERVAL_ENV, interval, "e.g. 1"
+    )
+    _positive("prometheus.timeout_s", cfg.timeout_s, "e.g. 5")
+    return replace(cfg, pushgateway=url.rstrip("/"), push_interval_s=float(interval))
 
 
 def _resolve_wandb(cfg: WandbConfig, run_dir: Path, run_name: str, env: Mapping[str, str]) -> WandbConfig:
@@ -297,11 +330,7 @@ def _check_tracking_uri(key: str, uri: str, env: Mapping[str, str]) -> None:
     if uri == "databricks":
         return
     if scheme in ("http", "https"):
-        try:
-            ok = bool(parts.hostname) and (parts.port is None or parts.port > 0)
-        except ValueError:  # a port that is not a number
-            ok = False
-        _require(ok, key, uri, "give the server as http://HOST:PORT, e.g. http://127.0.0.1:5000")
+        _require(_is_http_url(uri), key, uri, "give the server as http://HOST:PORT, e.g. http://127.0.0.1:5000")
     elif scheme in ("", "file"):  # MLflow 3 refuses its file store unless MLFLOW_ALLOW_FILE_STORE is set
         _require(
             env.get("MLFLOW_ALLOW_FILE_STORE", "").lower() == "true",
@@ -318,6 +347,15 @@ def _check_tracking_uri(key: str, uri: str, env: Mapping[str, str]) -> None:
             f"unknown scheme {parts.scheme!r}: use http(s)://HOST:PORT, sqlite:///PATH/mlflow.db, "
             f"{', '.join(MLFLOW_DB_SCHEMES[1:])} or databricks",
         )
+
+
+def _is_http_url(url: str) -> bool:
+    """A host, and a port that is a number when given."""
+    parts = urlsplit(url)
+    try:
+        return bool(parts.hostname) and (parts.port is None or parts.port > 0)
+    except ValueError:  # a port that is not a number
+        return False
 
 
 def _check_databricks(uri: str, experiment_name: str, env: Mapping[str, str]) -> None:

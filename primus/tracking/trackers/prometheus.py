@@ -1,0 +1,161 @@
+"""Prometheus sink: the run's latest figures pushed to a Pushgateway, for the cluster's own monitoring (alerting
+rules and a dashboard: ``primus monitoring``). Prometheus keeps no history from a push, so each push (PUT) replaces
+the run's group with the latest value of every scalar, the step and when upstream logged it, the alert counts and
+``primus_run_status`` (RUNNING; at the end FINISHED, FAILED or KILLED). The group is the experiment as ``job``, with
+``run``, ``backend`` and ``host`` (and ``rank`` for a rank's own run): one per node's delivery process.
+
+It pushes from its delivery worker, at most once per ``push_interval_s`` (``Sink.min_interval_s``): a push that
+fails is retried with the worker's back-off and said once, and the next one carries the latest figures, so a
+gateway that was down is up to date again as soon as it answers. The cursor is kept only at the end: a delivery
+process started again rebuilds the figures and alert counts from the journal. Names: ``prometheus_names.py``."""
+
+from __future__ import annotations
+
+import socket
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from primus.tracking.journal.records import METRICS, Record, RunStatus, SinkName, alert_of
+from primus.tracking.settings.config import resolved
+from primus.tracking.sinks.sink import Durability, Sink, SinkUnavailable
+from primus.tracking.trackers import prometheus_names as names
+from primus.tracking.trackers.context import SinkContext
+
+BACKEND_TAG, RANK_TAG = "primus.backend", "primus.rank"  # the run's tags that label its group
+
+
+@dataclass(frozen=True)
+class Figures:
+    """The run's latest figures, as they go out in a push."""
+
+    values: Mapping[str, float] = field(default_factory=dict)  # Prometheus name -> latest value
+    step: int | None = None
+    step_time_s: float | None = None  # when upstream logged ``step``
+    alerts: Mapping[str, int] = field(default_factory=dict)  # kind -> how many
+
+    def folded(self, records: Sequence[Record]) -> Figures:
+        """These figures with ``records`` (in journal order) applied; self is left as it was."""
+        values, alerts, step, step_time_s = dict(self.values), dict(self.alerts), self.step, self.step_time_s
+        for r in records:
+            if r.kind == METRICS:
+                values.update(scalars(r.data))
+                step, step_time_s = r.step, r.ts_ms / 1000.0
+            elif (alert := alert_of(r)) is not None:
+                alerts[alert.kind] = alerts.get(alert.kind, 0) + 1
+        return replace(self, values=values, alerts=alerts, step=step, step_time_s=step_time_s)
+
+
+def scalars(data: Mapping[str, Any]) -> dict[str, float]:
+    """Each number of a step's metrics under its Prometheus name (NaN and infinities kept: a rule looks for them)."""
+    found = {}
+    for key, value in data.items():
+        name = names.metric_name(key)
+        if name is not None and name not in names.OWN and isinstance(value, (int, float)):
+            found[name] = float(value)
+    return found
+
+
+class PrometheusSink(Sink):
+    name = SinkName.PROMETHEUS
+    # the gateway holds the latest figures only: a delivery process started again resends the journal since the
+    # run's last end, which rebuilds them and the alert counts
+    durability = Durability.ON_CLOSE
+
+    def __init__(self, context: SinkContext):
+        self.context = context
+        self.cfg = resolved(context.config.prometheus, "prometheus")
+        self.min_interval_s = resolved(self.cfg.push_interval_s, "prometheus.push_interval_s")  # type: ignore[misc]
+        self.job = context.experiment_name
+        self.group = group_of(context.run_name, context.tags)
+        self.figures = Figures()
+        self._push: Callable[[Figures, str], None] | None = None
+        self._target = ""
+
+    def open(self) -> str:
+        try:
+            from prometheus_client.exposition import push_to_gateway
+        except ImportError as e:
+            raise SinkUnavailable(
+                f"prometheus_client is not importable ({e}): pip install 'primus-tracking[prometheus]', or unset "
+                "the Pushgateway (PRIMUS_PROMETHEUS_PUSHGATEWAY, primus_prometheus_pushgateway)"
+            ) from e
+        opener, gateway = ReusedOpener(), resolved(self.cfg.pushgateway, "prometheus.pushgateway")
+
+        def push(figures: Figures, status: str) -> None:
+            collector = Snapshot(figures, status)
+            push_to_gateway(gateway, self.job, collector, self.group, self.cfg.timeout_s, opener)
+
+        self._push = push
+        self._target = "/".join((gateway, self.job, *self.group.values()))
+        saved = self.context.saved()  # the alerts counted up to the cursor the worker resumes from
+        if saved.get("target") == self._target:
+            self.figures = Figures(alerts=dict(saved.get("alerts", {})))
+        return self._target
+
+    def write(self, records: Sequence[Record]) -> None:
+        figures = self.figures.folded(records)
+        if figures != self.figures and self._push is not None:
+            self._push(figures, RunStatus.RUNNING)
+        self.figures = figures  # only once pushed: a retry folds the same records into the figures before them
+
+    def close(self, status: str, complete: bool) -> None:
+        if self._push is not None:
+            self._push(self.figures, status)
+        self.context.save(target=self._target, alerts=dict(self.figures.alerts))
+
+
+def group_of(run_name: str, tags: Mapping[str, str]) -> dict[str, str]:
+    """The run's grouping key on the gateway (its job, the experiment, apart): run, backend, host, and the rank of
+    a rank's own run."""
+    group = {names.RUN: run_name, names.BACKEND: tags.get(BACKEND_TAG, "unknown"), names.HOST: socket.gethostname()}
+    if RANK_TAG in tags:
+        group[names.RANK] = tags[RANK_TAG]
+    return group
+
+
+class Snapshot:
+    """The figures as prometheus_client's collector (every name a gauge: the gateway refuses a name whose type
+    differs between groups)."""
+
+    def __init__(self, figures: Figures, status: str):
+        self.figures, self.status = figures, status
+
+    def collect(self) -> list[Any]:
+        from prometheus_client.core import GaugeMetricFamily
+
+        f = self.figures
+        out = [GaugeMetricFamily(name, "", value=value) for name, value in sorted(f.values.items())]
+        if f.step is not None and f.step_time_s is not None:
+            out.append(GaugeMetricFamily(names.STEP, "the latest step the run logged", value=f.step))
+            out.append(GaugeMetricFamily(names.LAST_STEP_TIME, "when upstream logged it", value=f.step_time_s))
+        alerts = GaugeMetricFamily(names.ALERTS, "alerts the run has had", labels=[names.KIND])
+        for kind, count in sorted(f.alerts.items()):
+            alerts.add_metric([kind], count)
+        status = GaugeMetricFamily(names.STATUS, "the run's status", labels=[names.STATUS_LABEL])
+        status.add_metric([str(self.status)], 1)
+        return [*out, alerts, status]
+
+
+class ReusedOpener:
+    """prometheus_client's push handler with one urllib opener for every push: its default builds one per push,
+    whose SSL context loads the CA store, ~22 ms of CPU each time even for http:// (0.6 ms this way). A refusal
+    raises with the gateway's own reason (an HTTPError says only its code)."""
+
+    def __init__(self) -> None:
+        self.opener = urllib.request.build_opener()
+
+    def __call__(
+        self, url: str, method: str, timeout: float | None, headers: Sequence[tuple[str, str]], data: bytes
+    ) -> Callable[[], None]:
+        def handle() -> None:
+            request = urllib.request.Request(url, data=data, headers=dict(headers), method=method)
+            try:
+                with self.opener.open(request, timeout=timeout):
+                    pass
+            except urllib.error.HTTPError as e:
+                raise OSError(f"the Pushgateway refused the push: {e.code} {e.read()[:300]!r}") from None
+
+        return handle

@@ -1,0 +1,144 @@
+"""The Prometheus sink: names by Prometheus's rules, the figures a push carries, its settings, and runs of the
+tracking core pushing to the session's real Pushgateway (``pushgateway`` fixture), read back from its API: the
+latest figures and the run's status, pushes paced, and a gateway that was down brought up to date once it answers."""
+
+from __future__ import annotations
+
+import math
+import socket
+import time
+
+import pytest
+from support.prometheus_servers import Pushgateway
+from support.timing import wait_for
+
+from primus.tracking import PrometheusConfig, TrackingConfig, TrackingConfigError, start_run
+from primus.tracking.journal.records import EVENT, METRICS, Alert, AlertKind, Record
+from primus.tracking.trackers.prometheus import Figures, PrometheusSink
+from primus.tracking.trackers.prometheus_names import metric_name
+
+
+@pytest.mark.parametrize(("key", "name"), [
+    ("lm loss", "primus_lm_loss"),
+    ("throughput/tokens_per_s", "primus_throughput_tokens_per_s"),
+    ("memory/max_reserved(GiB)", "primus_memory_max_reserved_GiB"),
+    ("mfu(%)", "primus_mfu"),
+    ("time_metrics/end_to_end(s)", "primus_time_metrics_end_to_end_s"),
+    ("a__b/_c", "primus_a_b_c"),
+    ("9 lives", "primus_9_lives"),
+    ("%", None),
+])
+def test_a_scalar_is_named_by_prometheus_rules(key, name):
+    assert metric_name(key) == name
+
+
+def record(kind: str, step: int, ts_ms: int, data: dict) -> Record:
+    return Record(kind, step, ts_ms, data, end=0)
+
+
+def alert(kind: str) -> Record:
+    return record(EVENT, 0, 5, Alert(kind, 3, "text", 0.005).event(notified=False) | {"event": "alert"})
+
+
+def test_figures_keep_the_latest_value_of_each_scalar_the_step_its_time_and_the_alerts_counted():
+    before = Figures()
+    after = before.folded([
+        record(METRICS, 1, 1_000, {"lm loss": 2.5, "lr": 1e-3}),
+        alert(AlertKind.NAN),
+        record(METRICS, 2, 2_500, {"lm loss": math.nan, "note": "text", "step": 99}),
+        alert(AlertKind.NAN),
+        alert(AlertKind.STALLED),
+    ])
+    assert before == Figures()  # a failed push retries from the figures before it
+    assert math.isnan(after.values["primus_lm_loss"])  # kept: PrimusLossNotFinite looks for it
+    assert {k: v for k, v in after.values.items() if k != "primus_lm_loss"} == {"primus_lr": 1e-3}
+    assert (after.step, after.step_time_s) == (2, 2.5)  # not the scalar "step": primus_step is the sink's own
+    assert after.alerts == {"nan": 2, "stalled": 1}
+
+
+def test_the_pushgateway_comes_from_the_option_or_the_variable_and_a_bad_one_is_refused_before_training(tmp_path):
+    env = {"PRIMUS_PROMETHEUS_PUSHGATEWAY": "http://gw.example:9091/", "PRIMUS_PROMETHEUS_PUSH_INTERVAL": "2.5"}
+    cfg = TrackingConfig(run_dir=tmp_path).resolve(env)
+    assert cfg.prometheus == PrometheusConfig(pushgateway="http://gw.example:9091", push_interval_s=2.5)
+    assert TrackingConfig(run_dir=tmp_path).resolve({}).prometheus is None
+    given = TrackingConfig(run_dir=tmp_path, prometheus=PrometheusConfig("https://gw.example")).resolve({})
+    assert given.prometheus == PrometheusConfig("https://gw.example", push_interval_s=1.0)
+    with pytest.raises(TrackingConfigError, match=r"PRIMUS_PROMETHEUS_PUSHGATEWAY='gw:9091' is not valid: give the "
+                                                  r"Pushgateway as http://HOST:PORT"):
+        TrackingConfig(run_dir=tmp_path).resolve({"PRIMUS_PROMETHEUS_PUSHGATEWAY": "gw:9091"})
+    with pytest.raises(TrackingConfigError, match=r"PRIMUS_PROMETHEUS_PUSH_INTERVAL='soon' is not valid"):
+        TrackingConfig(run_dir=tmp_path).resolve({**env, "PRIMUS_PROMETHEUS_PUSH_INTERVAL": "soon"})
+    with pytest.raises(TrackingConfigError, match=r"prometheus.push_interval_s=0 is not valid"):
+        TrackingConfig(run_dir=tmp_path, prometheus=PrometheusConfig("http://gw:1", 0)).resolve({})
+
+
+def gateway_config(tmp_path, url: str, interval_s: float, **kw) -> TrackingConfig:
+    return TrackingConfig(run_dir=tmp_path / "run", experiment_name="prom-sink", run_name="r1", delivery="thread",
+                          prometheus=PrometheusConfig(url, interval_s), tags={"primus.backend": "megatron"}, **kw)
+
+
+class CountedPushes:
+    """The sink's pushes, counted with the time of each (the real push still goes out)."""
+
+    def __init__(self, monkeypatch):
+        self.times: list[float] = []
+        real_open = PrometheusSink.open
+
+        def open_(sink):
+            target = real_open(sink)
+            push = sink._push
+
+            def counted(figures, status):
+                push(figures, status)
+                self.times.append(time.monotonic())
+
+            sink._push = counted
+            return target
+
+        monkeypatch.setattr(PrometheusSink, "open", open_)
+
+
+def test_a_run_pushes_its_latest_figures_paced_then_its_status(tmp_path, pushgateway, monkeypatch):
+    pushes = CountedPushes(monkeypatch)
+    run = start_run(gateway_config(tmp_path, pushgateway.url, 0.5))
+    logged_at = {}
+    for step in range(1, 31):
+        logged_at[step] = time.time()
+        run.log(step, {"lm loss": 3.0 - step / 100, "throughput/tokens_per_s": 100.0 * step})
+        time.sleep(0.02)
+    run.alert(Alert(AlertKind.LOSS_SPIKE, 30, "loss spike", time.time()))
+    wait_for(lambda: (g := pushgateway.group(job="prom-sink", run="r1")) is not None
+             and g["metrics"]["primus_step"][0]["value"] == 30, 30, "step 30 in the gateway")
+    running = pushgateway.group(job="prom-sink", run="r1")
+    assert running["labels"] == {"job": "prom-sink", "run": "r1", "backend": "megatron", "host": socket.gethostname()}
+    assert running["metrics"]["primus_run_status"] == [{"labels": running["labels"] | {"instance": "",
+                                                                                       "status": "RUNNING"},
+                                                        "value": 1.0}]
+    run.finish()
+    gaps = [b - a for a, b in zip(pushes.times, pushes.times[1:-1])]  # the last one, the status, is not held back
+    assert gaps and min(gaps) >= 0.5 - 0.01, pushes.times
+    group = pushgateway.group(job="prom-sink", run="r1")["metrics"]
+    latest = {name: samples[0]["value"] for name, samples in group.items() if len(samples) == 1}
+    assert latest["primus_lm_loss"] == 3.0 - 30 / 100 and latest["primus_throughput_tokens_per_s"] == 3000.0
+    assert latest["primus_step"] == 30
+    assert abs(latest["primus_last_step_timestamp_seconds"] - logged_at[30]) < 1.0  # when it was logged, not pushed
+    assert [(s["labels"]["status"], s["value"]) for s in group["primus_run_status"]] == [("FINISHED", 1.0)]
+    assert {s["labels"]["kind"]: s["value"] for s in group["primus_alerts_total"]}["loss_spike"] == 1.0
+
+
+def test_a_gateway_that_was_down_gets_the_latest_figures_once_it_answers(tmp_path, primus_caplog):
+    gateway = Pushgateway(tmp_path / "late-gateway")
+    (tmp_path / "late-gateway").mkdir()
+    run = start_run(gateway_config(tmp_path, gateway.url, 0.2, exit_deadline_s=60))
+    try:
+        for step in range(1, 4):
+            run.log(step, {"lm loss": 1.0 / step})
+        wait_for(lambda: "prometheus failed to deliver" in primus_caplog.text, 30, "the outage said")
+        gateway.start()
+        wait_for(lambda: (g := gateway.group(run="r1")) is not None
+                 and g["metrics"]["primus_step"][0]["value"] == 3, 30, "the latest step once the gateway answers")
+        assert primus_caplog.text.count("prometheus failed to deliver") == 1  # said once, however many retries
+        run.finish()
+        assert [s["labels"]["status"] for s in gateway.group(run="r1")["metrics"]["primus_run_status"]] == ["FINISHED"]
+    finally:
+        gateway.stop()
