@@ -123,7 +123,8 @@ def test_a_run_pushes_its_latest_figures_paced_then_its_status(tmp_path, pushgat
     assert latest["primus_step"] == 30
     assert abs(latest["primus_last_step_timestamp_seconds"] - logged_at[30]) < 1.0  # when it was logged, not pushed
     assert [(s["labels"]["status"], s["value"]) for s in group["primus_run_status"]] == [("FINISHED", 1.0)]
-    assert {s["labels"]["kind"]: s["value"] for s in group["primus_alerts_total"]}["loss_spike"] == 1.0
+    alerts = {s["labels"]["kind"]: s["value"] for s in group["primus_alerts_total"]}
+    assert alerts["loss_spike"] == 1.0 and alerts["stalled"] == 0.0  # every kind there from the start
 
 
 def test_a_gateway_that_was_down_gets_the_latest_figures_once_it_answers(tmp_path, primus_caplog):

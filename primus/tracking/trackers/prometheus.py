@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from primus.tracking.journal.records import METRICS, Record, RunStatus, SinkName, alert_of
+from primus.tracking.journal.records import METRICS, AlertKind, Record, RunStatus, SinkName, alert_of
 from primus.tracking.settings.config import resolved
 from primus.tracking.sinks.sink import Durability, Sink, SinkUnavailable
 from primus.tracking.trackers import prometheus_names as names
@@ -132,7 +132,8 @@ class Snapshot:
             out.append(GaugeMetricFamily(names.STEP, "the latest step the run logged", value=f.step))
             out.append(GaugeMetricFamily(names.LAST_STEP_TIME, "when upstream logged it", value=f.step_time_s))
         alerts = GaugeMetricFamily(names.ALERTS, "alerts the run has had", labels=[names.KIND])
-        for kind, count in sorted(f.alerts.items()):
+        # every kind from 0, so that a rule or a panel sees the first one come (increase() needs a value before it)
+        for kind, count in sorted({**{str(k): 0 for k in AlertKind}, **f.alerts}.items()):
             alerts.add_metric([kind], count)
         status = GaugeMetricFamily(names.STATUS, "the run's status", labels=[names.STATUS_LABEL])
         status.add_metric([str(self.status)], 1)
