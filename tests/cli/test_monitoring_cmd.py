@@ -1,0 +1,61 @@
+"""`primus monitoring rules` prints a rules file Prometheus's own checker passes (Debian's ``promtool``, installed by
+`make setup-prometheus`), with the stall threshold given, every rule annotated with run, experiment and host;
+`primus monitoring dashboard` prints a Grafana dashboard model (the panels' queries against a real run:
+tests/backends/megatron/test_megatron_prometheus.py)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+import yaml
+
+from primus.cli.main import main
+
+RULES = {"PrimusRunStalled", "PrimusLossNotFinite", "PrimusThroughputDrop", "PrimusStraggler", "PrimusRunFailed",
+         "PrimusPushgatewayDown"}
+
+
+def test_the_rules_pass_promtool_with_the_stall_time_given(tmp_path, capsys):
+    assert main(["monitoring", "rules", "--stall-after", "1200"]) == 0
+    text = capsys.readouterr().out
+    (tmp_path / "rules.yml").write_text(text)
+    checked = subprocess.run(["promtool", "check", "rules", str(tmp_path / "rules.yml")], capture_output=True,
+                             text=True, timeout=60)
+    assert checked.returncode == 0 and "SUCCESS: 6 rules found" in checked.stdout, checked.stdout + checked.stderr
+    rules = {r["alert"]: r for r in yaml.safe_load(text)["groups"][0]["rules"]}
+    assert rules.keys() == RULES
+    assert "> 1200\n" in rules["PrimusRunStalled"]["expr"]
+    for name, rule in rules.items():
+        if name != "PrimusPushgatewayDown":  # the gateway's, not a run's
+            for label in ("$labels.run", "$labels.job", "$labels.host"):
+                assert label in rule["annotations"]["summary"] and label in rule["annotations"]["description"], name
+
+
+def test_a_broken_rule_fails_promtool(tmp_path):
+    """The check above can fail: promtool refuses an expression it cannot parse."""
+    (tmp_path / "bad.yml").write_text("groups: [{name: x, rules: [{alert: X, expr: 'time() >'}]}]")
+    checked = subprocess.run(["promtool", "check", "rules", str(tmp_path / "bad.yml")], capture_output=True,
+                             text=True, timeout=60)
+    assert checked.returncode == 1 and "could not parse expression" in checked.stdout + checked.stderr
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "soon", "inf"])
+def test_a_stall_time_that_is_not_a_positive_number_is_refused(value, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["monitoring", "rules", "--stall-after", value])
+    assert exit_.value.code == 2
+    assert f"--stall-after={value!r} is not valid: give a positive number of seconds" in capsys.readouterr().err
+
+
+def test_the_dashboard_is_a_grafana_model_on_stdout(capsys):
+    assert main(["monitoring", "dashboard"]) == 0
+    model = json.loads(capsys.readouterr().out)
+    assert model["uid"] == "primus-runs" and model["schemaVersion"] >= 36
+    assert [v["name"] for v in model["templating"]["list"]] == ["datasource", "job", "run"]
+    titles = [p["title"] for p in model["panels"]]
+    for wanted in ("Loss", "Throughput", "MFU", "Goodput", "Memory", "Stragglers", "Alerts by run"):
+        assert any(t.startswith(wanted) for t in titles), (wanted, titles)
+    assert len({p["id"] for p in model["panels"]}) == len(model["panels"])
+    assert all('job=~"$job", run=~"$run"' in t["expr"] for p in model["panels"] for t in p["targets"])
