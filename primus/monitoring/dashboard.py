@@ -34,7 +34,7 @@ PANELS: tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...] = (
     (
         "Stragglers: slowest rank's busy time over the median",
         "none",
-        (("straggler/slowest_over_median", LEGEND + " (rank {{rank}})"),),
+        (("straggler/slowest_over_median", LEGEND),),
     ),
 )
 

@@ -19,7 +19,7 @@ DEFAULT_STALL_AFTER_S = 900.0  # above a long checkpoint save between two log st
 STRAGGLER_RATIO = 1.25  # the slowest rank this many times the median busy time, for STRAGGLER_FOR
 STRAGGLER_FOR = "10m"
 DROP_FOR, DROP_WINDOW = "5m", "30m"  # throughput under the fraction of its median over the window, for this long
-RUN = ", ".join(names.GROUP_LABELS)  # one alert per node's group of a run (a rank's own run: its ranks together)
+RUN = ", ".join(names.GROUP_LABELS)  # one alert per run and node
 LIVE = f'unless on ({RUN}) ({names.STATUS}{{{names.STATUS_LABEL}!="RUNNING"}} == 1)'
 WHERE = "run {{ $labels.run }} (experiment {{ $labels.job }}) on {{ $labels.host }}"
 

@@ -20,6 +20,7 @@ from primus.config.schemas.tracking import SECTION, params_for, problems
 from primus.errors import SettingsError
 from primus.tracking.journal.files import TRACES_DIR, rank_log_file
 from primus.tracking.settings.config import (
+    PUSHGATEWAY_ENV,
     HealthSettings,
     MlflowConfig,
     PrometheusConfig,
@@ -219,6 +220,12 @@ def plan_run(
         peak_tflops=options["peak_tflops"],
         user_tags=labels.tags,
     )
+
+
+def pushes_to_prometheus(option: str | None, environ: Mapping[str, str] | None = None) -> bool:
+    """Whether the run names a Pushgateway (primus_prometheus_pushgateway, else PRIMUS_PROMETHEUS_PUSHGATEWAY): a
+    tracker that is on, for a backend's ``destinations``."""
+    return bool(option or (os.environ if environ is None else environ).get(PUSHGATEWAY_ENV, "").strip())
 
 
 def _labelled(wandb: WandbConfig, labels: RunLabels) -> WandbConfig:

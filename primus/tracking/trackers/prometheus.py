@@ -2,7 +2,7 @@
 rules and a dashboard: ``primus monitoring``). Prometheus keeps no history from a push, so each push (PUT) replaces
 the run's group with the latest value of every scalar, the step and when upstream logged it, the alert counts and
 ``primus_run_status`` (RUNNING; at the end FINISHED, FAILED or KILLED). The group is the experiment as ``job``, with
-``run``, ``backend`` and ``host`` (and ``rank`` for a rank's own run): one per node's delivery process.
+``run``, ``backend`` and ``host``: one per run on each node (a rank's own run: its name says which rank).
 
 It pushes from its delivery worker, at most once per ``push_interval_s`` (``Sink.min_interval_s``): a push that
 fails is retried with the worker's back-off and said once, and the next one carries the latest figures, so a
@@ -24,7 +24,7 @@ from primus.tracking.sinks.sink import Durability, Sink, SinkUnavailable
 from primus.tracking.trackers import prometheus_names as names
 from primus.tracking.trackers.context import SinkContext
 
-BACKEND_TAG, RANK_TAG = "primus.backend", "primus.rank"  # the run's tags that label its group
+BACKEND_TAG = "primus.backend"  # the run's tag that labels its group
 
 
 @dataclass(frozen=True)
@@ -108,12 +108,9 @@ class PrometheusSink(Sink):
 
 
 def group_of(run_name: str, tags: Mapping[str, str]) -> dict[str, str]:
-    """The run's grouping key on the gateway (its job, the experiment, apart): run, backend, host, and the rank of
-    a rank's own run."""
-    group = {names.RUN: run_name, names.BACKEND: tags.get(BACKEND_TAG, "unknown"), names.HOST: socket.gethostname()}
-    if RANK_TAG in tags:
-        group[names.RANK] = tags[RANK_TAG]
-    return group
+    """The run's grouping key on the gateway (its job, the experiment, apart): run, backend, host. A rank's own
+    run (TorchTitan's save_for_all_ranks) is a group of its own: its name ends with ``-rank<N>``."""
+    return {names.RUN: run_name, names.BACKEND: tags.get(BACKEND_TAG, "unknown"), names.HOST: socket.gethostname()}
 
 
 class Snapshot:

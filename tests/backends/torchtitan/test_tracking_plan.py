@@ -46,6 +46,14 @@ def test_a_plugin_tracker_alone_starts_tracking(tmp_path, sink_plugin):
     assert p.config.plugin_sinks == ("demo",) and (p.config.tensorboard, p.config.mlflow) == (None, None)
 
 
+def test_a_pushgateway_alone_starts_tracking(tmp_path, monkeypatch):
+    p = plan(tmp_path, primus_prometheus_pushgateway="http://gw.example:9091", primus_prometheus_push_interval=5.0)
+    assert p.config.prometheus.pushgateway == "http://gw.example:9091" and p.config.prometheus.push_interval_s == 5
+    assert (p.config.tensorboard, p.config.mlflow, p.config.wandb) == (None, None, None)
+    monkeypatch.setenv("PRIMUS_PROMETHEUS_PUSHGATEWAY", "http://gw.example:9091")
+    assert plan(tmp_path).config.prometheus.pushgateway == "http://gw.example:9091"
+
+
 def test_derived_run_directory_is_upstreams_tensorboard_folder(tmp_path):
     p = plan(tmp_path, enable_tensorboard=True)
     run_dir = p.config.run_dir
