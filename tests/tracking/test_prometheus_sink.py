@@ -134,11 +134,15 @@ def test_a_gateway_that_was_down_gets_the_latest_figures_once_it_answers(tmp_pat
     try:
         for step in range(1, 4):
             run.log(step, {"lm loss": 1.0 / step})
+        run.alert(Alert(AlertKind.NAN, 3, "lm loss is nan", time.time()))
         wait_for(lambda: "prometheus failed to deliver" in primus_caplog.text, 30, "the outage said")
+        time.sleep(1.0)  # retries with back-off meanwhile: each folds the same records again
         gateway.start()
         wait_for(lambda: (g := gateway.group(run="r1")) is not None
                  and g["metrics"]["primus_step"][0]["value"] == 3, 30, "the latest step once the gateway answers")
         assert primus_caplog.text.count("prometheus failed to deliver") == 1  # said once, however many retries
+        alerts = {s["labels"]["kind"]: s["value"] for s in gateway.group(run="r1")["metrics"]["primus_alerts_total"]}
+        assert alerts["nan"] == 1.0  # counted once, not once per try
         run.finish()
         assert [s["labels"]["status"] for s in gateway.group(run="r1")["metrics"]["primus_run_status"]] == ["FINISHED"]
     finally:
