@@ -20,6 +20,7 @@ from primus.config.schemas.tracking import SECTION, params_for, problems
 from primus.errors import SettingsError
 from primus.tracking.journal.files import TRACES_DIR, rank_log_file
 from primus.tracking.settings.config import (
+    PROMETHEUS_PORT_ENV,
     PUSHGATEWAY_ENV,
     HealthSettings,
     MlflowConfig,
@@ -200,6 +201,7 @@ def plan_run(
             prometheus=PrometheusConfig(
                 pushgateway=options["primus_prometheus_pushgateway"],
                 push_interval_s=options["primus_prometheus_push_interval"],
+                port=options["primus_prometheus_port"],
             ),
         ),
         environ,
@@ -222,10 +224,17 @@ def plan_run(
     )
 
 
-def pushes_to_prometheus(option: str | None, environ: Mapping[str, str] | None = None) -> bool:
-    """Whether the run names a Pushgateway (primus_prometheus_pushgateway, else PRIMUS_PROMETHEUS_PUSHGATEWAY): a
+def exports_to_prometheus(value_of: Callable[[str], Any], environ: Mapping[str, str] | None = None) -> bool:
+    """Whether the run names a Pushgateway or a /metrics port (``value_of(option)``, else their variables): a
     tracker that is on, for a backend's ``destinations``."""
-    return bool(option or (os.environ if environ is None else environ).get(PUSHGATEWAY_ENV, "").strip())
+    environ = os.environ if environ is None else environ
+    return any(
+        value_of(option) is not None or environ.get(variable, "").strip()
+        for option, variable in (
+            ("primus_prometheus_pushgateway", PUSHGATEWAY_ENV),
+            ("primus_prometheus_port", PROMETHEUS_PORT_ENV),
+        )
+    )
 
 
 def _labelled(wandb: WandbConfig, labels: RunLabels) -> WandbConfig:

@@ -1,14 +1,18 @@
 """The Prometheus sink: names by Prometheus's rules, the figures a push carries, its settings, and runs of the
 tracking core pushing to the session's real Pushgateway (``pushgateway`` fixture), read back from its API: the
-latest figures and the run's status, pushes paced, and a gateway that was down brought up to date once it answers."""
+latest figures and the run's status, pushes paced, and a gateway that was down brought up to date once it answers;
+and the /metrics a node's delivery process serves for a Prometheus that scrapes."""
 
 from __future__ import annotations
 
 import math
 import socket
 import time
+import urllib.request
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
+from support.mlflow_server import free_port
 from support.prometheus_servers import Pushgateway
 from support.timing import wait_for
 
@@ -78,7 +82,7 @@ def gateway_config(tmp_path, url: str, interval_s: float, **kw) -> TrackingConfi
 
 
 class CountedPushes:
-    """The sink's pushes, counted with the time of each (the real push still goes out)."""
+    """The sink's pushes, counted with the time each starts (the real push still goes out)."""
 
     def __init__(self, monkeypatch):
         self.times: list[float] = []
@@ -89,8 +93,8 @@ class CountedPushes:
             push = sink._push
 
             def counted(figures, status):
-                push(figures, status)
                 self.times.append(time.monotonic())
+                push(figures, status)
 
             sink._push = counted
             return target
@@ -105,7 +109,7 @@ def test_a_run_pushes_its_latest_figures_paced_then_its_status(tmp_path, pushgat
     for step in range(1, 31):
         logged_at[step] = time.time()
         run.log(step, {"lm loss": 3.0 - step / 100, "throughput/tokens_per_s": 100.0 * step})
-        time.sleep(0.02)
+        time.sleep(0.05)  # 20 steps a second: several per push
     run.alert(Alert(AlertKind.LOSS_SPIKE, 30, "loss spike", time.time()))
     wait_for(lambda: (g := pushgateway.group(job="prom-sink", run="r1")) is not None
              and g["metrics"]["primus_step"][0]["value"] == 30, 30, "step 30 in the gateway")
@@ -114,9 +118,12 @@ def test_a_run_pushes_its_latest_figures_paced_then_its_status(tmp_path, pushgat
     assert running["metrics"]["primus_run_status"] == [{"labels": running["labels"] | {"instance": "",
                                                                                        "status": "RUNNING"},
                                                         "value": 1.0}]
+    # the worker starts deliveries 0.5 s apart at least; a push starts after its delivery read the journal (a few ms
+    # at most, half the interval allowed), so over n of them, at least (n - 1) intervals (the run's end is not
+    # held back: its last figures and status go at once)
+    running = list(pushes.times)
+    assert len(running) >= 3 and running[-1] - running[0] >= (len(running) - 1.5) * 0.5, running
     run.finish()
-    gaps = [b - a for a, b in zip(pushes.times, pushes.times[1:-1])]  # the last one, the status, is not held back
-    assert gaps and min(gaps) >= 0.5 - 0.01, pushes.times
     group = pushgateway.group(job="prom-sink", run="r1")["metrics"]
     latest = {name: samples[0]["value"] for name, samples in group.items() if len(samples) == 1}
     assert latest["primus_lm_loss"] == 3.0 - 30 / 100 and latest["primus_throughput_tokens_per_s"] == 3000.0
@@ -147,3 +154,44 @@ def test_a_gateway_that_was_down_gets_the_latest_figures_once_it_answers(tmp_pat
         assert [s["labels"]["status"] for s in gateway.group(run="r1")["metrics"]["primus_run_status"]] == ["FINISHED"]
     finally:
         gateway.stop()
+
+
+def scraped(port: int) -> dict[tuple[str, str], dict] | None:
+    """{(run, name): sample labels and value} of what /metrics serves on ``port``; None while nothing answers."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+            text = r.read().decode()
+    except OSError:
+        return None
+    return {(s.labels.get("run", ""), s.name): {**s.labels, "value": s.value}
+            for family in text_string_to_metric_families(text) for s in family.samples
+            if s.name.startswith("primus_") and s.name != "primus_alerts_total"}
+
+
+def test_a_nodes_delivery_process_serves_metrics_for_every_run_it_delivers(tmp_path):
+    """Two runs of one job on this node (a rank's own run each) share one delivery process: its one /metrics."""
+    port = free_port()
+    runs = [start_run(TrackingConfig(run_dir=tmp_path / name, experiment_name="prom-scrape", run_name=name,
+                                     delivery_group=tmp_path / "job", prometheus=PrometheusConfig(port=port),
+                                     tags={"primus.backend": "torchtitan"}))
+            for name in ("job-rank0", "job-rank1")]
+    try:
+        for i, run in enumerate(runs):
+            run.log(7, {"lm loss": 1.5 + i})
+        wait_for(lambda: (m := scraped(port)) and {("job-rank0", "primus_step"), ("job-rank1", "primus_step")} <= m.keys(),
+                 60, "both runs' step on /metrics")
+        served = scraped(port)
+        for i, name in enumerate(("job-rank0", "job-rank1")):
+            assert served[(name, "primus_lm_loss")] == {"job": "prom-scrape", "run": name, "backend": "torchtitan",
+                                                        "host": socket.gethostname(), "value": 1.5 + i}
+            assert served[(name, "primus_step")]["value"] == 7
+            assert served[(name, "primus_run_status")]["status"] == "RUNNING"
+    finally:
+        for run in runs:
+            run.finish()
+
+
+def test_a_port_that_is_not_a_port_is_refused_before_training(tmp_path):
+    with pytest.raises(TrackingConfigError, match=r"PRIMUS_PROMETHEUS_PORT='http' is not valid: give a free TCP port"):
+        TrackingConfig(run_dir=tmp_path).resolve({"PRIMUS_PROMETHEUS_PORT": "http"})
+    assert TrackingConfig(run_dir=tmp_path).resolve({"PRIMUS_PROMETHEUS_PORT": "9464"}).prometheus.port == 9464

@@ -21,7 +21,7 @@ from primus.backends.maxtext.primus_options import PrimusOptions
 from primus.config.schemas.maxtext import CHECKED_UPSTREAM
 from primus.config.schemas.tracking import problems
 from primus.tracking import TensorBoardConfig, WandbConfig
-from primus.tracking.plan import Destinations, Notices, TrackingPlan, plan_run, pushes_to_prometheus
+from primus.tracking.plan import Destinations, Notices, TrackingPlan, exports_to_prometheus, plan_run
 from primus.tracking.sinks.plugins import requested_sinks
 
 UPSTREAM_TB_QUEUE = 10  # upstream's tensorboardX SummaryWriter(logdir) keeps its default max_queue
@@ -42,7 +42,7 @@ def plan_tracking(
 
     def destinations(notices: Notices) -> Destinations | None:
         wanted = (config.enable_tensorboard, config.enable_wandb, options.enable_mlflow, requested_sinks(environ))
-        if not (any(wanted) or pushes_to_prometheus(options.primus_prometheus_pushgateway, environ)):
+        if not (any(wanted) or exports_to_prometheus(lambda name: getattr(options, name), environ)):
             return None
         base = str(config.base_output_directory or "")
         if explicit_run_dir is None and _is_remote(base):

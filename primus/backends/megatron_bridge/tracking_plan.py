@@ -27,7 +27,7 @@ from primus.config.run_directory import choose_run_dir, timestamp
 from primus.config.schemas.tracking import MEGATRON_BRIDGE, params_for, upstream_keys
 from primus.tracking import CometConfig, TensorBoardConfig, WandbConfig
 from primus.tracking.journal.files import WANDB_DIR
-from primus.tracking.plan import Destinations, Notices, TrackingPlan, plan_run, pushes_to_prometheus
+from primus.tracking.plan import Destinations, Notices, TrackingPlan, exports_to_prometheus, plan_run
 from primus.tracking.sinks.plugins import requested_sinks
 
 BACKEND = MEGATRON_BRIDGE
@@ -81,11 +81,7 @@ def plan_tracking(
 
     def destinations(notices: Notices) -> Destinations | None:
         wanted = (logger.tensorboard_dir, logger.wandb_project, logger.mlflow_experiment, logger.comet_project)
-        if not (
-            any(wanted)
-            or requested_sinks(environ)
-            or pushes_to_prometheus(value_of("primus_prometheus_pushgateway"), environ)
-        ):
+        if not (any(wanted) or requested_sinks(environ) or exports_to_prometheus(value_of, environ)):
             return None
         run_dir = run_directory(config.checkpoint.save, environ)
         return Destinations(

@@ -21,7 +21,7 @@ from primus.config.schemas.torchtitan import CHECKED_UPSTREAM
 from primus.config.schemas.tracking import problems
 from primus.tracking import TensorBoardConfig
 from primus.tracking.journal.files import WANDB_DIR
-from primus.tracking.plan import Destinations, Notices, TrackingPlan, plan_run, pushes_to_prometheus
+from primus.tracking.plan import Destinations, Notices, TrackingPlan, exports_to_prometheus, plan_run
 from primus.tracking.sinks.plugins import requested_sinks
 
 UPSTREAM_TB_QUEUE = 1000  # upstream's SummaryWriter(max_queue=1000)
@@ -79,7 +79,7 @@ def plan_tracking(
 
     def destinations(notices: Notices) -> Destinations | None:
         wanted = (metrics.enable_tensorboard, metrics.enable_wandb, metrics.enable_mlflow, requested_sinks())
-        if not (any(wanted) or pushes_to_prometheus(metrics.primus_prometheus_pushgateway)):
+        if not (any(wanted) or exports_to_prometheus(lambda name: getattr(metrics, name))):
             return None
         run_dir = run_directory(
             metrics, dump_folder=dump_folder, checkpoint_dir=checkpoint_dir, rank=rank, explicit=explicit_run_dir

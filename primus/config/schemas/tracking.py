@@ -285,6 +285,16 @@ OPTIONS = (
         "go in the next push); unset: PRIMUS_PROMETHEUS_PUSH_INTERVAL, else 1.",
     ),
     _option(
+        "primus_prometheus_port",
+        "int",
+        nullable=True,
+        ge=1,
+        le=65535,
+        backends=WITH_BRIDGE,
+        help="A port on which each node's delivery process serves /metrics (the latest figures of the runs it "
+        "delivers) for a Prometheus that scrapes, e.g. 9464; unset: PRIMUS_PROMETHEUS_PORT, else none.",
+    ),
+    _option(
         "primus_journal_retention",
         "str",
         "keep",

@@ -33,7 +33,8 @@ DELIVERY_ENV = "PRIMUS_TRACKING_DELIVERY"
 COMET_DIR = "comet"  # comet_ml's offline archives, in the run directory
 DEFAULT_EXPERIMENT = "primus"
 PUSHGATEWAY_ENV = "PRIMUS_PROMETHEUS_PUSHGATEWAY"  # the Prometheus Pushgateway the delivery process pushes to
-PUSH_INTERVAL_ENV = "PRIMUS_PROMETHEUS_PUSH_INTERVAL"  # seconds between two pushes at most  # the MLflow experiment when neither the run nor MLFLOW_EXPERIMENT_NAME names one
+PUSH_INTERVAL_ENV = "PRIMUS_PROMETHEUS_PUSH_INTERVAL"  # seconds between two pushes at most
+PROMETHEUS_PORT_ENV = "PRIMUS_PROMETHEUS_PORT"  # the delivery process serves /metrics on this port  # the MLflow experiment when neither the run nor MLFLOW_EXPERIMENT_NAME names one
 _WANDB_BRANCH = re.compile(r"[^?/\s]+\?_step=\d+(\.\d+)?")  # wandb's "<run id>?_step=<step>"
 
 
@@ -120,6 +121,7 @@ class PrometheusConfig:
     pushgateway: str | None = None  # http(s)://HOST:PORT; None: PRIMUS_PROMETHEUS_PUSHGATEWAY, else no pushes
     push_interval_s: float | None = None  # None: PRIMUS_PROMETHEUS_PUSH_INTERVAL, else 1 s
     timeout_s: float = 5.0  # per push; a gateway that does not answer is retried with back-off
+    port: int | None = None  # /metrics served by the delivery process; None: PRIMUS_PROMETHEUS_PORT, else none
 
 
 @dataclass(frozen=True)
@@ -227,17 +229,22 @@ def _resolve_comet(cfg: CometConfig, run_dir: Path, run_name: str, env: Mapping[
 
 
 def _resolve_prometheus(cfg: PrometheusConfig, env: Mapping[str, str]) -> PrometheusConfig | None:
-    """None when no Pushgateway is named (the option, else its variable)."""
-    url = cfg.pushgateway or env.get(PUSHGATEWAY_ENV, "").strip()
-    if not url:
+    """None when neither a Pushgateway nor a port is named (the options, else their variables)."""
+    url = cfg.pushgateway or env.get(PUSHGATEWAY_ENV, "").strip() or None
+    given: Any = cfg.port if cfg.port is not None else (env.get(PROMETHEUS_PORT_ENV, "").strip() or None)
+    if url is None and given is None:
         return None
-    key = "prometheus.pushgateway" if cfg.pushgateway else PUSHGATEWAY_ENV
-    _require(
-        urlsplit(url).scheme in ("http", "https") and _is_http_url(url),
-        key,
-        url,
-        "give the Pushgateway as http://HOST:PORT, e.g. http://pushgateway.example:9091",
-    )
+    if url is not None:
+        _require(
+            urlsplit(url).scheme in ("http", "https") and _is_http_url(url),
+            "prometheus.pushgateway" if cfg.pushgateway else PUSHGATEWAY_ENV,
+            url,
+            "give the Pushgateway as http://HOST:PORT, e.g. http://pushgateway.example:9091",
+        )
+    port = int(given) if str(given).isdigit() else None
+    if given is not None:
+        key = "prometheus.port" if cfg.port is not None else PROMETHEUS_PORT_ENV
+        _require(port is not None and 0 < port < 65536, key, given, "give a free TCP port, e.g. 9464")
     interval = cfg.push_interval_s
     if interval is None:
         interval = _env_number(env, PUSH_INTERVAL_ENV, 1.0)
@@ -245,7 +252,7 @@ def _resolve_prometheus(cfg: PrometheusConfig, env: Mapping[str, str]) -> Promet
         "prometheus.push_interval_s" if cfg.push_interval_s is not None else PUSH_INTERVAL_ENV, interval, "e.g. 1"
     )
     _positive("prometheus.timeout_s", cfg.timeout_s, "e.g. 5")
-    return replace(cfg, pushgateway=url.rstrip("/"), push_interval_s=float(interval))
+    return replace(cfg, pushgateway=url and url.rstrip("/"), push_interval_s=float(interval), port=port)
 
 
 def _resolve_wandb(cfg: WandbConfig, run_dir: Path, run_name: str, env: Mapping[str, str]) -> WandbConfig:

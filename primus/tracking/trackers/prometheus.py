@@ -11,6 +11,7 @@ process started again rebuilds the figures and alert counts from the journal. Na
 
 from __future__ import annotations
 
+import logging
 import socket
 import urllib.error
 import urllib.request
@@ -23,7 +24,9 @@ from primus.tracking.settings.config import resolved
 from primus.tracking.sinks.sink import Durability, Sink, SinkUnavailable
 from primus.tracking.trackers import prometheus_names as names
 from primus.tracking.trackers.context import SinkContext
+from primus.tracking.trackers.prometheus_endpoint import ENDPOINT
 
+log = logging.getLogger("primus.tracking")
 BACKEND_TAG = "primus.backend"  # the run's tag that labels its group
 
 
@@ -71,8 +74,9 @@ class PrometheusSink(Sink):
         self.job = context.experiment_name
         self.group = group_of(context.run_name, context.tags)
         self.figures = Figures()
+        self.status: str = RunStatus.RUNNING
         self._push: Callable[[Figures, str], None] | None = None
-        self._target = ""
+        self._target = "/".join((self.cfg.pushgateway or f":{self.cfg.port}", self.job, *self.group.values()))
 
     def open(self) -> str:
         try:
@@ -80,20 +84,32 @@ class PrometheusSink(Sink):
         except ImportError as e:
             raise SinkUnavailable(
                 f"prometheus_client is not importable ({e}): pip install 'primus-tracking[prometheus]', or unset "
-                "the Pushgateway (PRIMUS_PROMETHEUS_PUSHGATEWAY, primus_prometheus_pushgateway)"
+                "PRIMUS_PROMETHEUS_PUSHGATEWAY and PRIMUS_PROMETHEUS_PORT (primus_prometheus_pushgateway, _port)"
             ) from e
-        opener, gateway = ReusedOpener(), resolved(self.cfg.pushgateway, "prometheus.pushgateway")
+        if self.cfg.pushgateway:
+            opener, gateway = ReusedOpener(), self.cfg.pushgateway
 
-        def push(figures: Figures, status: str) -> None:
-            collector = Snapshot(figures, status)
-            push_to_gateway(gateway, self.job, collector, self.group, self.cfg.timeout_s, opener)
+            def push(figures: Figures, status: str) -> None:
+                collector = Snapshot(figures, status)
+                push_to_gateway(gateway, self.job, collector, self.group, self.cfg.timeout_s, opener)
 
-        self._push = push
-        self._target = "/".join((gateway, self.job, *self.group.values()))
+            self._push = push
+        if self.cfg.port is not None:
+            self._serve(self.cfg.port)
         saved = self.context.saved()  # the alerts counted up to the cursor the worker resumes from
         if saved.get("target") == self._target:
             self.figures = Figures(alerts=dict(saved.get("alerts", {})))
         return self._target
+
+    def _serve(self, port: int) -> None:
+        labels = {names.JOB: self.job, **self.group}
+        try:
+            ENDPOINT.serve(port, self._target, lambda: Snapshot(self.figures, self.status, labels))
+        except OSError as e:
+            fix = f"set PRIMUS_PROMETHEUS_PORT (primus_prometheus_port) to a free port: {port} cannot be served ({e})"
+            if self._push is None:
+                raise SinkUnavailable(fix) from e
+            log.warning("primus tracking: no /metrics endpoint, pushes only: %s", fix)
 
     def write(self, records: Sequence[Record]) -> None:
         figures = self.figures.folded(records)
@@ -102,6 +118,7 @@ class PrometheusSink(Sink):
         self.figures = figures  # only once pushed: a retry folds the same records into the figures before them
 
     def close(self, status: str, complete: bool) -> None:
+        self.status = status
         if self._push is not None:
             self._push(self.figures, status)
         self.context.save(target=self._target, alerts=dict(self.figures.alerts))
@@ -114,27 +131,33 @@ def group_of(run_name: str, tags: Mapping[str, str]) -> dict[str, str]:
 
 
 class Snapshot:
-    """The figures as prometheus_client's collector (every name a gauge: the gateway refuses a name whose type
-    differs between groups)."""
+    """The figures as prometheus_client's collector, every name a gauge (the gateway refuses a name whose type
+    differs between groups); ``labels`` on every sample (the endpoint's: the gateway adds a push's from its group)."""
 
-    def __init__(self, figures: Figures, status: str):
-        self.figures, self.status = figures, status
+    def __init__(self, figures: Figures, status: str, labels: Mapping[str, str] | None = None):
+        self.figures, self.status, self.labels = figures, status, dict(labels or {})
 
     def collect(self) -> list[Any]:
         from prometheus_client.core import GaugeMetricFamily
 
+        def gauge(name: str, doc: str, samples: Sequence[tuple[Sequence[str], float]], *more: str) -> Any:
+            family = GaugeMetricFamily(name, doc, labels=[*self.labels, *more])
+            for values, value in samples:
+                family.add_metric([*self.labels.values(), *values], value)
+            return family
+
         f = self.figures
-        out = [GaugeMetricFamily(name, "", value=value) for name, value in sorted(f.values.items())]
+        out = [gauge(name, "", [((), value)]) for name, value in sorted(f.values.items())]
         if f.step is not None and f.step_time_s is not None:
-            out.append(GaugeMetricFamily(names.STEP, "the latest step the run logged", value=f.step))
-            out.append(GaugeMetricFamily(names.LAST_STEP_TIME, "when upstream logged it", value=f.step_time_s))
-        alerts = GaugeMetricFamily(names.ALERTS, "alerts the run has had", labels=[names.KIND])
+            out.append(gauge(names.STEP, "the latest step the run logged", [((), f.step)]))
+            out.append(gauge(names.LAST_STEP_TIME, "when upstream logged it", [((), f.step_time_s)]))
         # every kind from 0, so that a rule or a panel sees the first one come (increase() needs a value before it)
-        for kind, count in sorted({**{str(k): 0 for k in AlertKind}, **f.alerts}.items()):
-            alerts.add_metric([kind], count)
-        status = GaugeMetricFamily(names.STATUS, "the run's status", labels=[names.STATUS_LABEL])
-        status.add_metric([str(self.status)], 1)
-        return [*out, alerts, status]
+        kinds = {**{str(k): 0 for k in AlertKind}, **f.alerts}
+        out.append(
+            gauge(names.ALERTS, "alerts the run has had", [((k,), n) for k, n in sorted(kinds.items())], names.KIND)
+        )
+        out.append(gauge(names.STATUS, "the run's status", [((str(self.status),), 1)], names.STATUS_LABEL))
+        return out
 
 
 class ReusedOpener:
