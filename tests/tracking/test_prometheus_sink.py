@@ -18,8 +18,11 @@ from support.timing import wait_for
 
 from primus.tracking import PrometheusConfig, TrackingConfig, TrackingConfigError, start_run
 from primus.tracking.journal.records import EVENT, METRICS, Alert, AlertKind, Record
+from primus.tracking.journal.run_state import RunState
+from primus.tracking.tags.meta import RunMeta
 from primus.tracking.trackers.prometheus import Figures, PrometheusSink
 from primus.tracking.trackers.prometheus_names import metric_name
+from primus.tracking.trackers.registry import build_sinks
 
 
 @pytest.mark.parametrize(("key", "name"), [
@@ -195,3 +198,21 @@ def test_a_port_that_is_not_a_port_is_refused_before_training(tmp_path):
     with pytest.raises(TrackingConfigError, match=r"PRIMUS_PROMETHEUS_PORT='http' is not valid: give a free TCP port"):
         TrackingConfig(run_dir=tmp_path).resolve({"PRIMUS_PROMETHEUS_PORT": "http"})
     assert TrackingConfig(run_dir=tmp_path).resolve({"PRIMUS_PROMETHEUS_PORT": "9464"}).prometheus.port == 9464
+
+
+def test_a_delivery_process_started_again_goes_on_from_the_figures_saved_with_its_cursor(tmp_path, pushgateway):
+    cfg = TrackingConfig(run_dir=tmp_path / "run", experiment_name="prom-restart", run_name="r",
+                         prometheus=PrometheusConfig(pushgateway.url)).resolve({})
+    cfg.run_dir.mkdir()
+
+    def sink():
+        [built] = build_sinks(["prometheus"], cfg, RunMeta.build(cfg), RunState(cfg.run_dir))
+        built.open()
+        return built
+
+    first = sink()
+    first.write([record(METRICS, 4, 4_000, {"lm loss": 0.5}), alert(AlertKind.NAN)])
+    first.flush()  # what the worker does before it saves the cursor
+    first.write([alert(AlertKind.NAN)])  # after the cursor: delivered again to the next process
+    again = sink()
+    assert again.figures == Figures({"primus_lm_loss": 0.5}, 4, 4.0, {"nan": 1})

@@ -6,8 +6,8 @@ the run's group with the latest value of every scalar, the step and when upstrea
 
 It pushes from its delivery worker, at most once per ``push_interval_s`` (``Sink.min_interval_s``): a push that
 fails is retried with the worker's back-off and said once, and the next one carries the latest figures, so a
-gateway that was down is up to date again as soon as it answers. The cursor is kept only at the end: a delivery
-process started again rebuilds the figures and alert counts from the journal. Names: ``prometheus_names.py``."""
+gateway that was down is up to date again as soon as it answers. The figures are kept in the run directory with
+the cursor (at each flush): a delivery process started again goes on from them. Names: ``prometheus_names.py``."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import socket
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from primus.tracking.journal.records import METRICS, AlertKind, Record, RunStatus, SinkName, alert_of
@@ -63,9 +63,8 @@ def scalars(data: Mapping[str, Any]) -> dict[str, float]:
 
 class PrometheusSink(Sink):
     name = SinkName.PROMETHEUS
-    # the gateway holds the latest figures only: a delivery process started again resends the journal since the
-    # run's last end, which rebuilds them and the alert counts
-    durability = Durability.ON_CLOSE
+    # the figures, alert counts included, are saved at a flush; the cursor then, so they agree
+    durability = Durability.ON_FLUSH
 
     def __init__(self, context: SinkContext):
         self.context = context
@@ -96,9 +95,9 @@ class PrometheusSink(Sink):
             self._push = push
         if self.cfg.port is not None:
             self._serve(self.cfg.port)
-        saved = self.context.saved()  # the alerts counted up to the cursor the worker resumes from
-        if saved.get("target") == self._target:
-            self.figures = Figures(alerts=dict(saved.get("alerts", {})))
+        saved = self.context.saved()  # the figures up to the cursor the worker resumes from
+        if saved.get("target") == self._target and "figures" in saved:
+            self.figures = Figures(**saved["figures"])
         return self._target
 
     def _serve(self, port: int) -> None:
@@ -117,11 +116,14 @@ class PrometheusSink(Sink):
             self._push(figures, RunStatus.RUNNING)
         self.figures = figures  # only once pushed: a retry folds the same records into the figures before them
 
+    def flush(self) -> None:
+        self.context.save(target=self._target, figures=asdict(self.figures))
+
     def close(self, status: str, complete: bool) -> None:
         self.status = status
+        self.flush()
         if self._push is not None:
             self._push(self.figures, status)
-        self.context.save(target=self._target, alerts=dict(self.figures.alerts))
 
 
 def group_of(run_name: str, tags: Mapping[str, str]) -> dict[str, str]:
