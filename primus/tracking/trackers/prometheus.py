@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from primus.redaction import redact_text
 from primus.tracking.journal.records import METRICS, AlertKind, Record, RunStatus, SinkName, alert_of
 from primus.tracking.settings.config import resolved
 from primus.tracking.sinks.sink import Durability, Sink, SinkUnavailable
@@ -75,7 +76,8 @@ class PrometheusSink(Sink):
         self.figures = Figures()
         self.status: str = RunStatus.RUNNING
         self._push: Callable[[Figures, str], None] | None = None
-        self._target = "/".join((self.cfg.pushgateway or f":{self.cfg.port}", self.job, *self.group.values()))
+        where = redact_text(self.cfg.pushgateway) if self.cfg.pushgateway else f":{self.cfg.port}"  # kept in files
+        self._target = "/".join((where, self.job, *self.group.values()))
 
     def open(self) -> str:
         try:
