@@ -216,3 +216,11 @@ def test_a_delivery_process_started_again_goes_on_from_the_figures_saved_with_it
     first.write([alert(AlertKind.NAN)])  # after the cursor: delivered again to the next process
     again = sink()
     assert again.figures == Figures({"primus_lm_loss": 0.5}, 4, 4.0, {"nan": 1})
+
+
+def test_a_gateway_still_down_at_the_end_is_said_without_sending_anyone_to_sync(tmp_path, primus_caplog):
+    run = start_run(gateway_config(tmp_path, f"http://127.0.0.1:{free_port()}", 0.2, exit_deadline_s=1))
+    run.log(1, {"lm loss": 1.0})
+    run.finish()
+    assert "prometheus did not receive the run's last figures within exit_deadline_s=1" in primus_caplog.text
+    assert "tracking sync" not in primus_caplog.text  # a gateway keeps no history to fill in later

@@ -66,6 +66,7 @@ class PrometheusSink(Sink):
     name = SinkName.PROMETHEUS
     # the figures, alert counts included, are saved at a flush; the cursor then, so they agree
     durability = Durability.ON_FLUSH
+    synced = False  # the next push carries the latest figures; a gateway keeps no history to fill in later
 
     def __init__(self, context: SinkContext):
         self.context = context
