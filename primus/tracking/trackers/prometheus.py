@@ -7,7 +7,8 @@ the run's group with the latest value of every scalar, the step and when upstrea
 It pushes from its delivery worker, at most once per ``push_interval_s`` (``Sink.min_interval_s``): a push that
 fails is retried with the worker's back-off and said once, and the next one carries the latest figures, so a
 gateway that was down is up to date again as soon as it answers. The figures are kept in the run directory with
-the cursor (at each flush): a delivery process started again goes on from them. Names: ``prometheus_names.py``."""
+the cursor (at each flush): a delivery process started again goes on from them. With a port, the node's delivery
+process also serves them on ``/metrics`` (``prometheus_endpoint.py``). Names: ``prometheus_names.py``."""
 
 from __future__ import annotations
 
