@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from primus.config.schemas.tracking import SECTION, params_for, problems
 from primus.errors import SettingsError
 from primus.tracking.journal.files import TRACES_DIR, rank_log_file
+from primus.tracking.journal.records import RANK_TAG
 from primus.tracking.settings.config import (
     PROMETHEUS_PORT_ENV,
     PUSHGATEWAY_ENV,
@@ -104,6 +105,7 @@ class TrackingPlan:
     config: TrackingConfig | None  # None: every tracker is off and upstream's behaviour is unchanged
     notices: Notices
     all_ranks: bool = False  # every rank tracks, each into its own run; else only the rank the backend logs from
+    rank: int = 0  # this rank's (its run's tag RANK_TAG when every rank has its own run)
     log_file: Path | None = None  # this rank's console is copied there (every rank) and uploaded after training
     traces_dir: Path | None = None  # upstream's profiler writes there; uploaded/reported on after training
     perf_metrics: bool = False  # the perf/mem/sys metric set (mlflow_upload_performance_metrics with MLflow on)
@@ -118,8 +120,9 @@ class TrackingPlan:
         """The config the run starts with: the plan's, with the run's params and tags (the backend's, which are
         all under primus., and the user's)."""
         assert self.config is not None, "no tracker is on: there is no run to start"
+        own = {RANK_TAG: str(self.rank)} if self.all_ranks else {}
         return dataclasses.replace(
-            self.config, params={**params, **self.recorded_params}, tags={**self.user_tags, **tags}
+            self.config, params={**params, **self.recorded_params}, tags={**self.user_tags, **tags, **own}
         )
 
 
@@ -214,6 +217,7 @@ def plan_run(
         config if tracked else None,
         notices,
         all_ranks=all_ranks,
+        rank=where.rank,
         log_file=rank_log_file(where.run_dir, where.rank) if "mlflow_upload_logs" in chosen else None,
         traces_dir=where.run_dir / TRACES_DIR if tracing else None,
         perf_metrics=PERF in chosen,

@@ -176,8 +176,8 @@ def test_a_nodes_delivery_process_serves_metrics_for_every_run_it_delivers(tmp_p
     port = free_port()
     runs = [start_run(TrackingConfig(run_dir=tmp_path / name, experiment_name="prom-scrape", run_name=name,
                                      delivery_group=tmp_path / "job", prometheus=PrometheusConfig(port=port),
-                                     tags={"primus.backend": "torchtitan"}))
-            for name in ("job-rank0", "job-rank1")]
+                                     tags={"primus.backend": "torchtitan", "primus.rank": str(rank)}))
+            for rank, name in enumerate(("job-rank0", "job-rank1"))]
     try:
         for i, run in enumerate(runs):
             run.log(7, {"lm loss": 1.5 + i})
@@ -186,7 +186,7 @@ def test_a_nodes_delivery_process_serves_metrics_for_every_run_it_delivers(tmp_p
         served = scraped(port)
         for i, name in enumerate(("job-rank0", "job-rank1")):
             assert served[(name, "primus_lm_loss")] == {"job": "prom-scrape", "run": name, "backend": "torchtitan",
-                                                        "host": socket.gethostname(), "value": 1.5 + i}
+                                                        "host": socket.gethostname(), "rank": str(i), "value": 1.5 + i}
             assert served[(name, "primus_step")]["value"] == 7
             assert served[(name, "primus_run_status")]["status"] == "RUNNING"
     finally:

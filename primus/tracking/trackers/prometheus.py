@@ -2,7 +2,7 @@
 rules and a dashboard: ``primus monitoring``). Prometheus keeps no history from a push, so each push (PUT) replaces
 the run's group with the latest value of every scalar, the step and when upstream logged it, the alert counts and
 ``primus_run_status`` (RUNNING; at the end FINISHED, FAILED or KILLED). The group is the experiment as ``job``, with
-``run``, ``backend`` and ``host``: one per run on each node (a rank's own run: its name says which rank).
+``run``, ``backend`` and ``host`` (and ``rank`` for a rank's own run): one per run on each node.
 
 It pushes from its delivery worker, at most once per ``push_interval_s`` (``Sink.min_interval_s``): a push that
 fails is retried with the worker's back-off and said once, and the next one carries the latest figures, so a
@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from primus.redaction import redact_text
-from primus.tracking.journal.records import METRICS, AlertKind, Record, RunStatus, SinkName, alert_of
+from primus.tracking.journal.records import METRICS, RANK_TAG, AlertKind, Record, RunStatus, SinkName, alert_of
 from primus.tracking.settings.config import resolved
 from primus.tracking.sinks.sink import Durability, Sink, SinkUnavailable
 from primus.tracking.trackers import prometheus_names as names
@@ -29,7 +29,7 @@ from primus.tracking.trackers.context import SinkContext
 from primus.tracking.trackers.prometheus_endpoint import ENDPOINT
 
 log = logging.getLogger("primus.tracking")
-BACKEND_TAG = "primus.backend"  # the run's tag that labels its group
+BACKEND_TAG = "primus.backend"  # the run's tags that label its group, with RANK_TAG
 
 
 @dataclass(frozen=True)
@@ -131,9 +131,12 @@ class PrometheusSink(Sink):
 
 
 def group_of(run_name: str, tags: Mapping[str, str]) -> dict[str, str]:
-    """The run's grouping key on the gateway (its job, the experiment, apart): run, backend, host. A rank's own
-    run (TorchTitan's save_for_all_ranks) is a group of its own: its name ends with ``-rank<N>``."""
-    return {names.RUN: run_name, names.BACKEND: tags.get(BACKEND_TAG, "unknown"), names.HOST: socket.gethostname()}
+    """The run's grouping key on the gateway (its job, the experiment, apart): run, backend, host, and the rank of a
+    rank's own run (TorchTitan's save_for_all_ranks)."""
+    group = {names.RUN: run_name, names.BACKEND: tags.get(BACKEND_TAG, "unknown"), names.HOST: socket.gethostname()}
+    if RANK_TAG in tags:
+        group[names.RANK] = tags[RANK_TAG]
+    return group
 
 
 class Snapshot:

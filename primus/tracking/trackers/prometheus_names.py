@@ -17,7 +17,7 @@ KIND = "kind"
 STATUS = "primus_run_status"  # 1, with label STATUS_LABEL: RUNNING, then FINISHED, FAILED or KILLED at the end
 STATUS_LABEL = "status"
 # what groups a run's figures on the gateway (and labels every series of it), with the experiment as its job
-JOB, RUN, BACKEND, HOST = "job", "run", "backend", "host"
+JOB, RUN, BACKEND, HOST, RANK = "job", "run", "backend", "host", "rank"
 GROUP_LABELS = (JOB, RUN, BACKEND, HOST)
 OWN = frozenset({STEP, LAST_STEP_TIME, ALERTS, STATUS})  # what the sink computes: a scalar of the same name loses
 

@@ -82,6 +82,8 @@ def test_primus_train_run_directory_and_one_run_per_rank(tmp_path):
     assert p.config.run_dir == tmp_path / "exp" / "rank_1" and p.all_ranks
     assert p.config.tensorboard.log_dir == tmp_path / "exp" / "rank_1" / "tb"
     assert p.config.run_name == p.config.mlflow.run_name == "trial-rank1"
+    assert p.run_config({}, {}).tags["primus.rank"] == "1"  # the rank's own run says which (Pushgateway: label rank)
+    assert "primus.rank" not in plan(tmp_path, rank=1, enable_tensorboard=True).run_config({}, {}).tags
     assert p.log_file == p.config.run_dir / "logs" / "rank_1.log" and p.traces_dir == p.config.run_dir / "traces"
     assert p.config.mlflow.upload_logs and p.config.mlflow.upload_traces
 
