@@ -264,6 +264,36 @@ OPTIONS = (
         help="A `throughput_drop` alert when tokens/s stays below this fraction of the run's median for several "
         "log steps in a row (docs/metrics.md, Health alerts); 0 turns it off.",
     ),
+    # the cluster's own monitoring (primus/tracking/trackers/prometheus.py; README, "Your cluster's monitoring")
+    _option(
+        "primus_prometheus_pushgateway",
+        "str",
+        nullable=True,
+        backends=WITH_BRIDGE,
+        help="A Prometheus Pushgateway (http://HOST:PORT) the delivery process pushes the run's latest figures to "
+        "at log steps, its status at the end; unset: PRIMUS_PROMETHEUS_PUSHGATEWAY, else none. Alerting rules and "
+        "a Grafana dashboard for them: `primus monitoring rules`, `primus monitoring dashboard`.",
+    ),
+    _option(
+        "primus_prometheus_push_interval",
+        "float",
+        nullable=True,
+        gt=0,
+        le=86400,
+        backends=WITH_BRIDGE,
+        help="Seconds between two pushes to the Pushgateway at most (log steps in between: their latest figures "
+        "go in the next push); unset: PRIMUS_PROMETHEUS_PUSH_INTERVAL, else 1.",
+    ),
+    _option(
+        "primus_prometheus_port",
+        "int",
+        nullable=True,
+        ge=1,
+        le=65535,
+        backends=WITH_BRIDGE,
+        help="A port on which each node's delivery process serves /metrics (the latest figures of the runs it "
+        "delivers) for a Prometheus that scrapes, e.g. 9464; unset: PRIMUS_PROMETHEUS_PORT, else none.",
+    ),
     _option(
         "primus_no_progress_restarts",
         "int",

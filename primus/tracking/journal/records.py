@@ -76,6 +76,7 @@ class SinkName(StrEnum):
     MLFLOW = "mlflow"
     COMET = "comet"
     OTLP = "otlp"  # an OpenTelemetry collector (OTLP/HTTP)
+    PROMETHEUS = "prometheus"
 
 
 # -- alerts: what a person must hear of about the run's health (``health/`` finds most), an event
@@ -155,6 +156,7 @@ SAVE_START, SAVED, LOADED = "checkpoint_save_start", "checkpoint_saved", "checkp
 # (MaxText logs a step once the next is handed over): a log step ends the pause only past it
 BUSY_EVENT = "busy"
 RESUMED_FROM_TAG = "primus.resumed_from"
+RANK_TAG = "primus.rank"  # a rank's own run (every rank tracking into its own): which rank it is
 WANDB_ARTIFACT_TYPE = "model"  # Megatron's; the W&B sink gives every backend's checkpoints this type
 
 

@@ -15,11 +15,12 @@ from primus.tracking.trackers.comet import CometSink
 from primus.tracking.trackers.context import SinkContext
 from primus.tracking.trackers.mlflow import MlflowSink
 from primus.tracking.trackers.otlp import OtlpSink
+from primus.tracking.trackers.prometheus import PrometheusSink
 from primus.tracking.trackers.tensorboard import TensorBoardSink
 from primus.tracking.trackers.wandb import WandbSink
 
 BUILT_IN: dict[str, type[Sink]] = {
-    cls.name: cls for cls in (TensorBoardSink, WandbSink, MlflowSink, CometSink, OtlpSink)
+    cls.name: cls for cls in (TensorBoardSink, WandbSink, MlflowSink, CometSink, OtlpSink, PrometheusSink)
 }
 
 
@@ -31,6 +32,7 @@ def sink_names(cfg: TrackingConfig) -> list[str]:
         MlflowSink.name: cfg.mlflow,
         CometSink.name: cfg.comet,
         OtlpSink.name: cfg.otlp,
+        PrometheusSink.name: cfg.prometheus,
     }
     return [*(name for name, on in wanted.items() if on), *(cfg.plugin_sinks or ())]
 

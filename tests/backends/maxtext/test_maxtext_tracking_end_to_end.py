@@ -1,7 +1,8 @@
 """Upstream MaxText 0.2.5 trains the tiny CPU experiment (synthetic data, an eval after steps 0 and 3) with
 Primus's hub behind ``MetricLogger``. Three runs start together:
 
-* ``primus train`` with every tracker on (TensorBoard, W&B offline, the real MLflow server) and the perf set;
+* ``primus train`` with every tracker on (TensorBoard, W&B offline, the real MLflow server, a real Pushgateway) and
+  the perf set;
 * the user's upstream command under ``primus-run --config``, MLflow only (TensorBoard off on its command line);
 * upstream alone, unpatched, with its own TensorBoard writer;
 * a run whose loss diverges (learning rate 1e30): upstream aborts on the NaN loss, the MLflow run is FAILED.
@@ -12,6 +13,7 @@ summaries at the steps they follow); disabled trackers must hold nothing; losses
 from __future__ import annotations
 
 import math
+import socket
 import sys
 
 import pytest
@@ -47,13 +49,13 @@ USER_LABELS = ("mlflow_tags=team=jax,stage=e2e", "wandb_tags=[cpu, maxtext]", "w
 
 
 @pytest.fixture(scope="module")
-def runs(start, maxtext_python, primus_run_command, mlflow_server, tmp_path_factory):
+def runs(start, maxtext_python, primus_run_command, mlflow_server, pushgateway, tmp_path_factory):
     mlflow = {"MLFLOW_TRACKING_URI": mlflow_server.uri}
     workspace = tmp_path_factory.mktemp("workspace")
     waits = {
         "all": start("all-sinks", [
             sys.executable, "-m", "primus.cli.main", "train", "--config", str(TINY_CPU), *SCHEDULE,
-            *every_tracker_args("maxtext-all-sinks"), *USER_LABELS],
+            *every_tracker_args("maxtext-all-sinks"), *USER_LABELS, f"primus_prometheus_pushgateway={pushgateway.url}"],
             env={**mlflow, "PRIMUS_WORKSPACE": str(workspace), "HF_TOKEN": HF_TOKEN, **host_reads_env({}),
                  "PRIMUS_CONTAINER_IMAGE": "registry.local/maxtext:tiny"}),
         "mlflow_only": start("mlflow-only", [
@@ -89,6 +91,18 @@ def test_trackers_get_upstreams_names_values_and_settings(runs, mlflow_client):
     [run_file] = wandb_files(ours.wandb_dir)
     [wandb_run] = [r.run for r in wandb_records(run_file) if r.WhichOneof("record_type") == "run"]
     assert (wandb_run.project, wandb_run.display_name) == (WANDB_PROJECT, "maxtext-all-sinks")
+
+
+def test_the_pushgateway_has_the_runs_latest_figures_and_status(runs, pushgateway):
+    runs["all"].assert_trained()
+    group = pushgateway.group(job="maxtext-all-sinks")
+    assert (group["labels"]["backend"], group["labels"]["host"]) == ("maxtext", socket.gethostname())
+    latest = {name: samples[0]["value"] for name, samples in group["metrics"].items() if len(samples) == 1}
+    [(step, loss)] = read_tb_scalars(runs["all"].tb_dirs()[0])["learning/loss"][-1:]
+    assert latest["primus_step"] == step == TRAIN_STEPS[-1]
+    assert latest["primus_learning_loss"] == pytest.approx(loss, rel=1e-6)
+    assert {"primus_perf_tokens_per_sec", "primus_goodput_productive_fraction"} <= latest.keys()
+    assert [s["labels"]["status"] for s in group["metrics"]["primus_run_status"]] == ["FINISHED"]
 
 
 def test_the_users_labels_and_where_the_run_ran_reach_mlflow_and_wandb(runs, mlflow_client):
