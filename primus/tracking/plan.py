@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from primus.config.schemas.tracking import SECTION, params_for, problems
+from primus.config.schemas.tracking import SECTION, goodput_windows, params_for, problems
 from primus.errors import SettingsError
 from primus.tracking.journal.files import TRACES_DIR, rank_log_file
 from primus.tracking.settings.config import (
@@ -193,6 +193,7 @@ def plan_run(
                 drop_fraction=options["primus_throughput_drop_fraction"],
             ),
             journal_retention=options["primus_journal_retention"],
+            goodput_windows=goodput_windows(options["primus_goodput_windows"]),
             delivery_group=where.delivery_group,
             comet=where.comet,
         ),

@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from primus.tracking.goodput.recent import (
-    DEFAULT_WINDOWS,
     DEVIATION,
     SLOW,
     SlowSteps,
@@ -31,6 +30,7 @@ from primus.tracking.journal.records import (
     RunStatus,
     ends_pause,
 )
+from primus.tracking.settings.config import GOODPUT_WINDOWS
 
 PRODUCTIVE, FRACTION = "goodput/productive_s", "goodput/productive_fraction"
 STARTUP, SAVE, LOAD, EVAL = "badput/startup_s", "badput/checkpoint_save_s", "badput/checkpoint_load_s", "badput/eval_s"
@@ -38,7 +38,7 @@ DATA_WAIT, LOST, GAP, OTHER = "badput/data_wait_s", "badput/lost_progress_s", "b
 CHARGED = (PRODUCTIVE, STARTUP, SAVE, LOAD, EVAL, DATA_WAIT, LOST, GAP, OTHER)  # these add up to the wall time
 # at every log step (the windows: the default ones), and where the log interval's step time is measured
 WHOLE_RUN = (PRODUCTIVE, FRACTION, *CHARGED[1:], SLOW)
-EVERY_LOG_STEP = (*WHOLE_RUN, *map(window_name, DEFAULT_WINDOWS))
+EVERY_LOG_STEP = (*WHOLE_RUN, *map(window_name, GOODPUT_WINDOWS))
 NAMES = (*EVERY_LOG_STEP, DEVIATION)
 
 GOODPUT_EVENT, GOODPUT_TEXT = "goodput", "goodput/breakdown"  # the run's end: its figures, and as a line of text
@@ -87,7 +87,7 @@ class Attempt:
 
 @dataclass
 class Goodput:
-    windows: tuple[int, ...] = DEFAULT_WINDOWS  # seconds (recent.py)
+    windows: tuple[int, ...] = GOODPUT_WINDOWS  # seconds (recent.py)
     totals: dict[str, float] = field(default_factory=lambda: dict.fromkeys(CHARGED, 0.0))
     kept: list[Span] = field(default_factory=list)  # each log interval's productive seconds, in time order
     slow: SlowSteps = field(default_factory=SlowSteps)

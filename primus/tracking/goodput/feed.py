@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from primus.tracking.goodput.accounting import Goodput, breakdown
-from primus.tracking.goodput.recent import DEFAULT_WINDOWS
 from primus.tracking.journal.reader import JournalReader
 from primus.tracking.journal.records import EVENT, METRICS, Logged
+from primus.tracking.settings.config import GOODPUT_WINDOWS
 
 log = logging.getLogger("primus.tracking")
 
@@ -42,7 +42,7 @@ def attempt_start_fields(environ: Mapping[str, str] = os.environ) -> dict[str, i
 
 
 class GoodputFeed:
-    def __init__(self, run_dir: Path, journal_until: int, windows: tuple[int, ...] = DEFAULT_WINDOWS):
+    def __init__(self, run_dir: Path, journal_until: int, windows: tuple[int, ...] = GOODPUT_WINDOWS):
         self._run_dir = run_dir
         self._until = journal_until  # where this attempt's records begin: the earlier ones are read from the journal
         self._seeded = False

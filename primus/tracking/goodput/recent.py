@@ -10,7 +10,6 @@ import statistics
 from collections import deque
 from dataclasses import dataclass
 
-DEFAULT_WINDOWS = (60, 300, 900)  # seconds: primus_goodput_windows unset
 SLOW, DEVIATION = "badput/slow_steps_s", "perf/step_time_deviation"
 IDEAL_STEPS = 100  # the latest log intervals the ideal step time is taken over
 IDEAL_MADS = 3.0
