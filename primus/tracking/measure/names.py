@@ -63,6 +63,16 @@ SCHEMA: dict[str, str] = {
     "loaded), and what an attempt that did not end normally computed after its last log step",
     "badput/restart_gap_s": "from an attempt's last journal record to the next attempt's start",
     "badput/other_s": "the rest: after an attempt's last log step until its end (teardown), other busy marks",
+    # goodput/recent.py: the recent past, at every log step
+    "goodput/productive_fraction_60s": "productive share of the last 60 s (of the run, when shorter); one such "
+    "figure per window of primus_goodput_windows (default 60, 300, 900 s): goodput/productive_fraction_<W>s",
+    "goodput/productive_fraction_300s": "productive share of the last 300 s (primus_goodput_windows)",
+    "goodput/productive_fraction_900s": "productive share of the last 900 s (primus_goodput_windows)",
+    "perf/step_time_deviation": "the log interval's time per step (less saves, evaluations and loads) over the ideal "
+    "step time, median + 3 MAD of the latest 100 intervals' (this one included); absent where not measured (an "
+    "attempt's first log step, unless the record gives the iteration time)",
+    "badput/slow_steps_s": "time steps spent above the ideal step time, cumulative; part of goodput/productive_s and "
+    "badput/data_wait_s, not one more share of the wall time",
 }
 
 MLFLOW_MAX_KEY = 250
