@@ -18,7 +18,9 @@ import math
 import socket
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from primus.tracking.journal.records import RANK_HOSTS
 from primus.tracking.measure.names import SCHEMA
 from primus.tracking.measure.perf import Utilisation, device_memory_metrics
 from primus.tracking.measure.stragglers import BusyClock, slowest_line, summary
@@ -77,6 +79,12 @@ class LogStepRanks:
     system: dict[str, float] | None  # own memory/utilisation and min/mean/max over ranks (across-rank figures on)
     stragglers: dict[str, float]  # straggler/* (stragglers on, from the second log step)
     slowest: str | None  # the console line naming the slowest rank and its host, when it is slow enough
+    hosts: tuple[str, ...] = ()  # every rank's host (index: rank), at the log step that gathered them (the first)
+
+    def journal_hosts(self, run: Any) -> None:
+        """On the logging rank: the hosts, once, as a ``rank_hosts`` event (the straggler alert names the host)."""
+        if self.hosts:
+            run.event(RANK_HOSTS, hosts=list(self.hosts))
 
 
 class RankFigures:
@@ -102,10 +110,12 @@ class RankFigures:
         system = own | summarise(rows) if self._utilisation is not None else None
         if not self._stragglers:
             return LogStepRanks(system, {}, None)
+        gathered = self._hosts is None
         if self._hosts is None:
             self._hosts = self._gather.hosts()  # every rank, at its first log step
         stragglers = summary([r[-1] for r in rows])
-        return LogStepRanks(system, stragglers, slowest_line(stragglers, self._hosts))
+        hosts = tuple(self._hosts) if gathered else ()
+        return LogStepRanks(system, stragglers, slowest_line(stragglers, self._hosts), hosts)
 
     def close(self) -> None:
         if self._clock is not None:

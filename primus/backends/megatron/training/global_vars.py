@@ -110,6 +110,7 @@ class MegatronTracking:
             print(ranks.slowest, flush=True)
         if self.writer is not None:
             if ranks is not None and self.writer.run is not None:
+                ranks.journal_hosts(self.writer.run)
                 for name, value in ranks.stragglers.items():  # every rank's busy time, summarised
                     self.writer.add_scalar(name, value, iteration)
             self.writer.end_step(iteration, None if ranks is None else ranks.system)

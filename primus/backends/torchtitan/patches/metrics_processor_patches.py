@@ -165,6 +165,8 @@ def _install_metrics_processor(module: ModuleType, handle: PatchHandle) -> None:
         if ranks is not None and ranks.slowest is not None and dist.get_rank() == 0:
             print(ranks.slowest, flush=True)
         if isinstance(logger, TrackingLogger):  # before upstream resets its counters; added on the hub's thread
+            if ranks is not None:
+                ranks.journal_hosts(logger.run)
             logger.read_step(
                 instance,
                 log_arguments("step", args, kwargs),
