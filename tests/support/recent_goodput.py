@@ -7,11 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from support.readers import mlflow_history
 
 from primus.tracking.goodput.accounting import FRACTION, SLOW
 from primus.tracking.goodput.recent import DEVIATION, window_name
 from primus.tracking.settings.config import GOODPUT_WINDOWS
+from support.readers import mlflow_history
 
 
 def assert_recent_goodput_in_mlflow(client: Any, run_id: str, steps: list[int], measured: list[int]) -> None:

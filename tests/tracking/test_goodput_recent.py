@@ -123,3 +123,16 @@ def test_the_deviation_joins_a_measured_interval_only():
     assert g.step_figures() == {}
     g.observe(METRICS, 2, 11.0, {})
     assert g.step_figures() == {DEVIATION: 1.0}
+
+
+def test_an_interval_with_a_pause_is_not_judged():
+    """Its steps' time is partly in the evaluation (MaxText's mark covers the next training step): not a step time."""
+    g = Goodput()
+    g.observe(EVENT, 0, 0.0, {"event": "start"})
+    g.observe(METRICS, 1, 10.0, {})
+    g.observe(METRICS, 2, 11.0, {})
+    g.observe(EVENT, 0, 11.0, {"event": "busy", "what": "evaluation", "on": True})
+    g.observe(METRICS, 3, 15.0, {})  # the evaluation's end unmarked: the log step ends it
+    assert g.step_figures() == {} and list(g.slow.step_times) == [1.0]
+    g.observe(METRICS, 4, 16.0, {})
+    assert g.step_figures() == {DEVIATION: 1.0}

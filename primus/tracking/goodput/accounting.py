@@ -82,6 +82,7 @@ class Attempt:
     last_step_at: float | None = None
     busy: str | None = None  # the category a save, evaluation or load in progress is charged to
     busy_after: int | None = None  # the step whose log may come during it without ending it
+    paused: bool = False  # a save, evaluation or load since its last log step: the interval's step time not judged
     ended: str | None = None  # its end record's status
 
 
@@ -173,7 +174,7 @@ class Goodput:
             kind = SAVE if event != BUSY_EVENT else BUSY_KINDS.get(str(data.get("what")), OTHER)
             self._charge(attempt, at)
             if on and attempt.busy is None:
-                attempt.busy, attempt.busy_after = kind, data.get("after_step")
+                attempt.busy, attempt.busy_after, attempt.paused = kind, data.get("after_step"), True
             elif not on and attempt.busy == kind:
                 attempt.busy = None
         elif event == LOADED:
@@ -183,6 +184,7 @@ class Goodput:
             loading = max(0.0, at - attempt.cursor)
             attempt.cursor = max(attempt.cursor, at)
             self.totals[LOAD] += loading
+            attempt.paused = True
             if isinstance(data.get("iteration"), int):
                 self._lose_after(data["iteration"])
         elif event == END_EVENT:
@@ -210,7 +212,9 @@ class Goodput:
         else:
             iterations = step - attempt.last_step
             begun = attempt.last_step_at if attempt.last_step_at is not None else attempt.start
-        self.slow.interval(productive, iterations)  # the interval's step time: what busy marks left, data wait in
+        # the interval's step time, data wait in; one with a pause leaves its steps' time part in the pause
+        self.slow.interval(None if attempt.paused else productive, iterations)
+        attempt.paused = False
         waited = data_wait_per_iteration(data)
         if waited is not None:
             waited = min(productive, waited * iterations)
