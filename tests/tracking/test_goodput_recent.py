@@ -136,3 +136,7 @@ def test_an_interval_with_a_pause_is_not_judged():
     assert g.step_figures() == {} and list(g.slow.step_times) == [1.0]
     g.observe(METRICS, 4, 16.0, {})
     assert g.step_figures() == {DEVIATION: 1.0}
+    g.observe(EVENT, 0, 16.5, {"event": "busy", "what": "evaluation", "on": True, "after_step": 5})
+    g.observe(METRICS, 5, 17.0, {})  # logged late, during the evaluation: it goes on (MaxText's)
+    g.observe(METRICS, 6, 20.0, {})  # the interval all evaluation: not judged either
+    assert g.step_figures() == {} and list(g.slow.step_times) == [1.0, 1.0]

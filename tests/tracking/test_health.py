@@ -262,7 +262,7 @@ def test_no_straggler_for_a_balanced_run_or_without_the_figures():
     m = HealthMonitor(HealthSettings(), now=T0)
     assert straggling(m, [1] * 20, [1.19] * 20) == []  # always the same rank, never 1.2x the median
     assert straggling(m, [0, 1, 2, 3] * 5, [2.0] * 20, first=21) == []  # far above, never the same rank
-    lead = {"straggler/busy_s_max": 0.12, "straggler/busy_s_median": 0.04}  # 3x the median, 80 ms ahead
+    lead = {"straggler/busy_s_max": 0.3, "straggler/busy_s_median": 0.1}  # 3x the median, 0.2 s ahead
     assert straggling(m, [1] * 10, [3.0] * 10, first=61, **lead) == []
     assert steps(m, 41, 60, 1.0, loss=lambda s: 1.0) == []
 
@@ -271,7 +271,7 @@ def test_no_straggler_for_a_balanced_run_or_without_the_figures():
                                           (0.1, "25% of its busy time is data wait: compute and the rest")])
 def test_the_straggler_alert_says_whether_data_wait_dominates_the_slow_ranks_busy_time(waited, said):
     m = HealthMonitor(HealthSettings(), now=T0)
-    extra = {"straggler/busy_s_max": 0.4, "straggler/busy_s_median": 0.2, "straggler/slowest_data_wait_s": waited}
+    extra = {"straggler/busy_s_max": 0.8, "straggler/busy_s_median": 0.4, "straggler/slowest_data_wait_s": 2 * waited}
     [alert] = straggling(m, [0, 0, 0], [1.5] * 3, **extra)
     assert said in alert.text and "(0)" not in alert.text  # no host known: the rank alone
 
@@ -280,5 +280,6 @@ def test_the_detectors_read_the_straggler_figures_by_the_names_the_ranks_log_the
     from primus.tracking.health import detectors
     from primus.tracking.measure import stragglers
 
-    assert (detectors.SLOWEST_RANK, detectors.SLOWEST_OVER_MEDIAN, detectors.BUSY_MAX) == (
-        stragglers.SLOWEST_RANK, stragglers.SLOWEST_OVER_MEDIAN, stragglers.BUSY_MAX)
+    assert (detectors.SLOWEST_RANK, detectors.SLOWEST_OVER_MEDIAN, detectors.BUSY_MAX, detectors.BUSY_MEDIAN,
+            detectors.SLOWEST_DATA_WAIT) == (stragglers.SLOWEST_RANK, stragglers.SLOWEST_OVER_MEDIAN,
+                                             stragglers.BUSY_MAX, stragglers.BUSY_MEDIAN, stragglers.SLOWEST_DATA_WAIT)

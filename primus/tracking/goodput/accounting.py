@@ -214,7 +214,7 @@ class Goodput:
             begun = attempt.last_step_at if attempt.last_step_at is not None else attempt.start
         # the interval's step time, data wait in; one with a pause leaves its steps' time part in the pause
         self.slow.interval(None if attempt.paused else productive, iterations)
-        attempt.paused = False
+        attempt.paused = attempt.busy is not None  # a pause this log step did not end: the next interval's too
         waited = data_wait_per_iteration(data)
         if waited is not None:
             waited = min(productive, waited * iterations)

@@ -44,7 +44,7 @@ BUSY_MAX, BUSY_MEDIAN = "straggler/busy_s_max", "straggler/busy_s_median"
 SLOWEST_DATA_WAIT = "straggler/slowest_data_wait_s"
 STRAGGLER_STEPS = 5  # a straggler: the same rank the slowest on most (3) of the latest 5 log steps with the figures,
 STRAGGLER_RATIO = 1.2  # at this many times the median busy time or more,
-STRAGGLER_MIN_LEAD_S = 0.1  # and this far ahead of it over the log interval: less is a busy host's noise
+STRAGGLER_MIN_LEAD_S = 0.25  # and this far ahead of it over the log interval: less is a busy host's noise
 SPIKE_MIN_REL = 0.01  # the MAD taken as at least this fraction of the median
 
 

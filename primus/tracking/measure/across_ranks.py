@@ -98,14 +98,15 @@ class RankFigures:
         self._gather = RankGather()
         self._hosts: list[str] | None = None
 
-    def read(self) -> LogStepRanks:
-        """This rank's own figures and the summaries over ranks."""
+    def read(self, data_wait_s: float = math.nan) -> LogStepRanks:
+        """This rank's own figures and the summaries over ranks. ``data_wait_s``: this rank's seconds waiting for
+        batches since the last log step, where upstream times them (stragglers on: the slowest rank's is told)."""
         own = {**device_memory_metrics(), **self._utilisation.read()} if self._utilisation is not None else {}
         row = [float(own.get(n, math.nan)) for n in GATHERED] if self._utilisation is not None else []
         if self._stragglers:
             if self._clock is None:  # the process group is up by the first log step (not when this was made)
                 self._clock = BusyClock(device=_device_collectives())
-            row.append(self._clock.take())
+            row += [self._clock.take(), data_wait_s]
         rows = self._gather.gather(row)
         system = own | summarise(rows) if self._utilisation is not None else None
         if not self._stragglers:
@@ -113,7 +114,7 @@ class RankFigures:
         gathered = self._hosts is None
         if self._hosts is None:
             self._hosts = self._gather.hosts()  # every rank, at its first log step
-        stragglers = summary([r[-1] for r in rows])
+        stragglers = summary([r[-2] for r in rows], [r[-1] for r in rows])
         hosts = tuple(self._hosts) if gathered else ()
         return LogStepRanks(system, stragglers, slowest_line(stragglers, self._hosts), hosts)
 

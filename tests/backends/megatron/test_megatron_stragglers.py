@@ -3,7 +3,8 @@
 8 iterations; the writer rank (the last) logs straggler/* to TensorBoard, read back from its event files, and names
 rank 0 on the console; the delivery process's health watch posts a ``straggler`` alert to a webhook, and
 ``straggler_resolved`` in the 8 balanced iterations after them. Rank 0 is not the writer, so the
-writer's own tracking work cannot be what makes a rank the slowest."""
+writer's own tracking work cannot be what makes a rank the slowest. At ``--timing-log-level 2`` upstream times each
+rank's batch reads: the slowed rank's is logged, and the alert says its lead is not data wait."""
 
 from __future__ import annotations
 
@@ -22,14 +23,21 @@ from support.slow_rank import slow_rank_env
 from support.webhook_server import Receiver
 
 from primus.tracking.health.webhook import WEBHOOK_ENV
-from primus.tracking.measure.stragglers import BUSY_MAX, BUSY_MEDIAN, BUSY_MIN, SLOWEST_OVER_MEDIAN, SLOWEST_RANK
+from primus.tracking.measure.stragglers import (
+    BUSY_MAX,
+    BUSY_MEDIAN,
+    BUSY_MIN,
+    SLOWEST_DATA_WAIT,
+    SLOWEST_OVER_MEDIAN,
+    SLOWEST_RANK,
+)
 
 pytestmark = pytest.mark.slow
 
 ITERATIONS = 16
 SLOWED = 8  # iterations 1-8 slowed (two forward steps each), 9-16 not: a straggler, then none
 SLOW_RANK = 0
-SLEEP_S = 0.25  # before each forward step: a lead well above the alert's 0.1 s floor
+SLEEP_S = 0.5  # before each forward step: a lead of ~0.5 s, twice the alert's floor
 FORWARD_STEP = "megatron.core.pipeline_parallel.schedules:forward_step"
 
 
@@ -47,7 +55,7 @@ def slow_rank_run(tmp_path_factory, receiver) -> MegatronRun:
     primus_run = shutil.which("primus-run") or str(Path(sys.executable).with_name("primus-run"))
     command = [primus_run, sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
                str(PRETRAIN_GPT), *TINY_GPT_ARGS, "--train-iters", str(ITERATIONS), *toggles(True, False, False),
-               "--tensorboard-dir", "tb", "--primus-stragglers", "true"]
+               "--tensorboard-dir", "tb", "--primus-stragglers", "true", "--timing-log-level", "2"]
     env = {**slow_rank_env(folder / "site", FORWARD_STEP, SLOW_RANK, SLEEP_S, 2 * SLOWED), WEBHOOK_ENV: receiver.url}
     process = start(command, folder, folder / "run.log", env)
     return MegatronRun(wait_or_kill(process, 300), folder / "run.log", 0)
@@ -63,12 +71,12 @@ def test_the_slowed_rank_is_named_on_most_log_steps(slow_rank_run):
     slow_rank_run.assert_trained(ITERATIONS)
     scalars = figures(slow_rank_run)
     logged = list(range(2, ITERATIONS + 1))  # the first log step only starts the clock
-    for name in (BUSY_MIN, BUSY_MEDIAN, BUSY_MAX, SLOWEST_RANK, SLOWEST_OVER_MEDIAN):
+    for name in (BUSY_MIN, BUSY_MEDIAN, BUSY_MAX, SLOWEST_RANK, SLOWEST_OVER_MEDIAN, SLOWEST_DATA_WAIT):
         assert sorted(scalars[name]) == logged, (name, scalars.get(name))
     slowed = logged[: SLOWED - 1]
     named = [step for step in slowed if scalars[SLOWEST_RANK][step] == SLOW_RANK]
     assert len(named) > len(slowed) / 2, scalars[SLOWEST_RANK]
-    # two micro-batches per rank and step, 0.25 s of sleep each: most of the 0.5 s shows as the slow rank's lead,
+    # two micro-batches per rank and step, 0.5 s of sleep each: most of the 1 s shows as the slow rank's lead,
     # typically (the other rank may be busy with its own work, e.g. the writer's, or lose the CPU to a neighbour)
     lead = {s: scalars[BUSY_MAX][s] - scalars[BUSY_MIN][s] for s in named}
     assert statistics.median(lead.values()) >= 0.15, lead
@@ -88,5 +96,6 @@ def test_the_slowed_rank_is_a_straggler_alert_at_the_webhook_naming_it_and_its_h
     named = f"rank {SLOW_RANK} ({socket.gethostname()})"
     assert alert["text"].startswith("[primus] ALERT straggler ") and alert["iteration"] <= SLOWED, alert
     assert f"{named} is the slowest at 1.2x the median busy time or more on " in alert["text"], alert
+    assert "data wait: compute and the rest, not waiting for data" in alert["text"], alert  # it sleeps in forward
     assert f"{named} is no longer the slowest" in resolved["text"] and resolved["iteration"] > SLOWED, resolved
     assert f"{named} is the slowest" in slow_rank_run.output  # and the console
