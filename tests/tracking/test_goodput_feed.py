@@ -110,3 +110,14 @@ def test_a_failure_in_the_accounting_costs_the_step_only_its_figures(tmp_path, m
     assert caplog.text.count("goodput figures could not be worked out") == 1
     assert [r.data["status"] for r in read_all(tmp_path) if r.kind == EVENT and r.data["event"] == "end"] == [
         "FINISHED"]
+
+
+def test_the_runs_goodput_windows_name_its_recent_figures(tmp_path):
+    run = start_run(TrackingConfig(run_dir=tmp_path, delivery="thread", goodput_windows=(30, 7200)))
+    for step in (1, 2):
+        run.log(step, {"loss": 1.0})
+    run.flush(10)
+    run.finish()
+    steps = [r for r in read_all(tmp_path) if r.kind == METRICS]
+    recent = {name for r in steps for name in r.data if name.startswith("goodput/productive_fraction_")}
+    assert recent == {"goodput/productive_fraction_30s", "goodput/productive_fraction_7200s"}
