@@ -275,6 +275,17 @@ OPTIONS = (
         "at every log step: a list (YAML) or 60,300,900 (docs/metrics.md, Goodput).",
     ),
     _option(
+        "primus_no_progress_restarts",
+        "int",
+        3,
+        ge=0,
+        le=1000,
+        backends=WITH_BRIDGE,
+        help="A `no_progress` alert, and the run stopped with exit code 93 (a Slurm requeue then stops), when this "
+        "many attempts of its run directory in a row ended without a new checkpoint or a step beyond the last "
+        "attempt's (docs/metrics.md, Health alerts); 0 turns it off.",
+    ),
+    _option(
         "primus_journal_retention",
         "str",
         "keep",

@@ -92,6 +92,8 @@ def sync_run(
         # no key yet: the run's Comet never started (no API key, killed first); sync creates its experiment
         if meta.comet and cursors.load(SinkName.COMET, state.section(SinkName.COMET).get("key")) < end:
             names.append(SinkName.COMET)
+        if meta.otlp and cursors.load(SinkName.OTLP, meta.otlp_config().metrics_endpoint) < end:
+            names.append(SinkName.OTLP)
         cfg = TrackingConfig(  # the settings the run started with, as meta.json kept them
             run_dir=run_dir,
             experiment_name=meta.experiment_name,
@@ -99,6 +101,7 @@ def sync_run(
             mlflow=meta.mlflow_config(_mlflow_uri(meta, tracking_uri)) if meta.mlflow else None,
             wandb=replace(meta.wandb_config(), run_id=wandb_id) if SinkName.WANDB in names else None,
             comet=meta.comet_config() if SinkName.COMET in names else None,
+            otlp=meta.otlp_config() if SinkName.OTLP in names else None,
         )
         try:
             sinks = build_sinks([*names, *meta.plugin_sinks], cfg, meta, state)

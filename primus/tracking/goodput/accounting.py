@@ -36,8 +36,9 @@ PRODUCTIVE, FRACTION = "goodput/productive_s", "goodput/productive_fraction"
 STARTUP, SAVE, LOAD, EVAL = "badput/startup_s", "badput/checkpoint_save_s", "badput/checkpoint_load_s", "badput/eval_s"
 DATA_WAIT, LOST, GAP, OTHER = "badput/data_wait_s", "badput/lost_progress_s", "badput/restart_gap_s", "badput/other_s"
 CHARGED = (PRODUCTIVE, STARTUP, SAVE, LOAD, EVAL, DATA_WAIT, LOST, GAP, OTHER)  # these add up to the wall time
+DISRUPTIONS = "goodput/disruptions"  # the attempts after the first
 # at every log step (the windows: the default ones), and where the log interval's step time is measured
-WHOLE_RUN = (PRODUCTIVE, FRACTION, *CHARGED[1:], SLOW)
+WHOLE_RUN = (PRODUCTIVE, FRACTION, *CHARGED[1:], SLOW, DISRUPTIONS)
 EVERY_LOG_STEP = (*WHOLE_RUN, *map(window_name, GOODPUT_WINDOWS))
 NAMES = (*EVERY_LOG_STEP, DEVIATION)
 
@@ -142,6 +143,7 @@ class Goodput:
         wall = now - self.first_start if self.first_start is not None else 0.0
         totals[FRACTION] = totals[PRODUCTIVE] / wall if wall > 0 else 0.0
         totals[SLOW] = self.slow.slow_s
+        totals[DISRUPTIONS] = max(0, self.attempts - 1)
         figures = {name: round(totals[name], 3) if name != FRACTION else round(totals[name], 4) for name in WHOLE_RUN}
         return {
             **figures,
