@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from primus.config.schemas.tracking import SECTION, params_for, problems
+from primus.config.schemas.tracking import SECTION, goodput_windows, params_for, problems
 from primus.errors import SettingsError
 from primus.tracking.journal.files import TRACES_DIR, rank_log_file
 from primus.tracking.journal.records import RANK_TAG
@@ -200,6 +200,7 @@ def plan_run(
                 no_progress_restarts=options["primus_no_progress_restarts"],
             ),
             journal_retention=options["primus_journal_retention"],
+            goodput_windows=goodput_windows(options["primus_goodput_windows"]),
             delivery_group=where.delivery_group,
             comet=where.comet,
             prometheus=PrometheusConfig(

@@ -76,7 +76,7 @@ class Run:
             self._delivery: DeliveryProcess | None = None
             self._watch: HealthWatch | None = None
             self._workers = self._make_workers(meta)
-            self._goodput = GoodputFeed(self.run_dir, self._journal.size)
+            self._goodput = GoodputFeed(self.run_dir, self._journal.size, cfg.goodput_windows)
             self._hub = MetricsHub(
                 self._journal,
                 self._workers,

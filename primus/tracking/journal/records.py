@@ -20,6 +20,7 @@ from primus.redaction import redact_text
 
 METRICS, TEXT, EVENT = "m", "x", "e"
 START_EVENT, END_EVENT = "start", "end"  # an attempt's start (run.py); the run's end, with its status
+RANK_HOSTS = "rank_hosts"  # {"hosts": [host of rank 0, ...]}: once, where the ranks' figures are gathered
 Logged = tuple[int, Mapping[str, Any], Sequence[str] | None]  # (step, metrics, only): what a ``log_later`` gives
 
 
@@ -96,6 +97,8 @@ class AlertKind(str, Enum):
     KILLED = "killed"
     DELIVERY_RESTARTED = "delivery_restarted"  # the delivery process died and was started again
     NO_PROGRESS = "no_progress"  # attempts in a row died without a new step or checkpoint (goodput/attempts.py)
+    STRAGGLER = "straggler"  # the same rank the slowest, far above the median, on most recent log steps
+    STRAGGLER_RESOLVED = "straggler_resolved"
 
     def __str__(self) -> str:
         return self.value

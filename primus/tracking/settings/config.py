@@ -30,6 +30,7 @@ WANDB_INIT_TIMEOUT_S = 30.0  # wandb's default of 90 s stalls the writer rank's 
 MLFLOW_DB_SCHEMES = ("sqlite", "postgresql", "mysql", "mssql")  # "+driver" suffixes allowed, as in SQLAlchemy
 DELIVERY_MODES = ("process", "thread")
 JOURNAL_RETENTIONS = ("keep", "delivered")
+GOODPUT_WINDOWS = (60, 300, 900)  # seconds of the recent goodput figures (goodput/recent.py) by default
 DELIVERY_ENV = "PRIMUS_TRACKING_DELIVERY"
 COMET_DIR = "comet"  # comet_ml's offline archives, in the run directory
 DEFAULT_EXPERIMENT = "primus"
@@ -173,6 +174,7 @@ class TrackingConfig:
     # trackers other distributions add (entry-point group primus.sinks), by name. None: PRIMUS_SINKS
     plugin_sinks: tuple[str, ...] | None = None
     health: HealthSettings = field(default_factory=HealthSettings)  # the run-health detectors (health/detectors.py)
+    goodput_windows: tuple[int, ...] = GOODPUT_WINDOWS  # seconds: goodput/productive_fraction_<W>s at log steps
     # set by resolve(): a backend resolves its plan's config before training, and start_run must not do it again
     # (checking the WANDB_* variables may start W&B's settings check in a subprocess; warnings would be said twice)
     is_resolved: bool = field(default=False, compare=False, repr=False)
@@ -200,6 +202,8 @@ class TrackingConfig:
                 self.journal_max_bytes,
             )
         _positive_int("pending_records", self.pending_records, "e.g. 100000")
+        for seconds in self.goodput_windows:
+            _positive_int("goodput_windows", seconds, "seconds, e.g. (60, 300, 900)")
         run_name = self.run_name or run_dir.name
         experiment_name = self.experiment_name or env.get("MLFLOW_EXPERIMENT_NAME") or DEFAULT_EXPERIMENT
         delivery = self.delivery or env.get(DELIVERY_ENV) or "process"

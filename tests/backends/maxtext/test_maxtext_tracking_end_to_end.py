@@ -30,12 +30,14 @@ from maxtext_runs import (
     assert_every_step,
     assert_every_tracker_holds_every_step,
     every_tracker_args,
+    judged_steps,
     only_run,
     tiny_cpu_args,
 )
 from support.host_reads import host_reads, host_reads_env
 from support.journal_files import journal_lines, run_dirs_under
 from support.readers import mlflow_history, read_tb_scalars, read_wandb_history, wandb_files, wandb_records
+from support.recent_goodput import assert_recent_goodput_in_mlflow
 
 from primus.config import load_experiment
 from primus.tracking.measure.progress import CONSUMED_SAMPLES, CONSUMED_TOKENS, ETA
@@ -75,6 +77,13 @@ def runs(start, maxtext_python, primus_run_command, mlflow_server, pushgateway, 
 
 def test_every_sink_gets_every_metric_at_every_step(runs, mlflow_client):
     assert_every_tracker_holds_every_step(runs["all"], mlflow_client, "maxtext-all-sinks")
+
+
+def test_recent_goodput_and_slow_steps_read_back_from_mlflow(runs, mlflow_client):
+    """Each window's goodput at every step, the step time's deviation where judged (not after an evaluation), the
+    slow steps' running total."""
+    run = only_run(mlflow_client, "maxtext-all-sinks")
+    assert_recent_goodput_in_mlflow(mlflow_client, run.info.run_id, TRAIN_STEPS, judged_steps())
 
 
 def test_trackers_get_upstreams_names_values_and_settings(runs, mlflow_client):

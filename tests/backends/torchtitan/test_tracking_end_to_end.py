@@ -26,6 +26,7 @@ from support.readers import (
     wandb_files,
     wandb_records,
 )
+from support.recent_goodput import assert_recent_goodput_in_mlflow
 from support.run_pool import RunPool
 from titan_runs import RELEASES, STEPS, TRACKED_ON_CPU, UPSTREAM_KEYS, V0_2
 
@@ -234,6 +235,13 @@ def test_goodput_counts_upstreams_data_loading_as_data_wait(all_sinks):
     assert waited == sorted(waited) and waited[-1] > 0, waited  # a running total, and batches took some time
     loading = sum(tb["time_metrics/data_loading(%)"][s] / 100 * tb["time_metrics/end_to_end(s)"][s] for s in STEP_LIST)
     assert waited[-1] == pytest.approx(loading, abs=1e-3)  # goodput's figures are published in whole milliseconds
+
+
+def test_recent_goodput_and_slow_steps_read_back_from_mlflow(all_sinks, release, mlflow_client):
+    """Each window's goodput at every log step; the step time's deviation at every one too (TorchTitan's record
+    gives its seconds per step, so even the first interval is measured); the slow steps' running total."""
+    run = only_run(mlflow_client, all_sinks_experiment(release))
+    assert_recent_goodput_in_mlflow(mlflow_client, run.info.run_id, STEP_LIST, STEP_LIST)
 
 
 def test_perf_figures_agree_with_upstreams_own_counts(all_sinks):
