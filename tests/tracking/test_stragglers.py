@@ -1,5 +1,5 @@
 """The straggler figures (primus.tracking.measure.stragglers): the summary over ranks, the console line, and the busy clock
-on two real gloo processes, one of them slowed by a sleep before a collective."""
+on two real gloo processes, one of them slowed by a sleep before a collective, their figures through the job's store."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from primus.tracking.measure.stragglers import (
     BUSY_MAX,
     BUSY_MEDIAN,
     BUSY_MIN,
+    MISSING_RANKS,
     SLOWEST_OVER_MEDIAN,
     SLOWEST_RANK,
     slowest_line,
@@ -82,30 +83,45 @@ def test_on_a_device_each_wait_of_the_training_thread_is_bracketed_by_two_events
 SLEEP_S = 0.3
 
 
+COLLECTIVES = ("all_gather", "all_gather_object", "all_reduce", "broadcast", "barrier", "gather", "reduce_scatter")
+
+
 def _rank(rank: int, port: int, out) -> None:
+    import contextlib
+    import io
+
     import torch
     import torch.distributed as dist
 
     from primus.tracking.measure.across_ranks import RankFigures
 
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2)
-    figures = RankFigures(figures=True, stragglers=True)
-    gathers = []
-    real_all_gather = dist.all_gather
-    dist.all_gather = lambda *a, **k: gathers.append(1) or real_all_gather(*a, **k)
-    first = figures.read()  # starts the clock, gathers the host names
-    for _ in range(2):  # "steps": rank 1 computes (sleeps) before the step's collective, rank 0 waits there
-        if rank == 1:
-            time.sleep(SLEEP_S)
-        dist.all_reduce(torch.ones(4))
-    before = len(gathers)
-    second = figures.read()
-    out.put((rank, first, second, len(gathers) - before))
+    figures = RankFigures(figures=True, stragglers=True, writes=rank == 0)
+    ours = []
+    for name in COLLECTIVES:  # what RankFigures calls of torch.distributed's collectives (the steps' are the test's)
+        real = getattr(dist, name)
+        setattr(dist, name, lambda *a, _real=real, _name=name, **k: ours.append(_name) or _real(*a, **k))
+    console = io.StringIO()
+    with contextlib.redirect_stdout(console):
+        first = figures.read()  # starts the clock
+        for _ in range(2):  # "steps": rank 1 computes (sleeps) before the step's collective, rank 0 waits there
+            if rank == 1:
+                time.sleep(SLEEP_S)
+            torch.distributed.distributed_c10d.all_reduce(torch.ones(4))
+        second = figures.read()
+        deadline = time.monotonic() + 60  # the writing rank's thread gathers the second log step meanwhile
+        while rank == 0 and len(figures._ready) < 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        third = figures.read()
+    figures.close()
+    out.put((rank, first, second, third, ours, console.getvalue()))
+    torch.distributed.distributed_c10d.barrier()
     dist.destroy_process_group()
 
 
 def test_a_rank_slowed_before_a_collective_is_named_and_its_waiting_peer_is_not():
-    """Two gloo processes with the across-rank figures and the stragglers on: the busy clock, the one gather."""
+    """Two gloo processes with the across-rank figures and the stragglers on: the busy clock, no collective of
+    ours, the writing rank (0) gets the second log step's summaries at the third and names rank 1 on the console."""
     import torch.multiprocessing as mp
 
     ctx = mp.get_context("spawn")
@@ -113,19 +129,20 @@ def test_a_rank_slowed_before_a_collective_is_named_and_its_waiting_peer_is_not(
     procs = [ctx.Process(target=_rank, args=(r, port, queue)) for r in range(2)]
     for p in procs:
         p.start()
-    results = {rank: (first, second, gathers) for rank, first, second, gathers in (queue.get(timeout=120) for _ in procs)}
+    results = {r[0]: r[1:] for r in (queue.get(timeout=120) for _ in procs)}
     for p in procs:
         p.join(30)
-    for first, second, gathers in results.values():
-        assert gathers == 1  # memory/utilisation and busy time in one all_gather per log step
-        assert {"mem/host_rss_gib", "mem/host_rss_gib/min", "mem/host_rss_gib/max"} <= set(second.system)
-        assert first.stragglers == {} and first.slowest is None  # the first log step only starts the clock
-        assert second.stragglers[SLOWEST_RANK] == 1.0
-        # rank 1 slept 2 x 0.3 s; rank 0 spent the same time waiting in the all_reduce, which is not busy time
-        assert second.stragglers[BUSY_MAX] >= 2 * SLEEP_S
-        assert second.stragglers[BUSY_MIN] < SLEEP_S
-        assert second.slowest is not None and second.slowest.startswith("[primus] slowest rank 1 (")
-    assert results[0][1].stragglers == results[1][1].stragglers  # every rank gets the same summary
+    for first, second, third, ours, _ in results.values():
+        assert ours == []  # no collective of ours
+        assert first.stragglers == {} and second.stragglers == {}  # the first log step only starts the clock
+    first, second, third, _, console = results[0]
+    assert {"mem/host_rss_gib", "mem/host_rss_gib/min", "mem/host_rss_gib/max"} <= set(third.system)
+    assert third.stragglers[SLOWEST_RANK] == 1.0 and third.stragglers[MISSING_RANKS] == 0.0
+    # rank 1 slept 2 x 0.3 s; rank 0 spent the same time waiting in the all_reduce, which is not busy time
+    assert third.stragglers[BUSY_MAX] >= 2 * SLEEP_S
+    assert third.stragglers[BUSY_MIN] < SLEEP_S
+    assert console.startswith("[primus] slowest rank 1 ("), console
+    assert results[1][2].stragglers == {} and results[1][4] == ""  # rank 1 does not write
 
 
 @pytest.fixture(autouse=True)

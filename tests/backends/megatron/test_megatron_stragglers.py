@@ -1,4 +1,4 @@
-"""The slowest rank named (primus_stragglers) on a real 2-process Megatron run on CPU (gloo): a user's own
+"""The slowest rank named (primus_stragglers, on by default) on a real 2-process Megatron run on CPU (gloo): a user's own
 ``sitecustomize``, chained by ``primus-run``, makes rank 0 sleep before each of upstream's forward steps; the
 writer rank (the last) logs straggler/* to TensorBoard, read back from its event files, and names rank 0 on the
 console. Rank 0 is not the writer, so the writer's own tracking work cannot be what makes a rank the slowest."""
@@ -15,9 +15,10 @@ from megatron_runs import PRETRAIN_GPT, TINY_GPT_ARGS, MegatronRun
 from megatron_tracking_runs import toggles
 from support.launch import start, wait_or_kill
 from support.readers import read_tb_scalars
+from support.host_reads import host_reads, host_reads_env
 from support.slow_rank import slow_rank_env
 
-from primus.tracking.measure.stragglers import BUSY_MAX, BUSY_MEDIAN, BUSY_MIN, SLOWEST_OVER_MEDIAN, SLOWEST_RANK
+from primus.tracking.measure.stragglers import BUSY_MAX, BUSY_MEDIAN, BUSY_MIN, MISSING_RANKS, SLOWEST_OVER_MEDIAN, SLOWEST_RANK
 
 pytestmark = pytest.mark.slow
 
@@ -32,8 +33,9 @@ def slow_rank_run(tmp_path_factory) -> MegatronRun:
     primus_run = shutil.which("primus-run") or str(Path(sys.executable).with_name("primus-run"))
     command = [primus_run, sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
                str(PRETRAIN_GPT), *TINY_GPT_ARGS, "--train-iters", str(ITERATIONS), *toggles(True, False, False),
-               "--tensorboard-dir", "tb", "--primus-stragglers", "true"]
-    process = start(command, folder, folder / "run.log", slow_rank_env(folder / "site", FORWARD_STEP, SLOW_RANK, 0.15))
+               "--tensorboard-dir", "tb"]  # stragglers by default
+    env = slow_rank_env(folder / "site", FORWARD_STEP, SLOW_RANK, 0.15)
+    process = start(command, folder, folder / "run.log", env | host_reads_env(env))
     return MegatronRun(wait_or_kill(process, 300), folder / "run.log", 0)
 
 
@@ -41,7 +43,9 @@ def test_the_slowed_rank_is_named_on_most_log_steps(slow_rank_run):
     slow_rank_run.assert_trained(ITERATIONS)
     [logdir] = {p.parent for p in (slow_rank_run.log_path.parent / "tb").rglob("events.out.tfevents.*")}
     scalars = {tag: dict(points) for tag, points in read_tb_scalars(logdir).items()}
-    logged = list(range(2, ITERATIONS + 1))  # the first log step only starts the clock
+    # the first log step only starts the clock; a log step's figures are logged at the next one
+    logged = list(range(3, ITERATIONS + 1))
+    assert all(scalars[MISSING_RANKS][s] == 0 for s in logged), scalars[MISSING_RANKS]
     for name in (BUSY_MIN, BUSY_MEDIAN, BUSY_MAX, SLOWEST_RANK, SLOWEST_OVER_MEDIAN):
         assert sorted(scalars[name]) == logged, (name, scalars.get(name))
     named = [step for step in logged if scalars[SLOWEST_RANK][step] == SLOW_RANK]
@@ -52,3 +56,8 @@ def test_the_slowed_rank_is_named_on_most_log_steps(slow_rank_run):
     assert statistics.median(lead.values()) >= 0.15, lead
     assert all(scalars[BUSY_MIN][s] <= scalars[BUSY_MEDIAN][s] <= scalars[BUSY_MAX][s] for s in logged)
     assert f"[primus] slowest rank {SLOW_RANK} (" in slow_rank_run.output, slow_rank_run.explain()
+
+
+def test_no_collective_of_ours_on_any_rank(slow_rank_run):
+    trainers = [r for r in host_reads(slow_rank_run.log_path.parent) if r["rank"] is not None]
+    assert len(trainers) == 2 and all(r["collectives"] == [] for r in trainers), trainers

@@ -1,4 +1,4 @@
-"""The slowest rank named (primus_stragglers) on real TorchTitan: two FSDP ranks on gloo under ``primus-run torchrun
+"""The slowest rank named (primus_stragglers, on by default) on real TorchTitan: two FSDP ranks on gloo under ``primus-run torchrun
 -m torchtitan.train`` (the user's own upstream command), a user's own ``sitecustomize`` chained by primus-run making
 rank 1 sleep before each of upstream's forward-backward steps. Rank 0 (upstream's metrics rank) logs straggler/* to
 TensorBoard, read back from its event files, and names rank 1 on the console. FSDP waits inside the forward and the
@@ -10,9 +10,10 @@ import statistics
 
 import pytest
 from support.readers import read_tb_scalars
+from support.host_reads import host_reads, host_reads_env
 from support.slow_rank import slow_rank_env
 
-from primus.tracking.measure.stragglers import BUSY_MAX, BUSY_MEDIAN, BUSY_MIN, SLOWEST_OVER_MEDIAN, SLOWEST_RANK
+from primus.tracking.measure.stragglers import BUSY_MAX, BUSY_MEDIAN, BUSY_MIN, MISSING_RANKS, SLOWEST_OVER_MEDIAN, SLOWEST_RANK
 
 pytestmark = pytest.mark.slow
 
@@ -25,16 +26,19 @@ FORWARD_BACKWARD = "torchtitan.trainer:Trainer.forward_backward_step"
 @pytest.fixture(scope="module")
 def slow_rank_run(titan_run, tmp_path_factory):
     site = tmp_path_factory.mktemp("users-site")
+    env = slow_rank_env(site, FORWARD_BACKWARD, SLOW_RANK, SLEEP_S)
     return titan_run("stragglers", "--training.steps", str(STEPS), "--parallelism.data-parallel-shard-degree", "2",
-                     "--metrics.enable-tensorboard", "--metrics.primus-stragglers", "True", nproc=2,
-                     launcher="primus-run", env=slow_rank_env(site, FORWARD_BACKWARD, SLOW_RANK, SLEEP_S))
+                     "--metrics.enable-tensorboard", nproc=2,  # stragglers by default
+                     launcher="primus-run", env=env | host_reads_env(env))
 
 
 def test_the_slowed_rank_is_named_on_most_log_steps(slow_rank_run):
     assert slow_rank_run.returncode == 0, slow_rank_run.explain()
     [logdir] = sorted({p.parent for p in slow_rank_run.dump.rglob("events.out.tfevents.*")})
     scalars = {tag: dict(points) for tag, points in read_tb_scalars(logdir).items()}
-    logged = list(range(2, STEPS + 1))  # the first log step only starts the clock
+    # the first log step only starts the clock; a log step's figures are logged at the next one
+    logged = list(range(3, STEPS + 1))
+    assert all(scalars.get(MISSING_RANKS, {}).get(s) == 0 for s in logged), scalars.get(MISSING_RANKS)
     for name in (BUSY_MIN, BUSY_MEDIAN, BUSY_MAX, SLOWEST_RANK, SLOWEST_OVER_MEDIAN):
         assert sorted(scalars.get(name, {})) == logged, (name, scalars.get(name), slow_rank_run.explain())
     named = [step for step in logged if scalars[SLOWEST_RANK][step] == SLOW_RANK]
@@ -44,3 +48,8 @@ def test_the_slowed_rank_is_named_on_most_log_steps(slow_rank_run):
     lead = {s: scalars[BUSY_MAX][s] - scalars[BUSY_MIN][s] for s in named}
     assert statistics.median(lead.values()) >= SLEEP_S / 2, lead
     assert f"[primus] slowest rank {SLOW_RANK} (" in slow_rank_run.output, slow_rank_run.explain()
+
+
+def test_no_collective_of_ours_on_any_rank(slow_rank_run):
+    trainers = [r for r in host_reads(slow_rank_run.dump.parent) if r["rank"] is not None]
+    assert len(trainers) == 2 and all(r["collectives"] == [] for r in trainers), trainers

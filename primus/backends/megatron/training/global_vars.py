@@ -30,14 +30,15 @@ log = get_logger("primus.megatron")
 class LogStepFigures:
     """Every rank's memory and utilisation (``mlflow_performance_metrics_across_ranks``) and busy time
     (``primus_stragglers``) at a log step: upstream calls ``training_log`` on every rank, so on log steps each rank
-    takes part in one gather."""
+    publishes its row, and the writer rank gets the previous log step's summaries."""
 
-    def __init__(self, log_interval: int, figures: bool, stragglers: bool):
+    def __init__(self, log_interval: int, figures: bool, stragglers: bool, writes: bool):
         self._log_interval = log_interval
-        self._figures = RankFigures(figures, stragglers)
+        self._figures = RankFigures(figures, stragglers, writes)
 
     def at(self, iteration: int) -> LogStepRanks | None:
-        """On a log step (every rank must call it) this rank's figures and the summaries over ranks, else None."""
+        """On a log step (every rank calls it) this rank's figures and the previous log step's summaries over ranks
+        (the writer rank), else None."""
         return None if iteration % self._log_interval else self._figures.read()
 
     def close(self) -> None:
@@ -59,7 +60,6 @@ class MegatronTracking:
         self.step_functions: StepFunctions | None = None
         self.iteration_of: Callable[[tuple, dict], int] | None = None  # training_log's (args, kwargs) -> iteration
         self.checkpoints: CheckpointJournal | None = None
-        self.logs_slowest = False  # the writer rank (the last) names the slowest rank on the console
 
     def plan_for(self, args) -> TrackingPlan:
         if args.logging_level is not None:
@@ -76,8 +76,8 @@ class MegatronTracking:
         plan = self.plan if self.plan is not None else self.plan_for(args)
         stragglers = plan.stragglers and args.world_size > 1
         if plan.across_ranks or stragglers:
-            self.rank_figures = LogStepFigures(args.log_interval, plan.across_ranks, stragglers)
-        self.logs_slowest = args.rank == args.world_size - 1
+            writes = args.rank == args.world_size - 1  # also names the slowest rank on the console
+            self.rank_figures = LogStepFigures(args.log_interval, plan.across_ranks, stragglers, writes)
         if args.rank != args.world_size - 1:
             if plan.config is not None:  # the writer's delivery process saves this rank's stacks at a stall
                 register_for_stacks(plan.config.run_dir)
@@ -99,15 +99,13 @@ class MegatronTracking:
 
     # -- the training_log patch's wrappers (wrapt's signature) -----------------------------
     def training_log(self, wrapped, instance, args, kwargs):
-        """Every rank: the log step's gather (if on); the writer rank: the step ends in the writer."""
+        """Every rank: the log step's row published (if on); the writer rank: the step ends in the writer."""
         result = wrapped(*args, **kwargs)
         if self.rank_figures is None and self.writer is None:
             return result
         assert self.iteration_of is not None, "bound with the wrapper, when the training_log patch installs"
         iteration = self.iteration_of(args, kwargs)
         ranks = self.rank_figures.at(iteration) if self.rank_figures is not None else None
-        if ranks is not None and ranks.slowest is not None and self.logs_slowest:
-            print(ranks.slowest, flush=True)
         if self.writer is not None:
             if ranks is not None and self.writer.run is not None:
                 for name, value in ranks.stragglers.items():  # every rank's busy time, summarised
