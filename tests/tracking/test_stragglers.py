@@ -109,12 +109,11 @@ def _rank(rank: int, port: int, out) -> None:
                 time.sleep(SLEEP_S)
             torch.distributed.distributed_c10d.all_reduce(torch.ones(4))
         second = figures.read()
-        deadline = time.monotonic() + 60  # the writing rank's thread gathers the second log step meanwhile
-        while rank == 0 and len(figures._ready) < 1 and time.monotonic() < deadline:
-            time.sleep(0.01)
         third = figures.read()
+        # read as the hub's thread reads them: the writing rank waits (bounded) for the second log step's
+        third = (third.system and dict(third.system), dict(third.stragglers))
     figures.close()
-    out.put((rank, first, second, third, ours, console.getvalue()))
+    out.put((rank, dict(first.stragglers), dict(second.stragglers), third, ours, console.getvalue()))
     torch.distributed.distributed_c10d.barrier()
     dist.destroy_process_group()
 
@@ -134,15 +133,15 @@ def test_a_rank_slowed_before_a_collective_is_named_and_its_waiting_peer_is_not(
         p.join(30)
     for first, second, third, ours, _ in results.values():
         assert ours == []  # no collective of ours
-        assert first.stragglers == {} and second.stragglers == {}  # the first log step only starts the clock
-    first, second, third, _, console = results[0]
-    assert {"mem/host_rss_gib", "mem/host_rss_gib/min", "mem/host_rss_gib/max"} <= set(third.system)
-    assert third.stragglers[SLOWEST_RANK] == 1.0 and third.stragglers[MISSING_RANKS] == 0.0
+        assert first == {} and second == {}  # the first log step only starts the clock
+    _, _, (system, stragglers), _, console = results[0]
+    assert {"mem/host_rss_gib", "mem/host_rss_gib/min", "mem/host_rss_gib/max"} <= set(system)
+    assert stragglers[SLOWEST_RANK] == 1.0 and stragglers[MISSING_RANKS] == 0.0
     # rank 1 slept 2 x 0.3 s; rank 0 spent the same time waiting in the all_reduce, which is not busy time
-    assert third.stragglers[BUSY_MAX] >= 2 * SLEEP_S
-    assert third.stragglers[BUSY_MIN] < SLEEP_S
+    assert stragglers[BUSY_MAX] >= 2 * SLEEP_S
+    assert stragglers[BUSY_MIN] < SLEEP_S
     assert console.startswith("[primus] slowest rank 1 ("), console
-    assert results[1][2].stragglers == {} and results[1][4] == ""  # rank 1 does not write
+    assert results[1][2][1] == {} and results[1][4] == ""  # rank 1 does not write
 
 
 @pytest.fixture(autouse=True)
@@ -151,3 +150,44 @@ def _no_leftover_clock():
     from primus.tracking.measure import stragglers
 
     stragglers._ACTIVE.clear()
+
+
+def _silent_rank(rank: int, port: int, out) -> None:
+    """Rank 0 writes; rank 1 takes part in training (the test's barrier) but never publishes its figures."""
+    import torch.distributed as dist
+
+    from primus.tracking.measure.across_ranks import RankFigures
+    from primus.tracking.measure.rank_channel import BOUND_S
+
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2)
+    if rank == 0:
+        figures = RankFigures(figures=False, stragglers=True, writes=True)
+        reads, resolved = [], []
+        for _ in range(3):
+            started = time.monotonic()
+            ranks = figures.read()
+            reads.append(time.monotonic() - started)
+            started = time.monotonic()
+            got = dict(ranks.stragglers)  # as the hub's thread reads them
+            resolved.append(time.monotonic() - started)
+        figures.close()
+        out.put((reads, resolved, got, BOUND_S))
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def test_a_rank_that_never_publishes_is_named_missing_and_the_writer_is_not_held():
+    import torch.multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    queue, port = ctx.Queue(), free_port()
+    procs = [ctx.Process(target=_silent_rank, args=(r, port, queue)) for r in range(2)]
+    for p in procs:
+        p.start()
+    reads, resolved, got, bound_s = queue.get(timeout=120)
+    for p in procs:
+        p.join(30)
+        assert p.exitcode == 0  # the run finishes
+    assert got == {MISSING_RANKS: 1.0}
+    assert max(reads) < bound_s  # the training thread queues its row and goes on: it never waits for the others
+    assert max(resolved) <= bound_s + 1.5  # the hub's thread waits for a step's gather at most the bound (and a poll)

@@ -125,9 +125,9 @@ class BridgeTracking:
         ranks = self.rank_figures.read() if self.rank_figures is not None and log_step else None
         if self.writer is None:
             return
-        if ranks is not None:
-            for name, value in ranks.stragglers.items():
-                self.writer.add_scalar(name, value, train.step)
+        if ranks is not None:  # read on the hub's thread, which may wait for them (bounded)
+            stragglers, step = ranks.stragglers, train.step
+            self.run.log_later(lambda: [(step, dict(stragglers), None)], step)
         if self.progress is not None and log_step:
             now = time.perf_counter()
             figures = self.progress.at(

@@ -4,8 +4,8 @@ and log step carries both when both are on.
 
 The rows go through the job's store on a thread of ours (rank_channel.py), never a collective: the training thread
 reads host-side values (allocator counters, the utilisation sampler's latest, the clock) and queues them. The
-writing rank gathers a log step's rows while training goes on, so its summaries join the next log step's record
-(one log step later); the console line naming the slowest rank is printed as soon as they are gathered.
+writing rank gathers a log step's rows while training goes on, and its summaries join the next log step's record
+(one log step later, gathered.py); the console line naming the slowest rank is printed as soon as they are in.
 
 Tokens/s and TFLOP/s per GPU are not gathered: they are computed from the job's global batch over the log
 interval's wall time, so they are the job's figures already."""
@@ -15,10 +15,10 @@ from __future__ import annotations
 import logging
 import math
 import socket
-from collections import deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from primus.tracking.measure.gathered import Gathered, GatheredSteps, Previous
 from primus.tracking.measure.names import SCHEMA
 from primus.tracking.measure.perf import Utilisation, device_memory_metrics
 from primus.tracking.measure.rank_channel import BOUND_S, Arrivals, RankChannel, job_store_client
@@ -48,10 +48,11 @@ def summarise(rows: Sequence[Sequence[float]], names: Sequence[str] = GATHERED) 
 
 @dataclass(frozen=True)
 class LogStepRanks:
-    """What a log step gives this rank: on the writing rank, the figures over ranks of the previous log step."""
+    """What a log step gives this rank. On the writing rank, from the second log step, the figures over ranks of the
+    previous log step join them when first read (``Gathered``): to be read on the hub's thread, which may wait."""
 
-    system: dict[str, float] | None  # own memory/utilisation and min/mean/max over ranks (across-rank figures on)
-    stragglers: dict[str, float]  # straggler/* (stragglers on, from the third log step)
+    system: Mapping[str, float] | None  # own memory/utilisation, and min/mean/max over ranks (across-rank figures on)
+    stragglers: Mapping[str, float]  # straggler/* (stragglers on, from the third log step)
 
 
 class RankFigures:
@@ -67,10 +68,10 @@ class RankFigures:
         self._channel: RankChannel | None = None  # made at the first log step: the process group is up by then
         self._steps = 0
         self._missing_said: tuple[int, ...] = ()  # the missing ranks last warned of
-        self._ready: deque[LogStepRanks] = deque(maxlen=1)  # the newest gathered step's summaries, not yet taken
+        self._gathered_steps = GatheredSteps(BOUND_S + 1.0)  # a step's rows are in within BOUND_S of its own
 
     def read(self) -> LogStepRanks:
-        """This rank's own figures, and on the writing rank the newest gathered summaries not yet taken."""
+        """This rank's own figures and, on the writing rank, the previous log step's over ranks (read later)."""
         own = {**device_memory_metrics(), **self._utilisation.read()} if self._utilisation is not None else {}
         row = [float(own.get(n, math.nan)) for n in GATHERED] if self._utilisation is not None else []
         if self._channel is None:
@@ -79,12 +80,13 @@ class RankFigures:
             row.append(self._clock.take())
         self._channel.publish(self._steps, row)
         self._steps += 1
-        try:
-            gathered = self._ready.popleft()
-        except IndexError:
-            gathered = LogStepRanks({} if self._utilisation is not None else None, {})
-        system = own | gathered.system if gathered.system is not None else None
-        return LogStepRanks(system, gathered.stragglers)
+        system: Mapping[str, float] | None = own if self._utilisation is not None else None
+        if not self._writes or self._steps == 1:
+            return LogStepRanks(system, {})
+        previous = Previous(self._gathered_steps, self._steps - 2)
+        if system is not None:
+            system = Gathered(lambda: own | previous.figures()[0])
+        return LogStepRanks(system, Gathered(lambda: previous.figures()[1]) if self._stragglers else {})
 
     def _open(self) -> RankChannel:
         import torch.distributed as dist
@@ -115,7 +117,7 @@ class RankFigures:
                 "primus tracking: rank(s) %s sent no figures for log step %d within %.0f s", shown, got.step, BOUND_S
             )
         self._missing_said = got.missing
-        self._ready.append(LogStepRanks(system, stragglers))
+        self._gathered_steps.put(got.step, (system or {}, stragglers))
 
     def close(self) -> None:
         if self._clock is not None:

@@ -39,7 +39,7 @@ SCHEMA: dict[str, str] = {
     "straggler/busy_s_max": "the most busy time of any rank since the last log step: the slowest rank's",
     "straggler/slowest_rank": "the rank with the most busy time since the last log step (its global rank number)",
     "straggler/slowest_over_median": "the slowest rank's busy time over the median (1.0: no straggler)",
-    "straggler/missing_ranks": "ranks whose figures for the log step did not reach the logging rank within 5 s",
+    "straggler/missing_ranks": "how many ranks' figures for the log step did not reach the logging rank within 5 s",
     "progress/consumed_samples": "samples the job has trained on since the run's first step, resumes included",
     "progress/consumed_tokens": "tokens the job has trained on: progress/consumed_samples times the sequence length",
     "progress/elapsed_s": "wall seconds since this process's tracking started (a resumed job counts from its restart)",

@@ -13,12 +13,19 @@ from pathlib import Path
 import pytest
 from megatron_runs import PRETRAIN_GPT, TINY_GPT_ARGS, MegatronRun
 from megatron_tracking_runs import toggles
+from support.host_reads import host_reads, host_reads_env
 from support.launch import start, wait_or_kill
 from support.readers import read_tb_scalars
-from support.host_reads import host_reads, host_reads_env
 from support.slow_rank import slow_rank_env
 
-from primus.tracking.measure.stragglers import BUSY_MAX, BUSY_MEDIAN, BUSY_MIN, MISSING_RANKS, SLOWEST_OVER_MEDIAN, SLOWEST_RANK
+from primus.tracking.measure.stragglers import (
+    BUSY_MAX,
+    BUSY_MEDIAN,
+    BUSY_MIN,
+    MISSING_RANKS,
+    SLOWEST_OVER_MEDIAN,
+    SLOWEST_RANK,
+)
 
 pytestmark = pytest.mark.slow
 

@@ -9,11 +9,18 @@ from __future__ import annotations
 import statistics
 
 import pytest
-from support.readers import read_tb_scalars
 from support.host_reads import host_reads, host_reads_env
+from support.readers import read_tb_scalars
 from support.slow_rank import slow_rank_env
 
-from primus.tracking.measure.stragglers import BUSY_MAX, BUSY_MEDIAN, BUSY_MIN, MISSING_RANKS, SLOWEST_OVER_MEDIAN, SLOWEST_RANK
+from primus.tracking.measure.stragglers import (
+    BUSY_MAX,
+    BUSY_MEDIAN,
+    BUSY_MIN,
+    MISSING_RANKS,
+    SLOWEST_OVER_MEDIAN,
+    SLOWEST_RANK,
+)
 
 pytestmark = pytest.mark.slow
 

@@ -106,11 +106,8 @@ class MegatronTracking:
         assert self.iteration_of is not None, "bound with the wrapper, when the training_log patch installs"
         iteration = self.iteration_of(args, kwargs)
         ranks = self.rank_figures.at(iteration) if self.rank_figures is not None else None
-        if self.writer is not None:
-            if ranks is not None and self.writer.run is not None:
-                for name, value in ranks.stragglers.items():  # every rank's busy time, summarised
-                    self.writer.add_scalar(name, value, iteration)
-            self.writer.end_step(iteration, None if ranks is None else ranks.system)
+        if self.writer is not None:  # the figures over ranks are read on the hub's thread (they may wait there)
+            self.writer.end_step(iteration, *((None, None) if ranks is None else (ranks.system, ranks.stragglers)))
         return result
 
     def evaluate_and_print_results(self, wrapped, instance, args, kwargs):
