@@ -1,5 +1,6 @@
-"""The straggler figures (primus.tracking.measure.stragglers): the summary over ranks, the console line, and the busy clock
-on two real gloo processes, one of them slowed by a sleep before a collective, their figures through the job's store."""
+"""The straggler figures (primus.tracking.measure.stragglers): the summary over ranks, the console line, and the busy
+clock on two real gloo processes, one of them slowed by a sleep before a collective, their figures through the job's
+store; a rank that never publishes."""
 
 from __future__ import annotations
 
@@ -9,32 +10,26 @@ import time
 import pytest
 from support.mlflow_server import free_port
 
-from primus.tracking.measure.stragglers import (
-    BUSY_MAX,
-    BUSY_MEDIAN,
-    BUSY_MIN,
-    MISSING_RANKS,
-    SLOWEST_OVER_MEDIAN,
-    SLOWEST_RANK,
-    slowest_line,
-    summary,
-)
+from primus.tracking.measure import stragglers as straggler
+from primus.tracking.measure.stragglers import slowest_line, summary
 
 
 def test_summary_names_the_rank_with_the_most_busy_time():
-    assert summary([1.0, 4.0, 2.0, 2.0]) == {BUSY_MIN: 1.0, BUSY_MEDIAN: 2.0, BUSY_MAX: 4.0, SLOWEST_RANK: 1.0,
-                                             SLOWEST_OVER_MEDIAN: 2.0}
+    assert summary([1.0, 4.0, 2.0, 2.0]) == {
+        straggler.BUSY_MIN: 1.0, straggler.BUSY_MEDIAN: 2.0, straggler.BUSY_MAX: 4.0, straggler.SLOWEST_RANK: 1.0,
+        straggler.SLOWEST_OVER_MEDIAN: 2.0}
 
 
 def test_ties_name_the_lowest_rank_and_ranks_without_a_figure_are_left_out():
-    assert summary([math.nan, 3.0, 3.0, 1.0])[SLOWEST_RANK] == 1.0
-    assert summary([math.nan, 2.0, math.nan, 6.0]) == {BUSY_MIN: 2.0, BUSY_MEDIAN: 4.0, BUSY_MAX: 6.0,
-                                                       SLOWEST_RANK: 3.0, SLOWEST_OVER_MEDIAN: 1.5}
+    assert summary([math.nan, 3.0, 3.0, 1.0])[straggler.SLOWEST_RANK] == 1.0
+    assert summary([math.nan, 2.0, math.nan, 6.0]) == {
+        straggler.BUSY_MIN: 2.0, straggler.BUSY_MEDIAN: 4.0, straggler.BUSY_MAX: 6.0, straggler.SLOWEST_RANK: 3.0,
+        straggler.SLOWEST_OVER_MEDIAN: 1.5}
 
 
 def test_no_figures_under_two_ranks_and_no_ratio_over_a_zero_median():
     assert summary([math.nan, math.nan]) == {} and summary([5.0]) == {}
-    assert SLOWEST_OVER_MEDIAN not in summary([0.0, 0.0, 1.0])
+    assert straggler.SLOWEST_OVER_MEDIAN not in summary([0.0, 0.0, 1.0])
 
 
 def test_the_console_line_from_one_point_one_times_the_median():
@@ -131,15 +126,15 @@ def test_a_rank_slowed_before_a_collective_is_named_and_its_waiting_peer_is_not(
     results = {r[0]: r[1:] for r in (queue.get(timeout=120) for _ in procs)}
     for p in procs:
         p.join(30)
-    for first, second, third, ours, _ in results.values():
+    for first, second, _, ours, _ in results.values():
         assert ours == []  # no collective of ours
         assert first == {} and second == {}  # the first log step only starts the clock
     _, _, (system, stragglers), _, console = results[0]
     assert {"mem/host_rss_gib", "mem/host_rss_gib/min", "mem/host_rss_gib/max"} <= set(system)
-    assert stragglers[SLOWEST_RANK] == 1.0 and stragglers[MISSING_RANKS] == 0.0
+    assert stragglers[straggler.SLOWEST_RANK] == 1.0 and stragglers[straggler.MISSING_RANKS] == 0.0
     # rank 1 slept 2 x 0.3 s; rank 0 spent the same time waiting in the all_reduce, which is not busy time
-    assert stragglers[BUSY_MAX] >= 2 * SLEEP_S
-    assert stragglers[BUSY_MIN] < SLEEP_S
+    assert stragglers[straggler.BUSY_MAX] >= 2 * SLEEP_S
+    assert stragglers[straggler.BUSY_MIN] < SLEEP_S
     assert console.startswith("[primus] slowest rank 1 ("), console
     assert results[1][2][1] == {} and results[1][4] == ""  # rank 1 does not write
 
@@ -188,6 +183,6 @@ def test_a_rank_that_never_publishes_is_named_missing_and_the_writer_is_not_held
     for p in procs:
         p.join(30)
         assert p.exitcode == 0  # the run finishes
-    assert got == {MISSING_RANKS: 1.0}
+    assert got == {straggler.MISSING_RANKS: 1.0}
     assert max(reads) < bound_s  # the training thread queues its row and goes on: it never waits for the others
     assert max(resolved) <= bound_s + 1.5  # the hub's thread waits for a step's gather at most the bound (and a poll)

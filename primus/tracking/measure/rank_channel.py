@@ -11,6 +11,7 @@ journal. docs/tracking-internals.md#stragglers gives the cost, measured by bench
 
 from __future__ import annotations
 
+import atexit
 import json
 import logging
 import os
@@ -114,20 +115,28 @@ class RankChannel:
         self._bound_s = bound_s
         self._host = host
         self._incarnation = f"{os.getpid()}@{host}"
-        self._queue: queue.SimpleQueue[tuple[int, tuple[float, ...]] | None] = queue.SimpleQueue()
+        # (step, row, when the rank reached the step): a step's rows are awaited until bound_s after that
+        self._queue: queue.SimpleQueue[tuple[int, tuple[float, ...], float] | None] = queue.SimpleQueue()
         self._missing: set[int] = set()  # at the previous step: not waited for again until they answer
         self._swept: int | None = None  # the last gathered step, swept once more at the next for late rows
         self.counts = ChannelCounts()
         self.failed: str | None = None
+        self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._main, name="primus-rank-figures", daemon=True)
         self._thread.start()
+        # a daemon thread inside a store call when the interpreter finalises aborts the process (the call, which
+        # released the GIL, cannot unwind back into Python): it is stopped before that
+        atexit.register(self.close)
 
     # -- training thread -----------------------------------------------------------------
     def publish(self, step: int, values: Sequence[float]) -> None:
         if self.failed is None:
-            self._queue.put((step, tuple(values)))
+            self._queue.put((step, tuple(values), time.monotonic()))
 
-    def close(self, timeout_s: float = 1.0) -> None:
+    def close(self, timeout_s: float = 2.0) -> None:
+        """Stop the thread once what is queued is published; gathers stop waiting (each ends at its next poll)."""
+        atexit.unregister(self.close)
+        self._stopping.set()
         self._queue.put(None)
         self._thread.join(timeout_s)
 
@@ -137,9 +146,10 @@ class RankChannel:
             store = self._connect()
             while (item := self._queue.get()) is not None:
                 started = time.thread_time()
-                self._publish(store, *item)
+                step, values, reached = item
+                self._publish(store, step, values)
                 if self._on_gathered is not None:
-                    self._on_gathered(self._gather(store, item[0]))
+                    self._on_gathered(self._gather(store, step, reached + self._bound_s))
                 self.counts.busy_s += time.thread_time() - started
         except Exception as error:  # the store went away (the job ends) or refuses: the figures stop, training not
             self.failed = repr(error)
@@ -154,16 +164,16 @@ class RankChannel:
         store.add(self._key(step) + "/n", 1)
         self.counts.store_ops += 2
 
-    def _gather(self, store: Any, step: int) -> Arrivals:
+    def _gather(self, store: Any, step: int, deadline: float) -> Arrivals:
+        """The step's rows, awaited until ``deadline`` (a thread that fell behind catches up: older steps' deadlines
+        have passed)."""
         key = self._key(step)
         awaited = self.world_size - len(self._missing)
-        deadline = time.monotonic() + self._bound_s
         pause = _FIRST_POLL_S
         while True:
             arrived = store.add(key + "/n", 0)
             self.counts.store_ops += 1
-            # a newer step queued: this one is late already, take what is there
-            if arrived >= awaited or time.monotonic() >= deadline or not self._queue.empty():
+            if arrived >= awaited or time.monotonic() >= deadline or self._stopping.is_set():
                 break
             time.sleep(min(pause, max(0.0, deadline - time.monotonic())))
             pause = min(pause * 2, _LAST_POLL_S)

@@ -1,5 +1,5 @@
-"""The slowest rank named (primus_stragglers, on by default) on a real 2-process Megatron run on CPU (gloo): a user's own
-``sitecustomize``, chained by ``primus-run``, makes rank 0 sleep before each of upstream's forward steps; the
+"""The slowest rank named (primus_stragglers, on by default) on a real 2-process Megatron run on CPU (gloo): a
+user's own ``sitecustomize``, chained by ``primus-run``, makes rank 0 sleep before each of upstream's forward steps; the
 writer rank (the last) logs straggler/* to TensorBoard, read back from its event files, and names rank 0 on the
 console. Rank 0 is not the writer, so the writer's own tracking work cannot be what makes a rank the slowest."""
 
@@ -18,14 +18,7 @@ from support.launch import start, wait_or_kill
 from support.readers import read_tb_scalars
 from support.slow_rank import slow_rank_env
 
-from primus.tracking.measure.stragglers import (
-    BUSY_MAX,
-    BUSY_MEDIAN,
-    BUSY_MIN,
-    MISSING_RANKS,
-    SLOWEST_OVER_MEDIAN,
-    SLOWEST_RANK,
-)
+from primus.tracking.measure import stragglers as straggler
 
 pytestmark = pytest.mark.slow
 
@@ -52,16 +45,18 @@ def test_the_slowed_rank_is_named_on_most_log_steps(slow_rank_run):
     scalars = {tag: dict(points) for tag, points in read_tb_scalars(logdir).items()}
     # the first log step only starts the clock; a log step's figures are logged at the next one
     logged = list(range(3, ITERATIONS + 1))
-    assert all(scalars[MISSING_RANKS][s] == 0 for s in logged), scalars[MISSING_RANKS]
-    for name in (BUSY_MIN, BUSY_MEDIAN, BUSY_MAX, SLOWEST_RANK, SLOWEST_OVER_MEDIAN):
+    assert all(scalars[straggler.MISSING_RANKS][s] == 0 for s in logged), scalars[straggler.MISSING_RANKS]
+    for name in (straggler.BUSY_MIN, straggler.BUSY_MEDIAN, straggler.BUSY_MAX, straggler.SLOWEST_RANK,
+                 straggler.SLOWEST_OVER_MEDIAN):
         assert sorted(scalars[name]) == logged, (name, scalars.get(name))
-    named = [step for step in logged if scalars[SLOWEST_RANK][step] == SLOW_RANK]
-    assert len(named) > len(logged) / 2, scalars[SLOWEST_RANK]
+    named = [step for step in logged if scalars[straggler.SLOWEST_RANK][step] == SLOW_RANK]
+    assert len(named) > len(logged) / 2, scalars[straggler.SLOWEST_RANK]
     # two micro-batches per rank and step, 0.15 s of sleep each: most of the 0.3 s shows as the slow rank's lead,
     # typically (the other rank may be busy with its own work, e.g. the writer's, or lose the CPU to a neighbour)
-    lead = {s: scalars[BUSY_MAX][s] - scalars[BUSY_MIN][s] for s in named}
+    lead = {s: scalars[straggler.BUSY_MAX][s] - scalars[straggler.BUSY_MIN][s] for s in named}
     assert statistics.median(lead.values()) >= 0.15, lead
-    assert all(scalars[BUSY_MIN][s] <= scalars[BUSY_MEDIAN][s] <= scalars[BUSY_MAX][s] for s in logged)
+    low, median, high = (scalars[n] for n in (straggler.BUSY_MIN, straggler.BUSY_MEDIAN, straggler.BUSY_MAX))
+    assert all(low[s] <= median[s] <= high[s] for s in logged)
     assert f"[primus] slowest rank {SLOW_RANK} (" in slow_rank_run.output, slow_rank_run.explain()
 
 

@@ -1,6 +1,6 @@
-"""The slowest rank named (primus_stragglers, on by default) on real TorchTitan: two FSDP ranks on gloo under ``primus-run torchrun
--m torchtitan.train`` (the user's own upstream command), a user's own ``sitecustomize`` chained by primus-run making
-rank 1 sleep before each of upstream's forward-backward steps. Rank 0 (upstream's metrics rank) logs straggler/* to
+"""The slowest rank named (primus_stragglers, on by default) on real TorchTitan: two FSDP ranks on gloo under
+``primus-run torchrun -m torchtitan.train`` (the user's own upstream command), a user's own ``sitecustomize``
+chained by primus-run making rank 1 sleep before each of upstream's forward-backward steps. Rank 0 (upstream's metrics rank) logs straggler/* to
 TensorBoard, read back from its event files, and names rank 1 on the console. FSDP waits inside the forward and the
 backward (its all-gathers and reduce-scatters): the waiting rank's waits there are not busy time."""
 
@@ -13,14 +13,7 @@ from support.host_reads import host_reads, host_reads_env
 from support.readers import read_tb_scalars
 from support.slow_rank import slow_rank_env
 
-from primus.tracking.measure.stragglers import (
-    BUSY_MAX,
-    BUSY_MEDIAN,
-    BUSY_MIN,
-    MISSING_RANKS,
-    SLOWEST_OVER_MEDIAN,
-    SLOWEST_RANK,
-)
+from primus.tracking.measure import stragglers as straggler
 
 pytestmark = pytest.mark.slow
 
@@ -45,14 +38,16 @@ def test_the_slowed_rank_is_named_on_most_log_steps(slow_rank_run):
     scalars = {tag: dict(points) for tag, points in read_tb_scalars(logdir).items()}
     # the first log step only starts the clock; a log step's figures are logged at the next one
     logged = list(range(3, STEPS + 1))
-    assert all(scalars.get(MISSING_RANKS, {}).get(s) == 0 for s in logged), scalars.get(MISSING_RANKS)
-    for name in (BUSY_MIN, BUSY_MEDIAN, BUSY_MAX, SLOWEST_RANK, SLOWEST_OVER_MEDIAN):
+    missing = scalars.get(straggler.MISSING_RANKS, {})
+    assert all(missing.get(s) == 0 for s in logged), missing
+    for name in (straggler.BUSY_MIN, straggler.BUSY_MEDIAN, straggler.BUSY_MAX, straggler.SLOWEST_RANK,
+                 straggler.SLOWEST_OVER_MEDIAN):
         assert sorted(scalars.get(name, {})) == logged, (name, scalars.get(name), slow_rank_run.explain())
-    named = [step for step in logged if scalars[SLOWEST_RANK][step] == SLOW_RANK]
-    assert len(named) > len(logged) / 2, scalars[SLOWEST_RANK]
+    named = [step for step in logged if scalars[straggler.SLOWEST_RANK][step] == SLOW_RANK]
+    assert len(named) > len(logged) / 2, scalars[straggler.SLOWEST_RANK]
     # the sleep shows as the slow rank's lead over the other, typically (one log step's lead can shrink when the
     # other rank loses the CPU to a neighbour on a shared host: wall time)
-    lead = {s: scalars[BUSY_MAX][s] - scalars[BUSY_MIN][s] for s in named}
+    lead = {s: scalars[straggler.BUSY_MAX][s] - scalars[straggler.BUSY_MIN][s] for s in named}
     assert statistics.median(lead.values()) >= SLEEP_S / 2, lead
     assert f"[primus] slowest rank {SLOW_RANK} (" in slow_rank_run.output, slow_rank_run.explain()
 

@@ -32,6 +32,7 @@ from titan_runs import RELEASES, STEPS, TRACKED_ON_CPU, UPSTREAM_KEYS, V0_2
 from primus.backends.torchtitan.assets import VERSION, ensure_tiny_assets
 from primus.tracking.goodput.accounting import NAMES as GOODPUT
 from primus.tracking.journal.run_state import RunState
+from primus.tracking.measure import stragglers as straggler
 from primus.tracking.measure.names import is_valid_mlflow_key, mlflow_key
 from primus.tracking.measure.progress import (
     AT_EVERY_LOG_STEP,
@@ -39,22 +40,15 @@ from primus.tracking.measure.progress import (
     CONSUMED_TOKENS,
     FROM_THE_SECOND_LOG_STEP,
 )
-from primus.tracking.measure.stragglers import (
-    BUSY_MAX,
-    BUSY_MEDIAN,
-    BUSY_MIN,
-    MISSING_RANKS,
-    SLOWEST_OVER_MEDIAN,
-    SLOWEST_RANK,
-)
 from primus.tracking.trackers.tensorboard import TAGS_TAG
 
 pytestmark = pytest.mark.slow
 
 STEP_LIST = list(range(1, STEPS + 1))
 # two ranks, stragglers on by default: the first log step starts the clock, a log step's figures come at the next
-STRAGGLERS_LATER = {k: STEP_LIST[2:] for k in (BUSY_MIN, BUSY_MEDIAN, BUSY_MAX, SLOWEST_RANK, SLOWEST_OVER_MEDIAN,
-                                               MISSING_RANKS)}
+STRAGGLERS_LATER = {k: STEP_LIST[2:] for k in (straggler.BUSY_MIN, straggler.BUSY_MEDIAN, straggler.BUSY_MAX,
+                                               straggler.SLOWEST_RANK, straggler.SLOWEST_OVER_MEDIAN,
+                                               straggler.MISSING_RANKS)}
 PERF_KEYS = frozenset({"perf/tokens_per_sec", "perf/tokens_per_sec_per_gpu", "perf/tflops_per_gpu",
                        "perf/iteration_time_ms", "mem/host_rss_gib", "mem/host_peak_rss_gib", "sys/cpu_util_pct",
                        "sys/host_mem_used_pct"})  # no perf/mfu: a CPU has no datasheet peak
