@@ -120,14 +120,14 @@ def run(world: int, steps: int, processes: int, interval_s: float) -> None:
     latency = [g[1] * 1e3 for g in gathered]
     print(
         f"{world:>4} ranks ({processes} processes), {steps} log steps {interval_s:g} s apart:"
-        f" training thread per rank and log step: wall median {statistics.median(wall):.1f} µs,"
+        f" training thread per rank per logged step: wall median {statistics.median(wall):.1f} µs,"
         f" p99 {percentile(wall, 0.99):.1f} µs; CPU median {statistics.median(cpu):.1f} µs,"
         f" p99 {percentile(cpu, 0.99):.1f} µs"
     )
     print(
-        f"      writer's channel thread per log step: CPU {writer.busy_s / steps * 1e3:.2f} ms,"
+        f"      writer's channel thread per logged step: CPU {writer.busy_s / steps * 1e3:.2f} ms,"
         f" gathered {statistics.median(latency):.0f} ms after the log step (max {max(latency):.0f});"
-        f" store: {store_cpu * 1e3:.1f} ms server CPU, {ops / steps:.0f} operations per log step;"
+        f" store: {store_cpu * 1e3:.1f} ms server CPU, {ops / steps:.0f} operations;"
         f" steps complete {writer.complete}, incomplete {writer.incomplete},"
         f" ranks missing {sum(g[2] for g in gathered)}, late rows {writer.late_rows},"
         f" duplicates {sum(g[3] for g in gathered)}",

@@ -41,6 +41,7 @@ QUICK_ARGS = {  # fewer rounds and steps, same variants and baselines
     "maxtext_tracking": ["--rounds", "2", "--steps", "60"],
     "megatron_tracking": ["--rounds", "2", "--iters", "60"],  # past the trackers' start-up steps
     "node_delivery": ["--runs", "1"],
+    "rank_gather": ["--ranks", "2", "32", "--steps", "5"],
     "resume_cost": ["--steps", "100000"],
     "soak": ["--steps", "20000", "--slice", "1000"],
     "startup_overhead": ["--runs", "7"],
