@@ -17,6 +17,13 @@ def test_a_take_waits_for_the_step_put_by_another_thread():
     later.join()
 
 
+def test_an_older_step_than_one_taken_is_not_waited_for():
+    steps = GatheredSteps(wait_s=30.0)
+    steps.put(3, ({"a": 3.0}, {}))
+    assert steps.take(3) == ({"a": 3.0}, {})
+    assert steps.take(2) == NONE  # its figures were dropped with the newer take: no 30 s wait
+
+
 def test_a_step_that_never_comes_is_given_up_within_the_bound_and_the_next_take_does_not_wait():
     steps = GatheredSteps(wait_s=1.0)
     started = time.monotonic()

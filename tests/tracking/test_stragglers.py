@@ -105,10 +105,11 @@ def _rank(rank: int, port: int, out) -> None:
             torch.distributed.distributed_c10d.all_reduce(torch.ones(4))
         second = figures.read()
         third = figures.read()
-        # read as the hub's thread reads them: the writing rank waits (bounded) for the second log step's
+        # read in order, as the hub's thread reads them: the writing rank waits (bounded) for each previous step's
+        first, second = dict(first.stragglers), dict(second.stragglers)
         third = (third.system and dict(third.system), dict(third.stragglers))
     figures.close()
-    out.put((rank, dict(first.stragglers), dict(second.stragglers), third, ours, console.getvalue()))
+    out.put((rank, first, second, third, ours, console.getvalue()))
     torch.distributed.distributed_c10d.barrier()
     dist.destroy_process_group()
 

@@ -21,6 +21,7 @@ class GatheredSteps:
         self._steps: dict[int, Figures] = {}
         self._cond = threading.Condition()
         self._behind = False  # the last take timed out: the next does not wait, until a step is in on time
+        self._taken = -1  # the newest step taken: an older one's figures were dropped, never waited for
 
     def put(self, step: int, figures: Figures) -> None:
         with self._cond:
@@ -31,6 +32,9 @@ class GatheredSteps:
         """``step``'s figures, waiting for them at most ``wait_s`` (none when the previous take timed out); older
         steps' are dropped."""
         with self._cond:
+            if step <= self._taken:
+                return NONE
+            self._taken = step
             timeout = 0.0 if self._behind else self._wait_s
             self._behind = not self._cond.wait_for(lambda: step in self._steps, timeout)
             figures = self._steps.pop(step, NONE)
