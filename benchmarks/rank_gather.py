@@ -1,23 +1,26 @@
-"""Cost of the log step's gather over ranks per logged step, on every rank: the straggler figures alone
-(``primus_stragglers``: this rank's busy time, one gloo all_gather of it, the summary) and the across-rank figures
-(``mlflow_performance_metrics_across_ranks``: memory and utilisation read, then gathered), each in a pair with the
-smallest collective there is (an all_reduce of one float on the same group) as the baseline, the pair's two halves
-interleaved so that load on the machine falls on both alike. Wall time and the training thread's CPU time, median
-and spread (10th-90th percentile) over the log steps, as rank 0 sees them; and the cost of the wrapper that times
-collective waits, per wait, in one process.
+"""Cost of the ranks' log-step figures through the job's store (primus.tracking.measure.rank_channel), 2 to 256
+ranks on this machine: per log step, the training thread's added wall and CPU time on every rank (queueing its row:
+median and p99 over ranks and steps), the writing rank's channel thread (CPU, and the wall from its own row to the
+step gathered), the store's load (the TCPStore server's process CPU and the operations it served) and how the rows
+arrived (steps complete, rows late, ranks missing).
 
-N processes on this machine's CPU (gloo over loopback, as the multi-process CPU tests); on a GPU cluster the
-gather crosses the network once per log step between hosts. Run:
-``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/rank_gather.py [--ranks 2 4 8] [--steps N]``.
+The ranks are the real RankChannel, each with its own thread and its own TCPStore client, as in a job; a process
+that imports torch holds ~0.5 GB here, so they are threads in a few processes (``--processes``), each rank a stand-in
+training loop that reaches its log steps at the same wall-clock times (as ranks released by a collective do) and
+otherwise sleeps. The server runs in this process, as in a job's rank 0 (or torchrun's agent). Run:
+``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/rank_gather.py [--ranks 2 8 32 128 256] [--steps N]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import sys
+import threading
 import time
+from datetime import timedelta
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -25,93 +28,122 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from support.mlflow_server import free_port  # noqa: E402
 
-KINDS = ("stragglers", "figures")
+ROW = 10  # floats per row: the memory and utilisation names and the busy time
 
 
-def worker(rank: int, world: int, port: int, steps: int, out) -> None:
-    import torch
+def ranks_in_process(first: int, count: int, world: int, port: int, steps: int, interval_s: float, out) -> None:
     import torch.distributed as dist
 
-    from primus.tracking.measure.across_ranks import RankFigures
+    from primus.tracking.measure.rank_channel import RankChannel
 
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
-    gathers = {"stragglers": RankFigures(figures=False, stragglers=True), "figures": RankFigures()}
-    one = torch.zeros(1)
-    cost: dict[str, list[tuple[float, float]]] = {k: [] for k in (*KINDS, "baseline")}
+    def client():
+        return dist.TCPStore("127.0.0.1", port, is_master=False, wait_for_workers=False, timeout=timedelta(seconds=30))
 
-    def timed(key: str, call) -> None:
-        dist.barrier()  # the ranks arrive together, as they do at a log step after a training step
-        w0, c0 = time.perf_counter(), time.thread_time()
-        call()
-        cost[key].append((time.perf_counter() - w0, time.thread_time() - c0))
+    gathered: list[tuple[int, float, int, int]] = []  # (step, seconds from the log step, missing, duplicates)
 
-    for kind in KINDS:
-        gathers[kind].read()  # the first log step: starts the clock, gathers the host names
-    for step in range(steps):
-        for kind in KINDS if step % 2 else KINDS[::-1]:
-            timed(kind, gathers[kind].read)
-            timed("baseline", lambda: dist.all_reduce(one))
-    if rank == 0:
-        out.put(cost)
-    dist.destroy_process_group()
+    def on_gathered(got) -> None:
+        gathered.append((got.step, time.time() - (start + got.step * interval_s), len(got.missing), got.duplicates))
 
+    channels = [
+        RankChannel(
+            client, r, world, on_gathered=on_gathered if r == 0 else None, namespace="bench", host=f"host-{r // 8}"
+        )
+        for r in range(first, first + count)
+    ]
+    costs: list[tuple[float, float]] = []
+    lock = threading.Lock()
+    control = client()  # the benchmark's own: every process ready, then one start time for all
+    control.add("bench/ready", count)
+    start = float(control.get("bench/start"))
 
-def wait_wrapper_cost(calls: int = 20000) -> float:
-    """Seconds the wrapper adds to one Work.wait: a finished work's wait, timed with and without the clock."""
-    import torch
-    import torch.distributed as dist
+    def rank_loop(channel) -> None:
+        mine = []
+        for step in range(steps):
+            time.sleep(max(0.0, start + step * interval_s - time.time()))  # the stand-in training steps
+            w0, c0 = time.perf_counter(), time.thread_time()
+            channel.publish(step, [float(step)] * ROW)  # what a rank's training thread adds at a log step
+            mine.append((time.perf_counter() - w0, time.thread_time() - c0))
+        with lock:
+            costs.extend(mine)
 
-    from primus.tracking.measure.stragglers import BusyClock
-
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{free_port()}", rank=0, world_size=1)
-    work = dist.all_reduce(torch.zeros(1), async_op=True)
-    work.wait()
-
-    def per_wait() -> float:
-        started = time.perf_counter()
-        for _ in range(calls):
-            work.wait()
-        return (time.perf_counter() - started) / calls
-
-    bare = per_wait()
-    clock = BusyClock()
-    timed = per_wait()
-    clock.close()
-    dist.destroy_process_group()
-    return timed - bare
+    loops = [threading.Thread(target=rank_loop, args=(c,)) for c in channels]
+    for t in loops:
+        t.start()
+    for t in loops:
+        t.join()
+    deadline = time.monotonic() + 30
+    while first == 0 and len(gathered) < steps and time.monotonic() < deadline:
+        time.sleep(0.01)
+    for c in channels:
+        c.close()
+    writer = channels[0].counts if first == 0 else None
+    out.put((costs, gathered, writer, sum(c.counts.store_ops for c in channels)))
 
 
-def spread(xs: list[float]) -> str:
+def percentile(xs: list[float], q: float) -> float:
     xs = sorted(xs)
-    at = lambda q: xs[min(len(xs) - 1, int(len(xs) * q))] * 1e6  # noqa: E731
-    return f"{statistics.median(xs) * 1e6:7.0f} µs ({at(0.1):.0f}-{at(0.9):.0f})"
+    return xs[min(len(xs) - 1, int(len(xs) * q))]
 
 
-def run(world: int, steps: int) -> None:
+def run(world: int, steps: int, processes: int, interval_s: float) -> None:
+    import torch.distributed as dist
     import torch.multiprocessing as mp
 
+    port = free_port()
+    server = dist.TCPStore("127.0.0.1", port, is_master=True, wait_for_workers=False, timeout=timedelta(seconds=30))
     ctx = mp.get_context("spawn")
-    queue, port = ctx.Queue(), free_port()
-    procs = [ctx.Process(target=worker, args=(r, world, port, steps, queue)) for r in range(world)]
+    queue = ctx.Queue()
+    processes = min(processes, world)
+    share = [world // processes + (i < world % processes) for i in range(processes)]
+    procs, first = [], 0
+    for count in share:
+        procs.append(ctx.Process(target=ranks_in_process, args=(first, count, world, port, steps, interval_s, queue)))
+        first += count
     for p in procs:
         p.start()
-    cost = queue.get(timeout=600)
+    while server.add("bench/ready", 0) < world:
+        time.sleep(0.05)
+    time.sleep(0.5)  # the channels' threads connected meanwhile
+    server.set("bench/start", str(time.time() + 0.2))
+    cpu0 = resource.getrusage(resource.RUSAGE_SELF)
+    results = [queue.get(timeout=300) for _ in procs]
+    cpu1 = resource.getrusage(resource.RUSAGE_SELF)
     for p in procs:
         p.join(60)
-    print(f"{world} ranks, gloo on 127.0.0.1, {steps} log steps, rank 0's training thread, median (p10-p90):")
-    for key in (*KINDS, "baseline"):
-        wall, cpu = [c[0] for c in cost[key]], [c[1] for c in cost[key]]
-        print(f"  {key:<11} wall {spread(wall)}   cpu {spread(cpu)}")
+    del server
+    costs = [c for r in results for c in r[0]]
+    [gathered] = [r[1] for r in results if r[2] is not None]
+    [writer] = [r[2] for r in results if r[2] is not None]
+    ops = sum(r[3] for r in results)
+    store_cpu = (cpu1.ru_utime + cpu1.ru_stime - cpu0.ru_utime - cpu0.ru_stime) / steps
+    wall, cpu = [c[0] * 1e6 for c in costs], [c[1] * 1e6 for c in costs]
+    latency = [g[1] * 1e3 for g in gathered]
+    print(
+        f"{world:>4} ranks ({processes} processes), {steps} log steps {interval_s:g} s apart:"
+        f" training thread per rank per logged step: wall median {statistics.median(wall):.1f} µs,"
+        f" p99 {percentile(wall, 0.99):.1f} µs; CPU median {statistics.median(cpu):.1f} µs,"
+        f" p99 {percentile(cpu, 0.99):.1f} µs"
+    )
+    print(
+        f"      writer's channel thread per logged step: CPU {writer.busy_s / steps * 1e3:.2f} ms,"
+        f" gathered {statistics.median(latency):.0f} ms after the log step (max {max(latency):.0f});"
+        f" store: {store_cpu * 1e3:.1f} ms server CPU, {ops / steps:.0f} operations;"
+        f" steps complete {writer.complete}, incomplete {writer.incomplete},"
+        f" ranks missing {sum(g[2] for g in gathered)}, late rows {writer.late_rows},"
+        f" duplicates {sum(g[3] for g in gathered)}",
+        flush=True,
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--ranks", type=int, nargs="+", default=[2, 4, 8])
-    parser.add_argument("--steps", type=int, default=300)
+    parser.add_argument("--ranks", type=int, nargs="+", default=[2, 8, 32, 128, 256])
+    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--processes", type=int, default=4)
+    parser.add_argument("--interval", type=float, default=0.5, help="seconds between log steps")
     options = parser.parse_args()
     for world in options.ranks:
-        run(world, options.steps)
-    print(f"wrapper on Work.wait: {wait_wrapper_cost() * 1e6:.2f} µs per wait (the training thread's, every step)")
+        run(world, options.steps, options.processes, options.interval)
 
 
 if __name__ == "__main__":

@@ -44,6 +44,7 @@ QUICK_ARGS = {  # fewer rounds and steps, same variants and baselines
     "node_delivery": ["--runs", "1"],
     "otlp_export": ["--exports", "100"],
     "prometheus_push": ["--pushes", "100", "--pairs", "2"],
+    "rank_gather": ["--ranks", "2", "32", "--steps", "5"],
     "resume_cost": ["--steps", "100000"],
     "soak": ["--steps", "20000", "--slice", "1000"],
     "startup_overhead": ["--runs", "7"],

@@ -40,7 +40,7 @@ if TYPE_CHECKING:  # a backend builds it; plan_run only passes it on
 PERF = "mlflow_upload_performance_metrics"
 ACROSS_RANKS = "mlflow_performance_metrics_across_ranks"
 STRAGGLERS = "primus_stragglers"
-STRAGGLERS_DEFAULT = False  # unset: see the option's help and docs/metrics.md (the gather's measured cost)
+STRAGGLERS_DEFAULT = True  # unset: on with more than one rank (no collective: measure/rank_channel.py)
 
 
 class TrackingPlanError(SettingsError):

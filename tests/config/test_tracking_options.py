@@ -146,16 +146,16 @@ def test_checkpoint_uploads_are_asked_for_by_the_option_and_need_mlflow(tmp_path
 
 
 @pytest.mark.parametrize("backend", ["megatron", "torchtitan"])
-def test_stragglers_off_unless_asked_for_with_or_without_a_tracker(tmp_path, backend):
-    """Unset: off (the measured cost at 8 ranks is over what a default may cost, docs/metrics.md); on without any
-    tracker too: the console line needs none."""
+def test_stragglers_on_unless_turned_off_with_or_without_a_tracker(tmp_path, backend):
+    """Unset: on (no collective: the figures go through the job's store, docs/metrics.md); on without any tracker
+    too: the console line needs none."""
     off_by = {"megatron": "disable_mlflow: true", "torchtitan": "metrics.enable_mlflow: false"}[backend]
 
     def plan(**given):
         return plan_run(backend, values(backend, **given), lambda notices: None, Notices(), mlflow=False,
                         mlflow_off_by=off_by)
 
-    assert not plan().stragglers
+    assert plan().stragglers
     assert plan(primus_stragglers=True).stragglers and not plan(primus_stragglers=False).stragglers
     with pytest.raises(TrackingPlanError, match="primus_stragglers='yes please' is invalid"):
         plan(primus_stragglers="yes please")

@@ -20,5 +20,6 @@ def host_reads_env(env: Mapping[str, str]) -> dict[str, str]:
 
 def host_reads(run_folder: Path) -> list[dict]:
     """Every process's record: argv, rank, ``reads`` (Primus's reads of tensors it did not make) and
-    ``own_host_tensors`` (its reads of the host tensors it made); one per process that exited normally."""
+    ``own_host_tensors`` (its reads of the host tensors it made), ``collectives`` (its calls of torch.distributed's
+    collectives); one per process that exited normally."""
     return [json.loads(p.read_text()) for p in sorted((run_folder / OUT).glob("*.json"))]

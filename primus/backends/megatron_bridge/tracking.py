@@ -85,7 +85,7 @@ class BridgeTracking:
         self.plan = plan_tracking(config, rank=rank)
         self._writes = rank == world_size - 1
         if self.plan.stragglers and world_size > 1:  # with a tracker or not: the console names the slowest rank
-            self.rank_figures = RankFigures(figures=False, stragglers=True)
+            self.rank_figures = RankFigures(figures=False, stragglers=True, writes=self._writes)
         if self.plan.config is None:
             return
         if self._writes:
@@ -118,19 +118,17 @@ class BridgeTracking:
 
     def end_step(self, state: Any) -> None:
         """After Bridge's training_log (every rank; ``state``: its GlobalState): at a log step every rank's busy time
-        is gathered (stragglers on), and on the writing rank the progress figures and the straggler summary join the
-        step's scalars; then the step goes out."""
+        is published (stragglers on), and on the writing rank the progress figures and the straggler summary of the
+        previous log step join the step's scalars; then the step goes out."""
         train, config = state.train_state, state.cfg
         log_step = train.step % config.logger.log_interval == 0
         ranks = self.rank_figures.read() if self.rank_figures is not None and log_step else None
-        if ranks is not None and ranks.slowest is not None and self._writes:
-            print(ranks.slowest, flush=True)
         if self.writer is None:
             return
-        if ranks is not None:
+        if ranks is not None:  # read on the hub's thread, which may wait for them (bounded)
             ranks.journal_hosts(self.run)
-            for name, value in ranks.stragglers.items():
-                self.writer.add_scalar(name, value, train.step)
+            stragglers, step = ranks.stragglers, train.step
+            self.run.log_later(lambda: [(step, dict(stragglers), None)], step)
         if self.progress is not None and log_step:
             now = time.perf_counter()
             figures = self.progress.at(

@@ -105,7 +105,7 @@ OPTIONS = (
         False,
         backends=TORCH,
         help="With mlflow_upload_performance_metrics: memory and utilisation as min/mean/max over ranks "
-        "(one small gather of host values per log step; off: the logging rank's own).",
+        "(the previous log step's, through the job's store; off: the logging rank's own).",
     ),
     # the user's own labels for the run (config.schemas.user_tags); unset: their environment variables
     _option(
@@ -147,9 +147,9 @@ OPTIONS = (
         nullable=True,
         backends=(*TORCH, MEGATRON_BRIDGE),
         help="With more than one rank: each rank's busy time (not waiting for the others) since the last log step, "
-        "gathered at every log step; straggler/* metrics and a console line naming the slowest rank and its host "
-        "at 1.1x the median or more (docs/metrics.md, Stragglers). Unset: off (the gather costs ~20 ms of wall time "
-        "per log step at 8 ranks on a 2-core host, over the 1 ms a default may cost).",
+        "gathered through the job's store (no collective); straggler/* metrics one log step later and a console "
+        "line naming the slowest rank and its host at 1.1x the median or more (docs/metrics.md, Stragglers). "
+        "Unset: on with more than one rank; false turns it off.",
     ),
     _option(
         "peak_tflops",

@@ -51,6 +51,7 @@ SCHEMA: dict[str, str] = {
     "straggler/slowest_over_median": "the slowest rank's busy time over the median (1.0: no straggler)",
     "straggler/slowest_data_wait_s": "the part of the slowest rank's busy time it spent waiting for batches, where "
     "upstream times each rank's (TorchTitan's data loading); over half of busy_s_max: the data loader is the cause",
+    "straggler/missing_ranks": "how many ranks' figures for the log step did not reach the logging rank within 5 s",
     "progress/consumed_samples": "samples the job has trained on since the run's first step, resumes included",
     "progress/consumed_tokens": "tokens the job has trained on: progress/consumed_samples times the sequence length",
     "progress/elapsed_s": "wall seconds since this process's tracking started (a resumed job counts from its restart)",

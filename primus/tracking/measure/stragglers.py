@@ -1,8 +1,8 @@
 """Which rank is slow (``primus_stragglers``): each rank's busy time since the last log step, gathered over ranks
-at every log step with the across-rank figures (``across_ranks.RankFigures``: one all_gather), summarised on the
-rank that logs. Busy time is the wall time since the previous log step minus the time the training thread was
-blocked in a collective's ``Work.wait`` (on a GPU: CUDA events around the waits). A rank slowed by anything arrives
-late at the next collective and waits least. docs/tracking-internals.md#stragglers says why this measure, and what
+at every log step with the across-rank figures (``across_ranks.RankFigures``: through the job's store, no
+collective), summarised on the rank that logs. Busy time is the wall time since the previous log step minus the
+time the training thread was blocked in a collective's ``Work.wait`` (on a GPU: CUDA events around the waits). A
+rank slowed by anything arrives late at the next collective and waits least. docs/tracking-internals.md#stragglers says why this measure, and what
 it does not count.
 """
 
@@ -21,6 +21,7 @@ BUSY_MAX = "straggler/busy_s_max"
 SLOWEST_RANK = "straggler/slowest_rank"
 SLOWEST_OVER_MEDIAN = "straggler/slowest_over_median"
 SLOWEST_DATA_WAIT = "straggler/slowest_data_wait_s"
+MISSING_RANKS = "straggler/missing_ranks"  # ranks whose figures did not reach the writing rank within the bound
 SLOW_RATIO = 1.1  # the slowest rank is named on the console from this many times the median
 
 

@@ -105,6 +105,11 @@ RESUME_ARGS = (*toggles(False, True, True), "--wandb-project", RESUME_EXPERIMENT
 STEPS = [1, 2, 3]
 PERF_STEPS = [2, 3]
 AVG_STEPS = [3]  # log_avg_skip_iterations 2 (the default): log entries 1 (clock start) and 2 left out
+# more than one rank: stragglers on by default; the first log step starts the clock, a log step's figures come at the
+# next one
+STRAGGLER_STEPS = [3]
+STRAGGLERS = ("straggler/busy_s_min", "straggler/busy_s_median", "straggler/busy_s_max", "straggler/slowest_rank",
+              "straggler/slowest_over_median", "straggler/missing_ranks")
 
 
 # the variables a Slurm job step under pyxis, restarted once, has (test_megatron_run_identity.py)
@@ -174,11 +179,11 @@ RUNS: dict[str, RunSpec] = {
                     "--mlflow-upload-performance-metrics", "--mlflow-performance-metrics-across-ranks",
                     "--log-timers-to-tensorboard", "--log-avg-skip-iterations", "0",
                     expected=at(STEPS, *UPSTREAM, "throughput")
-                    | at(PERF_STEPS, *PERF, *PERF_AVG, "iteration-time", *SYSTEM, *ACROSS_RANKS) | progress_at(STEPS),
-                    nproc=2),
+                    | at(PERF_STEPS, *PERF, *PERF_AVG, "iteration-time", *SYSTEM, *ACROSS_RANKS) | progress_at(STEPS)
+                    | at(STRAGGLER_STEPS, *STRAGGLERS), nproc=2),
     "pp2_wandb": spec("pp2_wandb", (WANDB,), "--wandb-project", "h6-pp2", "--pipeline-model-parallel-size", "2",
                       "--log-throughput", expected=at(STEPS, *UPSTREAM) | at(PERF_STEPS, *PERF)
-                      | at(AVG_STEPS, *PERF_AVG) | progress_at(STEPS), nproc=2),
+                      | at(AVG_STEPS, *PERF_AVG) | progress_at(STEPS) | at(STRAGGLER_STEPS, *STRAGGLERS), nproc=2),
 }
 
 

@@ -40,7 +40,7 @@ def test_across_ranks_only_with_the_perf_set_going_to_mlflow():
     on = ("--disable-mlflow", "false", "--mlflow-upload-performance-metrics",
           "--mlflow-performance-metrics-across-ranks")
     assert plan_tracking(parse(*on)).across_ranks
-    assert not plan_tracking(parse("--disable-mlflow", "false")).across_ranks  # off by default: it is a collective
+    assert not plan_tracking(parse("--disable-mlflow", "false")).across_ranks  # off by default
     without_perf = plan_tracking(parse("--disable-mlflow", "false", "--mlflow-performance-metrics-across-ranks"))
     assert not without_perf.across_ranks
     assert without_perf.notices.infos == [

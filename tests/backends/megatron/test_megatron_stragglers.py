@@ -1,10 +1,11 @@
-"""The slowest rank named (primus_stragglers) on a real 2-process Megatron run on CPU (gloo): a user's own
-``sitecustomize``, chained by ``primus-run``, makes rank 0 sleep before each of upstream's forward steps of its first
-8 iterations; the writer rank (the last) logs straggler/* to TensorBoard, read back from its event files, and names
-rank 0 on the console; the delivery process's health watch posts a ``straggler`` alert to a webhook, and
-``straggler_resolved`` in the 8 balanced iterations after them. Rank 0 is not the writer, so the
+"""The slowest rank named (primus_stragglers, on by default) on a real 2-process Megatron run on CPU (gloo): a user's
+own ``sitecustomize``, chained by ``primus-run``, makes rank 0 sleep before each of upstream's forward steps of its
+first 8 iterations; the writer rank (the last) logs straggler/* to TensorBoard (one log step later), read back from its
+event files, and names rank 0 on the console; the delivery process's health watch posts a ``straggler`` alert to a
+webhook, and ``straggler_resolved`` in the 8 balanced iterations after them. Rank 0 is not the writer, so the
 writer's own tracking work cannot be what makes a rank the slowest. At ``--timing-log-level 2`` upstream times each
-rank's batch reads: the slowed rank's is logged, and the alert says its lead is not data wait."""
+rank's batch reads: the slowed rank's is logged, and the alert says its lead is not data wait. No rank calls a
+collective of Primus's (the figures go through the job's store)."""
 
 from __future__ import annotations
 
@@ -17,20 +18,14 @@ from pathlib import Path
 import pytest
 from megatron_runs import PRETRAIN_GPT, TINY_GPT_ARGS, MegatronRun
 from megatron_tracking_runs import toggles
+from support.host_reads import host_reads, host_reads_env
 from support.launch import start, wait_or_kill
 from support.readers import read_tb_scalars
 from support.slow_rank import slow_rank_env
 from support.webhook_server import Receiver
 
 from primus.tracking.health.webhook import WEBHOOK_ENV
-from primus.tracking.measure.stragglers import (
-    BUSY_MAX,
-    BUSY_MEDIAN,
-    BUSY_MIN,
-    SLOWEST_DATA_WAIT,
-    SLOWEST_OVER_MEDIAN,
-    SLOWEST_RANK,
-)
+from primus.tracking.measure import stragglers as straggler
 
 pytestmark = pytest.mark.slow
 
@@ -55,9 +50,9 @@ def slow_rank_run(tmp_path_factory, receiver) -> MegatronRun:
     primus_run = shutil.which("primus-run") or str(Path(sys.executable).with_name("primus-run"))
     command = [primus_run, sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
                str(PRETRAIN_GPT), *TINY_GPT_ARGS, "--train-iters", str(ITERATIONS), *toggles(True, False, False),
-               "--tensorboard-dir", "tb", "--primus-stragglers", "true", "--timing-log-level", "2"]
+               "--tensorboard-dir", "tb", "--timing-log-level", "2"]  # stragglers by default
     env = {**slow_rank_env(folder / "site", FORWARD_STEP, SLOW_RANK, SLEEP_S, 2 * SLOWED), WEBHOOK_ENV: receiver.url}
-    process = start(command, folder, folder / "run.log", env)
+    process = start(command, folder, folder / "run.log", env | host_reads_env(env))
     return MegatronRun(wait_or_kill(process, 300), folder / "run.log", 0)
 
 
@@ -70,24 +65,28 @@ def figures(run: MegatronRun) -> dict[str, dict[int, float]]:
 def test_the_slowed_rank_is_named_on_most_log_steps(slow_rank_run):
     slow_rank_run.assert_trained(ITERATIONS)
     scalars = figures(slow_rank_run)
-    logged = list(range(2, ITERATIONS + 1))  # the first log step only starts the clock
-    for name in (BUSY_MIN, BUSY_MEDIAN, BUSY_MAX, SLOWEST_RANK, SLOWEST_OVER_MEDIAN, SLOWEST_DATA_WAIT):
+    # the first log step only starts the clock; a log step's figures are logged at the next one
+    logged = list(range(3, ITERATIONS + 1))
+    assert all(scalars[straggler.MISSING_RANKS][s] == 0 for s in logged), scalars[straggler.MISSING_RANKS]
+    for name in (straggler.BUSY_MIN, straggler.BUSY_MEDIAN, straggler.BUSY_MAX, straggler.SLOWEST_RANK,
+                 straggler.SLOWEST_OVER_MEDIAN, straggler.SLOWEST_DATA_WAIT):
         assert sorted(scalars[name]) == logged, (name, scalars.get(name))
-    slowed = logged[: SLOWED - 1]
-    named = [step for step in slowed if scalars[SLOWEST_RANK][step] == SLOW_RANK]
-    assert len(named) > len(slowed) / 2, scalars[SLOWEST_RANK]
+    slowed = logged[: SLOWED - 1]  # the figures of iterations 2-8, logged at 3-9
+    named = [step for step in slowed if scalars[straggler.SLOWEST_RANK][step] == SLOW_RANK]
+    assert len(named) > len(slowed) / 2, scalars[straggler.SLOWEST_RANK]
     # two micro-batches per rank and step, 0.5 s of sleep each: most of the 1 s shows as the slow rank's lead,
     # typically (the other rank may be busy with its own work, e.g. the writer's, or lose the CPU to a neighbour)
-    lead = {s: scalars[BUSY_MAX][s] - scalars[BUSY_MIN][s] for s in named}
+    lead = {s: scalars[straggler.BUSY_MAX][s] - scalars[straggler.BUSY_MIN][s] for s in named}
     assert statistics.median(lead.values()) >= 0.15, lead
-    assert all(scalars[BUSY_MIN][s] <= scalars[BUSY_MEDIAN][s] <= scalars[BUSY_MAX][s] for s in logged)
+    low, median, high = (scalars[n] for n in (straggler.BUSY_MIN, straggler.BUSY_MEDIAN, straggler.BUSY_MAX))
+    assert all(low[s] <= median[s] <= high[s] for s in logged)
     assert f"[primus] slowest rank {SLOW_RANK} (" in slow_rank_run.output, slow_rank_run.explain()
 
 
 def test_the_slowed_rank_is_a_straggler_alert_at_the_webhook_naming_it_and_its_host_then_resolved(slow_rank_run,
                                                                                                    receiver):
     """Slowest at 1.2x the median or more on most of the last 5 log steps: one ``straggler`` alert, naming the rank
-    and the host its ranks were gathered from (the journal's rank_hosts); once the rank is slowed no more, one
+    and the host its figures came from (the journal's rank_hosts); once the rank is slowed no more, one
     ``straggler_resolved``, and no other straggler in the balanced steps after it."""
     slow_rank_run.assert_trained(ITERATIONS)
     told = [body for body in receiver.bodies if body["kind"].startswith("straggler")]
@@ -99,3 +98,8 @@ def test_the_slowed_rank_is_a_straggler_alert_at_the_webhook_naming_it_and_its_h
     assert "data wait: compute and the rest, not waiting for data" in alert["text"], alert  # it sleeps in forward
     assert f"{named} is no longer the slowest" in resolved["text"] and resolved["iteration"] > SLOWED, resolved
     assert f"{named} is the slowest" in slow_rank_run.output  # and the console
+
+
+def test_no_collective_of_ours_on_any_rank(slow_rank_run):
+    trainers = [r for r in host_reads(slow_rank_run.log_path.parent) if r["rank"] is not None]
+    assert len(trainers) == 2 and all(r["collectives"] == [] for r in trainers), trainers

@@ -138,6 +138,25 @@ def test_a_step_ends_in_one_log_call_with_its_perf_figures(run):
     assert {"perf/tokens_per_sec_per_gpu", "perf/tflops_per_gpu", "perf/iteration_time_ms"} <= set(metrics)
 
 
+def test_the_figures_over_ranks_are_read_only_when_the_step_s_records_are_made():
+    """stragglers on: the writer rank's figures over ranks may wait for their gather, so end_step (the training
+    thread) hands them on unread, and the records (the hub's thread) take them with the step."""
+    from primus.tracking.measure.gathered import Gathered
+
+    class LaterRun(RecordingRun):
+        def log_later(self, records, step=None):
+            self.later = records
+
+    run, read = LaterRun(), []
+    stragglers = Gathered(lambda: read.append(1) or {"straggler/slowest_rank": 1.0})
+    w = make_writer(run, log_learning_rate=True, log_batch_size=True)
+    w.add_scalar("lm loss", 1.0, 3)
+    w.end_step(3, None, stragglers)
+    assert read == []
+    [(step, metrics, _)] = run.later()
+    assert read == [1] and step == 3 and metrics["straggler/slowest_rank"] == 1.0
+
+
 def test_a_step_without_upstreams_scalars_still_sends_its_figures(run):
     w = make_writer(run, log_learning_rate=True, log_batch_size=True, perf_metrics=True,
                                tensorboard_log_interval=100)

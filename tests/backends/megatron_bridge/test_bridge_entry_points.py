@@ -29,7 +29,7 @@ from support.this_primus import this_primus_folder, with_this_primus
 from primus.backends.megatron_bridge.recipe import overrides
 from primus.cli.main import main
 from primus.config.schemas import schema_for
-from primus.tracking.measure.stragglers import BUSY_MAX, BUSY_MEDIAN, BUSY_MIN, SLOWEST_OVER_MEDIAN, SLOWEST_RANK
+from primus.tracking.measure import stragglers as straggler
 
 REPO = Path(__file__).resolve().parents[3]
 CONFIG = REPO / "configs" / "megatron_bridge" / "tiny_cpu.yaml"
@@ -120,7 +120,7 @@ def trained(tmp_path_factory, mlflow_server) -> Trained:
                f"train.train_iters={ITERATIONS}", f"scheduler.lr_decay_iters={ITERATIONS}",
                "validation.eval_interval=null", "validation.eval_iters=0",
                "logger.mlflow_description=two ranks, one run", "logger.mlflow_tags={team: bridge}",
-               "logger.wandb_project=bridge-train", "logger.wandb_exp_name=tiny-cpu", "primus_stragglers=true"]
+               "logger.wandb_project=bridge-train", "logger.wandb_exp_name=tiny-cpu"]  # stragglers by default
     env = with_this_primus(this_primus, {"PRIMUS_WORKSPACE": str(workdir / "output"), "PRIMUS_EXP_NAME": "bridge-train",
                                          "MLFLOW_TRACKING_URI": mlflow_server.uri, "PYTHONWARNINGS": "ignore",
                                          "WANDB_MODE": "offline",
@@ -187,16 +187,20 @@ def test_every_step_reaches_wandb_once_from_the_writer_rank(trained):
 
 @pytest.mark.slow
 def test_primus_stragglers_names_the_slowed_rank(trained, mlflow_client):
-    """primus_stragglers (from the command line): every rank's busy time gathered at each log step; the writer rank
-    logs straggler/* from the second log step (the first starts the clock) and names the slow rank on the console."""
+    """primus_stragglers (on by default with two ranks): every rank's busy time gathered at each log step through
+    the job's store; the writer rank logs straggler/* one log step later, from the third (the first starts the
+    clock), and names the slow rank on the console."""
     [run] = mlflow_client.search_runs([mlflow_client.get_experiment_by_name("bridge-train").experiment_id])
-    logged = STEPS[1:]
+    logged = STEPS[2:]
     figures = {name: dict(mlflow_history(mlflow_client, run.info.run_id, name))
-               for name in (BUSY_MIN, BUSY_MEDIAN, BUSY_MAX, SLOWEST_RANK, SLOWEST_OVER_MEDIAN)}
+               for name in (straggler.BUSY_MIN, straggler.BUSY_MEDIAN, straggler.BUSY_MAX, straggler.SLOWEST_RANK,
+                            straggler.SLOWEST_OVER_MEDIAN, straggler.MISSING_RANKS)}
     assert all(sorted(points) == logged for points in figures.values()), figures
-    named = [step for step in logged if figures[SLOWEST_RANK][step] == SLOW_RANK]
-    assert len(named) > len(logged) / 2, figures[SLOWEST_RANK]
-    assert all(figures[BUSY_MIN][s] <= figures[BUSY_MEDIAN][s] <= figures[BUSY_MAX][s] for s in logged)
+    named = [step for step in logged if figures[straggler.SLOWEST_RANK][step] == SLOW_RANK]
+    assert len(named) > len(logged) / 2, figures[straggler.SLOWEST_RANK]
+    low, median, high = (figures[n] for n in (straggler.BUSY_MIN, straggler.BUSY_MEDIAN, straggler.BUSY_MAX))
+    assert all(low[s] <= median[s] <= high[s] for s in logged)
+    assert all(figures[straggler.MISSING_RANKS][s] == 0 for s in logged)
     assert f"[primus] slowest rank {SLOW_RANK} (" in trained.finished.output, trained.finished.explain()
 
 

@@ -4,9 +4,10 @@ writes ``<folder>/<pid>.json`` at exit, listing every read — torch's ``.item()
 ``.numpy()``, ``.to("cpu")``, ``float(t)``, ``int(t)``, ``bool(t)``; JAX's ``float(a)``, ``np.asarray(a)``,
 ``.item()``, ``.tolist()``, ``jax.device_get``, ``block_until_ready`` — whose nearest caller outside torch/JAX/NumPy
 is a file of the ``primus`` package, with its thread (a read inside an upstream callable that Primus's
-pass-through wrapper called is upstream's). Tensors Primus itself made on the host (the perf figures' gather over
-ranks packs host floats into a CPU tensor) are not upstream's values: their reads are listed apart. Then it chains
-the next ``sitecustomize`` on the path (a user's), as any user's would be."""
+pass-through wrapper called is upstream's). Tensors Primus itself made on the host are not upstream's values: their
+reads are listed apart. It lists as well every call of torch.distributed's collectives (and of ``new_group``, which
+is one) whose nearest caller outside torch is Primus's. Then it chains the next ``sitecustomize`` on the path (a
+user's), as any user's would be."""
 
 from __future__ import annotations
 
@@ -25,6 +26,10 @@ OUT = os.environ.get("PRIMUS_TEST_HOST_READS")
 OUT = OUT and str(Path(OUT).absolute())  # a relative folder: the one the process started in
 TORCH_READS = ("item", "tolist", "cpu", "numpy", "__float__", "__int__", "__bool__", "__index__", "to")
 TORCH_FACTORIES = ("tensor", "as_tensor", "empty", "empty_like", "zeros", "zeros_like", "ones", "full")
+COLLECTIVES = ("all_gather", "all_gather_into_tensor", "all_gather_object", "all_reduce", "all_to_all",
+               "all_to_all_single", "barrier", "broadcast", "broadcast_object_list", "gather", "gather_object",
+               "monitored_barrier", "new_group", "reduce", "reduce_scatter", "reduce_scatter_tensor", "scatter",
+               "scatter_object_list", "send", "recv", "isend", "irecv")
 JAX_READS = ("item", "tolist", "__array__", "__float__", "__int__", "__bool__", "__index__", "block_until_ready")
 
 
@@ -62,6 +67,7 @@ class Reads:
         self.made_here: set[int] = set()  # ids of live tensors Primus made (a tensor's == is elementwise)
         self.reads: list[dict] = []
         self.own: list[dict] = []
+        self.collectives: list[dict] = []
         self.lock = threading.Lock()
         self.inside = threading.local()
         atexit.register(self.dump)
@@ -112,7 +118,8 @@ class Reads:
 
     def dump(self) -> None:
         Path(OUT).mkdir(parents=True, exist_ok=True)
-        data = {"argv": sys.argv, "rank": os.environ.get("RANK"), "reads": self.reads, "own_host_tensors": self.own}
+        data = {"argv": sys.argv, "rank": os.environ.get("RANK"), "reads": self.reads, "own_host_tensors": self.own,
+                "collectives": self.collectives}
         (Path(OUT) / f"{os.getpid()}.json").write_text(json.dumps(data, indent=1))
 
 
@@ -140,6 +147,33 @@ def _instrument_torch(torch) -> None:
         setattr(torch, name, reads.making(getattr(torch, name)))
 
 
+def _instrument_collectives(c10d) -> None:
+    """Both names of each collective: the module's and ``torch.distributed``'s (bound by its ``import *``)."""
+    import torch.distributed as dist
+
+    reads = _reads()
+
+    def counting(name, original):
+        def collective(*args, **kwargs):
+            file, line, function = reads.caller()
+            if file.startswith(reads.ours):
+                entry = {"site": f"{file[len(reads.ours):]}:{line}", "function": function, "collective": name,
+                         "thread": threading.current_thread().name}
+                with reads.lock:
+                    reads.collectives.append(entry)
+            return original(*args, **kwargs)
+
+        return collective
+
+    for name in COLLECTIVES:
+        original = getattr(c10d, name, None)
+        if original is not None:
+            wrapped = counting(name, original)
+            setattr(c10d, name, wrapped)
+            if getattr(dist, name, None) is original:
+                setattr(dist, name, wrapped)
+
+
 def _instrument_jax(jax) -> None:
     import numpy
     from jax._src.array import ArrayImpl
@@ -157,4 +191,5 @@ if OUT:
 
     wrapt.register_post_import_hook(_instrument_torch, "torch")
     wrapt.register_post_import_hook(_instrument_jax, "jax")
+    wrapt.register_post_import_hook(_instrument_collectives, "torch.distributed.distributed_c10d")
 _chain_next_sitecustomize()

@@ -41,15 +41,16 @@ def batch_wait_s() -> float:
 class LogStepFigures:
     """Every rank's memory and utilisation (``mlflow_performance_metrics_across_ranks``) and busy time
     (``primus_stragglers``) at a log step: upstream calls ``training_log`` on every rank, so on log steps each rank
-    takes part in one gather."""
+    publishes its row, and the writer rank gets the previous log step's summaries."""
 
-    def __init__(self, log_interval: int, figures: bool, stragglers: bool):
+    def __init__(self, log_interval: int, figures: bool, stragglers: bool, writes: bool):
         self._log_interval = log_interval
-        self._figures = RankFigures(figures, stragglers)
+        self._figures = RankFigures(figures, stragglers, writes)
 
     def at(self, iteration: int, data_wait_s: float = math.nan) -> LogStepRanks | None:
-        """On a log step (every rank must call it) this rank's figures and the summaries over ranks, else None.
-        ``data_wait_s``: this rank's batch-generator seconds since the last log step (NaN: not timed)."""
+        """On a log step (every rank calls it) this rank's figures and the previous log step's summaries over ranks
+        (the writer rank), else None. ``data_wait_s``: this rank's batch-generator seconds since the last log step
+        (NaN: not timed)."""
         return None if iteration % self._log_interval else self._figures.read(data_wait_s)
 
     def close(self) -> None:
@@ -71,7 +72,6 @@ class MegatronTracking:
         self.step_functions: StepFunctions | None = None
         self.iteration_of: Callable[[tuple, dict], int] | None = None  # training_log's (args, kwargs) -> iteration
         self.checkpoints: CheckpointJournal | None = None
-        self.logs_slowest = False  # the writer rank (the last) names the slowest rank on the console
 
     def plan_for(self, args) -> TrackingPlan:
         if args.logging_level is not None:
@@ -88,8 +88,8 @@ class MegatronTracking:
         plan = self.plan if self.plan is not None else self.plan_for(args)
         stragglers = plan.stragglers and args.world_size > 1
         if plan.across_ranks or stragglers:
-            self.rank_figures = LogStepFigures(args.log_interval, plan.across_ranks, stragglers)
-        self.logs_slowest = args.rank == args.world_size - 1
+            writes = args.rank == args.world_size - 1  # also names the slowest rank on the console
+            self.rank_figures = LogStepFigures(args.log_interval, plan.across_ranks, stragglers, writes)
         if args.rank != args.world_size - 1:
             if plan.config is not None:  # the writer's delivery process saves this rank's stacks at a stall
                 register_for_stacks(plan.config.run_dir)
@@ -111,7 +111,7 @@ class MegatronTracking:
 
     # -- the training_log patch's wrappers (wrapt's signature) -----------------------------
     def training_log(self, wrapped, instance, args, kwargs):
-        """Every rank: the log step's gather (if on); the writer rank: the step ends in the writer."""
+        """Every rank: the log step's row published (if on); the writer rank: the step ends in the writer."""
         waited = batch_wait_s() if self.rank_figures is not None else math.nan  # upstream resets its timers
         result = wrapped(*args, **kwargs)
         if self.rank_figures is None and self.writer is None:
@@ -119,14 +119,10 @@ class MegatronTracking:
         assert self.iteration_of is not None, "bound with the wrapper, when the training_log patch installs"
         iteration = self.iteration_of(args, kwargs)
         ranks = self.rank_figures.at(iteration, waited) if self.rank_figures is not None else None
-        if ranks is not None and ranks.slowest is not None and self.logs_slowest:
-            print(ranks.slowest, flush=True)
-        if self.writer is not None:
+        if self.writer is not None:  # the figures over ranks are read on the hub's thread (they may wait there)
             if ranks is not None and self.writer.run is not None:
                 ranks.journal_hosts(self.writer.run)
-                for name, value in ranks.stragglers.items():  # every rank's busy time, summarised
-                    self.writer.add_scalar(name, value, iteration)
-            self.writer.end_step(iteration, None if ranks is None else ranks.system)
+            self.writer.end_step(iteration, *((None, None) if ranks is None else (ranks.system, ranks.stragglers)))
         return result
 
     def evaluate_and_print_results(self, wrapped, instance, args, kwargs):

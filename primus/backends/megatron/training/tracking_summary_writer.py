@@ -113,13 +113,15 @@ class TrackingSummaryWriter:
     close = flush
 
     # -- the step ------------------------------------------------------------------------
-    def end_step(self, iteration: int, system: Mapping[str, float] | None = None) -> None:
+    def end_step(
+        self, iteration: int, system: Mapping[str, float] | None = None, stragglers: Mapping[str, float] | None = None
+    ) -> None:
         """After upstream's training_log: the step goes to the run as one function the hub's thread calls
         (``_records``): upstream's scalars of the step, "samples vs steps" and, on log steps, the progress and perf
         figures and the console line, all made there.
         Here only what must be read at the step: the clock, the micro-batch count, the device's memory, kept as a
         plain tuple (the ``Moment`` is made on the hub's thread).
-        ``system``: the memory/utilisation figures gathered over ranks this step (RankFigures), if on."""
+        ``system``, ``stragglers``: the figures over ranks (RankFigures), if on: read on the hub's thread only."""
         try:
             args = self._args
             reading = None
@@ -141,7 +143,13 @@ class TrackingSummaryWriter:
                 system = self._device.now()  # the host's latest sample is added on the hub's thread
             self.run.log_later(
                 functools.partial(
-                    self._records, calls, iteration, reading, system if self._system_on else None, gathered
+                    self._records,
+                    calls,
+                    iteration,
+                    reading,
+                    system if self._system_on else None,
+                    gathered,
+                    stragglers,
                 ),
                 iteration,
             )
@@ -162,12 +170,13 @@ class TrackingSummaryWriter:
         reading: tuple[int, float, int, float] | None = None,
         system: Mapping[str, float] | None = None,
         gathered: bool = False,
+        stragglers: Mapping[str, float] | None = None,
     ) -> list[tuple[int, dict[str, Any], tuple[str, ...] | None]]:
         """One record per step upstream wrote to, with the progress and perf figures of log step ``iteration``
         made from its ``reading`` (a ``Moment``'s fields; perf with throughput on; the console line printed, if on)
         and, the perf set on, its memory and utilisation (``system``: ``gathered`` over ranks, or this device's
-        memory read at the step, to which the host's latest sample is added here); then one record per "vs samples"
-        step, to TensorBoard only."""
+        memory read at the step, to which the host's latest sample is added here) and the ``stragglers`` figures;
+        then one record per "vs samples" step, to TensorBoard only."""
         steps: dict[int, dict[str, Any]] = {}
         samples: dict[int, dict[str, Any]] = {}
         for tag, value, step in calls:
@@ -182,6 +191,8 @@ class TrackingSummaryWriter:
             self._print(moment, perf, progress)
         if progress:  # none off log steps
             steps.setdefault(iteration, {}).update(progress)
+        if stragglers:  # every rank's busy time at the previous log step, summarised
+            steps.setdefault(iteration, {}).update(stragglers)
         if perf and self._throughput_on:  # none at the first log step, which only starts the clock
             step = steps.setdefault(iteration, {})
             step.update(perf)

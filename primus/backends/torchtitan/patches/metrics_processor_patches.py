@@ -151,8 +151,9 @@ def _install_metrics_processor(module: ModuleType, handle: PatchHandle) -> None:
         wrapped(*args, **kwargs)  # builds the logger, then reads the device's peak
         plan = current_plan()
         stragglers = plan is not None and plan.stragglers and dist.is_initialized() and dist.get_world_size() > 1
-        if plan is not None and (plan.across_ranks or stragglers):  # every rank takes part in the log steps' gather
-            setattr(instance, RANK_FIGURES, RankFigures(plan.across_ranks, stragglers))
+        if plan is not None and (plan.across_ranks or stragglers):  # every rank publishes its log steps' figures
+            writes = not dist.is_initialized() or dist.get_rank() == 0  # upstream's metrics rank: names the slowest
+            setattr(instance, RANK_FIGURES, RankFigures(plan.across_ranks, stragglers, writes))
         device = instance.device_memory_monitor.device_name
         if isinstance(instance.logger, TrackingLogger) and not upstream_peak_is_real(device, instance.gpu_peak_flops):
             instance.logger.dropped = frozenset({UPSTREAM_MFU})
@@ -163,8 +164,6 @@ def _install_metrics_processor(module: ModuleType, handle: PatchHandle) -> None:
         # on every rank, whether it logs or not; upstream's own time spent loading this rank's batches, before it resets
         ranks = figures.read(sum(instance.data_loading_times)) if figures is not None else None
         logger = instance.logger
-        if ranks is not None and ranks.slowest is not None and dist.get_rank() == 0:
-            print(ranks.slowest, flush=True)
         if isinstance(logger, TrackingLogger):  # before upstream resets its counters; added on the hub's thread
             if ranks is not None:
                 ranks.journal_hosts(logger.run)
