@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from support.mlflow_server import free_port  # noqa: E402
 
-ROW = 10  # floats per row: the memory and utilisation names and the busy time
+ROW = 14  # floats per row: the memory, utilisation and power names (across_ranks.GATHERED), busy time and data wait
 
 
 def ranks_in_process(first: int, count: int, world: int, port: int, steps: int, interval_s: float, out) -> None:
