@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from primus.config.schemas import FRAMEWORKS
 from primus.docs_gen.markdown import code, table
-from primus.docs_gen.options import BACKEND_TITLES
 from primus.docs_gen.run_tags import run_tags_section
 from primus.report.panels import MFU, PANELS
 from primus.tracking.health.detectors import LOSS_METRICS, THROUGHPUT_METRICS
@@ -14,6 +13,7 @@ from primus.tracking.measure.names import READABLE, SCHEMA, MlflowKeys, is_valid
 from primus.tracking.measure.perf import PEAK_TFLOPS
 from primus.tracking.measure.progress import AT_EVERY_LOG_STEP, ETA_WINDOW, FROM_THE_SECOND_LOG_STEP
 from primus.tracking.measure.stragglers import SLOW_RATIO
+from primus.upstreams.backends import backend_named
 
 
 def _names(names: tuple[str, ...]) -> str:
@@ -32,7 +32,7 @@ def _collision_example() -> str:
 def render_metrics() -> str:
     schema = table(["Name", "Meaning"], [[code(name), meaning] for name, meaning in SCHEMA.items()])
     panels = table(
-        ["Panel", "Primus name", *(BACKEND_TITLES[f] for f in FRAMEWORKS)],
+        ["Panel", "Primus name", *(backend_named(f).title for f in FRAMEWORKS)],
         [[p.title, _names(p.primus_names), *(_names(p.native.get(f, ())) for f in FRAMEWORKS)] for p in (*PANELS, MFU)],
     )
     every = dict.fromkeys([*SCHEMA, *(n for p in PANELS for names in p.native.values() for n in names)])

@@ -23,27 +23,9 @@ from primus.config import Experiment, ModuleConfig
 from primus.config.environment import CONFIG_ENV, OVERRIDES_ENV, RUN_DIR_ENV
 from primus.config.run_directory import choose_run_dir, timestamp
 from primus.tracking.journal.files import TENSORBOARD_DIR
+from primus.upstreams.backends import backend_named
 from primus.upstreams.release import UPSTREAM_CHECK_ENV
 
-# python -m <entry> runs the framework's upstream trainer with Primus's patches active
-ENTRY_MODULES = {
-    "megatron": "primus.backends.megatron",
-    "torchtitan": "primus.backends.torchtitan",
-    "maxtext": "primus.backends.maxtext",
-    "megatron_bridge": "primus.backends.megatron_bridge",
-}
-# framework -> (what it imports to run, the variable naming its Python, the environment beside this one). A
-# MaxText or Megatron-Bridge checkout on PYTHONPATH makes it importable from the torch environment too: a dependency
-# that environment lacks (JAX; Bridge's transformers) tells them apart.
-OWN_INTERPRETERS = {
-    "maxtext": (("maxtext", "jax"), "PRIMUS_MAXTEXT_PYTHON", ".venv-maxtext", "scripts/setup-maxtext-venv.sh"),
-    "megatron_bridge": (
-        ("megatron.bridge", "transformers"),
-        "PRIMUS_BRIDGE_PYTHON",
-        ".venv-bridge",
-        "scripts/setup-bridge-venv.sh",
-    ),
-}
 TITAN_CHECKPOINT_FOLDER = "checkpoint"  # upstream's checkpoint.folder default (torchtitan 0.2.2 and 0.3)
 
 
@@ -72,9 +54,10 @@ def interpreter(framework: str, default: str = sys.executable, environ: Mapping[
     """The Python that runs ``framework``: ``default`` (this one) unless the framework has its own environment;
     then the interpreter its variable names, else this one if it has the framework installed, else the
     environment next to this one. Raises ValueError saying how to set it up."""
-    if framework not in OWN_INTERPRETERS:
+    own = backend_named(framework).environment
+    if own is None:
         return default
-    packages, variable, venv, setup = OWN_INTERPRETERS[framework]
+    packages, variable, venv, setup = own.packages, own.variable, own.folder, own.setup
     if environ.get(variable):
         return environ[variable]
     if all(importlib.util.find_spec(package) is not None for package in packages):
@@ -141,9 +124,7 @@ def _titan_dump_folder(exp: Experiment, module: ModuleConfig, run_dir: Path | No
 
 
 def prepare_job(exp: Experiment, module: ModuleConfig, overrides: Sequence[str], run_id: str | None = None) -> Job:
-    entry = ENTRY_MODULES.get(module.framework)
-    if entry is None:
-        raise ValueError(f"framework {module.framework!r} cannot be launched yet; supported: {sorted(ENTRY_MODULES)}")
+    entry = backend_named(module.framework).entry_module
     if module.framework == "megatron_bridge" and not module.params.get("recipe"):
         raise ValueError(
             f"modules.{module.name}.overrides.recipe: missing; name a recipe of megatron.bridge.recipes, e.g. "

@@ -19,8 +19,9 @@ def this_primus_folder(parent: Path) -> Path:
     """Make, under ``parent``, the folder holding only this checkout's ``primus`` and its distribution's metadata."""
     # the installed distribution's .dist-info; not the primus_tracking.egg-info an editable install leaves in the
     # checkout, which importlib.metadata finds first when the checkout is on sys.path
-    [info] = {dist.locate_file(f.parts[0]) for dist in importlib.metadata.distributions(name="primus-tracking")
-              for f in dist.files or () if f.parts[0].endswith(".dist-info")}
+    # the first on the path, as importlib.metadata resolves the name (an overlay environment sees another beneath)
+    dist = importlib.metadata.distribution("primus-tracking")
+    [info] = {dist.locate_file(f.parts[0]) for f in dist.files or () if f.parts[0].endswith(".dist-info")}
     folder = parent / "this-primus"
     folder.mkdir()
     (folder / "primus").symlink_to(PACKAGE, target_is_directory=True)

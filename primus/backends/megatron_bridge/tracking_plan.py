@@ -24,13 +24,13 @@ from typing import Any
 
 from primus.config.environment import RUN_DIR_ENV, module_params_from_env
 from primus.config.run_directory import choose_run_dir, timestamp
-from primus.config.schemas.tracking import MEGATRON_BRIDGE, params_for, upstream_keys
+from primus.config.schemas.tracking import params_for, upstream_keys
 from primus.tracking import CometConfig, TensorBoardConfig, WandbConfig
 from primus.tracking.journal.files import WANDB_DIR
 from primus.tracking.plan import Destinations, Notices, TrackingPlan, plan_run
 from primus.tracking.sinks.plugins import requested_sinks
 
-BACKEND = MEGATRON_BRIDGE
+BACKEND = "megatron_bridge"
 BRIDGE_KEYS = upstream_keys(BACKEND)  # option -> Bridge's own key for it (logger.mlflow_tags)
 DEFAULTS = {p.name: p.default for p in params_for(BACKEND)}
 

@@ -1,5 +1,6 @@
-"""Primus's own tracking options, each declared once: name, type, default, bounds, help, and the backends that
-have it. Every spelling is built from here: each backend's experiment schema, Megatron's argparse group
+"""Primus's own tracking options, each declared once: name, type, default, bounds, help, and its group
+(``primus.upstreams.backends``: a backend has every option of no group and those of the groups it declares).
+Every spelling is built from here: each backend's experiment schema, Megatron's argparse group
 (``backends/megatron/arguments.py``), TorchTitan's ``metrics`` fields (``backends/torchtitan/metrics_options.py``)
 and MaxText's keys (``backends/maxtext/primus_options.py``). Each backend's plan checks the values it was given,
 whichever way they came (YAML, upstream's command line, a config file), with ``problems`` below."""
@@ -13,40 +14,34 @@ from typing import Any
 from primus.config.schema import Param
 from primus.config.schemas.user_tags import as_list, as_mapping, text_problem
 from primus.redaction import redact_value
+from primus.upstreams.backends import (
+    ACROSS_RANKS,
+    DISABLE_SWITCHES,
+    ENABLE_SWITCHES,
+    LOG_FILES,
+    LOG_FLAGS,
+    RUN_DIR_ARGUMENT,
+    STRAGGLERS,
+    TRACES,
+    backend_named,
+)
 
 JOURNAL_RETENTIONS = (
     "keep",
     "delivered",
 )  # primus.tracking.settings.config's (config must not import tracking; a test checks)
-MEGATRON, TORCHTITAN, MAXTEXT, MEGATRON_BRIDGE = "megatron", "torchtitan", "maxtext", "megatron_bridge"
-EVERY = (MEGATRON, TORCHTITAN, MAXTEXT)
-# Megatron-Bridge has the options its tracking honours; the ones its own LoggerConfig already has keep Bridge's
-# spelling (``upstream``), so a Bridge user sets them where Bridge's own docs say, and the plan checks them as ours
-WITH_BRIDGE = (*EVERY, MEGATRON_BRIDGE)
-SECTION = {TORCHTITAN: "metrics."}  # where a backend keeps them: TorchTitan beside its own metrics fields
 # for a backend that builds fields or flags; "any" (a tag mapping or list) is text there, read by the plan
 PYTHON_TYPES = {"bool": bool, "int": int, "float": float, "str": str, "any": str}
-TORCH = (MEGATRON, TORCHTITAN)  # what MaxText's JAX run has no counterpart for: rank gathers, torch traces, logs
 
 
 @dataclasses.dataclass(frozen=True)
 class Option:
     param: Param
-    backends: tuple[str, ...]
-    upstream: dict[str, str] = dataclasses.field(default_factory=dict)  # backend -> upstream's own key for it
+    group: str | None  # None: every backend has it
 
 
-def _option(
-    name: str,
-    type: Any,
-    default: Any = None,
-    *,
-    backends: tuple[str, ...],
-    help: str,
-    upstream: dict[str, str] | None = None,
-    **kw: Any,
-) -> Option:
-    return Option(Param(name, type, default=default, primus=True, help=help, **kw), backends, upstream or {})
+def _option(name: str, type: Any, default: Any = None, *, help: str, group: str | None = None, **kw: Any) -> Option:
+    return Option(Param(name, type, default=default, primus=True, help=help, **kw), group)
 
 
 OPTIONS = (
@@ -55,45 +50,40 @@ OPTIONS = (
         "disable_tensorboard",
         "bool",
         nullable=True,
-        backends=(MEGATRON,),
+        group=DISABLE_SWITCHES,
         help="Turn TensorBoard off (true) or on (false). Unset: on when tensorboard_dir is given (upstream's rule).",
     ),
     _option(
         "disable_wandb",
         "bool",
         nullable=True,
-        backends=(MEGATRON,),
+        group=DISABLE_SWITCHES,
         help="Turn Weights & Biases off (true) or on (false). Unset: on when wandb_project is given (upstream's rule).",
     ),
-    _option("disable_mlflow", "bool", True, backends=(MEGATRON,), help="Turn MLflow off (true) or on (false)."),
+    _option("disable_mlflow", "bool", True, group=DISABLE_SWITCHES, help="Turn MLflow off (true) or on (false)."),
     _option(
         "enable_mlflow",
         "bool",
         False,
-        backends=(TORCHTITAN, MAXTEXT),
+        group=ENABLE_SWITCHES,
         help="Log metrics to MLflow (MLFLOW_TRACKING_URI; unset: a local sqlite store under the output folder).",
     ),
     _option(
         "mlflow_run_name",
         "str",
         nullable=True,
-        backends=WITH_BRIDGE,
-        upstream={MEGATRON_BRIDGE: "logger.mlflow_run_name"},
         help="MLflow run name (unset: the run's own name, from its run directory or upstream's run name).",
     ),
     _option(
         "mlflow_experiment_name",
         "str",
         nullable=True,
-        backends=WITH_BRIDGE,
-        upstream={MEGATRON_BRIDGE: "logger.mlflow_experiment"},
         help="MLflow experiment name; unset: MLFLOW_EXPERIMENT_NAME, else 'primus'.",
     ),
     _option(
         "mlflow_upload_performance_metrics",
         "bool",
         False,
-        backends=WITH_BRIDGE,
         help="Log the perf/memory/utilisation metric set (perf/, mem/, sys/) every log step, to every tracker "
         "(turns the throughput calculation on).",
     ),
@@ -101,7 +91,7 @@ OPTIONS = (
         "mlflow_performance_metrics_across_ranks",
         "bool",
         False,
-        backends=TORCH,
+        group=ACROSS_RANKS,
         help="With mlflow_upload_performance_metrics: memory and utilisation as min/mean/max over ranks "
         "(one small gather of host values per log step; off: the logging rank's own).",
     ),
@@ -110,8 +100,6 @@ OPTIONS = (
         "mlflow_tags",
         "any",
         nullable=True,
-        backends=WITH_BRIDGE,
-        upstream={MEGATRON_BRIDGE: "logger.mlflow_tags"},
         help="Tags for the MLflow run, a mapping (YAML) or key=value,key=value; unset: PRIMUS_MLFLOW_TAGS. Every "
         "tracker gets them (W&B in its config's primus_tags, TensorBoard in its run-tags text). Keys under "
         "primus. are Primus's own and refused.",
@@ -120,15 +108,12 @@ OPTIONS = (
         "mlflow_description",
         "str",
         nullable=True,
-        backends=WITH_BRIDGE,
-        upstream={MEGATRON_BRIDGE: "logger.mlflow_description"},
         help="The MLflow run's description (its mlflow.note.content tag); unset: PRIMUS_MLFLOW_DESCRIPTION.",
     ),
     _option(
         "wandb_tags",
         "any",
         nullable=True,
-        backends=WITH_BRIDGE,
         help="Tags of the W&B run, a list (YAML) or text,text; unset: WANDB_TAGS (TorchTitan: WANDB_RUN_TAGS, "
         "as upstream reads it).",
     ),
@@ -136,14 +121,13 @@ OPTIONS = (
         "wandb_notes",
         "str",
         nullable=True,
-        backends=WITH_BRIDGE,
         help="Notes of the W&B run; unset: WANDB_NOTES (TorchTitan: WANDB_RUN_NOTES, as upstream reads it).",
     ),
     _option(
         "primus_stragglers",
         "bool",
         nullable=True,
-        backends=(*TORCH, MEGATRON_BRIDGE),
+        group=STRAGGLERS,
         help="With more than one rank: each rank's busy time (not waiting for the others) since the last log step, "
         "gathered at every log step; straggler/* metrics and a console line naming the slowest rank and its host "
         "at 1.1x the median or more (docs/metrics.md, Stragglers). Unset: off (the gather costs ~20 ms of wall time "
@@ -155,7 +139,6 @@ OPTIONS = (
         nullable=True,
         gt=0,
         le=1e6,
-        backends=WITH_BRIDGE,
         help="Dense peak TFLOP/s of one device for the training dtype, for MFU (e.g. 989.4 for an H100 SXM in "
         "bf16); unset: the built-in table's, and no MFU for a device it does not know.",
     ),
@@ -163,7 +146,7 @@ OPTIONS = (
         "mlflow_upload_logs",
         "bool",
         False,
-        backends=TORCH,
+        group=LOG_FILES,
         help="Upload this run's log files to MLflow: every rank's console, a stalled run's stacks, and TorchTitan's "
         "structured logs (written under the run directory instead of the dump folder while this is on).",
     ),
@@ -171,7 +154,7 @@ OPTIONS = (
         "mlflow_upload_traces",
         "bool",
         False,
-        backends=TORCH,
+        group=TRACES,
         help="Upload this run's profiler trace files to MLflow, and Megatron's memory snapshot "
         "(--record-memory-history; written under the run's traces/memory/ while this is on).",
     ),
@@ -179,27 +162,26 @@ OPTIONS = (
         "mlflow_upload_tracelens_report",
         "bool",
         False,
-        backends=TORCH,
+        group=TRACES,
         help="Write a report analysing this run's profiler traces and upload it to MLflow.",
     ),
     _option(
         "mlflow_upload_checkpoints",
         "bool",
         False,
-        backends=WITH_BRIDGE,
         help="Upload each checkpoint's files to MLflow beside its manifest (every checkpoint gets a manifest "
         "naming its path either way); slow and costly for large checkpoints: every byte goes through the "
         "tracking server or artifact store.",
     ),
     # the logging options megatron-core 0.19.2 dropped, still honoured so older configs keep working
-    _option("log_learning_rate_to_tensorboard", "bool", True, backends=(MEGATRON,), help="Log the learning rate."),
-    _option("log_batch_size_to_tensorboard", "bool", False, backends=(MEGATRON,), help="Log the batch size."),
+    _option("log_learning_rate_to_tensorboard", "bool", True, group=LOG_FLAGS, help="Log the learning rate."),
+    _option("log_batch_size_to_tensorboard", "bool", False, group=LOG_FLAGS, help="Log the batch size."),
     _option(
         "log_avg_skip_iterations",
         "int",
         2,
         ge=0,
-        backends=(MEGATRON,),
+        group=LOG_FLAGS,
         help="Log entries left out of the running averages (`perf/*_avg`, the console's `(avg …)`): the first N "
         "of each process, the first log step counted (it only starts the clock), so with log_interval 1 "
         "averages start at iteration N+1. Applies with every tracker off too.",
@@ -209,7 +191,7 @@ OPTIONS = (
         "int",
         10,
         ge=1,
-        backends=(MEGATRON,),
+        group=LOG_FLAGS,
         help="Log entries (not iterations: they differ when log_interval > 1) after which the running averages "
         "start over.",
     ),
@@ -217,7 +199,7 @@ OPTIONS = (
         "primus_run_dir",
         "str",
         nullable=True,
-        backends=(MEGATRON,),
+        group=RUN_DIR_ARGUMENT,
         help="This run's directory (journal, run ids, derived tracker folders); unset: <save>/primus when save "
         "is given, else a new folder under $PRIMUS_OUTPUT_ROOT (default output/megatron).",
     ),
@@ -227,7 +209,6 @@ OPTIONS = (
         30.0,
         gt=0,
         le=86400,
-        backends=WITH_BRIDGE,
         help="Seconds to wait at exit for the trackers to deliver; what they could not deliver stays in the run's "
         "journal for `primus tracking sync`.",
     ),
@@ -238,7 +219,6 @@ OPTIONS = (
         nullable=True,
         gt=0,
         le=1e6,
-        backends=WITH_BRIDGE,
         help="Seconds without a new log step before a `stalled` alert (with every rank's stacks saved under the "
         "run's stacks/); unset: automatic, from the run's own intervals between log steps, with a start-up "
         "allowance until the first step and more during an evaluation or a checkpoint save (docs/metrics.md, "
@@ -250,7 +230,6 @@ OPTIONS = (
         6.0,
         ge=0,
         le=1e6,
-        backends=WITH_BRIDGE,
         help="A `loss_spike` alert when a logged loss is this many median absolute deviations above the median of "
         "the recent losses (docs/metrics.md, Health alerts); 0 turns it off.",
     ),
@@ -260,7 +239,6 @@ OPTIONS = (
         0.5,
         ge=0,
         le=0.99,
-        backends=WITH_BRIDGE,
         help="A `throughput_drop` alert when tokens/s stays below this fraction of the run's median for several "
         "log steps in a row (docs/metrics.md, Health alerts); 0 turns it off.",
     ),
@@ -269,7 +247,6 @@ OPTIONS = (
         "str",
         "keep",
         choices=JOURNAL_RETENTIONS,
-        backends=WITH_BRIDGE,
         help="keep: the run's journal stays whole (report and sync can replay all of it); delivered: a closed "
         "journal segment is deleted once every tracker of the run has it.",
     ),
@@ -279,13 +256,14 @@ OPTIONS = (
 def params_for(backend: str, *, in_section: bool = True) -> list[Param]:
     """The options ``backend`` has, named as its experiment YAML writes them (TorchTitan's inside ``metrics.``),
     or by their bare names."""
-    prefix = SECTION.get(backend, "") if in_section else ""
-    return [dataclasses.replace(o.param, name=prefix + o.param.name) for o in OPTIONS if backend in o.backends]
+    has = backend_named(backend)
+    prefix = has.option_section if in_section else ""
+    return [dataclasses.replace(o.param, name=prefix + o.param.name) for o in OPTIONS if has.has(o.group)]
 
 
 def upstream_keys(backend: str) -> dict[str, str]:
     """Option name -> the key of ``backend``'s own config that stands for it (Bridge's ``logger.mlflow_tags``)."""
-    return {o.param.name: o.upstream[backend] for o in OPTIONS if backend in o.upstream}
+    return dict(backend_named(backend).option_keys)
 
 
 def problems(
