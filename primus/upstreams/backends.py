@@ -30,6 +30,16 @@ ACROSS_RANKS = "across_ranks"  # memory and utilisation gathered from every rank
 STRAGGLERS = "stragglers"  # the slowest rank named at each log step
 LOG_FILES = "log_files"  # every rank's console captured into the run directory
 TRACES = "traces"  # torch profiler traces (and TraceLens' report) uploaded
+# What a backend's upstream logs, by kind (``Backend.metric_names``): the report's panels and the health watch
+# read a run's figures by these, after Primus's own names
+LOSS, LEARNING_RATE, TOKENS_PER_SEC, TFLOPS, MEMORY, MFU = (
+    "loss",
+    "learning rate",
+    "tokens/s",
+    "TFLOP/s",
+    "memory",
+    "MFU",
+)
 OPTION_GROUPS = (
     DISABLE_SWITCHES,
     ENABLE_SWITCHES,
@@ -71,6 +81,12 @@ class Backend:
     upstream_key_kind: str = "upstream key"  # what its docs call a key of upstream's config
     preset_note: str = ""  # docs/options.md: where the preset's value of an upstream key gives way to the user's
     environment: Environment | None = None
+    # kind -> the names its upstream logs it by, the first present wins; one ending in "/" is a prefix
+    metric_names: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # an upstream name in another unit than Primus's (bytes, percent) -> the factor that converts it
+    metric_scale: Mapping[str, float] = field(default_factory=dict)
+    # its first log step in a process only starts its clock (no rate yet): Megatron's
+    first_log_starts_clock: bool = False
 
     def __post_init__(self):
         unknown = set(self.option_groups) - set(OPTION_GROUPS)
@@ -133,3 +149,9 @@ def backend_named(name: str) -> Backend:
 
 def names() -> tuple[str, ...]:
     return tuple(b.name for b in backends())
+
+
+@functools.cache
+def metric_names(kind: str) -> tuple[str, ...]:
+    """Every backend's names for ``kind``, each once, in the backends' order."""
+    return tuple(dict.fromkeys(n for b in backends() for n in b.metric_names.get(kind, ())))

@@ -1,7 +1,7 @@
 """MaxText as Primus sees it: entry point ``maxtext`` of the group ``primus.backends``. It runs on an environment
 of its own (JAX's pins must not fight torch's)."""
 
-from primus.upstreams.backends import ENABLE_SWITCHES, Backend, Environment
+from primus.upstreams.backends import ENABLE_SWITCHES, LEARNING_RATE, LOSS, TFLOPS, TOKENS_PER_SEC, Backend, Environment
 from primus.upstreams.maxtext import MAXTEXT
 
 PATCHES = "primus.backends.maxtext.patches"
@@ -12,6 +12,12 @@ BACKEND = Backend(
     position=3,
     upstream=MAXTEXT,
     patch_modules=tuple(f"{PATCHES}.{m}_patches" for m in ("pyconfig", "metric_logger", "checkpointing")),
+    metric_names={
+        LOSS: ("learning/loss",),
+        LEARNING_RATE: ("learning/current_learning_rate",),
+        TOKENS_PER_SEC: ("perf/per_device_tokens_per_sec",),
+        TFLOPS: ("perf/per_device_tflops_per_sec",),
+    },
     entry_module="primus.backends.maxtext",
     schema_builder="primus.config.schemas.maxtext:schema",
     upstream_table_finder="primus.config.schemas.maxtext:table",

@@ -4,10 +4,14 @@
 from primus.upstreams.backends import (
     ACROSS_RANKS,
     DISABLE_SWITCHES,
+    LEARNING_RATE,
     LOG_FILES,
     LOG_FLAGS,
+    LOSS,
+    MEMORY,
     RUN_DIR_ARGUMENT,
     STRAGGLERS,
+    TFLOPS,
     TRACES,
     Backend,
 )
@@ -26,6 +30,14 @@ BACKEND = Backend(
         f"{PATCHES}.{m}_patches"
         for m in ("cpu", "arguments", "global_vars", "training_log", "secret_arguments", "checkpoint")
     ),
+    metric_names={
+        LOSS: ("lm loss",),
+        LEARNING_RATE: ("learning-rate",),
+        TFLOPS: ("throughput",),
+        MEMORY: ("mem-max-allocated-bytes", "mem-allocated-bytes"),
+    },
+    metric_scale={"mem-max-allocated-bytes": 2**-30, "mem-allocated-bytes": 2**-30},
+    first_log_starts_clock=True,  # its training_log's first call in a process has no interval yet
     entry_module="primus.backends.megatron",
     schema_builder="primus.config.schemas.megatron:schema",
     upstream_table_finder="primus.config.schemas.megatron_table:installed_table_path",

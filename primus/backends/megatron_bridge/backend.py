@@ -2,7 +2,7 @@
 an environment of its own (Bridge's pins must not move torch's), and the options its own LoggerConfig has keep
 Bridge's spelling, so a Bridge user sets them where Bridge's docs say."""
 
-from primus.upstreams.backends import STRAGGLERS, Backend, Environment
+from primus.upstreams.backends import LEARNING_RATE, LOSS, STRAGGLERS, TFLOPS, Backend, Environment
 from primus.upstreams.megatron_bridge import MEGATRON_BRIDGE
 
 PATCHES = "primus.backends.megatron_bridge.patches"
@@ -13,6 +13,8 @@ BACKEND = Backend(
     position=4,
     upstream=MEGATRON_BRIDGE,
     patch_modules=tuple(f"{PATCHES}.{m}_patches" for m in ("cpu", "logger", "plan", "checkpoint")),
+    # Bridge's training_log is megatron-core's: the same names
+    metric_names={LOSS: ("lm loss",), LEARNING_RATE: ("learning-rate",), TFLOPS: ("throughput/tflops/device",)},
     entry_module="primus.backends.megatron_bridge",
     schema_builder="primus.config.schemas.megatron_bridge:schema",
     upstream_table_finder="primus.config.schemas.megatron_bridge:table",
