@@ -73,6 +73,8 @@ class Backend:
     entry_module: str  # ``python -m`` it: upstream's trainer with the patches active (what ``primus train`` runs)
     schema_builder: str  # ``module:function`` building its experiment schema
     upstream_table_finder: str  # ``module:function``: the table of upstream's keys for the release installed here
+    # ``module:class``: what `primus train` asks of a module before launching it (``primus.config.launch_rules``)
+    launch_rules_class: str = "primus.config.launch_rules:LaunchRules"
     option_groups: frozenset[str] = frozenset()
     option_section: str = ""  # where its experiment keeps Primus's options (TorchTitan's ``metrics.``)
     # option name -> the key of its own config standing for it (Bridge's ``logger.mlflow_tags``)
@@ -101,6 +103,10 @@ class Backend:
 
     def upstream_table(self) -> Path:
         return _call(self.upstream_table_finder)
+
+    def launch_rules(self) -> Any:  # a primus.config.launch_rules.LaunchRules (config sits above this layer)
+        module, _, name = self.launch_rules_class.partition(":")
+        return getattr(importlib.import_module(module), name)(self.option_section)
 
 
 def _call(name: str) -> Any:

@@ -18,6 +18,7 @@ BACKEND = Backend(
         TOKENS_PER_SEC: ("perf/per_device_tokens_per_sec",),
         TFLOPS: ("perf/per_device_tflops_per_sec",),
     },
+    launch_rules_class="primus.backends.maxtext.launch_rules:MaxTextLaunchRules",
     entry_module="primus.backends.maxtext",
     schema_builder="primus.config.schemas.maxtext:schema",
     upstream_table_finder="primus.config.schemas.maxtext:table",

@@ -15,6 +15,7 @@ BACKEND = Backend(
     patch_modules=tuple(f"{PATCHES}.{m}_patches" for m in ("cpu", "logger", "plan", "checkpoint")),
     # Bridge's training_log is megatron-core's: the same names
     metric_names={LOSS: ("lm loss",), LEARNING_RATE: ("learning-rate",), TFLOPS: ("throughput/tflops/device",)},
+    launch_rules_class="primus.backends.megatron_bridge.launch_rules:BridgeLaunchRules",
     entry_module="primus.backends.megatron_bridge",
     schema_builder="primus.config.schemas.megatron_bridge:schema",
     upstream_table_finder="primus.config.schemas.megatron_bridge:table",

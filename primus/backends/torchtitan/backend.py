@@ -36,6 +36,7 @@ BACKEND = Backend(
         MFU: ("mfu(%)",),
     },
     metric_scale={"mfu(%)": 0.01},
+    launch_rules_class="primus.backends.torchtitan.launch_rules:TorchTitanLaunchRules",
     entry_module="primus.backends.torchtitan",
     schema_builder="primus.config.schemas.torchtitan:schema",
     upstream_table_finder="primus.config.schemas.torchtitan:table",
