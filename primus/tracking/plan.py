@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from primus.config.schemas.tracking import SECTION, goodput_windows, params_for, problems
+from primus.config.schemas.tracking import goodput_windows, params_for, problems
 from primus.errors import SettingsError
 from primus.tracking.journal.files import TRACES_DIR, rank_log_file
 from primus.tracking.journal.records import RANK_TAG
@@ -33,6 +33,7 @@ from primus.tracking.settings.config import (
 )
 from primus.tracking.settings.credentials import has_wandb_credentials
 from primus.tracking.tags.run_labels import RunLabels, run_labels
+from primus.upstreams.backends import backend_named
 
 if TYPE_CHECKING:  # a backend builds it; plan_run only passes it on
     from primus.tracking.settings.config import CometConfig
@@ -157,7 +158,7 @@ def plan_run(
     writes as ``mlflow_off_by`` when it is off; ``destinations`` is asked once every option is valid, and answers
     None when no tracker is on; ``flag(key)``: how a key is written on the backend's command line, where it has
     flags (Megatron). Raises TrackingPlanError listing every problem; the config is resolved."""
-    section = SECTION.get(backend, "")
+    section = backend_named(backend).option_section
     params = params_for(backend)
     for problem in problems(params, lambda key: value_of(key.removeprefix(section)), flag):
         notices.error(problem)

@@ -17,7 +17,10 @@ from primus.backends.maxtext.primus_options import KEYS, PrimusOptions
 from primus.backends.megatron.arguments import add_primus_arguments
 from primus.backends.torchtitan.metrics_options import primus_config_class
 from primus.config.schemas import schema_for
-from primus.config.schemas.tracking import EVERY, OPTIONS, SECTION, params_for, problems
+from primus.upstreams.backends import backend_named
+from primus.config.schemas.tracking import OPTIONS, params_for, problems
+
+EVERY = ("megatron", "torchtitan", "maxtext")  # the backends that take every option in their own config
 from primus.tracking.plan import Destinations, Notices, TrackingPlanError, plan_run
 
 
@@ -30,7 +33,8 @@ def test_each_backends_schema_has_the_catalogues_options_as_declared(backend):
     schema = schema_for(backend).params
     for param in params_for(backend):
         assert schema[param.name] == param
-    assert all(backend in o.backends or SECTION.get(backend, "") + o.param.name not in schema for o in OPTIONS)
+    has = backend_named(backend)
+    assert all(has.has(o.group) or has.option_section + o.param.name not in schema for o in OPTIONS)
 
 
 def test_megatron_flags_are_the_catalogues_with_its_defaults():
@@ -141,7 +145,7 @@ def test_checkpoint_uploads_are_asked_for_by_the_option_and_need_mlflow(tmp_path
                         mlflow_off_by="-", environ=environ).config.mlflow.upload_checkpoints
     off = plan_run(backend, asked, destinations(tmp_path), Notices(), mlflow=False, mlflow_off_by="mlflow off",
                    environ=environ)
-    assert off.notices.infos == [f"{SECTION.get(backend, '')}mlflow_upload_checkpoints ignored: MLflow is off "
+    assert off.notices.infos == [f"{backend_named(backend).option_section}mlflow_upload_checkpoints ignored: MLflow is off "
                                  "(mlflow off)"]
 
 

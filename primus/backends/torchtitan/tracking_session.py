@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from primus.backends.torchtitan.experiment import run_dir_from_env
 from primus.backends.torchtitan.tracking_plan import plan_tracking
+from primus.config.run_directory import given_run_dir
 from primus.log import get_logger
 from primus.log_capture import capture_console, stop_console_capture
 from primus.tracking.checkpoints.checkpoint_journal import CheckpointJournal
@@ -33,7 +33,7 @@ def prepare_tracking(config: Any, rank: int, *, dump_folder: str, profiler_secti
         dump_folder=dump_folder,
         checkpoint_dir=checkpoint_dir,
         rank=rank,
-        explicit_run_dir=run_dir_from_env(),
+        explicit_run_dir=given_run_dir(),
         profiling=profiler.enable_profiling,
         profiler_section=profiler_section,
     )
