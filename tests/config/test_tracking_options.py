@@ -177,7 +177,7 @@ def test_goodput_windows_reach_the_config_and_a_bad_one_names_key_value_and_fix(
     assert plan().config.goodput_windows == GOODPUT_WINDOWS  # the schema's default is the core's
     assert plan(primus_goodput_windows=[600, 30]).config.goodput_windows == (30, 600)
     assert plan(primus_goodput_windows="120, 60").config.goodput_windows == (60, 120)
-    key = SECTION.get(backend, "") + "primus_goodput_windows"
+    key = backend_named(backend).option_section + "primus_goodput_windows"
     for bad in ("60,5m", [0], [], "1,2,3,4,5,6,7,8,9", [60.5], 10**7):
         with pytest.raises(TrackingPlanError, match=re.escape(f"{key}={bad!r} is invalid: give 1 to 8")) as e:
             plan(primus_goodput_windows=bad)
