@@ -14,6 +14,7 @@ from primus.tracking.run import Run, start_run
 from primus.tracking.settings.config import (
     CometConfig,
     MlflowConfig,
+    OneLoggerConfig,
     TensorBoardConfig,
     TrackingConfig,
     TrackingConfigError,
@@ -23,6 +24,7 @@ from primus.tracking.settings.config import (
 __all__ = [
     "CometConfig",
     "MlflowConfig",
+    "OneLoggerConfig",
     "Run",
     "RunStatus",
     "SinkName",

@@ -31,7 +31,7 @@ from primus.tracking.settings.credentials import has_wandb_credentials
 from primus.tracking.tags.run_labels import RunLabels, run_labels
 
 if TYPE_CHECKING:  # a backend builds it; plan_run only passes it on
-    from primus.tracking.settings.config import CometConfig
+    from primus.tracking.settings.config import CometConfig, OneLoggerConfig
 
 PERF = "mlflow_upload_performance_metrics"
 ACROSS_RANKS = "mlflow_performance_metrics_across_ranks"
@@ -132,6 +132,7 @@ class Destinations:
     run_name_suffix: str = ""  # after either name: one run per rank says which rank it is
     delivery_group: Path | None = None  # TrackingConfig's
     comet: CometConfig | None = None
+    one_logger: OneLoggerConfig | None = None  # rides along with the trackers: it alone starts no run
 
 
 def plan_run(
@@ -195,6 +196,7 @@ def plan_run(
             journal_retention=options["primus_journal_retention"],
             delivery_group=where.delivery_group,
             comet=where.comet,
+            one_logger=where.one_logger,
         ),
         environ,
     )

@@ -75,6 +75,7 @@ class SinkName(StrEnum):
     WANDB = "wandb"
     MLFLOW = "mlflow"
     COMET = "comet"
+    ONE_LOGGER = "one_logger"
 
 
 # -- alerts: what a person must hear of about the run's health (``health/`` finds most), an event

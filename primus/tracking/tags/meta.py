@@ -13,7 +13,14 @@ from typing import Any
 from primus.redaction import redact_text
 from primus.tracking.journal.files import META_FILE
 from primus.tracking.journal.run_state import read_json, write_json_atomic
-from primus.tracking.settings.config import CometConfig, MlflowConfig, TensorBoardConfig, TrackingConfig, WandbConfig
+from primus.tracking.settings.config import (
+    CometConfig,
+    MlflowConfig,
+    OneLoggerConfig,
+    TensorBoardConfig,
+    TrackingConfig,
+    WandbConfig,
+)
 from primus.tracking.tags.params import flat_params, redacted_tags
 from primus.tracking.tags.system import system_tags
 
@@ -28,6 +35,7 @@ class RunMeta:
     wandb: dict[str, Any] | None = None
     tensorboard: dict[str, Any] | None = None
     comet: dict[str, Any] | None = None
+    one_logger: dict[str, Any] | None = None
     run_name: str | None = None
     experiment_name: str | None = None
     plugin_sinks: list[str] = field(default_factory=list)  # by entry-point name (primus.tracking.sinks.plugins)
@@ -42,6 +50,7 @@ class RunMeta:
             wandb=_settings(cfg.wandb) if cfg.wandb else None,
             tensorboard=_settings(cfg.tensorboard) if cfg.tensorboard else None,
             comet=_settings(cfg.comet) if cfg.comet else None,
+            one_logger=_settings(cfg.one_logger) if cfg.one_logger else None,
             run_name=cfg.run_name,
             experiment_name=cfg.experiment_name,
             plugin_sinks=list(cfg.plugin_sinks or ()),
@@ -75,6 +84,10 @@ class RunMeta:
         return CometConfig(**{**saved, "tags": tuple(saved.get("tags") or ())})
 
 
+    def one_logger_config(self) -> OneLoggerConfig:
+        return OneLoggerConfig(**(self.one_logger or {}))
+
+
 def _with_system_tags(tags: dict[str, str]) -> dict[str, str]:
     """The run's tags and the system tags, which win: a user's tag of the same key is said and dropped."""
     system = system_tags()
@@ -86,5 +99,5 @@ def _with_system_tags(tags: dict[str, str]) -> dict[str, str]:
     return {**tags, **system}
 
 
-def _settings(cfg: MlflowConfig | WandbConfig | TensorBoardConfig | CometConfig) -> dict[str, Any]:
+def _settings(cfg: MlflowConfig | WandbConfig | TensorBoardConfig | CometConfig | OneLoggerConfig) -> dict[str, Any]:
     return {k: redact_text(str(v)) if isinstance(v, (str, Path)) else v for k, v in dataclasses.asdict(cfg).items()}

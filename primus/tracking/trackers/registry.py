@@ -14,10 +14,13 @@ from primus.tracking.tags.meta import RunMeta
 from primus.tracking.trackers.comet import CometSink
 from primus.tracking.trackers.context import SinkContext
 from primus.tracking.trackers.mlflow import MlflowSink
+from primus.tracking.trackers.one_logger import OneLoggerSink
 from primus.tracking.trackers.tensorboard import TensorBoardSink
 from primus.tracking.trackers.wandb import WandbSink
 
-BUILT_IN: dict[str, type[Sink]] = {cls.name: cls for cls in (TensorBoardSink, WandbSink, MlflowSink, CometSink)}
+BUILT_IN: dict[str, type[Sink]] = {
+    cls.name: cls for cls in (TensorBoardSink, WandbSink, MlflowSink, CometSink, OneLoggerSink)
+}
 
 
 def sink_names(cfg: TrackingConfig) -> list[str]:
@@ -27,6 +30,7 @@ def sink_names(cfg: TrackingConfig) -> list[str]:
         WandbSink.name: cfg.wandb and cfg.wandb.mode != "disabled",
         MlflowSink.name: cfg.mlflow,
         CometSink.name: cfg.comet,
+        OneLoggerSink.name: cfg.one_logger,
     }
     return [*(name for name, on in wanted.items() if on), *(cfg.plugin_sinks or ())]
 
