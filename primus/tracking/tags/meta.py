@@ -83,7 +83,6 @@ class RunMeta:
             saved["offline_dir"] = Path(saved["offline_dir"])
         return CometConfig(**{**saved, "tags": tuple(saved.get("tags") or ())})
 
-
     def one_logger_config(self) -> OneLoggerConfig:
         return OneLoggerConfig(**(self.one_logger or {}))
 

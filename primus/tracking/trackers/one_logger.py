@@ -30,13 +30,15 @@ from primus.tracking.journal.records import (
     saved,
 )
 from primus.tracking.settings.config import OneLoggerConfig
+from primus.tracking.settings.one_logger_presence import EXTRA
 from primus.tracking.sinks.sink import Durability, Sink, SinkUnavailable
 from primus.tracking.trackers.context import SinkContext
 from primus.tracking.trackers.one_logger_app import OneLoggerApp
 
 ONE_LOGGER_DIR = "one_logger"
 E2E_PREFIX = "one_logger/"  # upstream's end-to-end figures, as metrics every tracker gets
-EXTRA = "pip install 'primus-tracking[one-logger]'"
+# upstream's (Megatron's one_logger_utils) training loop's start and end, unix ms: the training_loop span's bounds
+LOOP_START, LOOP_FINISH = "app_train_loop_start_time", "app_train_loop_finish_time"
 
 
 class OneLoggerSink(Sink):
@@ -73,6 +75,7 @@ class OneLoggerSink(Sink):
             figures = {k.removeprefix(E2E_PREFIX): v for k, v in r.data.items() if k.startswith(E2E_PREFIX)}
             if figures:
                 app.e2e_metrics(r.ts_ms, figures)
+                app.loop_bounds(figures.get(LOOP_START), figures.get(LOOP_FINISH))
             if r.step > 0 and len(figures) < len(r.data):
                 app.step(r.ts_ms, r.step)
         elif r.kind == EVENT:

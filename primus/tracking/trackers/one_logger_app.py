@@ -89,10 +89,14 @@ class OneLoggerApp:
         begin = self.last_ms
         width = max(t_ms - begin, 0) / todo
         for i in range(todo):
-            self._call(int(begin + i * width), self._cb.on_training_single_iteration_start,
-                       start_time_msec=begin + i * width)
-            self._call(int(begin + (i + 1) * width), self._cb.on_training_single_iteration_end,
-                       finish_time_msec=begin + (i + 1) * width)
+            self._call(
+                int(begin + i * width), self._cb.on_training_single_iteration_start, start_time_msec=begin + i * width
+            )
+            self._call(
+                int(begin + (i + 1) * width),
+                self._cb.on_training_single_iteration_end,
+                finish_time_msec=begin + (i + 1) * width,
+            )
         self.iteration = step
         self.last_ms = t_ms
 
@@ -109,6 +113,21 @@ class OneLoggerApp:
             start_time_msec=t_ms,
         )
         self.in_loop = True
+
+    def loop_bounds(self, start_ms: float | None, finish_ms: float | None) -> None:
+        """The training loop's start or end as the trainer timed it (Megatron's end-to-end figures)."""
+        if start_ms is not None and not self.in_loop:
+            self._start_loop(int(start_ms))
+        if finish_ms is not None and self.in_loop:
+            self._end_loop(int(finish_ms))
+
+    def _end_loop(self, t_ms: int) -> None:
+        if self.saving is not None:
+            self._call(t_ms, self._cb.on_save_checkpoint_end, finish_time_msec=t_ms)
+            self.saving = None
+        self.validation(t_ms, False)
+        self._call(t_ms, self._cb.on_train_end, finish_time_msec=t_ms)
+        self.in_loop = False
 
     def validation(self, t_ms: int, on: bool) -> None:
         if on and self.in_loop and not self.validating:
@@ -151,11 +170,8 @@ class OneLoggerApp:
         if self.ended:
             return
         t_ms = self.last_ms if t_ms is None else max(t_ms, self.last_ms)
-        if self.saving is not None:
-            self._call(t_ms, self._cb.on_save_checkpoint_end, finish_time_msec=t_ms)
-        self.validation(t_ms, False)
         if self.in_loop:
-            self._call(t_ms, self._cb.on_train_end, finish_time_msec=t_ms)
+            self._end_loop(t_ms)
         self._call(t_ms, self._cb.on_app_end, finish_time_msec=t_ms)
         self.ended = True
 

@@ -47,6 +47,8 @@ def _install_writers(module, handle):
     "otherwise Primus's One-Logger records from the journal, or one line names the extra to install",
 )
 def _install_one_logger(module, handle):
+    from primus.backends.megatron.training.global_vars import TRACKING
+
     arguments = Arguments(module._set_one_logger, "args")
 
     def set_one_logger(wrapped, instance, args, kwargs):
@@ -56,6 +58,7 @@ def _install_one_logger(module, handle):
             return wrapped(*args, **kwargs)
         if megatron_args.enable_one_logger and megatron_args.rank == megatron_args.world_size - 1 and present == NONE:
             log.info(missing_line("enable_one_logger", "pass --no-one-logger"))
+        module._GLOBAL_ONE_LOGGER = TRACKING.upstream_one_logger() if present != NONE else None
         return None
 
     handle.wrap(module, "_set_one_logger", set_one_logger)
