@@ -66,7 +66,8 @@ class OneLoggerSink(Sink):
     def _replay(self, r: Record) -> None:
         if r.kind == EVENT and r.data.get("event") == START_EVENT:
             self._end_attempt()
-            self._app = OneLoggerApp(self.cfg, self._attempt_file(r.ts_ms), r.ts_ms)
+            began = int(r.data.get("process_start_ms") or r.ts_ms)  # the application: the process, not its tracking
+            self._app = OneLoggerApp(self.cfg, self._attempt_file(r.ts_ms), min(began, r.ts_ms))
             return
         app = self._app
         if app is None or app.ended:  # records of an attempt begun before this sink's cursor: its file stands
@@ -83,16 +84,17 @@ class OneLoggerSink(Sink):
 
     def _event(self, app: OneLoggerApp, r: Record) -> None:
         event = r.data.get("event")
+        t_ms = int(r.data.get("at_ms") or r.ts_ms)  # a record made before the run started says when it happened
         if (load := loaded(r)) is not None:
-            app.loaded(r.ts_ms, load.seconds, load.iteration)
+            app.loaded(t_ms, load.seconds, load.iteration)
         elif (save := saved(r)) is not None:
-            app.saved(r.ts_ms, save.iteration, save.seconds)
+            app.saved(t_ms, save.iteration, save.seconds)
         elif event == SAVE_START:
-            app.save_started(r.ts_ms, int(r.data.get("iteration", 0)))
+            app.save_started(t_ms, int(r.data.get("iteration", 0)))
         elif event == BUSY_EVENT and r.data.get("what") == "evaluation":
-            app.validation(r.ts_ms, bool(r.data.get("on")))
+            app.validation(t_ms, bool(r.data.get("on")))
         elif event == END_EVENT:
-            app.end(r.ts_ms)
+            app.end(t_ms)
 
     def _attempt_file(self, start_ms: int) -> Path:
         """``attempt-<n>.jsonl``, n counting the run's attempts by their start record's time (kept for replays)."""
