@@ -37,3 +37,25 @@ def missing_line(toggle: str, off: str) -> str:
         f"One-Logger is on ({toggle}) but nv-one-logger is not installed: One-Logger telemetry is off. "
         f"{EXTRA}, or {off} to silence this."
     )
+
+
+def what_a_run_records(present: str) -> str:
+    """``primus doctor``'s line: which One-Logger, and what a run with enable_one_logger (the default) records."""
+    if present == LEGACY:
+        return "legacy one_logger: Megatron's own One-Logger records (upstream's path); Primus's stays off"
+    if present == PUBLIC:
+        version = _version("nv-one-logger-training-telemetry")
+        return (
+            f"public nv-one-logger {version}: a tracked run writes <run_dir>/one_logger/attempt-<n>.jsonl "
+            "(and OTLP traces when OTEL_EXPORTER_OTLP_ENDPOINT is set)"
+        )
+    return f"none: nothing is recorded ({EXTRA})"
+
+
+def _version(distribution: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(distribution)
+    except PackageNotFoundError:
+        return "(version unknown)"

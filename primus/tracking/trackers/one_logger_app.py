@@ -51,7 +51,7 @@ class OneLoggerApp:
         self._cb = callbacks
         self.cfg = cfg
         self._clock = ReplayClock(start_ms / 1000.0)
-        library_time.time = self._clock  # type: ignore[assignment]
+        setattr(library_time, "time", self._clock)  # noqa: B010 - the library module's own name for its clock
         path.parent.mkdir(parents=True, exist_ok=True)
         _configure(cfg, path, exporters)
         self.in_loop = self.validating = False

@@ -24,6 +24,7 @@ from primus.tracking.journal.records import Alert, AlertKind
 from primus.tracking.measure.across_ranks import LogStepRanks, RankFigures
 from primus.tracking.plan import TrackingPlan
 from primus.tracking.tags.parallel import layout_tags
+from primus.tracking.trackers.registry import sink_names
 
 log = get_logger("primus.megatron")
 
@@ -143,7 +144,9 @@ class MegatronTracking:
         run = self.writer.run if self.writer is not None else None
         if run is None or self.plan is None or self.plan.config is None or self.plan.config.one_logger is None:
             return None
-        self.one_logger = UpstreamOneLogger(run.log, lambda: self.iteration)
+        # for every tracker by name: a record "for all" would count as a log step (goodput, resumed steps)
+        names = tuple(sink_names(self.plan.config))
+        self.one_logger = UpstreamOneLogger(lambda step, figures: run.log(step, figures, names), lambda: self.iteration)
         return self.one_logger
 
     def busy(self, what: str, on: bool) -> None:
