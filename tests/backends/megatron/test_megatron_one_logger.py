@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -121,7 +122,10 @@ def test_with_the_legacy_package_upstreams_own_object_is_used(global_vars_patche
     monkeypatch.setattr(global_vars_patched, "_GLOBAL_ONE_LOGGER", None)
     args = argparse.Namespace(enable_one_logger=True, rank=0, world_size=1, one_logger_project="p",
                               one_logger_run_name="r", one_logger_async=False)
-    global_vars_patched._set_one_logger(args)
+    try:
+        global_vars_patched._set_one_logger(args)
+    finally:
+        sys.modules.pop("one_logger", None)  # imported by upstream: gone with the stand-in's folder
     used = global_vars_patched.get_one_logger()
     assert type(used).__module__ == "one_logger" and used.config == {"project": "p", "name": "r", "async": False}
     notices = Notices()
