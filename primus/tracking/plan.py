@@ -28,6 +28,7 @@ from primus.tracking.settings.config import (
     WandbConfig,
 )
 from primus.tracking.settings.credentials import has_wandb_credentials
+from primus.tracking.settings.one_logger_presence import LEGACY, PUBLIC, legacy_line, missing_line, one_logger_present
 from primus.tracking.tags.run_labels import RunLabels, run_labels
 
 if TYPE_CHECKING:  # a backend builds it; plan_run only passes it on
@@ -132,7 +133,9 @@ class Destinations:
     run_name_suffix: str = ""  # after either name: one run per rank says which rank it is
     delivery_group: Path | None = None  # TrackingConfig's
     comet: CometConfig | None = None
-    one_logger: OneLoggerConfig | None = None  # rides along with the trackers: it alone starts no run
+    # rides along with the trackers (it alone starts no run). Megatron's: from upstream's own options; a backend
+    # with Primus's One-Logger options gives the run's shape here, and plan_run applies them
+    one_logger: OneLoggerConfig | None = None
 
 
 def plan_run(
@@ -196,7 +199,7 @@ def plan_run(
             journal_retention=options["primus_journal_retention"],
             delivery_group=where.delivery_group,
             comet=where.comet,
-            one_logger=where.one_logger,
+            one_logger=_one_logger(backend, where.one_logger, options, notices, section),
         ),
         environ,
     )
@@ -213,6 +216,30 @@ def plan_run(
         stragglers=stragglers,
         peak_tflops=options["peak_tflops"],
         user_tags=labels.tags,
+    )
+
+
+def _one_logger(
+    backend: str, shape: OneLoggerConfig | None, options: Mapping[str, Any], notices: Notices, section: str
+) -> OneLoggerConfig | None:
+    """The backend's One-Logger with Primus's options applied, when they are on and nv-one-logger is installed (the
+    legacy package or none: said once)."""
+    if "enable_one_logger" not in options or shape is None:
+        return shape
+    if not options["enable_one_logger"]:
+        return None
+    toggle = f"{section}enable_one_logger"
+    present = one_logger_present()
+    if present != PUBLIC:
+        notices.info(legacy_line(toggle) if present == LEGACY else missing_line(toggle, f"set {toggle}: false"))
+        return None
+    return dataclasses.replace(
+        shape,
+        project=options["one_logger_project"] or backend,
+        run_name=options["one_logger_run_name"],
+        async_export=bool(options["one_logger_async"]),
+        app_tag_run_name=options["app_tag_run_name"],
+        app_tag_run_version=options["app_tag_run_version"],
     )
 
 

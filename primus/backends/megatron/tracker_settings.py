@@ -53,7 +53,7 @@ def wandb_save_dir(args, run_dir: Path) -> Path:
 def one_logger_config(args, notices: Notices) -> OneLoggerConfig | None:
     """The spec's One-Logger options (upstream's own arguments) for Primus's One-Logger, when it is on and
     nv-one-logger is installed; with the legacy package, upstream's own path records instead (said once)."""
-    if not args.enable_one_logger:
+    if not getattr(args, "enable_one_logger", False):  # upstream's parser always sets it; a bare namespace may not
         return None
     present = one_logger_present()
     if present == LEGACY:

@@ -27,6 +27,8 @@ SECTION = {TORCHTITAN: "metrics."}  # where a backend keeps them: TorchTitan bes
 # for a backend that builds fields or flags; "any" (a tag mapping or list) is text there, read by the plan
 PYTHON_TYPES = {"bool": bool, "int": int, "float": float, "str": str, "any": str}
 TORCH = (MEGATRON, TORCHTITAN)  # what MaxText's JAX run has no counterpart for: rank gathers, torch traces, logs
+# the spec's One-Logger options (§6) where upstream has none of its own (Megatron's are upstream's arguments)
+ONE_LOGGER = (TORCHTITAN,)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -263,6 +265,50 @@ OPTIONS = (
         backends=WITH_BRIDGE,
         help="A `throughput_drop` alert when tokens/s stays below this fraction of the run's median for several "
         "log steps in a row (docs/metrics.md, Health alerts); 0 turns it off.",
+    ),
+    # NVIDIA's One-Logger (nv-one-logger), fed from the journal (primus/tracking/trackers/one_logger.py)
+    _option(
+        "enable_one_logger",
+        "bool",
+        True,
+        backends=ONE_LOGGER,
+        help="Record the run's One-Logger telemetry (NVIDIA's nv-one-logger: the `one-logger` extra) into "
+        "<run_dir>/one_logger/, beside the trackers.",
+    ),
+    _option(
+        "one_logger_project",
+        "str",
+        nullable=True,
+        backends=ONE_LOGGER,
+        help="One-Logger's project; unset: the backend's name.",
+    ),
+    _option(
+        "one_logger_run_name",
+        "str",
+        nullable=True,
+        backends=ONE_LOGGER,
+        help="One-Logger's run name (its session tag); unset: the run's name.",
+    ),
+    _option(
+        "one_logger_async",
+        "bool",
+        False,
+        backends=ONE_LOGGER,
+        help="Recorded in One-Logger's configuration (export is off the training process either way).",
+    ),
+    _option(
+        "app_tag_run_name",
+        "str",
+        nullable=True,
+        backends=ONE_LOGGER,
+        help="One-Logger's application tag name; unset: the One-Logger run name.",
+    ),
+    _option(
+        "app_tag_run_version",
+        "str",
+        "0.0.0",
+        backends=ONE_LOGGER,
+        help="One-Logger's application tag version.",
     ),
     _option(
         "primus_journal_retention",

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import sys
 from pathlib import Path
 
 import pytest
 from megatron_tracking_runs import RESUME_EXPERIMENT, mlflow_runs
+from support.one_logger_files import attempts, attrs, named, outline
 from support.readers import mlflow_history
 
 from primus.backends.megatron.tracker_settings import one_logger_config
@@ -25,24 +25,12 @@ from primus.tracking.plan import Notices
 GLOBAL_BATCH, SEQ_LENGTH = 8, 128  # megatron_runs.py's tiny model
 
 
-def records(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines()]
-
-
-def named(recs: list[dict], kind: str, name: str) -> list[dict]:
-    return [r for r in recs if r["type"] == kind and (r.get("name") or r.get("event", {}).get("name")) == name]
-
-
-def attrs(record: dict) -> dict:
-    return record.get("attributes") or record["event"]["attributes"]
-
-
-def attempts(checkpoint: Path) -> dict[str, list[dict]]:
-    return {p.name: records(p) for p in sorted((checkpoint / "primus" / "one_logger").glob("attempt-*.jsonl"))}
+def attempts_of(checkpoint: Path) -> dict[str, list[dict]]:
+    return attempts(checkpoint / "primus")
 
 
 def test_each_process_is_one_application_with_its_loop_save_and_options(stopped_then_resumed, checkpoint):
-    files = attempts(checkpoint)
+    files = attempts_of(checkpoint)
     assert list(files) == ["attempt-1.jsonl", "attempt-2.jsonl"]
     first, second = files.values()
     for recs in (first, second):
@@ -83,7 +71,7 @@ def test_upstreams_end_to_end_figures_reach_mlflow_and_the_application(stopped_t
     assert last("train_samples_end") == 3 * GLOBAL_BATCH and last("save_checkpoint_count") == 1
     assert 0 < last("app_train_loop_start_time") < last("app_train_loop_finish_time")
     # and in One-Logger, on the application span, at the times upstream logged them
-    second = attempts(checkpoint)["attempt-2.jsonl"]
+    second = attempts_of(checkpoint)["attempt-2.jsonl"]
     figures = [attrs(r) for r in named(second, "event", "primus_e2e_metrics")]
     assert any(f.get("train_iterations_end") == 3 for f in figures)
     [loop] = named(second, "start", "training_loop")
@@ -91,16 +79,13 @@ def test_upstreams_end_to_end_figures_reach_mlflow_and_the_application(stopped_t
 
 
 def test_a_sync_writes_nothing_twice(stopped_then_resumed, checkpoint):
-    before = attempts(checkpoint)
+    before = attempts_of(checkpoint)
     run_dir = checkpoint / "primus"
     (run_dir / "cursors" / "one_logger.json").unlink()  # the worst a killed delivery leaves: replay from the start
     assert sync_run(run_dir, timeout_s=120).delivered["one_logger"]
-    after = attempts(checkpoint)
+    after = attempts_of(checkpoint)
 
-    def spans(files):
-        return {n: [(r["type"], r.get("name") or r["event"]["name"]) for r in recs] for n, recs in files.items()}
-
-    assert spans(after) == spans(before)
+    assert {n: outline(recs) for n, recs in after.items()} == {n: outline(recs) for n, recs in before.items()}
 
 
 @pytest.fixture
