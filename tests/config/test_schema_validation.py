@@ -136,5 +136,6 @@ def test_torchtitan_and_maxtext_primus_keys():
         "enable_mlflow", "mlflow_run_name", "mlflow_experiment_name", "mlflow_upload_performance_metrics",
         "primus_exit_deadline", "primus_journal_retention", "peak_tflops", "primus_stall_after", "primus_loss_spike_mads",
         "primus_throughput_drop_fraction", "mlflow_upload_checkpoints", "mlflow_tags", "mlflow_description",
-        "wandb_tags", "wandb_notes",
+        "wandb_tags", "wandb_notes", "enable_one_logger", "one_logger_project", "one_logger_run_name",
+        "one_logger_async", "app_tag_run_name", "app_tag_run_version",
     }

@@ -28,6 +28,7 @@ from primus.config.schemas.tracking import MEGATRON_BRIDGE, params_for, upstream
 from primus.tracking import CometConfig, TensorBoardConfig, WandbConfig
 from primus.tracking.journal.files import WANDB_DIR
 from primus.tracking.plan import Destinations, Notices, TrackingPlan, plan_run
+from primus.tracking.settings.config import OneLoggerConfig
 from primus.tracking.sinks.plugins import requested_sinks
 
 BACKEND = MEGATRON_BRIDGE
@@ -62,6 +63,20 @@ def _comet(logger: Any) -> CometConfig | None:
         workspace=logger.comet_workspace or None,
         name=logger.comet_experiment_name or None,
         tags=tuple(logger.comet_tags or ()),
+    )
+
+
+def one_logger_shape(config: Any, environ: Mapping[str, str]) -> OneLoggerConfig:
+    """The run's shape, which One-Logger summarises iterations and checkpoints with (its options: the plan's)."""
+    train = config.train
+    return OneLoggerConfig(
+        world_size=max(1, int(environ.get("WORLD_SIZE", "1"))),
+        global_batch_size=max(1, int(train.global_batch_size or 1)),
+        micro_batch_size=train.micro_batch_size,
+        seq_length=getattr(config.model, "seq_length", None),
+        train_iterations=train.train_iters,
+        log_every_n_iterations=max(1, int(config.logger.log_interval or 1)),
+        async_save=bool(getattr(config.checkpoint, "async_save", False)),
     )
 
 
@@ -100,6 +115,7 @@ def plan_tracking(
             else None,
             rank=rank,
             comet=_comet(logger),
+            one_logger=one_logger_shape(config, environ),
         )
 
     notices = Notices()

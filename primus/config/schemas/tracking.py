@@ -28,7 +28,7 @@ SECTION = {TORCHTITAN: "metrics."}  # where a backend keeps them: TorchTitan bes
 PYTHON_TYPES = {"bool": bool, "int": int, "float": float, "str": str, "any": str}
 TORCH = (MEGATRON, TORCHTITAN)  # what MaxText's JAX run has no counterpart for: rank gathers, torch traces, logs
 # the spec's One-Logger options (§6) where upstream has none of its own (Megatron's are upstream's arguments)
-ONE_LOGGER = (TORCHTITAN,)
+ONE_LOGGER = (TORCHTITAN, MAXTEXT, MEGATRON_BRIDGE)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -130,6 +130,7 @@ class OneLoggerConfig:
     train_iterations: int | None = None  # the target, when the trainer has one
     log_every_n_iterations: int = 1  # one summary per log step of the trainer's
     async_save: bool = False  # checkpoints saved asynchronously (checkpoint_save_async spans)
+    step_offset: int = 0  # iterations done at a logged step = the step + this (MaxText counts its steps from 0: 1)
 
 
 @dataclass(frozen=True)

@@ -77,8 +77,9 @@ class OneLoggerSink(Sink):
             if figures:
                 app.e2e_metrics(r.ts_ms, figures)
                 app.loop_bounds(figures.get(LOOP_START), figures.get(LOOP_FINISH))
-            if r.step > 0 and len(figures) < len(r.data):
-                app.step(r.ts_ms, r.step)
+            done = r.step + self.cfg.step_offset  # iterations done
+            if done > 0 and len(figures) < len(r.data):
+                app.step(r.ts_ms, done)
         elif r.kind == EVENT:
             self._event(app, r)
 
@@ -86,7 +87,7 @@ class OneLoggerSink(Sink):
         event = r.data.get("event")
         t_ms = int(r.data.get("at_ms") or r.ts_ms)  # a record made before the run started says when it happened
         if (load := loaded(r)) is not None:
-            app.loaded(t_ms, load.seconds, load.iteration)
+            app.loaded(t_ms, load.seconds, None if load.iteration is None else load.iteration + self.cfg.step_offset)
         elif (save := saved(r)) is not None:
             app.saved(t_ms, save.iteration, save.seconds)
         elif event == SAVE_START:
