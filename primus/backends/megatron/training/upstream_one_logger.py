@@ -11,7 +11,7 @@ import contextlib
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-PREFIX = "one_logger/"
+from primus.tracking.trackers.one_logger import E2E_PREFIX as PREFIX
 
 
 class UpstreamOneLogger:
