@@ -9,7 +9,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.primus-installed
 export OMP_NUM_THREADS ?= 1
 
-.PHONY: setup setup-maxtext setup-bridge setup-upstream-matrix setup-dependency-floors run test lint bench canary mutation clean
+.PHONY: setup setup-maxtext setup-bridge setup-upstream-matrix setup-dependency-floors setup-slurm run test lint bench canary mutation clean
 setup: $(STAMP) setup-maxtext setup-bridge setup-upstream-matrix setup-dependency-floors
 
 # The other supported upstream releases (third_party/upstream-matrix.txt), each in a folder that tests put on
@@ -33,6 +33,11 @@ setup-maxtext:
 setup-bridge: $(STAMP)
 	scripts/setup-bridge-venv.sh .venv-bridge
 
+# Debian's slurmctld, slurmd and munge for the tests' one-node Slurm cluster (tests/support/slurm_cluster.py starts it):
+# installed with apt-get when missing (root only; otherwise it fails saying what to install). Instant once there.
+setup-slurm:
+	scripts/setup-slurm.sh
+
 $(STAMP): third_party/requirements.txt third_party/constraints.txt setup.cfg pyproject.toml
 	@test -x $(PY) || { py=$$(scripts/find-python3.12) && echo "creating $(VENV) with $$py" && $$py -m venv $(VENV); }
 	$(PY) -m pip install --quiet --disable-pip-version-check -r third_party/requirements.txt -c third_party/constraints.txt
@@ -45,7 +50,7 @@ run: setup
 # Two test processes (tests/support/parallel.py keeps the tests of one shared training on one); PYTEST_ARGS=... runs
 # what you give in one process.
 PYTEST_ARGS ?= -n 2 --no-loadscope-reorder
-test: setup lint
+test: setup setup-slurm lint
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # ruff (lint and format check) and mypy over primus/ (settings: pyproject.toml)

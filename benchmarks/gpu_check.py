@@ -9,6 +9,9 @@ interleaved pairs (off, on, off, on, ...), and prints:
     (_sync_probe/sitecustomize.py), and each synchronising call whose innermost Python frame is in primus/ is
     counted, by file and line. The goal is none on steps that are not logged; this counts every step.
   * the step-time ratio on/off per pair, its median and bootstrap 90 % interval (_measure.pair_ratios).
+  * first, the device's power figures as the trackers get them (gpu/power_w, gpu/energy_j, gpu/temperature_c,
+    gpu/sm_clock_mhz: primus/tracking/measure/gpu_power.py through NVML or amdsmi), two readings a second apart
+    and whether each is plausible; `--power-only` stops there.
 On a host without a GPU it says so and exits 0.
 """
 
@@ -39,6 +42,30 @@ def gpu() -> str | None:
     except ImportError:
         return None
     return torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
+
+
+def power_figures(seconds: float = 1.0) -> bool:
+    """Print device 0's gpu/* figures, read twice ``seconds`` apart as the sampling thread reads them; True when
+    every figure is there and plausible (energy not decreasing)."""
+    from primus.tracking.measure.devices import amdsmi_handle, nvml_handle
+    from primus.tracking.measure.gpu_power import ENERGY, POWER, SM_CLOCK, TEMPERATURE, GpuPower
+
+    nvml = nvml_handle(0)
+    handles = (nvml, None if nvml is not None else amdsmi_handle(0))
+    power = GpuPower()
+    first = power.sample(*handles)
+    time.sleep(seconds)
+    second = power.sample(*handles)
+    library = "NVML" if nvml is not None else "amdsmi" if handles[1] is not None else "neither library"
+    print(f"gpu_check: power figures via {library}: {first} then, {seconds} s later, {second}")
+    plausible = {
+        POWER: 0 < second.get(POWER, -1) < 5000,
+        TEMPERATURE: 0 < second.get(TEMPERATURE, -1) < 150,
+        SM_CLOCK: 0 < second.get(SM_CLOCK, -1) < 10000,
+        ENERGY: first.get(ENERGY) == 0.0 and second.get(ENERGY, -1) >= 0,
+    }
+    print(f"gpu_check: power figures plausible: {plausible}")
+    return all(plausible.values())
 
 
 def megatron(on: bool, steps: int, workdir: Path) -> list[str]:
@@ -101,11 +128,15 @@ def main() -> int:
     parser.add_argument("--pairs", type=int, default=5)
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--backends", nargs="*", choices=list(BACKENDS), default=list(BACKENDS))
+    parser.add_argument("--power-only", action="store_true", help="read the power figures only, no trainings")
     args = parser.parse_args()
     device = gpu()
     if device is None:
         print("gpu_check: no CUDA or ROCm device on this host; nothing to check (run it on a GPU host)")
         return 0
+    powered = power_figures()
+    if args.power_only:
+        return 0 if powered else 1
     started = time.monotonic()
     print(f"gpu_check on {device}: {args.pairs} interleaved pairs (off, all trackers on) of {args.steps} steps")
     with tempfile.TemporaryDirectory(prefix="gpu-check-") as tmp:

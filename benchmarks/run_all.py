@@ -7,7 +7,7 @@ side by side in the same run (hub_overhead: the hub vs upstream's writer pattern
 time with tracking on vs off and vs upstream's own writers as interleaved pairs, process-tree CPU per 1,000
 logged steps, and the training thread's CPU in our code per logged step; delivery_startup: the delivery
 process's start-up CPU and peak RSS; node_delivery: two ranks' delivery processes, peak RSS and CPU, one per rank
-vs one per node; gpu_check: device synchronisations and step-time pairs on a GPU host, a
+vs one per node; otlp_export: the delivery process's CPU per OTLP export; gpu_check: device synchronisations and step-time pairs on a GPU host, a
 line saying there is none elsewhere; startup_overhead: start-up added by the
 layer; steady_state: the whole process tree's CPU per logged step, start-up taken out (cgroup CPU accounting,
 delivery process included); exit_flush: exit and flush time with a healthy and a dead server; soak: cost, memory and losses
@@ -41,6 +41,7 @@ QUICK_ARGS = {  # fewer rounds and steps, same variants and baselines
     "maxtext_tracking": ["--rounds", "2", "--steps", "60"],
     "megatron_tracking": ["--rounds", "2", "--iters", "60"],  # past the trackers' start-up steps
     "node_delivery": ["--runs", "1"],
+    "otlp_export": ["--exports", "100"],
     "resume_cost": ["--steps", "100000"],
     "soak": ["--steps", "20000", "--slice", "1000"],
     "startup_overhead": ["--runs", "7"],
@@ -54,7 +55,7 @@ FULL_ARGS = {"soak": ["--steps", "200000"]}
 # The issue-17 figures, listed one per line at the top of RESULTS.md
 HEADLINE = re.compile(r"^(megatron|torchtitan|maxtext): training-thread CPU per logged step|^delivery process start-up:"
                       r"|^megatron steady state:")
-RATIO_LINE = re.compile(r"ratio|\s/\s|\bx\s?\d|per logged step|per 1,000 logged steps|start-up:|gpu_check|^\|",
+RATIO_LINE = re.compile(r"ratio|\s/\s|\bx\s?\d|per logged step|per 1,000 logged steps|per export|start-up:|gpu_check|^\|",
                         re.IGNORECASE)
 
 

@@ -5,7 +5,7 @@ Every path that prints, logs params, writes a config or uploads the environment 
 ``looks_like_secret`` to refuse secrets written into YAML. Two rules:
 * by key: a name that contains PASSWORD/PASSWD/SECRET/CREDENTIAL/APIKEY/API_KEY/PRIVATE_KEY/ACCESS_KEY/WEBHOOK,
   or whose last word (split on ``_``, ``-``, ``.`` and camelCase) is KEY, TOKEN, AUTH, AUTHORIZATION,
-  COOKIE or PASS, which keeps ``tokenizer_type``, ``num_tokens`` and ``moe_token_dispatcher_type`` visible (and
+  COOKIE, PASS or HEADERS (``OTEL_EXPORTER_OTLP_HEADERS`` carries the collector's credential), which keeps ``tokenizer_type``, ``num_tokens`` and ``moe_token_dispatcher_type`` visible (and
   the shell's ``PWD``). Only string values are redacted by key: ``apply_query_key_layer_scaling: true`` is no secret.
 * by value: URLs with ``user:pass@``, ``Bearer``/``Basic`` credentials, well-known token shapes,
   ``name: value`` / ``name=value`` in free text when the name is a secret name, and the literal values of the
@@ -33,7 +33,7 @@ _SUBSTRINGS = (
     "ACCESS_KEY",
     "WEBHOOK",
 )
-_LAST_WORDS = frozenset({"KEY", "TOKEN", "AUTH", "AUTHORIZATION", "COOKIE", "PASS"})
+_LAST_WORDS = frozenset({"KEY", "TOKEN", "AUTH", "AUTHORIZATION", "COOKIE", "PASS", "HEADERS"})
 _WORD_SPLIT = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
 
 # Shapes of credentials that are secret wherever they appear, whatever they are called.

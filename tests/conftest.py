@@ -200,3 +200,22 @@ def webhook_receiver():
     receiver = Receiver()
     yield receiver
     receiver.close()
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster(tmp_path_factory):
+    """A real one-node Slurm cluster (``support.slurm_cluster``), its SLURM_CONF set for the session's tests."""
+    from support.slurm_cluster import SlurmCluster, missing
+
+    why = missing()
+    if why is not None:
+        pytest.fail(f"no Slurm cluster for the test: {why}")
+    cluster = SlurmCluster(tmp_path_factory.mktemp("slurm")).start()
+    previous = os.environ.get("SLURM_CONF")
+    os.environ["SLURM_CONF"] = str(cluster.conf)
+    yield cluster
+    cluster.stop()
+    if previous is None:
+        os.environ.pop("SLURM_CONF", None)
+    else:
+        os.environ["SLURM_CONF"] = previous

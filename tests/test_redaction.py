@@ -7,7 +7,7 @@ from primus.redaction import MASK, is_secret_key, looks_like_secret, redact_mapp
                                   "MLFLOW_TRACKING_PASSWORD", "PGPASSWORD", "AWS_SECRET_ACCESS_KEY", "client_secret",
                                   "GOOGLE_APPLICATION_CREDENTIALS", "http-authorization", "db_pass", "apiKey",
                                   "AWS_ACCESS_KEY_ID", "ssh_private_key_path", "PRIMUS_ALERT_WEBHOOK",
-                                  "slack_webhook_url"])
+                                  "slack_webhook_url", "OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_METRICS_HEADERS"])
 def test_secret_names(name):
     assert is_secret_key(name)
 

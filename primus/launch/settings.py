@@ -39,6 +39,7 @@ class SlurmSettings:
     job_name: str | None
     master_port: int
     extra_args: tuple[str, ...]
+    requeue: bool
 
 
 @dataclass(frozen=True)
@@ -96,6 +97,7 @@ def resolve_settings(block: Mapping[str, Any], flags: Mapping[str, Any], environ
         job_name=get("slurm.job_name"),
         master_port=get("slurm.master_port"),
         extra_args=tuple(get("slurm.extra_args")),
+        requeue=get("slurm.requeue"),
     )
     runtime = get("container.runtime") or (SLURM_RUNTIMES[0] if launcher == "slurm" else CONTAINER_RUNTIMES[0])
     container = ContainerSettings(

@@ -8,6 +8,7 @@ image the step runs in it (``slurm_images``: Pyxis or Apptainer), and the host r
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -17,7 +18,8 @@ from primus.launch.plan import LaunchPlan, Shell, assignments, shell_line
 from primus.launch.settings import LaunchSettings
 from primus.launch.slurm_images import PYXIS, apptainer_prefix, pyxis_first_host, pyxis_options
 from primus.launch.torchrun import torchrun_argv
-from primus.tracking.journal.files import LOGS_DIR
+from primus.tracking.goodput.attempts import NO_PROGRESS_EXIT
+from primus.tracking.journal.files import LOGS_DIR, NO_PROGRESS_FILE
 
 FIRST_HOST = 'MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)'
 
@@ -42,7 +44,7 @@ def plan_slurm(
     logs = job.run_dir / LOGS_DIR
     # srun in a batch job does not take --cpus-per-task from it on every Slurm release: it is said again
     cpus = [f"--cpus-per-task={s.cpus_per_task}"] if s.cpus_per_task else []
-    script = batch_script([f"--export={_export(allowed) if pyxis else 'ALL'}", *cpus, *step])
+    script = batch_script([f"--export={_export(allowed) if pyxis else 'ALL'}", *cpus, *step], job.run_dir, s.requeue)
     # Slurm opens --output before the script runs: its folder must exist
     argv = ["sbatch", *_options(job, settings, with_host, cwd), f"--output={logs}/slurm-%j.out"]
     return LaunchPlan(argv=argv, env=dict(environ), run_dir=job.run_dir, stdin=script, make_dirs=(logs,), detached=True)
@@ -72,12 +74,19 @@ def node_script(job: Job, settings: LaunchSettings, python: str, cwd: Path, host
     return "; ".join(lines)
 
 
-def batch_script(step: list[str]) -> str:
-    """The options are on sbatch's command line, where the shell quotes them, not in #SBATCH lines."""
+def batch_script(step: list[str], run_dir: Path, requeue: bool) -> str:
+    """The options are on sbatch's command line, where the shell quotes them, not in #SBATCH lines. After the step,
+    a crash loop's stop (goodput/attempts.py) ends the job with its exit code; else a failed step requeues it."""
+    stopped = shlex.quote(str(run_dir / NO_PROGRESS_FILE))
     lines = [
         "#!/bin/bash",
         "# one step: each node's task, with the environment --export names",
         shell_line(["srun", *step]),
+        "status=$?",
+        f"# primus_no_progress_restarts attempts in a row died without progress: exit {NO_PROGRESS_EXIT}, don't requeue",
+        f"if [ -e {stopped} ]; then exit {NO_PROGRESS_EXIT}; fi",
+        *(['if [ "$status" -ne 0 ]; then scontrol requeue "$SLURM_JOB_ID"; fi'] if requeue else []),
+        'exit "$status"',
     ]
     return "\n".join(lines) + "\n"
 
@@ -102,6 +111,8 @@ def _options(job: Job, settings: LaunchSettings, exported: list[str], cwd: Path)
             options.append(f"--{name}={value}")
     if s.exclusive:
         options.append("--exclusive")
+    if s.requeue and s.submit == "sbatch":
+        options += ["--requeue", "--open-mode=append"]  # a requeued job's log keeps the earlier attempts' lines
     return [*options, f"--export={_export(exported)}", *s.extra_args]
 
 

@@ -1,5 +1,6 @@
-"""Tracking core (layer 3): the metrics hub, the journal, its sinks (TensorBoard, W&B, MLflow, Comet, and trackers other
-distributions add: ``sinks/plugins``; all found through ``trackers/registry``), lossless delivery and the run lifecycle.
+"""Tracking core (layer 3): the metrics hub, the journal, its sinks (TensorBoard, W&B, MLflow, Comet, OTLP, and
+trackers other distributions add: ``sinks/plugins``; all found through ``trackers/registry``), lossless delivery and
+the run lifecycle.
 Backend-agnostic: nothing here imports a backend or a trainer, and trackers are imported lazily by their sink, so
 importing this is cheap.
 
@@ -15,6 +16,7 @@ from primus.tracking.settings.config import (
     CometConfig,
     MlflowConfig,
     OneLoggerConfig,
+    OtlpConfig,
     TensorBoardConfig,
     TrackingConfig,
     TrackingConfigError,
@@ -25,6 +27,7 @@ __all__ = [
     "CometConfig",
     "MlflowConfig",
     "OneLoggerConfig",
+    "OtlpConfig",
     "Run",
     "RunStatus",
     "SinkName",

@@ -195,6 +195,7 @@ def plan_run(
                 stall_after_s=options["primus_stall_after"],
                 spike_k=options["primus_loss_spike_mads"],
                 drop_fraction=options["primus_throughput_drop_fraction"],
+                no_progress_restarts=options["primus_no_progress_restarts"],
             ),
             journal_retention=options["primus_journal_retention"],
             delivery_group=where.delivery_group,
@@ -204,7 +205,7 @@ def plan_run(
         environ,
     )
     tracing = bool({"mlflow_upload_traces", "mlflow_upload_tracelens_report"} & chosen)
-    tracked = config.tensorboard or config.wandb or config.mlflow or config.comet or config.plugin_sinks
+    tracked = config.tensorboard or config.wandb or config.mlflow or config.comet or config.otlp or config.plugin_sinks
     return TrackingPlan(
         config if tracked else None,
         notices,

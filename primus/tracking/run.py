@@ -14,11 +14,12 @@ import time
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from primus.tracking.delivery.process import DeliveryProcess, DeliverySpec
 from primus.tracking.delivery.worker import SinkWorker, Worker
 from primus.tracking.goodput.accounting import GOODPUT_EVENT, GOODPUT_TEXT
+from primus.tracking.goodput.attempts import NO_PROGRESS_EXIT, Stop, begin_attempt
 from primus.tracking.goodput.feed import GoodputFeed, attempt_start_fields
 from primus.tracking.health.stacks import register_for_stacks, release_stacks
 from primus.tracking.health.watch import HealthWatch
@@ -90,6 +91,7 @@ class Run:
             # Never blocks, never raises; a function that raises loses its records, which the run's end counts.
             # The hub's own method: no frame of the run's between the training thread and the queue.
             self.log_later = self._hub.log_later
+            stop = begin_attempt(self.run_dir, self._state, cfg.health.no_progress_restarts)  # before its start record
             self._state.update("run", status=RunStatus.RUNNING, pid=os.getpid())
         except BaseException:
             self._dir_lock.release()
@@ -103,6 +105,16 @@ class Run:
         self.event("start", pid=os.getpid(), run_name=cfg.run_name, resumed=self.resumed, **attempt_start_fields())
         self._hub.start()
         self._keeper.start()
+        if stop is not None:
+            self._stop_crash_loop(stop)
+
+    def _stop_crash_loop(self, stop: Stop) -> NoReturn:
+        """Attempts in a row died without progress: said (console, webhook, trackers), the run ended FAILED before
+        training, and the process exits with the code that tells a requeue not to start it again."""
+        self.alert(Alert(AlertKind.NO_PROGRESS, stop.step, stop.text, time.time()))
+        self._exit_handlers.why = f"stopped by no_progress (exit {NO_PROGRESS_EXIT})"
+        self.finish(RunStatus.FAILED)
+        raise SystemExit(NO_PROGRESS_EXIT)
 
     def _watch_health(self, journal_from: int) -> None:
         """The health watch runs in the delivery process; without one, on a thread here (never the training

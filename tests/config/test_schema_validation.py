@@ -128,14 +128,14 @@ def test_torchtitan_and_maxtext_primus_keys():
         "model.module", "model.config", "metrics.peak_tflops", "metrics.mlflow_performance_metrics_across_ranks",
         "metrics.primus_stall_after", "metrics.primus_loss_spike_mads", "metrics.primus_throughput_drop_fraction",
         "metrics.mlflow_upload_checkpoints", "metrics.primus_stragglers", "metrics.mlflow_tags",
-        "metrics.mlflow_description", "metrics.wandb_tags", "metrics.wandb_notes", "metrics.enable_one_logger",
-        "metrics.one_logger_project", "metrics.one_logger_run_name", "metrics.one_logger_async",
-        "metrics.app_tag_run_name", "metrics.app_tag_run_version",
+        "metrics.mlflow_description", "metrics.wandb_tags", "metrics.wandb_notes", "metrics.primus_no_progress_restarts",
+        "metrics.enable_one_logger", "metrics.one_logger_project", "metrics.one_logger_run_name",
+        "metrics.one_logger_async", "metrics.app_tag_run_name", "metrics.app_tag_run_version",
     }
     assert schema_for("maxtext").primus_keys == {
         "enable_mlflow", "mlflow_run_name", "mlflow_experiment_name", "mlflow_upload_performance_metrics",
         "primus_exit_deadline", "primus_journal_retention", "peak_tflops", "primus_stall_after", "primus_loss_spike_mads",
         "primus_throughput_drop_fraction", "mlflow_upload_checkpoints", "mlflow_tags", "mlflow_description",
-        "wandb_tags", "wandb_notes", "enable_one_logger", "one_logger_project", "one_logger_run_name",
-        "one_logger_async", "app_tag_run_name", "app_tag_run_version",
+        "wandb_tags", "wandb_notes", "primus_no_progress_restarts", "enable_one_logger", "one_logger_project",
+        "one_logger_run_name", "one_logger_async", "app_tag_run_name", "app_tag_run_version",
     }

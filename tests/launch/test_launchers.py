@@ -65,8 +65,10 @@ def test_sbatch_submits_one_torchrun_task_per_node(experiment, environ, make_pla
                          "--partition=mi300x", "--time=02:00:00", "--gpus-per-node=8",
                          f"--export={WITH_HOST}", f"--output={logs}/slurm-%j.out"]
     assert plan.detached and plan.make_dirs == (logs,)
-    shebang, comment, step = plan.stdin.splitlines()
+    shebang, comment, step, *after = plan.stdin.splitlines()
     assert (shebang, comment[0]) == ("#!/bin/bash", "#")
+    stopped = plan.run_dir / "stopped-no-progress"
+    assert after == ["status=$?", after[1], f"if [ -e {stopped} ]; then exit 93; fi", 'exit "$status"']  # no requeue
     words = shlex.split(step)
     assert words[:5] == ["srun", "--export=ALL", "--kill-on-bad-exit=1", "bash", "-c"] and len(words) == 6
     _assert_node_step(words[5], experiment, plan.run_dir, nproc=8)
@@ -126,7 +128,7 @@ def test_pyxis_runs_each_node_step_in_the_image(experiment, environ, make_plan, 
     assert plan.argv == ["sbatch", "--job-name=llama_test", "--nodes=2", "--ntasks-per-node=1", f"--chdir={tmp_path}",
                          "--partition=mi300x", "--time=02:00:00", "--account=ml", "--qos=high", "--gpus-per-node=8",
                          "--cpus-per-task=96", "--exclusive", f"--export={WITH_HOST}", f"--output={logs}/slurm-%j.out"]
-    _, _, step = plan.stdin.splitlines()
+    _, _, step, *_ = plan.stdin.splitlines()
     words = shlex.split(step)
     assert words[:-1] == ["srun", f"--export={ALLOWED}", "--cpus-per-task=96", "--kill-on-bad-exit=1",
                           f"--container-image={IMAGE}",
@@ -212,3 +214,28 @@ def test_printed_command_starts_the_job_with_allow_listed_values(experiment, env
     if launch == "pyxis sbatch":  # said again to the step: srun in a batch job may not inherit it
         [step] = [c for c in calls if c["tool"] == "srun"]
         assert "--cpus-per-task=8" in step["argv"]
+
+
+@pytest.mark.parametrize(("step_exit", "stopped", "job_exit", "requeued"),
+                         [(1, False, 1, True), (0, False, 0, False), (1, True, 93, False)],
+                         ids=["failed: requeued", "finished", "no_progress: exit 93, not requeued"])
+def test_the_batch_script_requeues_a_failed_step_unless_a_crash_loop_stopped_it(
+        experiment, environ, make_plan, tmp_path, step_exit, stopped, job_exit, requeued):
+    """The script's own logic, its srun and scontrol stand-ins on PATH; the real Slurm runs it in
+    tests/launch/test_slurm_cluster.py."""
+    plan = make_plan(experiment, environ, {"slurm.requeue": True})
+    assert {"--requeue", "--open-mode=append"} <= set(plan.argv)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "srun").write_text(f"#!/bin/sh\nexit {step_exit}\n")
+    (bin_dir / "scontrol").write_text(f"#!/bin/sh\necho \"$@\" >> {bin_dir / 'scontrol.calls'}\n")
+    for tool in ("srun", "scontrol"):
+        (bin_dir / tool).chmod(0o755)
+    plan.run_dir.mkdir(parents=True)
+    if stopped:
+        (plan.run_dir / "stopped-no-progress").write_text("3 attempts in a row ...\n")
+    done = subprocess.run(["bash", "-s"], input=plan.stdin, text=True,
+                          env={"PATH": f"{bin_dir}:/usr/bin:/bin", "SLURM_JOB_ID": "77"})
+    assert done.returncode == job_exit
+    calls = bin_dir / "scontrol.calls"
+    assert (calls.read_text() if calls.exists() else "") == ("requeue 77\n" if requeued else "")

@@ -99,5 +99,11 @@ def test_the_figures_reach_the_one_mlflow_run(killed_then_restarted, backend, se
         assert [m.step for m in history] == [r["s"] for r in goodput_records(run_dir) if r["k"] == "m"]
         last = max(history, key=lambda m: m.step)
         assert last.value == pytest.approx(last_step["d"][name], abs=1e-6), name
+    disruptions = session_client.get_metric_history(run.info.run_id, mlflow_key(goodput.DISRUPTIONS))
+    by_attempt = [r["d"][goodput.DISRUPTIONS] for r in goodput_records(run_dir) if r["k"] == "m"]
+    assert by_attempt == sorted(by_attempt) and by_attempt[0] == 0 and by_attempt[-1] == 1  # the restart's steps: 1
+    assert sorted((m.step, m.value) for m in disruptions) == [
+        (r["s"], r["d"][goodput.DISRUPTIONS]) for r in goodput_records(run_dir) if r["k"] == "m"
+    ]
     breakdown = run.data.tags[mlflow_key(f"text/{goodput.GOODPUT_TEXT}")]  # the MLflow sink's tag for a text
     assert breakdown.startswith("goodput ") and "(2 attempts)" in breakdown

@@ -1,13 +1,15 @@
 """A real OTLP/HTTP (protobuf) endpoint on 127.0.0.1 for tests: what a collector would receive.
 
-It decodes every POST to /v1/metrics, /v1/logs and /v1/traces with opentelemetry-proto's own messages and keeps
-what it got: metric points with their ``time_unix_nano``, log records, spans, resource attributes and the request
-headers (to check a secret header arrived). ``refuse(seconds)`` (or ``refuse_requests(n)``) answers 503 for a while, as a
-collector that is down would, so a test can see the exporter retry and backfill. Bounded waits only (``wait_for``).
+It decodes every POST to /v1/metrics, /v1/logs and /v1/traces (gzip bodies too, as the SDK's exporters send with
+compression) with opentelemetry-proto's own messages and keeps what it got: metric points with their
+``time_unix_nano``, log records, spans, resource attributes and the request headers (to check a secret header
+arrived). ``refuse(seconds)``, or ``refuse_requests(n)``, answers 503 for a while, as a collector that is down
+would, so a test can see the exporter retry and backfill. Bounded waits only (``wait_for``).
 """
 
 from __future__ import annotations
 
+import gzip
 import threading
 import time
 from collections.abc import Callable
@@ -172,7 +174,10 @@ class OtlpReceiver:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self):
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                self._answer(*receiver._take(self.path, dict(self.headers.items()), body))
+                if self.headers.get("Content-Encoding") == "gzip":  # an SDK exporter with compression="gzip"
+                    body = gzip.decompress(body)
+                headers = {key.lower(): value for key, value in self.headers.items()}
+                self._answer(*receiver._take(self.path, headers, body))
 
             def _answer(self, status: int, payload: bytes):
                 self.send_response(status)
@@ -187,12 +192,11 @@ class OtlpReceiver:
         self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.port = self.server.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()  # quick to close
 
     def _take(self, path: str, headers: dict, body: bytes) -> tuple[int, bytes]:
         with self._lock:
             refuse = self._refuse_next > 0 or time.monotonic() < self._refuse_until
-
             if refuse:
                 self._refuse_next = max(0, self._refuse_next - 1)
                 self.received.refused += 1
@@ -200,13 +204,13 @@ class OtlpReceiver:
             return 503, b""
         if path not in _SIGNALS:
             return 404, b""
-        if headers.get("Content-Type", headers.get("content-type")) != "application/x-protobuf":
+        if headers.get("content-type") != "application/x-protobuf":
             return 415, b""
         decode, into, response = _SIGNALS[path]
         decoded = decode(body)
         with self._lock:
             getattr(self.received, into).extend(decoded)
-            self.received.headers.append({k.lower(): v for k, v in headers.items()})
+            self.received.headers.append(headers)
             self.received.bodies.append(body)
         return 200, response().SerializeToString()
 

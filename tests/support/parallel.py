@@ -36,6 +36,7 @@ SHARED_TRAININGS = frozenset({"stopped_then_resumed", "tracked", "resumed", "meg
 # Seconds each file took in one serial run (its tests of 3 s or more; 2026-12-03, 1606 tests in 35 min under load):
 # its group starts earlier the more its files weigh. A file not listed weighs a second.
 WEIGHTS = {
+    "tests/launch/test_slurm_cluster.py": 146,  # 2026-12-05, alone under a load of 6 (230 under 17)
     "tests/reliability/test_reliability_faults.py": 187,
     "tests/backends/megatron_bridge/test_bridge_checkpoints.py": 141,
     "tests/backends/megatron_bridge/test_bridge_entry_points.py": 129,

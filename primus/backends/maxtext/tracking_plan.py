@@ -23,6 +23,7 @@ from primus.config.schemas.maxtext import CHECKED_UPSTREAM
 from primus.config.schemas.tracking import problems
 from primus.tracking import TensorBoardConfig, WandbConfig
 from primus.tracking.plan import Destinations, Notices, TrackingPlan, plan_run
+from primus.tracking.settings import otlp_env
 from primus.tracking.settings.config import OneLoggerConfig
 from primus.tracking.sinks.plugins import requested_sinks
 
@@ -63,7 +64,13 @@ def plan_tracking(
         notices.error(problem)
 
     def destinations(notices: Notices) -> Destinations | None:
-        if not (config.enable_tensorboard or config.enable_wandb or options.enable_mlflow or requested_sinks(environ)):
+        if not (
+            config.enable_tensorboard
+            or config.enable_wandb
+            or options.enable_mlflow
+            or requested_sinks(environ)
+            or otlp_env.requested(environ)
+        ):
             return None
         base = str(config.base_output_directory or "")
         if explicit_run_dir is None and _is_remote(base):

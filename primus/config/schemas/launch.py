@@ -94,6 +94,14 @@ LAUNCH_SCHEMA = Schema(
         Param("slurm.job_name", "str", nullable=True, help="--job-name; default the experiment's name."),
         Param("slurm.master_port", "int", default=29500, help="Port of the torchrun rendezvous on the first node."),
         Param(
+            "slurm.requeue",
+            "bool",
+            default=False,
+            help="sbatch: when training fails, the job requeues itself (--requeue, scontrol requeue) and resumes in "
+            "the same run directory; never after a no_progress stop (primus_no_progress_restarts), whose exit "
+            "code 93 says not to.",
+        ),
+        Param(
             "slurm.extra_args",
             "str",
             default=(),

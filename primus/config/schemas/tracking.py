@@ -311,6 +311,17 @@ OPTIONS = (
         help="One-Logger's application tag version.",
     ),
     _option(
+        "primus_no_progress_restarts",
+        "int",
+        3,
+        ge=0,
+        le=1000,
+        backends=WITH_BRIDGE,
+        help="A `no_progress` alert, and the run stopped with exit code 93 (a Slurm requeue then stops), when this "
+        "many attempts of its run directory in a row ended without a new checkpoint or a step beyond the last "
+        "attempt's (docs/metrics.md, Health alerts); 0 turns it off.",
+    ),
+    _option(
         "primus_journal_retention",
         "str",
         "keep",

@@ -95,6 +95,8 @@ def sync_run(
             names.append(SinkName.COMET)
         if meta.one_logger and cursors.load(SinkName.ONE_LOGGER, str(run_dir / ONE_LOGGER_DIR)) < end:
             names.append(SinkName.ONE_LOGGER)
+        if meta.otlp and cursors.load(SinkName.OTLP, meta.otlp_config().metrics_endpoint) < end:
+            names.append(SinkName.OTLP)
         cfg = TrackingConfig(  # the settings the run started with, as meta.json kept them
             run_dir=run_dir,
             experiment_name=meta.experiment_name,
@@ -103,6 +105,7 @@ def sync_run(
             wandb=replace(meta.wandb_config(), run_id=wandb_id) if SinkName.WANDB in names else None,
             comet=meta.comet_config() if SinkName.COMET in names else None,
             one_logger=meta.one_logger_config() if SinkName.ONE_LOGGER in names else None,
+            otlp=meta.otlp_config() if SinkName.OTLP in names else None,
         )
         try:
             sinks = build_sinks([*names, *meta.plugin_sinks], cfg, meta, state)

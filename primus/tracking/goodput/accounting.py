@@ -27,7 +27,8 @@ PRODUCTIVE, FRACTION = "goodput/productive_s", "goodput/productive_fraction"
 STARTUP, SAVE, LOAD, EVAL = "badput/startup_s", "badput/checkpoint_save_s", "badput/checkpoint_load_s", "badput/eval_s"
 DATA_WAIT, LOST, GAP, OTHER = "badput/data_wait_s", "badput/lost_progress_s", "badput/restart_gap_s", "badput/other_s"
 CHARGED = (PRODUCTIVE, STARTUP, SAVE, LOAD, EVAL, DATA_WAIT, LOST, GAP, OTHER)  # these add up to the wall time
-NAMES = (PRODUCTIVE, FRACTION, *CHARGED[1:])
+DISRUPTIONS = "goodput/disruptions"  # the attempts after the first
+NAMES = (PRODUCTIVE, FRACTION, *CHARGED[1:], DISRUPTIONS)
 
 GOODPUT_EVENT, GOODPUT_TEXT = "goodput", "goodput/breakdown"  # the run's end: its figures, and as a line of text
 BUSY_KINDS = {"evaluation": EVAL, "checkpoint save": SAVE, "checkpoint load": LOAD}  # a busy's "what"
@@ -125,6 +126,7 @@ class Goodput:
             totals[OTHER] += attempt.pending
         wall = now - self.first_start if self.first_start is not None else 0.0
         totals[FRACTION] = totals[PRODUCTIVE] / wall if wall > 0 else 0.0
+        totals[DISRUPTIONS] = max(0, self.attempts - 1)
         return {name: round(totals[name], 3) if name != FRACTION else round(totals[name], 4) for name in NAMES}
 
     def wall_s(self, now: float) -> float:

@@ -23,6 +23,8 @@ STACKS_DIR = "stacks"
 STRUCTURED_LOGS_DIR = "structured_logs"  # TorchTitan's own name for the folder, under its output folder
 TENSORBOARD_DIR = "tensorboard"
 WANDB_DIR = "wandb"
+# present while the latest attempt is one a crash loop stopped (goodput/attempts.py): what a requeue asks, in shell
+NO_PROGRESS_FILE = "stopped-no-progress"
 
 
 def rank_log_file(run_dir: Path, rank: int) -> Path:

@@ -76,6 +76,7 @@ class SinkName(StrEnum):
     MLFLOW = "mlflow"
     COMET = "comet"
     ONE_LOGGER = "one_logger"
+    OTLP = "otlp"  # an OpenTelemetry collector (OTLP/HTTP)
 
 
 # -- alerts: what a person must hear of about the run's health (``health/`` finds most), an event
@@ -94,6 +95,7 @@ class AlertKind(str, Enum):
     FAILED = "failed"
     KILLED = "killed"
     DELIVERY_RESTARTED = "delivery_restarted"  # the delivery process died and was started again
+    NO_PROGRESS = "no_progress"  # attempts in a row died without a new step or checkpoint (goodput/attempts.py)
 
     def __str__(self) -> str:
         return self.value

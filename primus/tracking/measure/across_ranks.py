@@ -1,4 +1,4 @@
-"""Memory and utilisation of every rank, as min / mean / max over ranks (a scaling study needs the slowest
+"""Memory, utilisation and the device's power figures of every rank, as min / mean / max over ranks (a scaling study needs the slowest
 rank, not the one that logs), and each rank's busy time for the straggler figures (stragglers.py): one gather
 carries both when both are on.
 
@@ -25,7 +25,7 @@ from primus.tracking.measure.stragglers import BusyClock, slowest_line, summary
 
 HOST_BYTES = 64  # of a host's name, gathered once
 # the names gathered, in the order every rank packs them (absent on a rank: NaN, left out of that figure)
-GATHERED: tuple[str, ...] = tuple(n for n in SCHEMA if n.startswith(("mem/", "sys/")))
+GATHERED: tuple[str, ...] = tuple(n for n in SCHEMA if n.startswith(("mem/", "sys/", "gpu/")))
 
 
 def summarise(rows: Sequence[Sequence[float]], names: Sequence[str] = GATHERED) -> dict[str, float]:

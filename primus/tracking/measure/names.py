@@ -33,6 +33,16 @@ SCHEMA: dict[str, str] = {
     "sys/cpu_util_pct": "host CPU utilisation",
     "sys/host_mem_used_pct": "host memory in use",
     "sys/gpu_util_pct": "utilisation of this rank's own device (NVML / amdsmi; the local rank's visible device)",
+    # gpu_power.py, sampled every second off the training thread; absent where neither NVML nor amdsmi answers
+    "gpu/power_w": "power drawn by this rank's own device, W (NVML: averaged over 1 s on Ampere and later; amdsmi: "
+    "socket power)",
+    "gpu/energy_j": "energy this rank's device used since the process's first reading, J: the device's own energy "
+    "counter where it has one (NVML from Volta, amdsmi), else gpu/power_w integrated over the samples",
+    "gpu/temperature_c": "temperature of this rank's device, °C (NVML: the GPU sensor; amdsmi: the hotspot)",
+    "gpu/sm_clock_mhz": "current SM clock of this rank's device, MHz (amdsmi: the GFX clock)",
+    "perf/joules_per_token": "gpu/energy_j over the log interval over this device's share of the job's tokens (the "
+    "job's tokens over its devices): the job's energy per token when every device draws alike; with the gpu/* "
+    "figures, from the second log step",
     "straggler/busy_s_min": "the least busy time of any rank since the last log step (seconds not waiting in a "
     "collective)",
     "straggler/busy_s_median": "the median over ranks of their busy time since the last log step",
@@ -49,6 +59,8 @@ SCHEMA: dict[str, str] = {
     "save, evaluation or load in between; steps a restart computed again move to badput/lost_progress_s",
     "goodput/productive_fraction": "goodput/productive_s over the wall time so far, from the first attempt's start "
     "(SLURM_JOB_START_TIME when set)",
+    "goodput/disruptions": "restarts of the run so far: each relaunch of its run directory (a requeue, torchrun's "
+    "restart, a user's) counts one",
     "badput/startup_s": "from each attempt's start (its process's, or its Slurm job's) to its first log step, less "
     "a checkpoint load and, where the record gives the iteration time, the first interval's steps",
     "badput/checkpoint_save_s": "checkpoint saves: from a save's start mark to its record (an asynchronous save: "

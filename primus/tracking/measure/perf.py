@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from primus.tracking.measure.devices import amdsmi_handle, local_ordinal, nvml_handle
+from primus.tracking.measure.gpu_power import ENERGY, GpuPower, joules_per_token
 from primus.tracking.measure.sampling_threads import sample_every
 
 GIB = float(1 << 30)
@@ -134,6 +135,7 @@ class StepPerf:
         self._peak = peak_tflops
         self._device_memory = device_memory
         self._utilisation = Utilisation(visible_ordinal)
+        self._energy_since: float | None = None  # the device's gpu/energy_j at the last interval
 
     def begin(self) -> None:
         """Upstream has picked its device: find it and take the first reading now, once, rather than in the
@@ -155,6 +157,12 @@ class StepPerf:
         )
         if steps > 0 and seconds > 0:
             out["perf/iteration_time_ms"] = seconds / steps * 1e3
+        energy = self._utilisation.sampled().get(ENERGY)  # as last sampled; none unless the system figures are on
+        if energy is not None and self._energy_since is not None:
+            per_token = joules_per_token(energy, self._energy_since, tokens, world_size)
+            if per_token is not None:
+                out["perf/joules_per_token"] = per_token
+        self._energy_since = energy
         return out
 
     def system(self) -> dict[str, float]:
@@ -353,6 +361,7 @@ class Utilisation:
         self._environ = environ
         self._interval_s = interval_s
         self._device: tuple[Any, Any] | None = None  # (NVML handle, amdsmi handle), found at the first read
+        self._gpu = GpuPower()
         self._latest: dict[str, float] | None = None
 
     def _handles(self) -> tuple[Any, Any]:
@@ -370,6 +379,10 @@ class Utilisation:
             sample_every(self._interval_s, self, Utilisation._refresh, "primus-utilisation")
         return latest
 
+    def sampled(self) -> Mapping[str, float]:
+        """The latest reading, empty before the first ``read``: starts no sampling."""
+        return self._latest or {}
+
     def _refresh(self) -> None:
         self._latest = self.sample()
 
@@ -382,6 +395,7 @@ class Utilisation:
         gpu = self._gpu_util()
         if gpu is not None:
             out["sys/gpu_util_pct"] = gpu
+        out.update(self._gpu.sample(*self._handles()))
         return out
 
     def _gpu_util(self) -> float | None:

@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 
 from primus.plugins import PluginError
 from primus.redaction import redact_text
+from primus.tracking.settings import otlp_env
 from primus.tracking.settings.environment import mlflow_environment_problems, wandb_environment_problems
 from primus.tracking.sinks.plugins import requested_sinks, sink_classes
 
@@ -48,6 +49,7 @@ class HealthSettings:
     spike_window: int = 100
     drop_fraction: float = 0.5  # 0: no throughput_drop alerts
     drop_steps: int = 5
+    no_progress_restarts: int = 3  # a no_progress stop after this many attempts in a row without progress; 0: never
 
     def __post_init__(self):
         for name in ("stall_factor", "stall_min_s", "startup_s", "busy_s"):
@@ -55,7 +57,13 @@ class HealthSettings:
                 raise ValueError(f"health.{name}={getattr(self, name)!r}: must be > 0")
         if self.stall_after_s is not None and not self.stall_after_s > 0:
             raise ValueError(f"health.stall_after_s={self.stall_after_s!r}: must be > 0, or None for automatic")
-        if not (self.spike_k >= 0 and self.spike_window >= 4 and 0 <= self.drop_fraction < 1 and self.drop_steps >= 1):
+        if not (
+            self.spike_k >= 0
+            and self.spike_window >= 4
+            and 0 <= self.drop_fraction < 1
+            and self.drop_steps >= 1
+            and self.no_progress_restarts >= 0
+        ):
             raise ValueError(f"health settings out of range: {self}")
 
 
@@ -134,6 +142,19 @@ class OneLoggerConfig:
 
 
 @dataclass(frozen=True)
+class OtlpConfig:
+    """OpenTelemetry (OTLP/HTTP protobuf): on when its standard variables name a collector (``otlp_env``)."""
+
+    metrics_endpoint: str | None = None  # None: from OTEL_EXPORTER_OTLP_[METRICS_]ENDPOINT
+    logs_endpoint: str | None = None  # None: from OTEL_EXPORTER_OTLP_[LOGS_]ENDPOINT
+    timeout_s: float = 10.0  # per request; a collector that is down is retried by the sink's worker
+    compression: str | None = None  # "gzip" or "none"; None: from OTEL_EXPORTER_OTLP_[METRICS_]COMPRESSION
+    # points older than this are not sent (collectors refuse old samples; said once): a collector down for longer,
+    # or a `primus tracking sync` run later, gets only the newer ones
+    max_age_s: float = 7 * 86400.0
+
+
+@dataclass(frozen=True)
 class TrackingConfig:
     run_dir: Path
     experiment_name: str | None = None  # None: MLFLOW_EXPERIMENT_NAME, as MLflow's own client reads it, else "primus"
@@ -143,6 +164,7 @@ class TrackingConfig:
     mlflow: MlflowConfig | None = None
     comet: CometConfig | None = None
     one_logger: OneLoggerConfig | None = None  # NVIDIA's nv-one-logger, from the journal like the trackers
+    otlp: OtlpConfig | None = None  # None: on when OTEL_EXPORTER_OTLP_[METRICS_]ENDPOINT is set (resolve)
     params: Mapping[str, Any] = field(default_factory=dict)
     tags: Mapping[str, str] = field(default_factory=dict)
     exit_deadline_s: float = 30.0
@@ -214,6 +236,7 @@ class TrackingConfig:
             mlflow=self.mlflow and _resolve_mlflow(self.mlflow, run_dir, experiment_name, run_name, env),
             comet=self.comet and _resolve_comet(self.comet, run_dir, run_name, env),
             one_logger=self.one_logger and _resolve_one_logger(self.one_logger, run_name),
+            otlp=_resolve_otlp(self.otlp, env),
             is_resolved=True,
         )
 
@@ -241,6 +264,38 @@ def _resolve_one_logger(cfg: OneLoggerConfig, run_name: str) -> OneLoggerConfig:
     _positive_int("one_logger.log_every_n_iterations", cfg.log_every_n_iterations, "e.g. the trainer's log interval")
     name = cfg.run_name or run_name
     return replace(cfg, run_name=name, app_tag_run_name=cfg.app_tag_run_name or name)
+
+
+def _resolve_otlp(cfg: OtlpConfig | None, env: Mapping[str, str]) -> OtlpConfig | None:
+    """Off unless given or named by the variables; the logs' endpoint may stay None (no alerts as log records)."""
+    metrics = otlp_env.endpoint(env, otlp_env.METRICS)
+    if cfg is None and metrics is None:
+        return None
+    cfg = cfg or OtlpConfig()
+    logs = otlp_env.endpoint(env, otlp_env.LOGS)
+    urls: dict[str, str | None] = {}
+    for signal, given, found in (
+        (otlp_env.METRICS, cfg.metrics_endpoint, metrics),
+        (otlp_env.LOGS, cfg.logs_endpoint, logs),
+    ):
+        url, key = (given, f"otlp.{signal}_endpoint") if given else found or (None, "")
+        if url is not None:
+            parts = urlsplit(url)
+            _require(
+                parts.scheme in ("http", "https") and bool(parts.hostname),
+                key,
+                url,
+                "give the collector's OTLP/HTTP address, e.g. http://127.0.0.1:4318 (OTLP over gRPC is not supported)",
+            )
+        urls[signal] = url
+    _require(urls[otlp_env.METRICS] is not None, "otlp.metrics_endpoint", None, f"set {otlp_env.ENDPOINT}")
+    _positive("otlp.timeout_s", cfg.timeout_s, "e.g. 10")
+    _positive("otlp.max_age_s", cfg.max_age_s, "e.g. 604800 (7 days)")
+    compression, key = (cfg.compression, "otlp.compression") if cfg.compression else otlp_env.compression(env)
+    _require(compression in otlp_env.COMPRESSIONS, key, compression, "use gzip or none")
+    return replace(
+        cfg, metrics_endpoint=urls[otlp_env.METRICS], logs_endpoint=urls[otlp_env.LOGS], compression=compression
+    )
 
 
 def _resolve_wandb(cfg: WandbConfig, run_dir: Path, run_name: str, env: Mapping[str, str]) -> WandbConfig:

@@ -17,6 +17,7 @@ from primus.tracking.settings.config import (
     CometConfig,
     MlflowConfig,
     OneLoggerConfig,
+    OtlpConfig,
     TensorBoardConfig,
     TrackingConfig,
     WandbConfig,
@@ -36,6 +37,7 @@ class RunMeta:
     tensorboard: dict[str, Any] | None = None
     comet: dict[str, Any] | None = None
     one_logger: dict[str, Any] | None = None
+    otlp: dict[str, Any] | None = None  # the endpoints (redacted); never the headers
     run_name: str | None = None
     experiment_name: str | None = None
     plugin_sinks: list[str] = field(default_factory=list)  # by entry-point name (primus.tracking.sinks.plugins)
@@ -51,6 +53,7 @@ class RunMeta:
             tensorboard=_settings(cfg.tensorboard) if cfg.tensorboard else None,
             comet=_settings(cfg.comet) if cfg.comet else None,
             one_logger=_settings(cfg.one_logger) if cfg.one_logger else None,
+            otlp=_settings(cfg.otlp) if cfg.otlp else None,
             run_name=cfg.run_name,
             experiment_name=cfg.experiment_name,
             plugin_sinks=list(cfg.plugin_sinks or ()),
@@ -86,6 +89,10 @@ class RunMeta:
     def one_logger_config(self) -> OneLoggerConfig:
         return OneLoggerConfig(**(self.one_logger or {}))
 
+    def otlp_config(self) -> OtlpConfig:
+        """The saved OTLP settings (the collector's endpoints, as resolved at the run's start)."""
+        return OtlpConfig(**(self.otlp or {}))
+
 
 def _with_system_tags(tags: dict[str, str]) -> dict[str, str]:
     """The run's tags and the system tags, which win: a user's tag of the same key is said and dropped."""
@@ -98,5 +105,7 @@ def _with_system_tags(tags: dict[str, str]) -> dict[str, str]:
     return {**tags, **system}
 
 
-def _settings(cfg: MlflowConfig | WandbConfig | TensorBoardConfig | CometConfig | OneLoggerConfig) -> dict[str, Any]:
+def _settings(
+    cfg: MlflowConfig | WandbConfig | TensorBoardConfig | CometConfig | OneLoggerConfig | OtlpConfig,
+) -> dict[str, Any]:
     return {k: redact_text(str(v)) if isinstance(v, (str, Path)) else v for k, v in dataclasses.asdict(cfg).items()}

@@ -14,6 +14,7 @@ worker, which would resend."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -35,6 +36,7 @@ from primus.tracking.sinks.sink import Durability, Sink, SinkUnavailable
 from primus.tracking.trackers.context import SinkContext
 from primus.tracking.trackers.one_logger_app import OneLoggerApp
 
+log = logging.getLogger("primus.tracking")
 ONE_LOGGER_DIR = "one_logger"
 E2E_PREFIX = "one_logger/"  # upstream's end-to-end figures, as metrics every tracker gets
 # upstream's (Megatron's one_logger_utils) training loop's start and end, unix ms: the training_loop span's bounds
@@ -67,7 +69,11 @@ class OneLoggerSink(Sink):
         if r.kind == EVENT and r.data.get("event") == START_EVENT:
             self._end_attempt()
             began = int(r.data.get("process_start_ms") or r.ts_ms)  # the application: the process, not its tracking
-            self._app = OneLoggerApp(self.cfg, self._attempt_file(r.ts_ms), min(began, r.ts_ms))
+            try:
+                self._app = OneLoggerApp(self.cfg, self._attempt_file(r.ts_ms), min(began, r.ts_ms))
+            except Exception as e:  # its file cannot be written: this attempt goes unrecorded, the others do not
+                log.warning("one_logger: attempt of %d ms not recorded: %s", r.ts_ms, e)
+                self._app = None
             return
         app = self._app
         if app is None or app.ended:  # records of an attempt begun before this sink's cursor: its file stands

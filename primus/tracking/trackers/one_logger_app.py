@@ -181,12 +181,10 @@ def _configure(cfg: OneLoggerConfig, path: Path, exporters: tuple[Any, ...]) -> 
     ``exporters``. An exporter whose set-up raises is left out, said once: the file is always written."""
     from nv_one_logger.exporter.file_exporter import FileExporter
 
-    extra = (*_otlp_exporters(), *exporters)
     try:
+        extra = (*_otlp_exporters(), *exporters)
         _provide(cfg, path, [FileExporter(file_path=path), *extra])
-    except Exception as e:
-        if not extra:
-            raise
+    except Exception as e:  # an OTLP exporter not installed, a collector refusing at its start
         log.warning("one_logger: an exporter could not start (%s): only the file %s is written", e, path)
         _provide(cfg, path, [FileExporter(file_path=path)])
 

@@ -39,6 +39,12 @@ def test_a_plugin_tracker_alone_starts_tracking(tmp_path, sink_plugin):
     assert plan.config.plugin_sinks == ("demo",) and plan.config.tensorboard is None
 
 
+def test_an_opentelemetry_collector_alone_starts_tracking(tmp_path):
+    plan = plan_tracking(maxtext_config(tmp_path, enable_tensorboard=False), PrimusOptions(),
+                         environ={"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318"})
+    assert plan.config.otlp.logs_endpoint == "http://collector:4318/v1/logs" and plan.config.tensorboard is None
+
+
 def test_trackers_write_where_upstream_does_and_the_run_lives_in_maxtexts_run_folder(tmp_path):
     options = PrimusOptions(enable_mlflow=True, mlflow_experiment_name="exp", mlflow_upload_performance_metrics=True,
                             primus_journal_retention="delivered")

@@ -18,6 +18,7 @@ from typing import Any
 from support.host_reads import host_reads_env
 from support.journal_files import run_dirs_under
 from support.launch import EVERY_STEP_EXIT_DEADLINE_S, tracker_shortfalls
+from support.otlp_receiver import OtlpReceiver
 from support.readers import mlflow_history, read_tb_scalars, read_wandb_history, wandb_files, wandb_run_ids
 from support.run_pool import RunPool
 from support.upstreams import releases, upstream_env
@@ -193,6 +194,21 @@ RUNS |= {on_release(v): every_tracker_on(on_release(v), release=v) for v in rele
 # -- runs, shared by every module of the session ------------------------------------------------
 _POOL = RunPool("megatron-run")
 
+# dp2_all also posts to an OTLP endpoint of this process (test_megatron_otlp.py), with a secret header; the
+# endpoint refuses the run's first requests, as a collector that is down would
+OTLP_RUN = "dp2_all"
+OTLP_SECRET = "otlp-dp2-s3cr3t-bearer"
+OTLP_REFUSED = 2
+_otlp: list[OtlpReceiver] = []
+
+
+def otlp_receiver() -> OtlpReceiver:
+    """The session's OTLP endpoint for ``OTLP_RUN``, started on first use (kept for the process)."""
+    if not _otlp:
+        _otlp.append(OtlpReceiver())
+        _otlp[0].refuse_requests(OTLP_REFUSED)
+    return _otlp[0]
+
 
 def start(launcher: Callable[..., Any], mlflow_uri: str, *names: str) -> None:
     """Start these runs in the background (each once per session); ``launcher`` is ``megatron_run``."""
@@ -202,6 +218,9 @@ def start(launcher: Callable[..., Any], mlflow_uri: str, *names: str) -> None:
         if run.release:
             env |= upstream_env("megatron-core", run.release)
         env |= host_reads_env(env)  # counts Primus's host reads of tensors (test_no_host_reads.py)
+        if name == OTLP_RUN:
+            env |= {"OTEL_EXPORTER_OTLP_ENDPOINT": otlp_receiver().url,
+                    "OTEL_EXPORTER_OTLP_HEADERS": f"authorization=Bearer%20{OTLP_SECRET}"}
         _POOL.start(name, partial(launcher, name, *run.args, nproc=run.nproc, env=env))
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from megatron_tracking_runs import result
 from support.journal_files import journal_lines, run_dirs_under
+from support.otlp_receiver import OtlpReceiver
 from support.readers import read_wandb_alerts
 
 pytestmark = pytest.mark.slow
@@ -37,15 +38,20 @@ def test_a_two_rank_run_that_never_stalled_leaves_no_stacks(megatron_run, mlflow
 def test_a_loss_upstream_rejects_as_nan_is_told_as_nan_at_its_iteration(megatron_run, mlflow_uri, mlflow_client,
                                                                         webhook_receiver):
     """A huge learning rate: upstream's rerun state machine finds the NaN and stops the job (here in its own
-    checkpoint code, a TypeError without --save); the person hears "nan at iteration N" before the failure."""
+    checkpoint code, a TypeError without --save); the person hears "nan at iteration N" before the failure, and an
+    OpenTelemetry collector gets both alerts as log records."""
     from megatron_tracking_runs import toggles
 
-    run = megatron_run("nan", *toggles(False, True, True), "--mlflow-experiment-name", "h6-nan", "--lr", "1e4",
-                       "--min-lr", "1e3", "--train-iters", "12", "--wandb-project", "h6-nan",
-                       "--wandb-save-dir", "wandb-nan",
-                       env={"MLFLOW_TRACKING_URI": mlflow_uri, "PRIMUS_ALERT_WEBHOOK": webhook_receiver.url,
-                            "WANDB_MODE": "offline"})
+    with OtlpReceiver() as collector:
+        run = megatron_run("nan", *toggles(False, True, True), "--mlflow-experiment-name", "h6-nan", "--lr", "1e4",
+                           "--min-lr", "1e3", "--train-iters", "12", "--wandb-project", "h6-nan",
+                           "--wandb-save-dir", "wandb-nan",
+                           env={"MLFLOW_TRACKING_URI": mlflow_uri, "PRIMUS_ALERT_WEBHOOK": webhook_receiver.url,
+                                "WANDB_MODE": "offline", "OTEL_EXPORTER_OTLP_ENDPOINT": collector.url})
     assert run.returncode != 0, run.explain()
+    logged = [(r.event_name, r.attributes["primus.alert.kind"], r.attributes["primus.step"]) for r in collector.logs()]
+    kinds_steps = [(b["kind"], b["iteration"]) for b in webhook_receiver.bodies]
+    assert logged == [("primus.alert", kind, step) for kind, step in kinds_steps], (logged, kinds_steps)
     kinds = [(b["kind"], b["iteration"]) for b in webhook_receiver.bodies]
     [(_, at)] = [k for k in kinds if k[0] == "nan"]
     assert kinds[-1][0] == "failed" and kinds[-1][1] < at, kinds  # the last iteration logged, not the samples axis

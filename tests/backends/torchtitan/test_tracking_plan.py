@@ -46,6 +46,13 @@ def test_a_plugin_tracker_alone_starts_tracking(tmp_path, sink_plugin):
     assert p.config.plugin_sinks == ("demo",) and (p.config.tensorboard, p.config.mlflow) == (None, None)
 
 
+def test_an_opentelemetry_collector_alone_starts_tracking(tmp_path, monkeypatch):
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318")
+    p = plan(tmp_path)
+    assert p.config.otlp.metrics_endpoint == "http://collector:4318/v1/metrics"
+    assert (p.config.tensorboard, p.config.mlflow, p.config.wandb) == (None, None, None)
+
+
 def test_derived_run_directory_is_upstreams_tensorboard_folder(tmp_path):
     p = plan(tmp_path, enable_tensorboard=True)
     run_dir = p.config.run_dir
