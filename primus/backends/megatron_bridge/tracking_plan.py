@@ -69,14 +69,14 @@ def _comet(logger: Any) -> CometConfig | None:
 
 def one_logger_shape(config: Any, environ: Mapping[str, str]) -> OneLoggerConfig:
     """The run's shape, which One-Logger summarises iterations and checkpoints with (its options: the plan's)."""
-    train = config.train
+    train, model = getattr(config, "train", None), getattr(config, "model", None)  # tests' configs hold less
     return OneLoggerConfig(
         world_size=max(1, int(environ.get("WORLD_SIZE", "1"))),
-        global_batch_size=max(1, int(train.global_batch_size or 1)),
-        micro_batch_size=train.micro_batch_size,
-        seq_length=getattr(config.model, "seq_length", None),
-        train_iterations=train.train_iters,
-        log_every_n_iterations=max(1, int(config.logger.log_interval or 1)),
+        global_batch_size=max(1, int(getattr(train, "global_batch_size", None) or 1)),
+        micro_batch_size=getattr(train, "micro_batch_size", None),
+        seq_length=getattr(model, "seq_length", None),
+        train_iterations=getattr(train, "train_iters", None),
+        log_every_n_iterations=max(1, int(getattr(config.logger, "log_interval", None) or 1)),
         async_save=bool(getattr(config.checkpoint, "async_save", False)),
     )
 
