@@ -9,7 +9,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.primus-installed
 export OMP_NUM_THREADS ?= 1
 
-.PHONY: setup setup-maxtext setup-bridge setup-upstream-matrix setup-dependency-floors setup-slurm run test lint bench canary mutation clean
+.PHONY: setup setup-prometheus setup-slurm setup-maxtext setup-bridge setup-upstream-matrix setup-dependency-floors run test lint bench canary mutation clean
 setup: $(STAMP) setup-maxtext setup-bridge setup-upstream-matrix setup-dependency-floors
 
 # The other supported upstream releases (third_party/upstream-matrix.txt), each in a folder that tests put on
@@ -47,10 +47,27 @@ $(STAMP): third_party/requirements.txt third_party/constraints.txt setup.cfg pyp
 run: setup
 	$(PY) -m primus.cli.main train --config configs/megatron/tiny_cpu.yaml
 
+# The real Prometheus and Pushgateway the monitoring tests start (tests/support/prometheus_servers.py): Debian's
+# packages, installed with apt-get when a binary is missing (root; about 12 s), without their recommends (the node
+# exporter). Instant when present.
+PROMETHEUS_BINARIES := prometheus promtool prometheus-pushgateway
+setup-prometheus:
+	@missing=$$(for b in $(PROMETHEUS_BINARIES); do command -v $$b >/dev/null || echo $$b; done); \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" != 0 ]; then \
+	    echo "setup-prometheus: $$(echo $$missing) not found, and installing them needs root: run" \
+	         "'sudo apt-get install --no-install-recommends prometheus prometheus-pushgateway', then make test again" >&2; \
+	    exit 1; \
+	  fi; \
+	  echo "installing prometheus prometheus-pushgateway (missing: $$(echo $$missing))"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	    prometheus prometheus-pushgateway >/dev/null; \
+	fi
+
 # Two test processes (tests/support/parallel.py keeps the tests of one shared training on one); PYTEST_ARGS=... runs
 # what you give in one process.
 PYTEST_ARGS ?= -n 2 --no-loadscope-reorder
-test: setup setup-slurm lint
+test: setup setup-prometheus setup-slurm lint
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # ruff (lint and format check) and mypy over primus/ (settings: pyproject.toml)

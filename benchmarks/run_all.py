@@ -6,9 +6,10 @@ Each benchmark is a script here that prints its own figures, each a ratio agains
 side by side in the same run (hub_overhead: the hub vs upstream's writer patterns; *_tracking: step
 time with tracking on vs off and vs upstream's own writers as interleaved pairs, process-tree CPU per 1,000
 logged steps, and the training thread's CPU in our code per logged step; delivery_startup: the delivery
-process's start-up CPU and peak RSS; node_delivery: two ranks' delivery processes, peak RSS and CPU, one per rank
-vs one per node; otlp_export: the delivery process's CPU per OTLP export; gpu_check: device synchronisations and step-time pairs on a GPU host, a
-line saying there is none elsewhere; startup_overhead: start-up added by the
+process's start-up CPU and peak RSS; prometheus_push: the delivery thread's CPU per push to a Pushgateway;
+otlp_export: the delivery process's CPU per OTLP export; node_delivery: two ranks' delivery processes, peak RSS and
+CPU, one per rank vs one per node; gpu_check: device synchronisations and step-time pairs on a GPU host, a line
+saying there is none elsewhere; startup_overhead: start-up added by the
 layer; steady_state: the whole process tree's CPU per logged step, start-up taken out (cgroup CPU accounting,
 delivery process included); exit_flush: exit and flush time with a healthy and a dead server; soak: cost, memory and losses
 over a long run; resume_cost: resuming against a long journal vs a fresh one). They run one after another
@@ -42,6 +43,7 @@ QUICK_ARGS = {  # fewer rounds and steps, same variants and baselines
     "megatron_tracking": ["--rounds", "2", "--iters", "60"],  # past the trackers' start-up steps
     "node_delivery": ["--runs", "1"],
     "otlp_export": ["--exports", "100"],
+    "prometheus_push": ["--pushes", "100", "--pairs", "2"],
     "resume_cost": ["--steps", "100000"],
     "soak": ["--steps", "20000", "--slice", "1000"],
     "startup_overhead": ["--runs", "7"],

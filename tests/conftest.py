@@ -17,6 +17,8 @@
   service is torn down afterwards. Read back with ``support.readers.read_wandb_history``.
 * ``sink_plugin``: ``sink_plugin(**changes)`` installs the throwaway tracker distribution
   (``support.plugin_dists``) where this process and its children find it, with PRIMUS_SINKS=demo.
+* ``pushgateway``, ``prometheus``: a real Pushgateway, and a real Prometheus scraping it every second with
+  `primus monitoring rules` loaded, on free 127.0.0.1 ports (``support.prometheus_servers``), once per session.
 * ``tmpfs``: ``tmpfs(name, options) -> Path``, a real tmpfs mounted under the test's tmp dir (root only),
   unmounted after; ``support.disks.fill`` uses up its space.
 
@@ -219,3 +221,26 @@ def slurm_cluster(tmp_path_factory):
         os.environ.pop("SLURM_CONF", None)
     else:
         os.environ["SLURM_CONF"] = previous
+
+
+@pytest.fixture(scope="session")
+def pushgateway(tmp_path_factory):
+    """A real Prometheus Pushgateway on 127.0.0.1 (``support.prometheus_servers``), stopped at the session's end."""
+    from support.prometheus_servers import Pushgateway
+
+    gateway = Pushgateway(tmp_path_factory.mktemp("pushgateway")).start()
+    yield gateway
+    gateway.stop()
+
+
+@pytest.fixture(scope="session")
+def prometheus(pushgateway, tmp_path_factory):
+    """A real Prometheus scraping ``pushgateway`` every second with `primus monitoring rules` loaded (its stall
+    threshold ``support.prometheus_servers.STALL_AFTER_S``), once it scrapes."""
+    from support.prometheus_servers import STALL_AFTER_S, Prometheus
+
+    from primus.monitoring.rules import rules_yaml
+
+    server = Prometheus(tmp_path_factory.mktemp("prometheus"), pushgateway, rules_yaml(STALL_AFTER_S)).start()
+    yield server
+    server.stop()

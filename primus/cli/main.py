@@ -13,6 +13,7 @@ import sys
 SUBCOMMANDS = {
     "config": "config_cmd",
     "doctor": "doctor",
+    "monitoring": "monitoring_cmd",
     "patches": "patches_cmd",
     "report": "report_cmd",
     "tracking": "tracking_cmd",

@@ -8,7 +8,13 @@ from primus.docs_gen.markdown import code, table
 from primus.docs_gen.options import BACKEND_TITLES
 from primus.docs_gen.run_tags import run_tags_section
 from primus.report.panels import MFU, PANELS
-from primus.tracking.health.detectors import LOSS_METRICS, THROUGHPUT_METRICS
+from primus.tracking.health.detectors import (
+    LOSS_METRICS,
+    STRAGGLER_MIN_LEAD_S,
+    STRAGGLER_RATIO,
+    STRAGGLER_STEPS,
+    THROUGHPUT_METRICS,
+)
 from primus.tracking.journal.records import COUNT_METRIC, TAG_PREFIX, AlertKind
 from primus.tracking.measure.names import READABLE, SCHEMA, MlflowKeys, is_valid_mlflow_key, mlflow_key
 from primus.tracking.measure.perf import PEAK_TFLOPS
@@ -94,7 +100,13 @@ def render_metrics() -> str:
                 "`straggler/*` names above from the second log step on (the first only starts the clock). When the "
                 f"slowest rank is at least {SLOW_RATIO:g}x the median, that rank prints "
                 "`[primus] slowest rank 17 (node-3): 1.34x the median` (the host names are gathered once). With two "
-                "ranks the median is their mean, so the ratio stays under 2. Not counted as waiting: "
+                "ranks the median is their mean, so the ratio stays under 2. A rank that stays the slowest (at "
+                f"{STRAGGLER_RATIO:g}x the median and {STRAGGLER_MIN_LEAD_S:g} s ahead of it, on most of the last "
+                f"{STRAGGLER_STEPS} log steps) is a `straggler` alert naming it and its host, and `straggler_resolved` "
+                "when it is over (Health alerts). Where upstream times each rank's batch loading (TorchTitan's data "
+                "loading; Megatron's `batch-generator` timer at `--timing-log-level 2`) each rank's data wait travels "
+                "with its busy time, and `straggler/slowest_data_wait_s` is the slowest rank's: over half its busy "
+                "time, the data loader is the cause, and the alert says so. Not counted as waiting: "
                 "`wait_tensor` of torch's functional collectives (DTensor's redistributions: TorchTitan's tensor "
                 "parallelism and gradient-norm clipping), which wait in C++; Megatron's tensor-parallel all-reduces "
                 "and the point-to-point waits between pipeline stages are waits. Unset, the option is "

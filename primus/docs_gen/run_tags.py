@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from primus.config.schemas.user_tags import MLFLOW_NOTE, RESERVED_PREFIX
 from primus.docs_gen.markdown import code
+from primus.tracking.journal.records import RANK_TAG
 from primus.tracking.tags.launch import CONTAINER_VARIABLES, COPIED
 from primus.tracking.tags.parallel import DEGREES
 from primus.tracking.tags.run_labels import VARIABLES
@@ -28,7 +29,8 @@ def run_tags_section() -> str:
             "the pod spec; Docker and enroot alone set none); `primus.launch_command`, the process's command line, "
             "redacted. From the process: `primus.accelerator.model`, `.count`, `.driver` (NVML or amdsmi), `.cuda` "
             "or `.rocm` (torch's build), none on a host without an accelerator. From the backend's own config: "
-            f"`primus.world_size` and `primus.parallel.<degree>` for {', '.join(code(d) for d in DEGREES)}.",
+            f"`primus.world_size` and `primus.parallel.<degree>` for {', '.join(code(d) for d in DEGREES)}; "
+            f"{code(RANK_TAG)}, the rank, where every rank has its own run (TorchTitan's `save_for_all_ranks`).",
             f"The user's own labels, options of every backend, each with the variable read when it is unset: {labels}"
             " (TorchTitan's W&B settings also read upstream's `WANDB_RUN_TAGS` / `WANDB_RUN_NOTES` when neither is "
             f"set). The MLflow tags and the description ({code(MLFLOW_NOTE)}) join the run's tags, so every tracker "

@@ -1,6 +1,6 @@
-"""Tracking core (layer 3): the metrics hub, the journal, its sinks (TensorBoard, W&B, MLflow, Comet, OTLP, and
-trackers other distributions add: ``sinks/plugins``; all found through ``trackers/registry``), lossless delivery and
-the run lifecycle.
+"""Tracking core (layer 3): the metrics hub, the journal, its sinks (TensorBoard, W&B, MLflow, Comet, OTLP, a
+Prometheus Pushgateway, and trackers other distributions add: ``sinks/plugins``; all found through
+``trackers/registry``), lossless delivery and the run lifecycle.
 Backend-agnostic: nothing here imports a backend or a trainer, and trackers are imported lazily by their sink, so
 importing this is cheap.
 
@@ -17,6 +17,7 @@ from primus.tracking.settings.config import (
     MlflowConfig,
     OneLoggerConfig,
     OtlpConfig,
+    PrometheusConfig,
     TensorBoardConfig,
     TrackingConfig,
     TrackingConfigError,
@@ -28,6 +29,7 @@ __all__ = [
     "MlflowConfig",
     "OneLoggerConfig",
     "OtlpConfig",
+    "PrometheusConfig",
     "Run",
     "RunStatus",
     "SinkName",

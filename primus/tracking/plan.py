@@ -16,12 +16,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from primus.config.schemas.tracking import SECTION, params_for, problems
+from primus.config.schemas.tracking import SECTION, goodput_windows, params_for, problems
 from primus.errors import SettingsError
 from primus.tracking.journal.files import TRACES_DIR, rank_log_file
+from primus.tracking.journal.records import RANK_TAG
 from primus.tracking.settings.config import (
+    PROMETHEUS_PORT_ENV,
+    PUSHGATEWAY_ENV,
     HealthSettings,
     MlflowConfig,
+    PrometheusConfig,
     TensorBoardConfig,
     TrackingConfig,
     TrackingConfigError,
@@ -102,6 +106,7 @@ class TrackingPlan:
     config: TrackingConfig | None  # None: every tracker is off and upstream's behaviour is unchanged
     notices: Notices
     all_ranks: bool = False  # every rank tracks, each into its own run; else only the rank the backend logs from
+    rank: int = 0  # this rank's (its run's tag RANK_TAG when every rank has its own run)
     log_file: Path | None = None  # this rank's console is copied there (every rank) and uploaded after training
     traces_dir: Path | None = None  # upstream's profiler writes there; uploaded/reported on after training
     perf_metrics: bool = False  # the perf/mem/sys metric set (mlflow_upload_performance_metrics with MLflow on)
@@ -116,8 +121,9 @@ class TrackingPlan:
         """The config the run starts with: the plan's, with the run's params and tags (the backend's, which are
         all under primus., and the user's)."""
         assert self.config is not None, "no tracker is on: there is no run to start"
+        own = {RANK_TAG: str(self.rank)} if self.all_ranks else {}
         return dataclasses.replace(
-            self.config, params={**params, **self.recorded_params}, tags={**self.user_tags, **tags}
+            self.config, params={**params, **self.recorded_params}, tags={**self.user_tags, **tags, **own}
         )
 
 
@@ -198,18 +204,26 @@ def plan_run(
                 no_progress_restarts=options["primus_no_progress_restarts"],
             ),
             journal_retention=options["primus_journal_retention"],
+            goodput_windows=goodput_windows(options["primus_goodput_windows"]),
             delivery_group=where.delivery_group,
             comet=where.comet,
             one_logger=_one_logger(backend, where.one_logger, options, notices, section),
+            prometheus=PrometheusConfig(
+                pushgateway=options["primus_prometheus_pushgateway"],
+                push_interval_s=options["primus_prometheus_push_interval"],
+                port=options["primus_prometheus_port"],
+            ),
         ),
         environ,
     )
     tracing = bool({"mlflow_upload_traces", "mlflow_upload_tracelens_report"} & chosen)
-    tracked = config.tensorboard or config.wandb or config.mlflow or config.comet or config.otlp or config.plugin_sinks
+    exported = config.otlp or config.prometheus
+    tracked = config.tensorboard or config.wandb or config.mlflow or config.comet or exported or config.plugin_sinks
     return TrackingPlan(
         config if tracked else None,
         notices,
         all_ranks=all_ranks,
+        rank=where.rank,
         log_file=rank_log_file(where.run_dir, where.rank) if "mlflow_upload_logs" in chosen else None,
         traces_dir=where.run_dir / TRACES_DIR if tracing else None,
         perf_metrics=PERF in chosen,
@@ -241,6 +255,19 @@ def _one_logger(
         async_export=bool(options["one_logger_async"]),
         app_tag_run_name=options["app_tag_run_name"],
         app_tag_run_version=options["app_tag_run_version"],
+    )
+
+
+def exports_to_prometheus(value_of: Callable[[str], Any], environ: Mapping[str, str] | None = None) -> bool:
+    """Whether the run names a Pushgateway or a /metrics port (``value_of(option)``, else their variables): a
+    tracker that is on, for a backend's ``destinations``."""
+    environ = os.environ if environ is None else environ
+    return any(
+        value_of(option) is not None or environ.get(variable, "").strip()
+        for option, variable in (
+            ("primus_prometheus_pushgateway", PUSHGATEWAY_ENV),
+            ("primus_prometheus_port", PROMETHEUS_PORT_ENV),
+        )
     )
 
 

@@ -34,7 +34,7 @@ from primus.tracking.journal.writer import JournalWriter
 from primus.tracking.lifecycle import ExitHandlers
 from primus.tracking.settings.config import TrackingConfig, TrackingConfigError, WandbConfig
 from primus.tracking.tags.meta import RunMeta
-from primus.tracking.trackers.registry import build_sinks, sink_names
+from primus.tracking.trackers.registry import BUILT_IN, build_sinks, sink_names
 
 log = logging.getLogger("primus.tracking")
 CATCH_UP_S = 5.0  # at the end, how long the hub's thread and the health watch may take for the last records (ms)
@@ -76,7 +76,7 @@ class Run:
             self._delivery: DeliveryProcess | None = None
             self._watch: HealthWatch | None = None
             self._workers = self._make_workers(meta)
-            self._goodput = GoodputFeed(self.run_dir, self._journal.size)
+            self._goodput = GoodputFeed(self.run_dir, self._journal.size, cfg.goodput_windows)
             self._hub = MetricsHub(
                 self._journal,
                 self._workers,
@@ -325,7 +325,15 @@ class Run:
         for w in self._workers:
             if w.disabled:
                 continue
-            if w in late or w.pending_bytes:
+            if (w in late or w.pending_bytes) and not getattr(BUILT_IN.get(w.name), "synced", True):
+                log.warning(
+                    "primus tracking: %s did not receive the run's last figures within exit_deadline_s=%s "
+                    "(last error: %s)",
+                    w.name,
+                    self.config.exit_deadline_s,
+                    w.last_error or "none",
+                )
+            elif w in late or w.pending_bytes:
                 log.warning(
                     "primus tracking: %s did not receive everything within exit_deadline_s=%s (%d journal "
                     "bytes pending; last error: %s). It is all in %s: deliver it with "

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -161,3 +162,21 @@ def test_stragglers_off_unless_asked_for_with_or_without_a_tracker(tmp_path, bac
     with pytest.raises(TrackingPlanError, match="primus_stragglers='yes please' is invalid"):
         plan(primus_stragglers="yes please")
     assert "primus_stragglers" not in bare("maxtext")  # JAX: no torch.distributed waits to count
+
+
+@pytest.mark.parametrize("backend", EVERY)
+def test_goodput_windows_reach_the_config_and_a_bad_one_names_key_value_and_fix(tmp_path, backend):
+    from primus.tracking.settings.config import GOODPUT_WINDOWS
+
+    def plan(**given):
+        return plan_run(backend, values(backend, **given), destinations(tmp_path), Notices(), mlflow=True,
+                        mlflow_off_by="-", environ={"MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path}/mlflow.db"})
+
+    assert plan().config.goodput_windows == GOODPUT_WINDOWS  # the schema's default is the core's
+    assert plan(primus_goodput_windows=[600, 30]).config.goodput_windows == (30, 600)
+    assert plan(primus_goodput_windows="120, 60").config.goodput_windows == (60, 120)
+    key = SECTION.get(backend, "") + "primus_goodput_windows"
+    for bad in ("60,5m", [0], [], "1,2,3,4,5,6,7,8,9", [60.5], 10**7):
+        with pytest.raises(TrackingPlanError, match=re.escape(f"{key}={bad!r} is invalid: give 1 to 8")) as e:
+            plan(primus_goodput_windows=bad)
+        assert "e.g. 60,300,900" in str(e.value)

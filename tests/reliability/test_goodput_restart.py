@@ -59,7 +59,7 @@ def test_every_log_step_carries_the_cumulative_figures(killed_then_restarted, ba
     records = goodput_records(run_dir)
     logged = [r["s"] for r in journal(run_dir) if r["k"] == "m" and backend.loss in r["d"]]
     assert [r["s"] for r in records if r["k"] == "m"] == logged
-    assert all(set(goodput.NAMES) <= set(r["d"]) for r in records)
+    assert all(set(goodput.EVERY_LOG_STEP) <= set(r["d"]) for r in records)
     assert [r["d"].get("event") for r in records if r["k"] == "e"] == ["goodput"]  # the restart's end; killed: none
     # cumulative: the wall time they add up to only grows, restart included
     walls = [sum(r["d"][name] for name in goodput.CHARGED) for r in records]
@@ -76,7 +76,7 @@ def test_the_breakdown_of_the_killed_and_restarted_run_adds_up_to_its_wall_time(
     final = goodput_records(run_dir)[-1]  # the end's
     figures = final["d"]
     wall = (final["t"] - starts[0]["d"]["process_start_ms"]) / 1000
-    print(f"goodput breakdown ({backend.name}): wall {wall:.3f} s,", {n: figures[n] for n in goodput.NAMES})
+    print(f"goodput breakdown ({backend.name}): wall {wall:.3f} s,", {n: figures[n] for n in goodput.EVERY_LOG_STEP})
     assert sum(figures[name] for name in goodput.CHARGED) == pytest.approx(wall, abs=SUM_TOLERANCE_S)
     assert 0 < figures[goodput.FRACTION] < 1
     assert figures[goodput.LOST] > 0  # steps 4 and 5 were trained, logged, and trained again

@@ -30,7 +30,7 @@ CRASH_LINES = 40
 EVERY_STEP_EXIT_DEADLINE_S = 180
 # a run's own words for a tracker that did not get everything: the exit report (tracking/run.py) and a tracker
 # turned off for the run (tracking/delivery/worker.py)
-SHORTFALL_MARKERS = ("did not receive everything", "is off for this run")
+SHORTFALL_MARKERS = ("did not receive everything", "did not receive the run's last figures", "is off for this run")
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ import wrapt
 
 MODULE, _, ATTRIBUTE = os.environ["PRIMUS_TEST_SLOW_TARGET"].partition(":")
 SLEEP_S = float(os.environ.get("PRIMUS_TEST_SLOW_S", "0"))
+SLOW_CALLS = int(os.environ.get("PRIMUS_TEST_SLOW_CALLS", "0"))  # sleep in the first n calls only; 0: in every one
 HOLD_AT = int(os.environ.get("PRIMUS_TEST_HOLD_AT", "0"))  # the call held at the gate; 0: none
 GATE = Path(os.environ.get("PRIMUS_TEST_GATE", "."))
 calls = 0
@@ -27,7 +28,8 @@ calls = 0
 def slower(wrapped, instance, args, kwargs):
     global calls
     calls += 1
-    time.sleep(SLEEP_S)
+    if not SLOW_CALLS or calls <= SLOW_CALLS:
+        time.sleep(SLEEP_S)
     if calls == HOLD_AT:
         (GATE / "held").touch()
         # the gate is a FIFO: opening it blocks in the kernel, no Python running, until the test opens the other end
@@ -49,9 +51,10 @@ def _users_site(folder: Path, target: str, rank: int) -> dict[str, str]:
     return {"PYTHONPATH": str(folder), "PRIMUS_TEST_SLOW_TARGET": target, "PRIMUS_TEST_SLOW_RANK": str(rank)}
 
 
-def slow_rank_env(folder: Path, target: str, rank: int, seconds: float) -> dict[str, str]:
-    """The environment that makes ``rank`` sleep ``seconds`` before each call of ``target`` (``module:Attr.path``)."""
-    return {**_users_site(folder, target, rank), "PRIMUS_TEST_SLOW_S": str(seconds)}
+def slow_rank_env(folder: Path, target: str, rank: int, seconds: float, calls: int = 0) -> dict[str, str]:
+    """The environment that makes ``rank`` sleep ``seconds`` before each call of ``target`` (``module:Attr.path``),
+    or before its first ``calls`` only."""
+    return {**_users_site(folder, target, rank), "PRIMUS_TEST_SLOW_S": str(seconds), "PRIMUS_TEST_SLOW_CALLS": str(calls)}
 
 
 def held_rank_env(folder: Path, target: str, rank: int, call: int) -> dict[str, str]:

@@ -18,10 +18,11 @@ PACKAGE = Path(__file__).resolve().parents[2] / "primus"
 def this_primus_folder(parent: Path) -> Path:
     """Make, under ``parent``, the folder holding only this checkout's ``primus`` and its distribution's metadata."""
     # the installed distribution's .dist-info; not the primus_tracking.egg-info an editable install leaves in the
-    # checkout, which importlib.metadata finds first when the checkout is on sys.path. The first on sys.path: an
-    # overlay environment (a worktree's own .venv over the main one) sees its base's too
-    info = next(dist.locate_file(f.parts[0]) for dist in importlib.metadata.distributions(name="primus-tracking")
-                for f in dist.files or () if f.parts[0].endswith(".dist-info"))
+    # checkout, which importlib.metadata finds first when the checkout is on sys.path; the first on the path (an
+    # overlay environment sees another environment's beneath its own)
+    info = next(iter(dict.fromkeys(dist.locate_file(f.parts[0])
+                                   for dist in importlib.metadata.distributions(name="primus-tracking")
+                                   for f in dist.files or () if f.parts[0].endswith(".dist-info"))))
     folder = parent / "this-primus"
     folder.mkdir()
     (folder / "primus").symlink_to(PACKAGE, target_is_directory=True)

@@ -12,12 +12,13 @@ import pytest
 from primus.tracking.checkpoints.checkpoint_journal import CheckpointJournal
 from primus.tracking.goodput.accounting import (
     CHARGED,
+    DEVIATION,
+    EVERY_LOG_STEP,
     GAP,
     GOODPUT_EVENT,
     GOODPUT_TEXT,
     LOAD,
     LOST,
-    NAMES,
     PRODUCTIVE,
     SAVE,
 )
@@ -52,7 +53,8 @@ def test_two_attempts_figures_at_every_step_and_the_end(tmp_path, capsys):
     records = list(read_all(tmp_path))
     steps = [r for r in records if r.kind == METRICS]
     assert [r.step for r in steps] == [1, 2, 3, 4, 5]  # 3 and 4 again: tracked by the first attempt already
-    assert all(set(NAMES) <= set(r.data) for r in steps)
+    assert all(set(EVERY_LOG_STEP) <= set(r.data) for r in steps)
+    assert [r.step for r in steps if DEVIATION in r.data] == [2, 4, 5]  # step 1 ends the start-up; a save before 3
     ends = [r for r in records if r.kind == EVENT and r.data["event"] == GOODPUT_EVENT]
     texts = [r for r in records if r.kind == TEXT and r.data["tag"] == GOODPUT_TEXT]
     assert len(ends) == len(texts) == 2 and [r.step for r in texts] == [4, 5]
@@ -108,3 +110,14 @@ def test_a_failure_in_the_accounting_costs_the_step_only_its_figures(tmp_path, m
     assert caplog.text.count("goodput figures could not be worked out") == 1
     assert [r.data["status"] for r in read_all(tmp_path) if r.kind == EVENT and r.data["event"] == "end"] == [
         "FINISHED"]
+
+
+def test_the_runs_goodput_windows_name_its_recent_figures(tmp_path):
+    run = start_run(TrackingConfig(run_dir=tmp_path, delivery="thread", goodput_windows=(30, 7200)))
+    for step in (1, 2):
+        run.log(step, {"loss": 1.0})
+    run.flush(10)
+    run.finish()
+    steps = [r for r in read_all(tmp_path) if r.kind == METRICS]
+    recent = {name for r in steps for name in r.data if name.startswith("goodput/productive_fraction_")}
+    assert recent == {"goodput/productive_fraction_30s", "goodput/productive_fraction_7200s"}

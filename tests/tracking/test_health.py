@@ -233,3 +233,53 @@ def test_a_stall_told_before_the_restart_is_not_told_again_and_its_end_is():
     m.prime(records)
     assert m.check(T0 + 2000) == []
     assert kinds(m.observe(metrics(11, T0 + 2100))) == [AlertKind.RESUMED]
+
+
+def straggling(monitor, slowest, ratios, first=1, **extra):
+    """Log steps from ``first`` whose straggler figures name ``slowest[i]`` at ``ratios[i]`` × the median."""
+    found = []
+    for i, (rank, ratio) in enumerate(zip(slowest, ratios, strict=True)):
+        data = {"straggler/slowest_rank": float(rank), "straggler/slowest_over_median": ratio, **extra}
+        found += monitor.observe(metrics(first + i, T0 + i, **data))
+    return found
+
+
+def test_a_rank_slowest_on_most_recent_log_steps_is_a_straggler_once_named_with_its_host_then_resolved():
+    m = HealthMonitor(HealthSettings(), now=T0)
+    m.observe(event(T0, event="rank_hosts", hosts=["node-a", "node-b", "node-c"]))
+    assert straggling(m, [2, 1, 2], [1.5, 1.5, 1.1]) == []  # rank 2 far above the median on 1 of 3 only
+    [alert] = straggling(m, [2, 2], [1.3, 1.25], first=4)  # now on 3 of the last 5
+    assert alert.kind == AlertKind.STRAGGLER and alert.iteration == 5
+    assert alert.text.startswith("rank 2 (node-c) is the slowest at 1.2x the median busy time or more on 3 of the last 5")
+    assert straggling(m, [2, 0, 2, 1], [1.3, 1.0, 1.9, 1.0], first=6) == []  # the same episode: told once
+    [over] = straggling(m, [0], [1.0], first=10)  # rank 2 on 2 of the last 5 (steps 6 and 8)
+    assert over.kind == AlertKind.STRAGGLER_RESOLVED and over.iteration == 10
+    assert over.text == ("rank 2 (node-c) is no longer the slowest on most of the last 5 log steps (a straggler since "
+                         "iteration 5)")
+
+
+def test_no_straggler_for_a_balanced_run_or_without_the_figures():
+    m = HealthMonitor(HealthSettings(), now=T0)
+    assert straggling(m, [1] * 20, [1.19] * 20) == []  # always the same rank, never 1.2x the median
+    assert straggling(m, [0, 1, 2, 3] * 5, [2.0] * 20, first=21) == []  # far above, never the same rank
+    lead = {"straggler/busy_s_max": 0.3, "straggler/busy_s_median": 0.1}  # 3x the median, 0.2 s ahead
+    assert straggling(m, [1] * 10, [3.0] * 10, first=61, **lead) == []
+    assert steps(m, 41, 60, 1.0, loss=lambda s: 1.0) == []
+
+
+@pytest.mark.parametrize("waited, said", [(0.3, "75% of its busy time is data wait: waiting for data"),
+                                          (0.1, "25% of its busy time is data wait: compute and the rest")])
+def test_the_straggler_alert_says_whether_data_wait_dominates_the_slow_ranks_busy_time(waited, said):
+    m = HealthMonitor(HealthSettings(), now=T0)
+    extra = {"straggler/busy_s_max": 0.8, "straggler/busy_s_median": 0.4, "straggler/slowest_data_wait_s": 2 * waited}
+    [alert] = straggling(m, [0, 0, 0], [1.5] * 3, **extra)
+    assert said in alert.text and "(0)" not in alert.text  # no host known: the rank alone
+
+
+def test_the_detectors_read_the_straggler_figures_by_the_names_the_ranks_log_them_under():
+    from primus.tracking.health import detectors
+    from primus.tracking.measure import stragglers
+
+    assert (detectors.SLOWEST_RANK, detectors.SLOWEST_OVER_MEDIAN, detectors.BUSY_MAX, detectors.BUSY_MEDIAN,
+            detectors.SLOWEST_DATA_WAIT) == (stragglers.SLOWEST_RANK, stragglers.SLOWEST_OVER_MEDIAN,
+                                             stragglers.BUSY_MAX, stragglers.BUSY_MEDIAN, stragglers.SLOWEST_DATA_WAIT)

@@ -4,6 +4,7 @@ on two real gloo processes, one of them slowed by a sleep before a collective.""
 from __future__ import annotations
 
 import math
+import socket
 import time
 
 import pytest
@@ -13,6 +14,7 @@ from primus.tracking.measure.stragglers import (
     BUSY_MAX,
     BUSY_MEDIAN,
     BUSY_MIN,
+    SLOWEST_DATA_WAIT,
     SLOWEST_OVER_MEDIAN,
     SLOWEST_RANK,
     slowest_line,
@@ -29,6 +31,12 @@ def test_ties_name_the_lowest_rank_and_ranks_without_a_figure_are_left_out():
     assert summary([math.nan, 3.0, 3.0, 1.0])[SLOWEST_RANK] == 1.0
     assert summary([math.nan, 2.0, math.nan, 6.0]) == {BUSY_MIN: 2.0, BUSY_MEDIAN: 4.0, BUSY_MAX: 6.0,
                                                        SLOWEST_RANK: 3.0, SLOWEST_OVER_MEDIAN: 1.5}
+
+
+def test_the_slowest_ranks_data_wait_where_known():
+    assert summary([1.0, 4.0, 2.0], [0.5, 3.0, math.nan])[SLOWEST_DATA_WAIT] == 3.0
+    assert SLOWEST_DATA_WAIT not in summary([1.0, 4.0, 2.0], [0.5, math.nan, 0.1])  # not the slowest rank's
+    assert SLOWEST_DATA_WAIT not in summary([1.0, 4.0, 2.0])
 
 
 def test_no_figures_under_two_ranks_and_no_ratio_over_a_zero_median():
@@ -99,7 +107,7 @@ def _rank(rank: int, port: int, out) -> None:
             time.sleep(SLEEP_S)
         dist.all_reduce(torch.ones(4))
     before = len(gathers)
-    second = figures.read()
+    second = figures.read(data_wait_s=0.1 + rank)  # its seconds waiting for batches, as upstream timed them
     out.put((rank, first, second, len(gathers) - before))
     dist.destroy_process_group()
 
@@ -125,6 +133,8 @@ def test_a_rank_slowed_before_a_collective_is_named_and_its_waiting_peer_is_not(
         assert second.stragglers[BUSY_MAX] >= 2 * SLEEP_S
         assert second.stragglers[BUSY_MIN] < SLEEP_S
         assert second.slowest is not None and second.slowest.startswith("[primus] slowest rank 1 (")
+        assert second.stragglers[SLOWEST_DATA_WAIT] == 1.1  # the slowest rank's own
+        assert first.hosts == (socket.gethostname(),) * 2 and second.hosts == ()  # gathered once, for the journal
     assert results[0][1].stragglers == results[1][1].stragglers  # every rank gets the same summary
 
 

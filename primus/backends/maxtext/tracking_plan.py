@@ -22,7 +22,7 @@ from primus.backends.maxtext.primus_options import PrimusOptions
 from primus.config.schemas.maxtext import CHECKED_UPSTREAM
 from primus.config.schemas.tracking import problems
 from primus.tracking import TensorBoardConfig, WandbConfig
-from primus.tracking.plan import Destinations, Notices, TrackingPlan, plan_run
+from primus.tracking.plan import Destinations, Notices, TrackingPlan, exports_to_prometheus, plan_run
 from primus.tracking.settings import otlp_env
 from primus.tracking.settings.config import OneLoggerConfig
 from primus.tracking.sinks.plugins import requested_sinks
@@ -64,13 +64,9 @@ def plan_tracking(
         notices.error(problem)
 
     def destinations(notices: Notices) -> Destinations | None:
-        if not (
-            config.enable_tensorboard
-            or config.enable_wandb
-            or options.enable_mlflow
-            or requested_sinks(environ)
-            or otlp_env.requested(environ)
-        ):
+        wanted = (config.enable_tensorboard, config.enable_wandb, options.enable_mlflow, requested_sinks(environ))
+        exported = exports_to_prometheus(lambda name: getattr(options, name), environ) or otlp_env.requested(environ)
+        if not (any(wanted) or exported):
             return None
         base = str(config.base_output_directory or "")
         if explicit_run_dir is None and _is_remote(base):

@@ -128,6 +128,7 @@ class BridgeTracking:
         if self.writer is None:
             return
         if ranks is not None:
+            ranks.journal_hosts(self.run)
             for name, value in ranks.stragglers.items():
                 self.writer.add_scalar(name, value, train.step)
         if self.progress is not None and log_step:

@@ -27,7 +27,7 @@ from primus.config.run_directory import choose_run_dir, timestamp
 from primus.config.schemas.tracking import MEGATRON_BRIDGE, params_for, upstream_keys
 from primus.tracking import CometConfig, TensorBoardConfig, WandbConfig
 from primus.tracking.journal.files import WANDB_DIR
-from primus.tracking.plan import Destinations, Notices, TrackingPlan, plan_run
+from primus.tracking.plan import Destinations, Notices, TrackingPlan, exports_to_prometheus, plan_run
 from primus.tracking.settings import otlp_env
 from primus.tracking.settings.config import OneLoggerConfig
 from primus.tracking.sinks.plugins import requested_sinks
@@ -97,7 +97,8 @@ def plan_tracking(
 
     def destinations(notices: Notices) -> Destinations | None:
         wanted = (logger.tensorboard_dir, logger.wandb_project, logger.mlflow_experiment, logger.comet_project)
-        if not (any(wanted) or requested_sinks(environ) or otlp_env.requested(environ)):
+        exported = exports_to_prometheus(value_of, environ) or otlp_env.requested(environ)
+        if not (any(wanted) or requested_sinks(environ) or exported):
             return None
         run_dir = run_directory(config.checkpoint.save, environ)
         return Destinations(

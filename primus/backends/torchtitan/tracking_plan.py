@@ -21,7 +21,7 @@ from primus.config.schemas.torchtitan import CHECKED_UPSTREAM
 from primus.config.schemas.tracking import problems
 from primus.tracking import TensorBoardConfig
 from primus.tracking.journal.files import WANDB_DIR
-from primus.tracking.plan import Destinations, Notices, TrackingPlan, plan_run
+from primus.tracking.plan import Destinations, Notices, TrackingPlan, exports_to_prometheus, plan_run
 from primus.tracking.settings import otlp_env
 from primus.tracking.settings.config import OneLoggerConfig
 from primus.tracking.sinks.plugins import requested_sinks
@@ -82,13 +82,9 @@ def plan_tracking(
         notices.error(problem)
 
     def destinations(notices: Notices) -> Destinations | None:
-        if not (
-            metrics.enable_tensorboard
-            or metrics.enable_wandb
-            or metrics.enable_mlflow
-            or requested_sinks()
-            or otlp_env.requested(os.environ)
-        ):
+        wanted = (metrics.enable_tensorboard, metrics.enable_wandb, metrics.enable_mlflow, requested_sinks())
+        exported = exports_to_prometheus(lambda name: getattr(metrics, name)) or otlp_env.requested(os.environ)
+        if not (any(wanted) or exported):
             return None
         run_dir = run_directory(
             metrics, dump_folder=dump_folder, checkpoint_dir=checkpoint_dir, rank=rank, explicit=explicit_run_dir

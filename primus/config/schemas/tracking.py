@@ -18,6 +18,8 @@ JOURNAL_RETENTIONS = (
     "keep",
     "delivered",
 )  # primus.tracking.settings.config's (config must not import tracking; a test checks)
+GOODPUT_WINDOWS = (60, 300, 900)  # seconds: primus.tracking.settings.config's too
+MAX_GOODPUT_WINDOWS, LONGEST_GOODPUT_WINDOW = 8, 7 * 24 * 3600
 MEGATRON, TORCHTITAN, MAXTEXT, MEGATRON_BRIDGE = "megatron", "torchtitan", "maxtext", "megatron_bridge"
 EVERY = (MEGATRON, TORCHTITAN, MAXTEXT)
 # Megatron-Bridge has the options its tracking honours; the ones its own LoggerConfig already has keep Bridge's
@@ -310,6 +312,44 @@ OPTIONS = (
         backends=ONE_LOGGER,
         help="One-Logger's application tag version.",
     ),
+    # the cluster's own monitoring (primus/tracking/trackers/prometheus.py; README, "Your cluster's monitoring")
+    _option(
+        "primus_prometheus_pushgateway",
+        "str",
+        nullable=True,
+        backends=WITH_BRIDGE,
+        help="A Prometheus Pushgateway (http://HOST:PORT) the delivery process pushes the run's latest figures to "
+        "at log steps, its status at the end; unset: PRIMUS_PROMETHEUS_PUSHGATEWAY, else none. Alerting rules and "
+        "a Grafana dashboard for them: `primus monitoring rules`, `primus monitoring dashboard`.",
+    ),
+    _option(
+        "primus_prometheus_push_interval",
+        "float",
+        nullable=True,
+        gt=0,
+        le=86400,
+        backends=WITH_BRIDGE,
+        help="Seconds between two pushes to the Pushgateway at most (log steps in between: their latest figures "
+        "go in the next push); unset: PRIMUS_PROMETHEUS_PUSH_INTERVAL, else 1.",
+    ),
+    _option(
+        "primus_prometheus_port",
+        "int",
+        nullable=True,
+        ge=1,
+        le=65535,
+        backends=WITH_BRIDGE,
+        help="A port on which each node's delivery process serves /metrics (the latest figures of the runs it "
+        "delivers) for a Prometheus that scrapes, e.g. 9464; unset: PRIMUS_PROMETHEUS_PORT, else none.",
+    ),
+    _option(
+        "primus_goodput_windows",
+        "any",
+        ",".join(map(str, GOODPUT_WINDOWS)),
+        backends=WITH_BRIDGE,
+        help="The windows, in whole seconds, of the recent goodput figures goodput/productive_fraction_<W>s logged "
+        "at every log step: a list (YAML) or 60,300,900 (docs/metrics.md, Goodput).",
+    ),
     _option(
         "primus_no_progress_restarts",
         "int",
@@ -371,7 +411,7 @@ def value_problem(name: str, value: Any) -> str | None:
     contents, a credential in a note), or None."""
     if name in ("mlflow_description", "wandb_notes"):
         return text_problem(name, value)
-    read = {"mlflow_tags": as_mapping, "wandb_tags": as_list}.get(name)
+    read = {"mlflow_tags": as_mapping, "wandb_tags": as_list, "primus_goodput_windows": goodput_windows}.get(name)
     if read is None:
         return None
     try:
@@ -379,3 +419,21 @@ def value_problem(name: str, value: Any) -> str | None:
     except ValueError as e:
         return str(e)
     return None
+
+
+def goodput_windows(value: Any) -> tuple[int, ...]:
+    """``primus_goodput_windows`` as whole seconds, in order; raises ValueError saying what to write."""
+    items = value.split(",") if isinstance(value, str) else value
+    fix = f"give 1 to {MAX_GOODPUT_WINDOWS} whole seconds from 1 to {LONGEST_GOODPUT_WINDOW}, e.g. 60,300,900"
+    if not isinstance(items, (list, tuple)) or not 0 < len(items) <= MAX_GOODPUT_WINDOWS:
+        raise ValueError(fix)
+    seconds = [_whole(item) for item in items]
+    if not all(s is not None and 0 < s <= LONGEST_GOODPUT_WINDOW for s in seconds):
+        raise ValueError(fix)
+    return tuple(sorted({s for s in seconds if s is not None}))
+
+
+def _whole(item: Any) -> int | None:
+    if isinstance(item, int) and not isinstance(item, bool):
+        return item
+    return int(item) if isinstance(item, str) and item.strip().isdigit() else None

@@ -10,6 +10,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from primus.tracking.goodput.recent import (
+    DEVIATION,
+    SLOW,
+    SlowSteps,
+    Span,
+    window_fractions,
+    window_name,
+)
 from primus.tracking.journal.records import (
     BUSY_EVENT,
     END_EVENT,
@@ -22,13 +30,17 @@ from primus.tracking.journal.records import (
     RunStatus,
     ends_pause,
 )
+from primus.tracking.settings.config import GOODPUT_WINDOWS
 
 PRODUCTIVE, FRACTION = "goodput/productive_s", "goodput/productive_fraction"
 STARTUP, SAVE, LOAD, EVAL = "badput/startup_s", "badput/checkpoint_save_s", "badput/checkpoint_load_s", "badput/eval_s"
 DATA_WAIT, LOST, GAP, OTHER = "badput/data_wait_s", "badput/lost_progress_s", "badput/restart_gap_s", "badput/other_s"
 CHARGED = (PRODUCTIVE, STARTUP, SAVE, LOAD, EVAL, DATA_WAIT, LOST, GAP, OTHER)  # these add up to the wall time
 DISRUPTIONS = "goodput/disruptions"  # the attempts after the first
-NAMES = (PRODUCTIVE, FRACTION, *CHARGED[1:], DISRUPTIONS)
+# at every log step (the windows: the default ones), and where the log interval's step time is measured
+WHOLE_RUN = (PRODUCTIVE, FRACTION, *CHARGED[1:], SLOW, DISRUPTIONS)
+EVERY_LOG_STEP = (*WHOLE_RUN, *map(window_name, GOODPUT_WINDOWS))
+NAMES = (*EVERY_LOG_STEP, DEVIATION)
 
 GOODPUT_EVENT, GOODPUT_TEXT = "goodput", "goodput/breakdown"  # the run's end: its figures, and as a line of text
 BUSY_KINDS = {"evaluation": EVAL, "checkpoint save": SAVE, "checkpoint load": LOAD}  # a busy's "what"
@@ -68,15 +80,19 @@ class Attempt:
     startup: float = 0.0  # charged to start-up so far
     pending: float = 0.0  # since its last log step: productive once the next log step comes
     last_step: int | None = None
+    last_step_at: float | None = None
     busy: str | None = None  # the category a save, evaluation or load in progress is charged to
     busy_after: int | None = None  # the step whose log may come during it without ending it
+    paused: bool = False  # a save, evaluation or load since its last log step: the interval's step time not judged
     ended: str | None = None  # its end record's status
 
 
 @dataclass
 class Goodput:
+    windows: tuple[int, ...] = GOODPUT_WINDOWS  # seconds (recent.py)
     totals: dict[str, float] = field(default_factory=lambda: dict.fromkeys(CHARGED, 0.0))
-    kept: list[tuple[int, float]] = field(default_factory=list)  # (log step, productive s of its interval)
+    kept: list[Span] = field(default_factory=list)  # each log interval's productive seconds, in time order
+    slow: SlowSteps = field(default_factory=SlowSteps)
     first_start: float | None = None
     attempt: Attempt | None = None
     attempts: int = 0
@@ -126,8 +142,18 @@ class Goodput:
             totals[OTHER] += attempt.pending
         wall = now - self.first_start if self.first_start is not None else 0.0
         totals[FRACTION] = totals[PRODUCTIVE] / wall if wall > 0 else 0.0
+        totals[SLOW] = self.slow.slow_s
         totals[DISRUPTIONS] = max(0, self.attempts - 1)
-        return {name: round(totals[name], 3) if name != FRACTION else round(totals[name], 4) for name in NAMES}
+        figures = {name: round(totals[name], 3) if name != FRACTION else round(totals[name], 4) for name in WHOLE_RUN}
+        return {
+            **figures,
+            **window_fractions(self.kept, self.windows, now if self.first_start is None else self.first_start, now),
+        }
+
+    def step_figures(self) -> dict[str, float]:
+        """The latest log interval's own: its step time over the ideal, where it was measured."""
+        deviation = self.slow.deviation
+        return {} if deviation is None else {DEVIATION: round(deviation, 4)}
 
     def wall_s(self, now: float) -> float:
         return now - self.first_start if self.first_start is not None else 0.0
@@ -150,7 +176,7 @@ class Goodput:
             kind = SAVE if event != BUSY_EVENT else BUSY_KINDS.get(str(data.get("what")), OTHER)
             self._charge(attempt, at)
             if on and attempt.busy is None:
-                attempt.busy, attempt.busy_after = kind, data.get("after_step")
+                attempt.busy, attempt.busy_after, attempt.paused = kind, data.get("after_step"), True
             elif not on and attempt.busy == kind:
                 attempt.busy = None
         elif event == LOADED:
@@ -160,6 +186,7 @@ class Goodput:
             loading = max(0.0, at - attempt.cursor)
             attempt.cursor = max(attempt.cursor, at)
             self.totals[LOAD] += loading
+            attempt.paused = True
             if isinstance(data.get("iteration"), int):
                 self._lose_after(data["iteration"])
         elif event == END_EVENT:
@@ -175,7 +202,7 @@ class Goodput:
         productive, attempt.pending = attempt.pending, 0.0
         if attempt.last_step is None:  # the attempt's first log step: steps from here on were computed again
             self._lose_after(step - 1)
-            since = self.kept[-1][0] if self.kept else 0
+            since = self.kept[-1].step if self.kept else 0
             per_iteration = first_value(ITERATION_TIME, data)
             if per_iteration is not None:  # the interval's steps were training, not start-up
                 carved = min(attempt.startup, per_iteration * max(0, step - since))
@@ -183,24 +210,29 @@ class Goodput:
                 attempt.startup -= carved
                 productive += carved
             iterations = max(1, step - since)
+            begun = attempt.start
         else:
             iterations = step - attempt.last_step
+            begun = attempt.last_step_at if attempt.last_step_at is not None else attempt.start
+        # the interval's step time, data wait in; one with a pause leaves its steps' time part in the pause
+        self.slow.interval(None if attempt.paused else productive, iterations)
+        attempt.paused = attempt.busy is not None  # a pause this log step did not end: the next interval's too
         waited = data_wait_per_iteration(data)
         if waited is not None:
             waited = min(productive, waited * iterations)
             self.totals[DATA_WAIT] += waited
             productive -= waited
         self.totals[PRODUCTIVE] += productive
-        self.kept.append((step, productive))
-        attempt.last_step = step
+        self.kept.append(Span(step, productive, begun, at))
+        attempt.last_step, attempt.last_step_at = step, at
         return True
 
     def _lose_after(self, iteration: int) -> None:
         """Steps past ``iteration`` are computed again: their productive time was lost."""
-        while self.kept and self.kept[-1][0] > iteration:
-            _, seconds = self.kept.pop()
-            self.totals[PRODUCTIVE] -= seconds
-            self.totals[LOST] += seconds
+        while self.kept and self.kept[-1].step > iteration:
+            lost = self.kept.pop()
+            self.totals[PRODUCTIVE] -= lost.productive
+            self.totals[LOST] += lost.productive
 
     def _close(self, attempt: Attempt) -> None:
         """An attempt another one followed: charged to its last record; what it computed after its last log step

@@ -22,6 +22,7 @@ from typing import Any
 from primus.tracking.goodput.accounting import Goodput, breakdown
 from primus.tracking.journal.reader import JournalReader
 from primus.tracking.journal.records import EVENT, METRICS, Logged
+from primus.tracking.settings.config import GOODPUT_WINDOWS
 
 log = logging.getLogger("primus.tracking")
 
@@ -41,13 +42,13 @@ def attempt_start_fields(environ: Mapping[str, str] = os.environ) -> dict[str, i
 
 
 class GoodputFeed:
-    def __init__(self, run_dir: Path, journal_until: int):
+    def __init__(self, run_dir: Path, journal_until: int, windows: tuple[int, ...] = GOODPUT_WINDOWS):
         self._run_dir = run_dir
         self._until = journal_until  # where this attempt's records begin: the earlier ones are read from the journal
         self._seeded = False
         self._failed = False  # said once
         self._noted: deque[tuple[float, Mapping[str, Any]]] = deque()
-        self.goodput = Goodput()
+        self.goodput = Goodput(windows)
 
     # -- any thread ------------------------------------------------------------------------------
     def note(self, at: float, event: Mapping[str, Any]) -> None:
@@ -78,7 +79,8 @@ class GoodputFeed:
                 if only is None:
                     self._catch_up(at)
                     if self.goodput.observe(METRICS, int(step), at, metrics):  # not a second record of a step
-                        records[i] = (step, {**metrics, **self.goodput.figures(at)}, only)
+                        figures = {**self.goodput.figures(at), **self.goodput.step_figures()}
+                        records[i] = (step, {**metrics, **figures}, only)
                     break
         except Exception as error:  # a bug here must not cost the step its records: they go on without figures
             self._warn(error)

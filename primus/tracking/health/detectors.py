@@ -1,5 +1,5 @@
 """Run health, as pure logic: detectors fed the run's journal records and the time, returning ``Alert``s (``stalled``
-and ``resumed``, ``nan``, ``loss_spike``, ``throughput_drop``).
+and ``resumed``, ``nan``, ``loss_spike``, ``throughput_drop``, ``straggler`` and ``straggler_resolved``).
 
 Nothing here reads a file, a clock or a tracker: the health watch (``watch.py``) follows the journal, hands every
 record and the wall-clock time in, and sends what comes out. So the detectors never run on the training thread, and
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Iterable, Mapping
 
 from primus.tracking.journal.records import (
@@ -18,6 +18,7 @@ from primus.tracking.journal.records import (
     END_EVENT,
     EVENT,
     METRICS,
+    RANK_HOSTS,
     SAVE_START,
     SAVED,
     Alert,
@@ -37,6 +38,13 @@ LOSS_METRICS = (
 THROUGHPUT_METRICS = ("perf/tokens_per_sec",)  # tracking/measure/perf.py, the same in every backend
 
 MAX_INTERVALS = 1000  # the step intervals the median is taken over (the latest)
+# the straggler figures (tracking/measure/stragglers.py), at the log steps where every rank's busy time is gathered
+SLOWEST_RANK, SLOWEST_OVER_MEDIAN = "straggler/slowest_rank", "straggler/slowest_over_median"
+BUSY_MAX, BUSY_MEDIAN = "straggler/busy_s_max", "straggler/busy_s_median"
+SLOWEST_DATA_WAIT = "straggler/slowest_data_wait_s"
+STRAGGLER_STEPS = 5  # a straggler: the same rank the slowest on most (3) of the latest 5 log steps with the figures,
+STRAGGLER_RATIO = 1.2  # at this many times the median busy time or more,
+STRAGGLER_MIN_LEAD_S = 0.25  # and this far ahead of it over the log interval: less is a busy host's noise
 SPIKE_MIN_REL = 0.01  # the MAD taken as at least this fraction of the median
 
 
@@ -169,6 +177,67 @@ class ThroughputWatch:
         return alert
 
 
+class StragglerWatch:
+    """A rank that is the slowest, far above the median, on most recent log steps: told once per episode, and
+    again when it is over."""
+
+    def __init__(self) -> None:
+        self.recent: deque[int | None] = deque(maxlen=STRAGGLER_STEPS)  # the slow rank at each log step, if one
+        self.hosts: list[str] = []  # by rank (RANK_HOSTS)
+        self.rank: int | None = None  # the straggler told of, while its episode lasts
+        self.since = 0  # the iteration it was told at
+
+    def figures(self, data: Mapping[str, float], step: int, at: float) -> Alert | None:
+        rank, ratio = data.get(SLOWEST_RANK), data.get(SLOWEST_OVER_MEDIAN)
+        if not isinstance(rank, int | float) or not math.isfinite(rank):
+            return None
+        slow = isinstance(ratio, int | float) and ratio >= STRAGGLER_RATIO and _lead_s(data) >= STRAGGLER_MIN_LEAD_S
+        self.recent.append(int(rank) if slow else None)
+        most = STRAGGLER_STEPS // 2 + 1
+        if self.rank is not None:
+            if self.recent.count(self.rank) >= most:
+                return None
+            over, self.rank = self.rank, None
+            return Alert(
+                AlertKind.STRAGGLER_RESOLVED,
+                step,
+                f"rank {self.named(over)} is no longer the slowest on most of the last {STRAGGLER_STEPS} log steps "
+                f"(a straggler since iteration {self.since})",
+                at,
+            )
+        counted = Counter(r for r in self.recent if r is not None).most_common(1)
+        if not counted or counted[0][1] < most:
+            return None
+        self.rank, self.since = counted[0][0], step
+        return Alert(
+            AlertKind.STRAGGLER,
+            step,
+            f"rank {self.named(self.rank)} is the slowest at {STRAGGLER_RATIO:g}x the median busy time or more on "
+            f"{counted[0][1]} of the last {len(self.recent)} log steps ({float(ratio or 0):.2f}x at iteration {step})"
+            f"{_cause(data)}",
+            at,
+        )
+
+    def named(self, rank: int) -> str:
+        return f"{rank} ({self.hosts[rank]})" if 0 <= rank < len(self.hosts) else str(rank)
+
+
+def _lead_s(data: Mapping[str, float]) -> float:
+    """The slowest rank's busy seconds over the median's (infinite where the figures do not say)."""
+    top, median = data.get(BUSY_MAX), data.get(BUSY_MEDIAN)
+    return top - median if isinstance(top, int | float) and isinstance(median, int | float) else math.inf
+
+
+def _cause(data: Mapping[str, float]) -> str:
+    """Which dominates the slow rank's busy time, where its data wait is known: waiting for batches, or the rest."""
+    waited, busy = data.get(SLOWEST_DATA_WAIT), data.get(BUSY_MAX)
+    if not isinstance(waited, int | float) or not isinstance(busy, int | float) or busy <= 0:
+        return ""
+    share = min(1.0, max(0.0, waited / busy))
+    dominant = "waiting for data" if share > 0.5 else "compute and the rest, not waiting for data"
+    return f"; {share:.0%} of its busy time is data wait: {dominant}"
+
+
 class HealthMonitor:
     """Every detector of one run: ``observe`` each journal record, ``check`` the clock now and then."""
 
@@ -177,6 +246,7 @@ class HealthMonitor:
         self.stall.start(now)
         self.loss = LossWatch(settings)
         self.throughput = ThroughputWatch(settings)
+        self.stragglers = StragglerWatch()
         self.ended = False
 
     def prime(self, records: Iterable[Record]) -> None:
@@ -201,6 +271,8 @@ class HealthMonitor:
                 self.stall.busy(bool(record.data.get("on")), at, record.data.get("after_step"))
             elif event in (SAVE_START, SAVED):  # a checkpoint's own records (journal/records.py) mark its save
                 self.stall.busy(event == SAVE_START, at)
+            elif event == RANK_HOSTS and isinstance(record.data.get("hosts"), list):
+                self.stragglers.hosts = [str(host) for host in record.data["hosts"]]
             return []
         if record.kind != METRICS or record.only is not None:  # for some sinks: another axis (Megatron's "vs samples")
             return []
@@ -209,6 +281,7 @@ class HealthMonitor:
             found.append(self.loss.loss(*loss, record.step, at))
         if (throughput := first_of(THROUGHPUT_METRICS, record.data)) is not None:
             found.append(self.throughput.throughput(*throughput, record.step, at))
+        found.append(self.stragglers.figures(record.data, record.step, at))
         return [a for a in found if a is not None]
 
     def check(self, now: float) -> list[Alert]:

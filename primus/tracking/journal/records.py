@@ -20,6 +20,7 @@ from primus.redaction import redact_text
 
 METRICS, TEXT, EVENT = "m", "x", "e"
 START_EVENT, END_EVENT = "start", "end"  # an attempt's start (run.py); the run's end, with its status
+RANK_HOSTS = "rank_hosts"  # {"hosts": [host of rank 0, ...]}: once, where the ranks' figures are gathered
 Logged = tuple[int, Mapping[str, Any], Sequence[str] | None]  # (step, metrics, only): what a ``log_later`` gives
 
 
@@ -77,6 +78,7 @@ class SinkName(StrEnum):
     COMET = "comet"
     ONE_LOGGER = "one_logger"
     OTLP = "otlp"  # an OpenTelemetry collector (OTLP/HTTP)
+    PROMETHEUS = "prometheus"
 
 
 # -- alerts: what a person must hear of about the run's health (``health/`` finds most), an event
@@ -96,6 +98,8 @@ class AlertKind(str, Enum):
     KILLED = "killed"
     DELIVERY_RESTARTED = "delivery_restarted"  # the delivery process died and was started again
     NO_PROGRESS = "no_progress"  # attempts in a row died without a new step or checkpoint (goodput/attempts.py)
+    STRAGGLER = "straggler"  # the same rank the slowest, far above the median, on most recent log steps
+    STRAGGLER_RESOLVED = "straggler_resolved"
 
     def __str__(self) -> str:
         return self.value
@@ -156,6 +160,7 @@ SAVE_START, SAVED, LOADED = "checkpoint_save_start", "checkpoint_saved", "checkp
 # (MaxText logs a step once the next is handed over): a log step ends the pause only past it
 BUSY_EVENT = "busy"
 RESUMED_FROM_TAG = "primus.resumed_from"
+RANK_TAG = "primus.rank"  # a rank's own run (every rank tracking into its own): which rank it is
 WANDB_ARTIFACT_TYPE = "model"  # Megatron's; the W&B sink gives every backend's checkpoints this type
 
 

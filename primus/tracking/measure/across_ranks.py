@@ -18,7 +18,9 @@ import math
 import socket
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from primus.tracking.journal.records import RANK_HOSTS
 from primus.tracking.measure.names import SCHEMA
 from primus.tracking.measure.perf import Utilisation, device_memory_metrics
 from primus.tracking.measure.stragglers import BusyClock, slowest_line, summary
@@ -77,6 +79,12 @@ class LogStepRanks:
     system: dict[str, float] | None  # own memory/utilisation and min/mean/max over ranks (across-rank figures on)
     stragglers: dict[str, float]  # straggler/* (stragglers on, from the second log step)
     slowest: str | None  # the console line naming the slowest rank and its host, when it is slow enough
+    hosts: tuple[str, ...] = ()  # every rank's host (index: rank), at the log step that gathered them (the first)
+
+    def journal_hosts(self, run: Any) -> None:
+        """On the logging rank: the hosts, once, as a ``rank_hosts`` event (the straggler alert names the host)."""
+        if self.hosts:
+            run.event(RANK_HOSTS, hosts=list(self.hosts))
 
 
 class RankFigures:
@@ -90,22 +98,25 @@ class RankFigures:
         self._gather = RankGather()
         self._hosts: list[str] | None = None
 
-    def read(self) -> LogStepRanks:
-        """This rank's own figures and the summaries over ranks."""
+    def read(self, data_wait_s: float = math.nan) -> LogStepRanks:
+        """This rank's own figures and the summaries over ranks. ``data_wait_s``: this rank's seconds waiting for
+        batches since the last log step, where upstream times them (stragglers on: the slowest rank's is told)."""
         own = {**device_memory_metrics(), **self._utilisation.read()} if self._utilisation is not None else {}
         row = [float(own.get(n, math.nan)) for n in GATHERED] if self._utilisation is not None else []
         if self._stragglers:
             if self._clock is None:  # the process group is up by the first log step (not when this was made)
                 self._clock = BusyClock(device=_device_collectives())
-            row.append(self._clock.take())
+            row += [self._clock.take(), data_wait_s]
         rows = self._gather.gather(row)
         system = own | summarise(rows) if self._utilisation is not None else None
         if not self._stragglers:
             return LogStepRanks(system, {}, None)
+        gathered = self._hosts is None
         if self._hosts is None:
             self._hosts = self._gather.hosts()  # every rank, at its first log step
-        stragglers = summary([r[-1] for r in rows])
-        return LogStepRanks(system, stragglers, slowest_line(stragglers, self._hosts))
+        stragglers = summary([r[-2] for r in rows], [r[-1] for r in rows])
+        hosts = tuple(self._hosts) if gathered else ()
+        return LogStepRanks(system, stragglers, slowest_line(stragglers, self._hosts), hosts)
 
     def close(self) -> None:
         if self._clock is not None:

@@ -49,6 +49,8 @@ SCHEMA: dict[str, str] = {
     "straggler/busy_s_max": "the most busy time of any rank since the last log step: the slowest rank's",
     "straggler/slowest_rank": "the rank with the most busy time since the last log step (its global rank number)",
     "straggler/slowest_over_median": "the slowest rank's busy time over the median (1.0: no straggler)",
+    "straggler/slowest_data_wait_s": "the part of the slowest rank's busy time it spent waiting for batches, where "
+    "upstream times each rank's (TorchTitan's data loading); over half of busy_s_max: the data loader is the cause",
     "progress/consumed_samples": "samples the job has trained on since the run's first step, resumes included",
     "progress/consumed_tokens": "tokens the job has trained on: progress/consumed_samples times the sequence length",
     "progress/elapsed_s": "wall seconds since this process's tracking started (a resumed job counts from its restart)",
@@ -75,6 +77,16 @@ SCHEMA: dict[str, str] = {
     "loaded), and what an attempt that did not end normally computed after its last log step",
     "badput/restart_gap_s": "from an attempt's last journal record to the next attempt's start",
     "badput/other_s": "the rest: after an attempt's last log step until its end (teardown), other busy marks",
+    # goodput/recent.py: the recent past, at every log step
+    "goodput/productive_fraction_60s": "productive share of the last 60 s (of the run, when shorter); one such "
+    "figure per window of primus_goodput_windows (default 60, 300, 900 s): goodput/productive_fraction_<W>s",
+    "goodput/productive_fraction_300s": "productive share of the last 300 s (primus_goodput_windows)",
+    "goodput/productive_fraction_900s": "productive share of the last 900 s (primus_goodput_windows)",
+    "perf/step_time_deviation": "the log interval's time per step (less saves, evaluations and loads) over the ideal "
+    "step time, median + 3 MAD of the latest 100 intervals' (this one included); absent where not measured (an "
+    "attempt's first log step, unless the record gives the iteration time)",
+    "badput/slow_steps_s": "time steps spent above the ideal step time, cumulative; part of goodput/productive_s and "
+    "badput/data_wait_s, not one more share of the wall time",
 }
 
 MLFLOW_MAX_KEY = 250

@@ -20,12 +20,14 @@ BUSY_MEDIAN = "straggler/busy_s_median"
 BUSY_MAX = "straggler/busy_s_max"
 SLOWEST_RANK = "straggler/slowest_rank"
 SLOWEST_OVER_MEDIAN = "straggler/slowest_over_median"
+SLOWEST_DATA_WAIT = "straggler/slowest_data_wait_s"
 SLOW_RATIO = 1.1  # the slowest rank is named on the console from this many times the median
 
 
-def summary(busy: Sequence[float]) -> dict[str, float]:
+def summary(busy: Sequence[float], data_wait: Sequence[float] = ()) -> dict[str, float]:
     """``straggler/*`` from every rank's busy seconds (index: rank; NaN: no figure yet); empty under two figures.
-    Ties: the lowest rank is the slowest; a zero median leaves the ratio out."""
+    Ties: the lowest rank is the slowest; a zero median leaves the ratio out. ``data_wait``: each rank's seconds of
+    its busy time spent waiting for batches, where upstream times them (NaN: not known): the slowest rank's too."""
     ranked = [(seconds, rank) for rank, seconds in enumerate(busy) if not math.isnan(seconds)]
     if len(ranked) < 2:
         return {}
@@ -39,6 +41,8 @@ def summary(busy: Sequence[float]) -> dict[str, float]:
     }
     if median > 0:
         out[SLOWEST_OVER_MEDIAN] = top / median
+    if slowest < len(data_wait) and not math.isnan(data_wait[slowest]):
+        out[SLOWEST_DATA_WAIT] = data_wait[slowest]
     return out
 
 

@@ -30,9 +30,13 @@ WANDB_INIT_TIMEOUT_S = 30.0  # wandb's default of 90 s stalls the writer rank's 
 MLFLOW_DB_SCHEMES = ("sqlite", "postgresql", "mysql", "mssql")  # "+driver" suffixes allowed, as in SQLAlchemy
 DELIVERY_MODES = ("process", "thread")
 JOURNAL_RETENTIONS = ("keep", "delivered")
+GOODPUT_WINDOWS = (60, 300, 900)  # seconds of the recent goodput figures (goodput/recent.py) by default
 DELIVERY_ENV = "PRIMUS_TRACKING_DELIVERY"
 COMET_DIR = "comet"  # comet_ml's offline archives, in the run directory
-DEFAULT_EXPERIMENT = "primus"  # the MLflow experiment when neither the run nor MLFLOW_EXPERIMENT_NAME names one
+DEFAULT_EXPERIMENT = "primus"
+PUSHGATEWAY_ENV = "PRIMUS_PROMETHEUS_PUSHGATEWAY"  # the Prometheus Pushgateway the delivery process pushes to
+PUSH_INTERVAL_ENV = "PRIMUS_PROMETHEUS_PUSH_INTERVAL"  # seconds between two pushes at most
+PROMETHEUS_PORT_ENV = "PRIMUS_PROMETHEUS_PORT"  # the delivery process serves /metrics on this port  # the MLflow experiment when neither the run nor MLFLOW_EXPERIMENT_NAME names one
 _WANDB_BRANCH = re.compile(r"[^?/\s]+\?_step=\d+(\.\d+)?")  # wandb's "<run id>?_step=<step>"
 
 
@@ -155,6 +159,14 @@ class OtlpConfig:
 
 
 @dataclass(frozen=True)
+class PrometheusConfig:
+    pushgateway: str | None = None  # http(s)://HOST:PORT; None: PRIMUS_PROMETHEUS_PUSHGATEWAY, else no pushes
+    push_interval_s: float | None = None  # None: PRIMUS_PROMETHEUS_PUSH_INTERVAL, else 1 s
+    timeout_s: float = 5.0  # per push; a gateway that does not answer is retried with back-off
+    port: int | None = None  # /metrics served by the delivery process; None: PRIMUS_PROMETHEUS_PORT, else none
+
+
+@dataclass(frozen=True)
 class TrackingConfig:
     run_dir: Path
     experiment_name: str | None = None  # None: MLFLOW_EXPERIMENT_NAME, as MLflow's own client reads it, else "primus"
@@ -165,6 +177,7 @@ class TrackingConfig:
     comet: CometConfig | None = None
     one_logger: OneLoggerConfig | None = None  # NVIDIA's nv-one-logger, from the journal like the trackers
     otlp: OtlpConfig | None = None  # None: on when OTEL_EXPORTER_OTLP_[METRICS_]ENDPOINT is set (resolve)
+    prometheus: PrometheusConfig | None = None  # None: a Pushgateway only from PRIMUS_PROMETHEUS_PUSHGATEWAY
     params: Mapping[str, Any] = field(default_factory=dict)
     tags: Mapping[str, str] = field(default_factory=dict)
     exit_deadline_s: float = 30.0
@@ -182,6 +195,7 @@ class TrackingConfig:
     # trackers other distributions add (entry-point group primus.sinks), by name. None: PRIMUS_SINKS
     plugin_sinks: tuple[str, ...] | None = None
     health: HealthSettings = field(default_factory=HealthSettings)  # the run-health detectors (health/detectors.py)
+    goodput_windows: tuple[int, ...] = GOODPUT_WINDOWS  # seconds: goodput/productive_fraction_<W>s at log steps
     # set by resolve(): a backend resolves its plan's config before training, and start_run must not do it again
     # (checking the WANDB_* variables may start W&B's settings check in a subprocess; warnings would be said twice)
     is_resolved: bool = field(default=False, compare=False, repr=False)
@@ -209,6 +223,8 @@ class TrackingConfig:
                 self.journal_max_bytes,
             )
         _positive_int("pending_records", self.pending_records, "e.g. 100000")
+        for seconds in self.goodput_windows:
+            _positive_int("goodput_windows", seconds, "seconds, e.g. (60, 300, 900)")
         run_name = self.run_name or run_dir.name
         experiment_name = self.experiment_name or env.get("MLFLOW_EXPERIMENT_NAME") or DEFAULT_EXPERIMENT
         delivery = self.delivery or env.get(DELIVERY_ENV) or "process"
@@ -237,6 +253,7 @@ class TrackingConfig:
             comet=self.comet and _resolve_comet(self.comet, run_dir, run_name, env),
             one_logger=self.one_logger and _resolve_one_logger(self.one_logger, run_name),
             otlp=_resolve_otlp(self.otlp, env),
+            prometheus=_resolve_prometheus(self.prometheus or PrometheusConfig(), env),
             is_resolved=True,
         )
 
@@ -296,6 +313,33 @@ def _resolve_otlp(cfg: OtlpConfig | None, env: Mapping[str, str]) -> OtlpConfig 
     return replace(
         cfg, metrics_endpoint=urls[otlp_env.METRICS], logs_endpoint=urls[otlp_env.LOGS], compression=compression
     )
+
+
+def _resolve_prometheus(cfg: PrometheusConfig, env: Mapping[str, str]) -> PrometheusConfig | None:
+    """None when neither a Pushgateway nor a port is named (the options, else their variables)."""
+    url = cfg.pushgateway or env.get(PUSHGATEWAY_ENV, "").strip() or None
+    given: Any = cfg.port if cfg.port is not None else (env.get(PROMETHEUS_PORT_ENV, "").strip() or None)
+    if url is None and given is None:
+        return None
+    if url is not None:
+        _require(
+            urlsplit(url).scheme in ("http", "https") and _is_http_url(url),
+            "prometheus.pushgateway" if cfg.pushgateway else PUSHGATEWAY_ENV,
+            url,
+            "give the Pushgateway as http://HOST:PORT, e.g. http://pushgateway.example:9091",
+        )
+    port = int(given) if str(given).isdigit() else None
+    if given is not None:
+        key = "prometheus.port" if cfg.port is not None else PROMETHEUS_PORT_ENV
+        _require(port is not None and 0 < port < 65536, key, given, "give a free TCP port, e.g. 9464")
+    interval = cfg.push_interval_s
+    if interval is None:
+        interval = _env_number(env, PUSH_INTERVAL_ENV, 1.0)
+    _positive(
+        "prometheus.push_interval_s" if cfg.push_interval_s is not None else PUSH_INTERVAL_ENV, interval, "e.g. 1"
+    )
+    _positive("prometheus.timeout_s", cfg.timeout_s, "e.g. 5")
+    return replace(cfg, pushgateway=url and url.rstrip("/"), push_interval_s=float(interval), port=port)
 
 
 def _resolve_wandb(cfg: WandbConfig, run_dir: Path, run_name: str, env: Mapping[str, str]) -> WandbConfig:
@@ -380,11 +424,7 @@ def _check_tracking_uri(key: str, uri: str, env: Mapping[str, str]) -> None:
     if uri == "databricks":
         return
     if scheme in ("http", "https"):
-        try:
-            ok = bool(parts.hostname) and (parts.port is None or parts.port > 0)
-        except ValueError:  # a port that is not a number
-            ok = False
-        _require(ok, key, uri, "give the server as http://HOST:PORT, e.g. http://127.0.0.1:5000")
+        _require(_is_http_url(uri), key, uri, "give the server as http://HOST:PORT, e.g. http://127.0.0.1:5000")
     elif scheme in ("", "file"):  # MLflow 3 refuses its file store unless MLFLOW_ALLOW_FILE_STORE is set
         _require(
             env.get("MLFLOW_ALLOW_FILE_STORE", "").lower() == "true",
@@ -401,6 +441,15 @@ def _check_tracking_uri(key: str, uri: str, env: Mapping[str, str]) -> None:
             f"unknown scheme {parts.scheme!r}: use http(s)://HOST:PORT, sqlite:///PATH/mlflow.db, "
             f"{', '.join(MLFLOW_DB_SCHEMES[1:])} or databricks",
         )
+
+
+def _is_http_url(url: str) -> bool:
+    """A host, and a port that is a number when given."""
+    parts = urlsplit(url)
+    try:
+        return bool(parts.hostname) and (parts.port is None or parts.port > 0)
+    except ValueError:  # a port that is not a number
+        return False
 
 
 def _check_databricks(uri: str, experiment_name: str, env: Mapping[str, str]) -> None:

@@ -35,6 +35,8 @@ class Sink(ABC):
     # > 0: deliver at most this often (fewer, larger batches). For clients whose every request costs
     # milliseconds of Python on the training process's GIL, whatever its size (MLflow)
     min_interval_s: ClassVar[float] = 0.0
+    # `primus tracking sync` delivers what the run could not; False for a sink of the latest figures only
+    synced: ClassVar[bool] = True
 
     @abstractmethod
     def open(self) -> str:

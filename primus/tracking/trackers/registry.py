@@ -16,11 +16,13 @@ from primus.tracking.trackers.context import SinkContext
 from primus.tracking.trackers.mlflow import MlflowSink
 from primus.tracking.trackers.one_logger import OneLoggerSink
 from primus.tracking.trackers.otlp import OtlpSink
+from primus.tracking.trackers.prometheus import PrometheusSink
 from primus.tracking.trackers.tensorboard import TensorBoardSink
 from primus.tracking.trackers.wandb import WandbSink
 
 BUILT_IN: dict[str, type[Sink]] = {
-    cls.name: cls for cls in (TensorBoardSink, WandbSink, MlflowSink, CometSink, OneLoggerSink, OtlpSink)
+    cls.name: cls
+    for cls in (TensorBoardSink, WandbSink, MlflowSink, CometSink, OneLoggerSink, OtlpSink, PrometheusSink)
 }
 
 
@@ -33,6 +35,7 @@ def sink_names(cfg: TrackingConfig) -> list[str]:
         CometSink.name: cfg.comet,
         OneLoggerSink.name: cfg.one_logger,
         OtlpSink.name: cfg.otlp,
+        PrometheusSink.name: cfg.prometheus,
     }
     return [*(name for name, on in wanted.items() if on), *(cfg.plugin_sinks or ())]
 

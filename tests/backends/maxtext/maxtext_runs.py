@@ -15,7 +15,7 @@ from support.readers import mlflow_history, read_tb_scalars, read_wandb_history
 
 from primus.backends.maxtext.upstream_argv import with_experiment
 from primus.config import load_experiment
-from primus.tracking.goodput.accounting import NAMES as GOODPUT
+from primus.tracking.goodput.accounting import DEVIATION, EVERY_LOG_STEP
 from primus.tracking.measure.names import is_valid_mlflow_key
 from primus.tracking.measure.progress import AT_EVERY_LOG_STEP, FROM_THE_SECOND_LOG_STEP
 
@@ -111,11 +111,19 @@ def only_run(client, experiment: str):
     return runs[0]
 
 
+def judged_steps() -> list[int]:
+    """The train steps whose interval's step time is judged (perf/step_time_deviation): not step 0's (start-up), nor
+    those an evaluation takes part of: the one upstream records at step E begins while step E - 1's metrics are
+    still buffered, and lasts until E's log (E - 1 and E)."""
+    return [s for s in TRAIN_STEPS[1:] if s not in EVAL_AT and s + 1 not in EVAL_AT]
+
+
 def assert_every_step(history: dict[str, list[int]], keys) -> None:
     """``history``: {name: [steps]}; train keys, Primus's progress and goodput figures at every train step (the
     progress rates from the second: the first starts their interval), eval keys at the eval steps."""
-    expected = ({key: TRAIN_STEPS for key in (*keys, *AT_EVERY_LOG_STEP, *GOODPUT)}
-                | {key: TRAIN_STEPS[1:] for key in FROM_THE_SECOND_LOG_STEP} | {key: EVAL_AT for key in EVAL_KEYS})
+    expected = ({key: TRAIN_STEPS for key in (*keys, *AT_EVERY_LOG_STEP, *EVERY_LOG_STEP)}
+                | {key: TRAIN_STEPS[1:] for key in FROM_THE_SECOND_LOG_STEP} | {key: EVAL_AT for key in EVAL_KEYS}
+                | {DEVIATION: judged_steps()})
     assert set(history) == set(expected), sorted(set(history) ^ set(expected))
     for key, steps in expected.items():
         assert history[key] == steps, key

@@ -1,7 +1,8 @@
 """Upstream MaxText 0.2.5 trains the tiny CPU experiment (synthetic data, an eval after steps 0 and 3) with
 Primus's hub behind ``MetricLogger``. Three runs start together:
 
-* ``primus train`` with every tracker on (TensorBoard, W&B offline, the real MLflow server) and the perf set;
+* ``primus train`` with every tracker on (TensorBoard, W&B offline, the real MLflow server, a real Pushgateway) and
+  the perf set;
 * the user's upstream command under ``primus-run --config``, MLflow only (TensorBoard off on its command line);
 * upstream alone, unpatched, with its own TensorBoard writer;
 * a run whose loss diverges (learning rate 1e30): upstream aborts on the NaN loss, the MLflow run is FAILED.
@@ -12,6 +13,7 @@ summaries at the steps they follow); disabled trackers must hold nothing; losses
 from __future__ import annotations
 
 import math
+import socket
 import sys
 
 import pytest
@@ -28,12 +30,14 @@ from maxtext_runs import (
     assert_every_step,
     assert_every_tracker_holds_every_step,
     every_tracker_args,
+    judged_steps,
     only_run,
     tiny_cpu_args,
 )
 from support.host_reads import host_reads, host_reads_env
 from support.journal_files import journal_lines, run_dirs_under
 from support.readers import mlflow_history, read_tb_scalars, read_wandb_history, wandb_files, wandb_records
+from support.recent_goodput import assert_recent_goodput_in_mlflow
 
 from primus.config import load_experiment
 from primus.tracking.measure.progress import CONSUMED_SAMPLES, CONSUMED_TOKENS, ETA
@@ -47,13 +51,13 @@ USER_LABELS = ("mlflow_tags=team=jax,stage=e2e", "wandb_tags=[cpu, maxtext]", "w
 
 
 @pytest.fixture(scope="module")
-def runs(start, maxtext_python, primus_run_command, mlflow_server, tmp_path_factory):
+def runs(start, maxtext_python, primus_run_command, mlflow_server, pushgateway, tmp_path_factory):
     mlflow = {"MLFLOW_TRACKING_URI": mlflow_server.uri}
     workspace = tmp_path_factory.mktemp("workspace")
     waits = {
         "all": start("all-sinks", [
             sys.executable, "-m", "primus.cli.main", "train", "--config", str(TINY_CPU), *SCHEDULE,
-            *every_tracker_args("maxtext-all-sinks"), *USER_LABELS],
+            *every_tracker_args("maxtext-all-sinks"), *USER_LABELS, f"primus_prometheus_pushgateway={pushgateway.url}"],
             env={**mlflow, "PRIMUS_WORKSPACE": str(workspace), "HF_TOKEN": HF_TOKEN, **host_reads_env({}),
                  "PRIMUS_CONTAINER_IMAGE": "registry.local/maxtext:tiny"}),
         "mlflow_only": start("mlflow-only", [
@@ -75,6 +79,13 @@ def test_every_sink_gets_every_metric_at_every_step(runs, mlflow_client):
     assert_every_tracker_holds_every_step(runs["all"], mlflow_client, "maxtext-all-sinks")
 
 
+def test_recent_goodput_and_slow_steps_read_back_from_mlflow(runs, mlflow_client):
+    """Each window's goodput at every step, the step time's deviation where judged (not after an evaluation), the
+    slow steps' running total."""
+    run = only_run(mlflow_client, "maxtext-all-sinks")
+    assert_recent_goodput_in_mlflow(mlflow_client, run.info.run_id, TRAIN_STEPS, judged_steps())
+
+
 def test_trackers_get_upstreams_names_values_and_settings(runs, mlflow_client):
     ours, upstream = runs["all"], runs["upstream"]
     upstream.assert_trained()
@@ -89,6 +100,18 @@ def test_trackers_get_upstreams_names_values_and_settings(runs, mlflow_client):
     [run_file] = wandb_files(ours.wandb_dir)
     [wandb_run] = [r.run for r in wandb_records(run_file) if r.WhichOneof("record_type") == "run"]
     assert (wandb_run.project, wandb_run.display_name) == (WANDB_PROJECT, "maxtext-all-sinks")
+
+
+def test_the_pushgateway_has_the_runs_latest_figures_and_status(runs, pushgateway):
+    runs["all"].assert_trained()
+    group = pushgateway.group(job="maxtext-all-sinks")
+    assert (group["labels"]["backend"], group["labels"]["host"]) == ("maxtext", socket.gethostname())
+    latest = {name: samples[0]["value"] for name, samples in group["metrics"].items() if len(samples) == 1}
+    [(step, loss)] = read_tb_scalars(runs["all"].tb_dirs()[0])["learning/loss"][-1:]
+    assert latest["primus_step"] == step == TRAIN_STEPS[-1]
+    assert latest["primus_learning_loss"] == pytest.approx(loss, rel=1e-6)
+    assert {"primus_perf_tokens_per_sec", "primus_goodput_productive_fraction"} <= latest.keys()
+    assert [s["labels"]["status"] for s in group["metrics"]["primus_run_status"]] == ["FINISHED"]
 
 
 def test_the_users_labels_and_where_the_run_ran_reach_mlflow_and_wandb(runs, mlflow_client):

@@ -45,6 +45,14 @@ def test_an_opentelemetry_collector_alone_starts_tracking(tmp_path):
     assert plan.config.otlp.logs_endpoint == "http://collector:4318/v1/logs" and plan.config.tensorboard is None
 
 
+def test_a_pushgateway_alone_starts_tracking(tmp_path):
+    off = maxtext_config(tmp_path, enable_tensorboard=False)
+    plan = plan_tracking(off, PrimusOptions(primus_prometheus_pushgateway="http://gw.example:9091"), environ={})
+    assert plan.config.prometheus.pushgateway == "http://gw.example:9091" and plan.config.tensorboard is None
+    from_env = plan_tracking(off, PrimusOptions(), environ={"PRIMUS_PROMETHEUS_PUSHGATEWAY": "http://gw:1"})
+    assert from_env.config.prometheus.pushgateway == "http://gw:1"
+
+
 def test_trackers_write_where_upstream_does_and_the_run_lives_in_maxtexts_run_folder(tmp_path):
     options = PrimusOptions(enable_mlflow=True, mlflow_experiment_name="exp", mlflow_upload_performance_metrics=True,
                             primus_journal_retention="delivered")

@@ -47,7 +47,7 @@ class MegatronRun(FinishedRun):
     def assert_trained(self, iterations: int = 3) -> list[float]:
         """Exit 0, the last iteration logged, every loss finite. Returns the losses."""
         assert self.returncode == 0, self.explain()
-        assert f"iteration        {iterations}/" in self.output, self.explain()
+        assert re.search(rf"iteration\s+{iterations}/", self.output), self.explain()
         losses = self.losses()
         assert len(losses) == iterations and all(math.isfinite(loss) for loss in losses), self.explain()
         return losses

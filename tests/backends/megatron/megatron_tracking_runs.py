@@ -23,7 +23,7 @@ from support.readers import mlflow_history, read_tb_scalars, read_wandb_history,
 from support.run_pool import RunPool
 from support.upstreams import releases, upstream_env
 
-from primus.tracking.goodput.accounting import NAMES as GOODPUT
+from primus.tracking.goodput.accounting import DEVIATION, EVERY_LOG_STEP
 from primus.tracking.measure.names import mlflow_key
 from primus.tracking.measure.progress import AT_EVERY_LOG_STEP, FROM_THE_SECOND_LOG_STEP
 
@@ -78,9 +78,10 @@ class RunSpec:
 
 
 def with_goodput(expected: Mapping[str, list[int]]) -> dict[str, list[int]]:
-    """``expected`` and the goodput figures, which join every logged step's record (primus/tracking/goodput/accounting.py)."""
+    """``expected`` and the goodput figures, which join every logged step's record (primus/tracking/goodput/accounting.py);
+    the step time's deviation from the second (the first log step's interval is start-up)."""
     steps = sorted({step for steps in expected.values() for step in steps})
-    return {**expected, **at(steps, *GOODPUT)} if steps else dict(expected)
+    return {**expected, **at(steps, *EVERY_LOG_STEP), **at(steps[1:], DEVIATION)} if steps else dict(expected)
 
 
 EXIT_DEADLINE = ("--primus-exit-deadline", str(EVERY_STEP_EXIT_DEADLINE_S))

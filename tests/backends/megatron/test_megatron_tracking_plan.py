@@ -25,7 +25,8 @@ def parse(*argv, **upstream):
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch, tmp_path):
     for var in ("WANDB_PROJECT", "WANDB_RUN_NAME", "WANDB_TEAM", "WANDB_ENTITY", "WANDB_API_KEY", "WANDB_MODE",
-                "MLFLOW_TRACKING_URI", "DATABRICKS_HOST", "DATABRICKS_TOKEN", "MLFLOW_EXPERIMENT_NAME"):
+                "MLFLOW_TRACKING_URI", "DATABRICKS_HOST", "DATABRICKS_TOKEN", "MLFLOW_EXPERIMENT_NAME",
+                "PRIMUS_PROMETHEUS_PUSHGATEWAY", "PRIMUS_PROMETHEUS_PORT"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("NETRC", str(tmp_path / "no-netrc"))
     monkeypatch.setenv("PRIMUS_OUTPUT_ROOT", str(tmp_path / "out"))
@@ -34,6 +35,16 @@ def clean_env(monkeypatch, tmp_path):
 def test_nothing_is_tracked_by_default():
     plan = plan_tracking(parse())
     assert plan.config is None
+
+
+def test_a_pushgateway_or_a_metrics_port_alone_is_tracking_and_a_bad_one_is_refused():
+    plan = plan_tracking(parse("--primus-prometheus-pushgateway", "http://gw.example:9091",
+                               "--primus-prometheus-push-interval", "5", "--primus-prometheus-port", "9464"))
+    assert plan.config.prometheus.pushgateway == "http://gw.example:9091" and plan.config.tensorboard is None
+    assert (plan.config.prometheus.push_interval_s, plan.config.prometheus.port) == (5.0, 9464)
+    with pytest.raises(TrackingPlanError, match=r"prometheus.pushgateway='gw.example' is not valid: give the "
+                                                r"Pushgateway as http://HOST:PORT"):
+        plan_tracking(parse("--primus-prometheus-pushgateway", "gw.example"))
 
 
 def test_upstream_command_line_keeps_its_meaning(tmp_path):

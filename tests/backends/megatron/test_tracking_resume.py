@@ -13,7 +13,6 @@ import re
 
 import pytest
 from megatron_tracking_runs import (
-    GOODPUT,
     MLFLOW,
     PERF,
     RESUME_EXPERIMENT,
@@ -28,6 +27,7 @@ from megatron_tracking_runs import (
 )
 from support.readers import mlflow_history, wandb_files, wandb_metric_definitions, wandb_run_ids
 
+from primus.tracking.goodput.accounting import DEVIATION, EVERY_LOG_STEP
 from primus.tracking.measure.names import mlflow_key
 from primus.tracking.measure.progress import (
     AT_EVERY_LOG_STEP,
@@ -38,10 +38,10 @@ from primus.tracking.measure.progress import (
 )
 
 GLOBAL_BATCH, SEQ_LENGTH = 8, 128  # megatron_runs.py's tiny model
-# each process's first log step only starts the interval: the first process's second step (2) has the rates, the
-# resumed process's only step (3) does not
-TRACKED = {tag: [1, 2, 3] for tag in (*UPSTREAM, *AT_EVERY_LOG_STEP, *GOODPUT)} | {
-    tag: [2] for tag in FROM_THE_SECOND_LOG_STEP}
+# each process's first log step only starts the interval: the first process's second step (2) has the rates and the
+# step time's deviation, the resumed process's only step (3) neither
+TRACKED = {tag: [1, 2, 3] for tag in (*UPSTREAM, *AT_EVERY_LOG_STEP, *EVERY_LOG_STEP)} | {
+    tag: [2] for tag in (*FROM_THE_SECOND_LOG_STEP, DEVIATION)}
 
 pytestmark = pytest.mark.slow
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from megatron_tracking_runs import RUNS, assert_sinks, result, start
+from megatron_tracking_runs import PERF_STEPS, RUNS, STEPS, assert_sinks, mlflow_runs, result, start
+from support.recent_goodput import assert_recent_goodput_in_mlflow
 
 pytestmark = pytest.mark.slow
 
@@ -40,3 +41,12 @@ def test_tracking_never_changes_training(run_of):
     per_iteration = _CONSOLE.findall(off.output)
     assert [int(i) for i, *_ in per_iteration] == [1, 2, 3], off.explain()
     assert _CONSOLE.findall(on.output) == per_iteration
+
+
+@pytest.mark.parametrize("name", ["all", "dp2_all"])
+def test_recent_goodput_and_slow_steps_read_back_from_mlflow(run_of, name, mlflow_client):
+    """Each window's goodput at every log step, the step time's deviation from the second (the first log step's
+    interval is start-up), the slow steps' running total."""
+    assert run_of(name).returncode == 0
+    [run] = mlflow_runs(mlflow_client, RUNS[name].experiment)
+    assert_recent_goodput_in_mlflow(mlflow_client, run.info.run_id, STEPS, PERF_STEPS)

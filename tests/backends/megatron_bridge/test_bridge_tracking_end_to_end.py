@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from bridge_runs import COMET_PROJECT, EXPERIMENT, ITERATIONS, RUN_NAME, STEPS
+from bridge_runs import COMET_PROJECT, EXPERIMENT, ITERATIONS, RUN_NAME, SAVE_INTERVAL, STEPS
 from support.journal_files import journal_lines
 from support.readers import (
     comet_archive,
@@ -21,8 +21,9 @@ from support.readers import (
     wandb_files,
     wandb_run_ids,
 )
+from support.recent_goodput import assert_recent_goodput_in_mlflow
 
-from primus.tracking.goodput.accounting import GOODPUT_EVENT
+from primus.tracking.goodput.accounting import EVERY_LOG_STEP, GOODPUT_EVENT
 from primus.tracking.goodput.accounting import NAMES as GOODPUT
 from primus.tracking.journal.records import BUSY_EVENT
 from primus.tracking.measure.progress import (
@@ -125,6 +126,15 @@ def test_progress_reaches_every_tracker_with_exact_consumed_tokens(tracked, mlfl
     assert dict(mlflow_history(mlflow_client, run.info.run_id, CONSUMED_TOKENS)) == tokens
 
 
+def test_recent_goodput_and_slow_steps_read_back_from_mlflow(tracked, mlflow_client):
+    """Each window's goodput at every log step; the step time's deviation where judged: from the first (Bridge's
+    record gives its iteration time), but not an interval a checkpoint save took part of; the slow steps' running
+    total."""
+    [run] = mlflow_client.search_runs([mlflow_client.get_experiment_by_name(EXPERIMENT).experiment_id])
+    judged = [step for step in STEPS if step == 1 or (step - 1) % SAVE_INTERVAL]
+    assert_recent_goodput_in_mlflow(mlflow_client, run.info.run_id, STEPS, judged)
+
+
 def test_bridge_gets_megatrons_perf_set_with_bridges_own_flops(tracked):
     """Bridge's log_throughput_to_tensorboard turns our throughput figures on, from the second log step. Bridge's
     ``throughput/tflops/device`` is its FLOPs over its interval timer: the same FLOPs over our interval give ours."""
@@ -144,7 +154,7 @@ def test_goodput_figures_join_every_log_step_and_count_bridges_saves_and_evaluat
     cumulative; Bridge's saves (steps 2 and 4, timed from the save patch's start mark) are badput, and so are its
     evaluations, each journaled as an expected pause in steps (the stall alert allows for them)."""
     scalars = {tag: dict(points) for tag, points in read_tb_scalars(tracked.workdir / "tb").items()}
-    assert all(sorted(scalars[name]) == STEPS for name in GOODPUT), {n: sorted(scalars.get(n, {})) for n in GOODPUT}
+    assert all(sorted(scalars[name]) == STEPS for name in EVERY_LOG_STEP), {n: sorted(scalars.get(n, {})) for n in GOODPUT}
     productive, saves = scalars["goodput/productive_s"], scalars["badput/checkpoint_save_s"]
     assert all(productive[a] <= productive[b] and saves[a] <= saves[b] for a, b in zip(STEPS, STEPS[1:]))
     assert saves[STEPS[0]] == 0 and saves[STEPS[-1]] > 0

@@ -35,6 +35,12 @@ def test_no_bridge_tracker_set_leaves_bridge_alone(tmp_path):
     assert plan_tracking(bridge_config(tmp_path), rank=0, environ=environ(tmp_path)).config is None
 
 
+def test_a_pushgateway_alone_starts_tracking(tmp_path):
+    config = plan_tracking(bridge_config(tmp_path), rank=0,
+                           environ=environ(tmp_path, PRIMUS_PROMETHEUS_PUSHGATEWAY="http://gw.example:9091")).config
+    assert config.prometheus.pushgateway == "http://gw.example:9091" and config.tensorboard is None
+
+
 def test_bridges_tensorboard_folder_is_where_the_hub_writes(tmp_path):
     config = plan_tracking(bridge_config(tmp_path, tensorboard_dir=str(tmp_path / "tb"), tensorboard_queue_size=7),
                            rank=0, environ=environ(tmp_path)).config

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+import socket
 from functools import partial
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from support.readers import (
     wandb_files,
     wandb_records,
 )
+from support.recent_goodput import assert_recent_goodput_in_mlflow
 from support.run_pool import RunPool
 from titan_runs import RELEASES, STEPS, TRACKED_ON_CPU, UPSTREAM_KEYS, V0_2
 
@@ -38,6 +40,7 @@ from primus.tracking.measure.progress import (
     CONSUMED_TOKENS,
     FROM_THE_SECOND_LOG_STEP,
 )
+from primus.tracking.settings.config import PUSHGATEWAY_ENV
 from primus.tracking.trackers.tensorboard import TAGS_TAG
 
 pytestmark = pytest.mark.slow
@@ -141,27 +144,27 @@ def all_sinks_experiment(release) -> str:
 ONE_PROCESS_RUNS = RunPool("titan-run")
 
 
-def start_all_sinks(titan_run, mlflow_server, tmp_path_factory, release) -> None:
+def start_all_sinks(titan_run, mlflow_server, pushgateway, tmp_path_factory, release) -> None:
     """One process through `primus train`'s entry, the model's config (0.3: the config function, 0.2.2:
-    upstream's debug_model.toml) and every tracker named in the experiment YAML."""
+    upstream's debug_model.toml) and every tracker named in the experiment YAML; a Pushgateway too."""
     exp = tmp_path_factory.mktemp("exp") / "titan_all_sinks.yaml"
     exp.write_text(ALL_SINKS_YAML.format(model=release.model_overrides, experiment=all_sinks_experiment(release),
                                          profiler=release.profiler_section, exit_deadline=EVERY_STEP_EXIT_DEADLINE_S))
     ONE_PROCESS_RUNS.start(f"all-sinks-{release.version}", partial(
         titan_run, f"all-sinks-{release.version}", release=release, model_from_experiment=True,
         env={"PRIMUS_CONFIG": str(exp), "MLFLOW_TRACKING_URI": mlflow_server.uri, **WANDB_ENV, **WANDB_RUN_ENV,
-             **APPTAINER_ENV}))
+             **APPTAINER_ENV, PUSHGATEWAY_ENV: pushgateway.url}))
 
 
 @pytest.fixture(scope="module", autouse=True)
-def one_process_runs(request, titan_run, titan_assets, mlflow_server, tmp_path_factory):
+def one_process_runs(request, titan_run, titan_assets, mlflow_server, pushgateway, tmp_path_factory):
     """The one-process runs the module's selected tests read, started two at a time before the first test reads one
     (each uses one core)."""
     selected = [item for item in request.session.items if item.module is request.module]
     ensure_tiny_assets(titan_assets / VERSION)  # built once here, not by two runs' threads at once
     read = {item.callspec.params["release"] for item in selected if "all_sinks" in item.fixturenames}
     for release in (r for version, r in RELEASES.items() if version in read):
-        start_all_sinks(titan_run, mlflow_server, tmp_path_factory, release)
+        start_all_sinks(titan_run, mlflow_server, pushgateway, tmp_path_factory, release)
     if any("upstream_alone" in item.fixturenames for item in selected):
         # the same training with only the CPU patches: upstream's own TensorBoard logger, no Primus tracking
         ONE_PROCESS_RUNS.start("upstream-alone", partial(
@@ -186,6 +189,19 @@ def all_sinks(release):
 @pytest.fixture(scope="module")
 def upstream_alone():
     return ONE_PROCESS_RUNS.result("upstream-alone")
+
+
+def test_the_pushgateway_has_the_runs_latest_figures_and_status(all_sinks, release, pushgateway):
+    all_sinks.assert_trained()
+    group = pushgateway.group(job=all_sinks_experiment(release))
+    assert (group["labels"]["backend"], group["labels"]["host"]) == ("torchtitan", socket.gethostname())
+    latest = {name: samples[0]["value"] for name, samples in group["metrics"].items() if len(samples) == 1}
+    assert latest["primus_step"] == STEPS
+    [logdir] = tb_dirs(all_sinks.dump)
+    [(step, loss)] = read_tb_scalars(logdir)["loss_metrics/global_avg_loss"][-1:]
+    assert step == STEPS and latest["primus_loss_metrics_global_avg_loss"] == pytest.approx(loss, rel=1e-6)
+    assert {"primus_perf_tokens_per_sec", "primus_goodput_productive_fraction"} <= latest.keys()
+    assert [s["labels"]["status"] for s in group["metrics"]["primus_run_status"]] == ["FINISHED"]
 
 
 def test_every_sink_gets_every_metric_at_every_step(all_sinks, release, mlflow_client):
@@ -219,6 +235,13 @@ def test_goodput_counts_upstreams_data_loading_as_data_wait(all_sinks):
     assert waited == sorted(waited) and waited[-1] > 0, waited  # a running total, and batches took some time
     loading = sum(tb["time_metrics/data_loading(%)"][s] / 100 * tb["time_metrics/end_to_end(s)"][s] for s in STEP_LIST)
     assert waited[-1] == pytest.approx(loading, abs=1e-3)  # goodput's figures are published in whole milliseconds
+
+
+def test_recent_goodput_and_slow_steps_read_back_from_mlflow(all_sinks, release, mlflow_client):
+    """Each window's goodput at every log step; the step time's deviation at every one too (TorchTitan's record
+    gives its seconds per step, so even the first interval is measured); the slow steps' running total."""
+    run = only_run(mlflow_client, all_sinks_experiment(release))
+    assert_recent_goodput_in_mlflow(mlflow_client, run.info.run_id, STEP_LIST, STEP_LIST)
 
 
 def test_perf_figures_agree_with_upstreams_own_counts(all_sinks):

@@ -53,6 +53,14 @@ def test_an_opentelemetry_collector_alone_starts_tracking(tmp_path, monkeypatch)
     assert (p.config.tensorboard, p.config.mlflow, p.config.wandb) == (None, None, None)
 
 
+def test_a_pushgateway_alone_starts_tracking(tmp_path, monkeypatch):
+    p = plan(tmp_path, primus_prometheus_pushgateway="http://gw.example:9091", primus_prometheus_push_interval=5.0)
+    assert p.config.prometheus.pushgateway == "http://gw.example:9091" and p.config.prometheus.push_interval_s == 5
+    assert (p.config.tensorboard, p.config.mlflow, p.config.wandb) == (None, None, None)
+    monkeypatch.setenv("PRIMUS_PROMETHEUS_PUSHGATEWAY", "http://gw.example:9091")
+    assert plan(tmp_path).config.prometheus.pushgateway == "http://gw.example:9091"
+
+
 def test_derived_run_directory_is_upstreams_tensorboard_folder(tmp_path):
     p = plan(tmp_path, enable_tensorboard=True)
     run_dir = p.config.run_dir
@@ -81,6 +89,8 @@ def test_primus_train_run_directory_and_one_run_per_rank(tmp_path):
     assert p.config.run_dir == tmp_path / "exp" / "rank_1" and p.all_ranks
     assert p.config.tensorboard.log_dir == tmp_path / "exp" / "rank_1" / "tb"
     assert p.config.run_name == p.config.mlflow.run_name == "trial-rank1"
+    assert p.run_config({}, {}).tags["primus.rank"] == "1"  # the rank's own run says which (Pushgateway: label rank)
+    assert "primus.rank" not in plan(tmp_path, rank=1, enable_tensorboard=True).run_config({}, {}).tags
     assert p.log_file == p.config.run_dir / "logs" / "rank_1.log" and p.traces_dir == p.config.run_dir / "traces"
     assert p.config.mlflow.upload_logs and p.config.mlflow.upload_traces
 

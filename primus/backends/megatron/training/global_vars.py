@@ -8,6 +8,7 @@ writer stays unset: W&B is one of the hub's sinks."""
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from typing import Any
@@ -29,6 +30,16 @@ from primus.tracking.trackers.registry import sink_names
 log = get_logger("primus.megatron")
 
 
+def batch_wait_s() -> float:
+    """This rank's seconds in upstream's ``batch-generator`` timer (the forward step's batch reads) since the timers'
+    last reset, the previous log step: timed at ``--timing-log-level 2``, NaN below it."""
+    from megatron.core.timers import DummyTimer
+    from megatron.training import get_timers
+
+    timer = get_timers()("batch-generator", log_level=2)
+    return math.nan if isinstance(timer, DummyTimer) else float(timer.elapsed(reset=False))
+
+
 class LogStepFigures:
     """Every rank's memory and utilisation (``mlflow_performance_metrics_across_ranks``) and busy time
     (``primus_stragglers``) at a log step: upstream calls ``training_log`` on every rank, so on log steps each rank
@@ -38,9 +49,10 @@ class LogStepFigures:
         self._log_interval = log_interval
         self._figures = RankFigures(figures, stragglers)
 
-    def at(self, iteration: int) -> LogStepRanks | None:
-        """On a log step (every rank must call it) this rank's figures and the summaries over ranks, else None."""
-        return None if iteration % self._log_interval else self._figures.read()
+    def at(self, iteration: int, data_wait_s: float = math.nan) -> LogStepRanks | None:
+        """On a log step (every rank must call it) this rank's figures and the summaries over ranks, else None.
+        ``data_wait_s``: this rank's batch-generator seconds since the last log step (NaN: not timed)."""
+        return None if iteration % self._log_interval else self._figures.read(data_wait_s)
 
     def close(self) -> None:
         self._figures.close()
@@ -104,6 +116,7 @@ class MegatronTracking:
     # -- the training_log patch's wrappers (wrapt's signature) -----------------------------
     def training_log(self, wrapped, instance, args, kwargs):
         """Every rank: the log step's gather (if on); the writer rank: the step ends in the writer."""
+        waited = batch_wait_s() if self.rank_figures is not None else math.nan  # upstream resets its timers
         result = wrapped(*args, **kwargs)
         if self.rank_figures is None and self.writer is None:
             return result
@@ -111,11 +124,12 @@ class MegatronTracking:
         iteration = self.iteration = self.iteration_of(args, kwargs)
         if self.one_logger is not None:
             self.one_logger.flush()  # before the step's own record: the figures upstream logged before it
-        ranks = self.rank_figures.at(iteration) if self.rank_figures is not None else None
+        ranks = self.rank_figures.at(iteration, waited) if self.rank_figures is not None else None
         if ranks is not None and ranks.slowest is not None and self.logs_slowest:
             print(ranks.slowest, flush=True)
         if self.writer is not None:
             if ranks is not None and self.writer.run is not None:
+                ranks.journal_hosts(self.writer.run)
                 for name, value in ranks.stragglers.items():  # every rank's busy time, summarised
                     self.writer.add_scalar(name, value, iteration)
             self.writer.end_step(iteration, None if ranks is None else ranks.system)

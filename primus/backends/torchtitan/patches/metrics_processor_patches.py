@@ -160,11 +160,14 @@ def _install_metrics_processor(module: ModuleType, handle: PatchHandle) -> None:
 
     def log(wrapped, instance, args, kwargs):
         figures = getattr(instance, RANK_FIGURES, None)
-        ranks = figures.read() if figures is not None else None  # on every rank, whether it logs or not
+        # on every rank, whether it logs or not; upstream's own time spent loading this rank's batches, before it resets
+        ranks = figures.read(sum(instance.data_loading_times)) if figures is not None else None
         logger = instance.logger
         if ranks is not None and ranks.slowest is not None and dist.get_rank() == 0:
             print(ranks.slowest, flush=True)
         if isinstance(logger, TrackingLogger):  # before upstream resets its counters; added on the hub's thread
+            if ranks is not None:
+                ranks.journal_hosts(logger.run)
             logger.read_step(
                 instance,
                 log_arguments("step", args, kwargs),
