@@ -140,15 +140,15 @@ def test_extras_carry_the_trackers_and_each_backends_supported_range(wheel):
     upstreams = (("megatron", MEGATRON), ("torchtitan", TORCHTITAN), ("maxtext", MAXTEXT),
                  ("megatron-bridge", MEGATRON_BRIDGE))
     assert set(meta.get_all("Provides-Extra")) == {"mlflow", "wandb", "tensorboard", "comet", "otlp", "prometheus", "report",
-                                                   "gpu", "all",
+                                                   "gpu", "one-logger", "all",
                                                    *(extra for extra, _ in upstreams)}
     for extra, upstream in upstreams:
         [requirement] = extras[extra]
         assert Requirement(requirement) == Requirement(f"{upstream.distribution}{upstream.supported}"), extra
-    assert {Requirement(r).name for r in extras["all"]} == {"mlflow", "wandb", "tensorboard", "comet-ml", "matplotlib",
-                                                             "nvidia-ml-py", "amdsmi", "opentelemetry-proto",
-                                                             "prometheus-client"}
-    for extra in ("mlflow", "wandb", "tensorboard", "comet", "otlp", "prometheus", "report", "gpu"):
+    assert {Requirement(r).name for r in extras["all"]} == {
+        "mlflow", "wandb", "tensorboard", "comet-ml", "matplotlib", "nvidia-ml-py", "amdsmi", "opentelemetry-proto",
+        "prometheus-client", "nv-one-logger-core", "nv-one-logger-training-telemetry", "nv-one-logger-otel"}
+    for extra in ("mlflow", "wandb", "tensorboard", "comet", "otlp", "prometheus", "report", "gpu", "one-logger"):
         assert extras[extra] <= extras["all"], extra
 
 

@@ -30,6 +30,7 @@ ACROSS_RANKS = "across_ranks"  # memory and utilisation gathered from every rank
 STRAGGLERS = "stragglers"  # the slowest rank named at each log step
 LOG_FILES = "log_files"  # every rank's console captured into the run directory
 TRACES = "traces"  # torch profiler traces (and TraceLens' report) uploaded
+ONE_LOGGER_OPTIONS = "one_logger_options"  # the spec's One-Logger options, where upstream has none of its own
 # What a backend's upstream logs, by kind (``Backend.metric_names``): the report's panels and the health watch
 # read a run's figures by these, after Primus's own names
 LOSS, LEARNING_RATE, TOKENS_PER_SEC, TFLOPS, MEMORY, MFU = (
@@ -49,6 +50,7 @@ OPTION_GROUPS = (
     STRAGGLERS,
     LOG_FILES,
     TRACES,
+    ONE_LOGGER_OPTIONS,
 )
 
 

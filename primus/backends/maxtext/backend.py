@@ -1,7 +1,16 @@
 """MaxText as Primus sees it: entry point ``maxtext`` of the group ``primus.backends``. It runs on an environment
 of its own (JAX's pins must not fight torch's)."""
 
-from primus.upstreams.backends import ENABLE_SWITCHES, LEARNING_RATE, LOSS, TFLOPS, TOKENS_PER_SEC, Backend, Environment
+from primus.upstreams.backends import (
+    ENABLE_SWITCHES,
+    LEARNING_RATE,
+    LOSS,
+    ONE_LOGGER_OPTIONS,
+    TFLOPS,
+    TOKENS_PER_SEC,
+    Backend,
+    Environment,
+)
 from primus.upstreams.maxtext import MAXTEXT
 
 PATCHES = "primus.backends.maxtext.patches"
@@ -22,7 +31,7 @@ BACKEND = Backend(
     entry_module="primus.backends.maxtext",
     schema_builder="primus.config.schemas.maxtext:schema",
     upstream_table_finder="primus.config.schemas.maxtext:table",
-    option_groups=frozenset({ENABLE_SWITCHES}),
+    option_groups=frozenset({ONE_LOGGER_OPTIONS, ENABLE_SWITCHES}),
     upstream_key_kind="MaxText config key",
     preset_note="The preset's value of an upstream key gives way to your own MaxText config file (`my.yml` in "
     "`primus-run --config exp.yaml python -m maxtext.trainers.pre_train.train my.yml`, and the parents it "

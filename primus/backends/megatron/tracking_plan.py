@@ -16,7 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from primus.backends.megatron.arguments import flag
-from primus.backends.megatron.tracker_settings import check_wandb, resolve_tensorboard_dir, wandb_save_dir
+from primus.backends.megatron.tracker_settings import (
+    check_wandb,
+    one_logger_config,
+    resolve_tensorboard_dir,
+    wandb_save_dir,
+)
 from primus.config.run_directory import CHECKPOINTED_RUN_DIR, choose_run_dir, given_run_dir, timestamp
 from primus.config.schemas.megatron import CHECKED_UPSTREAM, mlflow_enabled
 from primus.config.schemas.tracking import problems
@@ -64,6 +69,7 @@ def plan_tracking(args) -> TrackingPlan:
             if check_wandb(args, notices)
             else None,
             rank=args.rank,
+            one_logger=one_logger_config(args, notices),
         )
 
     plan = plan_run(

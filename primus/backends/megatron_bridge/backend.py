@@ -2,7 +2,7 @@
 an environment of its own (Bridge's pins must not move torch's), and the options its own LoggerConfig has keep
 Bridge's spelling, so a Bridge user sets them where Bridge's docs say."""
 
-from primus.upstreams.backends import LEARNING_RATE, LOSS, STRAGGLERS, TFLOPS, Backend, Environment
+from primus.upstreams.backends import LEARNING_RATE, LOSS, ONE_LOGGER_OPTIONS, STRAGGLERS, TFLOPS, Backend, Environment
 from primus.upstreams.megatron_bridge import MEGATRON_BRIDGE
 
 PATCHES = "primus.backends.megatron_bridge.patches"
@@ -19,7 +19,7 @@ BACKEND = Backend(
     entry_module="primus.backends.megatron_bridge",
     schema_builder="primus.config.schemas.megatron_bridge:schema",
     upstream_table_finder="primus.config.schemas.megatron_bridge:table",
-    option_groups=frozenset({STRAGGLERS}),
+    option_groups=frozenset({ONE_LOGGER_OPTIONS, STRAGGLERS}),
     option_keys={
         "mlflow_run_name": "logger.mlflow_run_name",
         "mlflow_experiment_name": "logger.mlflow_experiment",

@@ -29,6 +29,7 @@ from primus.tracking import CometConfig, TensorBoardConfig, WandbConfig
 from primus.tracking.journal.files import WANDB_DIR
 from primus.tracking.plan import Destinations, Notices, TrackingPlan, exports_to_prometheus, plan_run
 from primus.tracking.settings import otlp_env
+from primus.tracking.settings.config import OneLoggerConfig
 from primus.tracking.sinks.plugins import requested_sinks
 
 BACKEND = "megatron_bridge"
@@ -64,6 +65,20 @@ def _comet(logger: Any) -> CometConfig | None:
         workspace=logger.comet_workspace or None,
         name=logger.comet_experiment_name or None,
         tags=tuple(logger.comet_tags or ()),
+    )
+
+
+def one_logger_shape(config: Any, environ: Mapping[str, str]) -> OneLoggerConfig:
+    """The run's shape, which One-Logger summarises iterations and checkpoints with (its options: the plan's)."""
+    train, model = getattr(config, "train", None), getattr(config, "model", None)  # tests' configs hold less
+    return OneLoggerConfig(
+        world_size=max(1, int(environ.get("WORLD_SIZE", "1"))),
+        global_batch_size=max(1, int(getattr(train, "global_batch_size", None) or 1)),
+        micro_batch_size=getattr(train, "micro_batch_size", None),
+        seq_length=getattr(model, "seq_length", None),
+        train_iterations=getattr(train, "train_iters", None),
+        log_every_n_iterations=max(1, int(getattr(config.logger, "log_interval", None) or 1)),
+        async_save=bool(getattr(config.checkpoint, "async_save", False)),
     )
 
 
@@ -103,6 +118,7 @@ def plan_tracking(
             else None,
             rank=rank,
             comet=_comet(logger),
+            one_logger=one_logger_shape(config, environ),
         )
 
     notices = Notices()

@@ -8,6 +8,7 @@ from primus.upstreams.backends import (
     LOSS,
     MEMORY,
     MFU,
+    ONE_LOGGER_OPTIONS,
     STRAGGLERS,
     TFLOPS,
     TOKENS_PER_SEC,
@@ -40,7 +41,7 @@ BACKEND = Backend(
     entry_module="primus.backends.torchtitan",
     schema_builder="primus.config.schemas.torchtitan:schema",
     upstream_table_finder="primus.config.schemas.torchtitan:table",
-    option_groups=frozenset({ENABLE_SWITCHES, ACROSS_RANKS, STRAGGLERS, LOG_FILES, TRACES}),
+    option_groups=frozenset({ONE_LOGGER_OPTIONS, ENABLE_SWITCHES, ACROSS_RANKS, STRAGGLERS, LOG_FILES, TRACES}),
     option_section="metrics.",  # beside upstream's own metrics fields
     upstream_key_kind="torchtitan config field",
 )

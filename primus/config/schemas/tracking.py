@@ -20,6 +20,7 @@ from primus.upstreams.backends import (
     ENABLE_SWITCHES,
     LOG_FILES,
     LOG_FLAGS,
+    ONE_LOGGER_OPTIONS,
     RUN_DIR_ARGUMENT,
     STRAGGLERS,
     TRACES,
@@ -243,6 +244,50 @@ OPTIONS = (
         le=0.99,
         help="A `throughput_drop` alert when tokens/s stays below this fraction of the run's median for several "
         "log steps in a row (docs/metrics.md, Health alerts); 0 turns it off.",
+    ),
+    # NVIDIA's One-Logger (nv-one-logger), fed from the journal (primus/tracking/trackers/one_logger.py)
+    _option(
+        "enable_one_logger",
+        "bool",
+        True,
+        group=ONE_LOGGER_OPTIONS,
+        help="Record the run's One-Logger telemetry (NVIDIA's nv-one-logger: the `one-logger` extra) into "
+        "<run_dir>/one_logger/, beside the trackers.",
+    ),
+    _option(
+        "one_logger_project",
+        "str",
+        nullable=True,
+        group=ONE_LOGGER_OPTIONS,
+        help="One-Logger's project; unset: the backend's name.",
+    ),
+    _option(
+        "one_logger_run_name",
+        "str",
+        nullable=True,
+        group=ONE_LOGGER_OPTIONS,
+        help="One-Logger's run name (its session tag); unset: the run's name.",
+    ),
+    _option(
+        "one_logger_async",
+        "bool",
+        False,
+        group=ONE_LOGGER_OPTIONS,
+        help="Recorded in One-Logger's configuration (export is off the training process either way).",
+    ),
+    _option(
+        "app_tag_run_name",
+        "str",
+        nullable=True,
+        group=ONE_LOGGER_OPTIONS,
+        help="One-Logger's application tag name; unset: the One-Logger run name.",
+    ),
+    _option(
+        "app_tag_run_version",
+        "str",
+        "0.0.0",
+        group=ONE_LOGGER_OPTIONS,
+        help="One-Logger's application tag version.",
     ),
     # the cluster's own monitoring (primus/tracking/trackers/prometheus.py; README, "Your cluster's monitoring")
     _option(
