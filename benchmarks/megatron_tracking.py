@@ -9,6 +9,8 @@ interleaved round by round (A B C D, then B C D A, ...) so load on the machine h
                  TorchTitan and MaxText benchmarks), one hub behind upstream's writer,
                  the trackers fed by the delivery process (the default)
   primus-all-threads  the same with the trackers on threads of the training process (PRIMUS_TRACKING_DELIVERY=thread)
+  primus-all-no-one-logger  primus-all with One-Logger off (enable_one_logger=false): what One-Logger (on by default:
+                 upstream's one_logger_utils on the training thread, nv-one-logger in the delivery process) costs
   primus-tb-wb   Primus: TensorBoard + W&B (offline)
   upstream-tb-wb upstream's own SummaryWriter and wandb writer (offline): PRIMUS_DISABLE_PATCHES=megatron.tracking.writers
 Step time: upstream's own "elapsed time per iteration (ms)" (its interval timer spans the whole loop, writer
@@ -47,6 +49,7 @@ VARIANTS: dict[str, tuple[list[str], dict[str, str]]] = {
     "off": (ALL_OFF, {}),
     "primus-all": (ALL_ON, {}),
     "primus-all-threads": (ALL_ON, {"PRIMUS_TRACKING_DELIVERY": "thread"}),
+    "primus-all-no-one-logger": ([*ALL_ON, "enable_one_logger=false"], {}),
     "primus-tb-wb": (TB_WB, {}),
     "upstream-tb-wb": (TB_WB, {"PRIMUS_DISABLE_PATCHES": "megatron.tracking.writers"}),
 }
@@ -72,7 +75,7 @@ def run_variant(name: str, iters: int, workdir: Path) -> tuple[float, Measured]:
 
 
 PAIRS = (("off", "primus-all"), ("off", "primus-all-threads"), ("upstream-tb-wb", "primus-tb-wb"),
-         ("off", "upstream-tb-wb"))
+         ("off", "upstream-tb-wb"), ("primus-all-no-one-logger", "primus-all"))
 PER_STEP_HOOK = "megatron.tracking.training_log:training_log"  # upstream's training_log, and our writer inside it
 
 
@@ -80,8 +83,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--iters", type=int, default=100)
+    parser.add_argument("--only", default=",".join(VARIANTS), help="the variants to run, comma-separated")
     args = parser.parse_args()
-    names = list(VARIANTS)
+    names = [n for n in VARIANTS if n in args.only.split(",")]
     step: dict[str, list[float]] = {n: [] for n in names}
     runs: dict[str, list[Measured]] = {n: [] for n in names}
     with tempfile.TemporaryDirectory(prefix="megatron-bench-") as tmp:
@@ -96,11 +100,13 @@ def main() -> None:
     for n in names:
         print(f"{n:18s} {statistics.median(step[n]):15.1f}   " + " ".join(f"{v:.1f}" for v in step[n]))
     print()
-    for base, variant in PAIRS:
+    for base, variant in (p for p in PAIRS if set(p) <= set(names)):
         print(pair_ratios(f"{variant} / {base}", list(zip(step[base], step[variant]))))
     print(tree_cpu_line("megatron", runs, args.iters))
-    print()
-    print(training_thread_lines("megatron", runs["primus-all"], PER_STEP_HOOK, args.iters))
+    for name in ("primus-all", "primus-all-no-one-logger"):
+        if name in names:
+            print(f"\n{name}:")
+            print(training_thread_lines("megatron", runs[name], PER_STEP_HOOK, args.iters))
 
 
 if __name__ == "__main__":

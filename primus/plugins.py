@@ -4,7 +4,9 @@ pyproject, ``entry_points.txt`` in their dist-info):
 * ``primus.sinks``: ``NAME = package.module:SinkClass``, a tracker (``primus.tracking.sinks.plugins``), on when
   PRIMUS_SINKS names it;
 * ``primus.patches``: ``NAME = package.module``, a module that declares patches (``primus.patches.catalog``),
-  loaded after Primus's own declarations (entry points of the same group).
+  loaded after the backends' own;
+* ``primus.backends``: ``NAME = package.module:BACKEND``, a whole backend (``primus.upstreams.backends``), Primus's
+  own four among them.
 
 A plugin that cannot be loaded is a ``PluginError`` naming the distribution and the entry point, raised
 before training starts."""

@@ -27,6 +27,7 @@ from support.built_package import (
     wheel_metadata,
 )
 
+from primus.upstreams.backends import backends
 from primus.upstreams.maxtext import MAXTEXT
 from primus.upstreams.megatron import MEGATRON
 from primus.upstreams.megatron_bridge import MEGATRON_BRIDGE
@@ -100,8 +101,8 @@ def module_file(module: str) -> set[str]:
 
 
 def test_the_entry_points_name_modules_the_wheel_holds(wheel):
-    """The commands `primus` and `primus-run`, and every patch-declaring module of the group primus.patches, the
-    same as setup.cfg lists, each a module in the wheel."""
+    """The commands `primus` and `primus-run`, and every backend of the group primus.backends, the same as setup.cfg
+    lists; each a module in the wheel, and so is every module a backend names (its patches, entry, schema)."""
     held = set(wheel_files(wheel))
     points = entry_points(wheel)
     scripts = dict(points["console_scripts"])
@@ -109,11 +110,15 @@ def test_the_entry_points_name_modules_the_wheel_holds(wheel):
     declared = configparser.ConfigParser(delimiters=("=",))
     declared.optionxform = str  # type: ignore[assignment,method-assign]
     declared.read(ROOT / "setup.cfg")
-    patches = dict(points["primus.patches"])
-    listed = declared["options.entry_points"]["primus.patches"].strip().splitlines()
-    assert patches == dict(line.split(" = ") for line in listed)
-    for name, value in [*scripts.items(), *patches.items()]:
+    own = dict(points["primus.backends"])
+    listed = declared["options.entry_points"]["primus.backends"].strip().splitlines()
+    assert own == dict(line.split(" = ") for line in listed)
+    for name, value in [*scripts.items(), *own.items()]:
         assert module_file(value.split(":")[0]) & held, f"entry point {name} = {value}: module not in the wheel"
+    for backend in backends():
+        named = [*backend.patch_modules, backend.entry_module, backend.schema_builder, backend.upstream_table_finder]
+        for module in (name.split(":")[0] for name in named):
+            assert module_file(module) & held, f"backend {backend.name} names {module}, which is not in the wheel"
 
 
 def test_the_core_needs_only_what_the_plugin_itself_needs(wheel):
@@ -135,15 +140,15 @@ def test_extras_carry_the_trackers_and_each_backends_supported_range(wheel):
     upstreams = (("megatron", MEGATRON), ("torchtitan", TORCHTITAN), ("maxtext", MAXTEXT),
                  ("megatron-bridge", MEGATRON_BRIDGE))
     assert set(meta.get_all("Provides-Extra")) == {"mlflow", "wandb", "tensorboard", "comet", "otlp", "prometheus", "report",
-                                                   "gpu", "all",
+                                                   "gpu", "one-logger", "all",
                                                    *(extra for extra, _ in upstreams)}
     for extra, upstream in upstreams:
         [requirement] = extras[extra]
         assert Requirement(requirement) == Requirement(f"{upstream.distribution}{upstream.supported}"), extra
-    assert {Requirement(r).name for r in extras["all"]} == {"mlflow", "wandb", "tensorboard", "comet-ml", "matplotlib",
-                                                             "nvidia-ml-py", "amdsmi", "opentelemetry-proto",
-                                                             "prometheus-client"}
-    for extra in ("mlflow", "wandb", "tensorboard", "comet", "otlp", "prometheus", "report", "gpu"):
+    assert {Requirement(r).name for r in extras["all"]} == {
+        "mlflow", "wandb", "tensorboard", "comet-ml", "matplotlib", "nvidia-ml-py", "amdsmi", "opentelemetry-proto",
+        "prometheus-client", "nv-one-logger-core", "nv-one-logger-training-telemetry", "nv-one-logger-otel"}
+    for extra in ("mlflow", "wandb", "tensorboard", "comet", "otlp", "prometheus", "report", "gpu", "one-logger"):
         assert extras[extra] <= extras["all"], extra
 
 

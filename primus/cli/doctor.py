@@ -4,7 +4,8 @@ are the ones their wheels shipped. Exits 1 when an upstream trainer is outside t
 upstream file was modified or is missing, when a plugin (an entry point in primus.sinks or primus.patches) does
 not load or a tracker PRIMUS_SINKS names is not there, or when a distribution asked for with --dist is not
 installed.
-Whether Comet finds an API key is said (where from, never the key), as comet_ml looks it up.
+Whether Comet finds an API key is said (where from, never the key), as comet_ml looks it up, and which One-Logger
+is present (Megatron's legacy package, NVIDIA's public nv-one-logger, none) with what a run records.
 While it hashes, a progress line goes to stderr every few seconds; --json prints one JSON object instead."""
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from dataclasses import asdict
 from primus.cli.plugin_lines import format_plugin_lines, plugin_rows, requested_sinks_problem
 from primus.cli.upstream_lines import format_row, upstream_rows
 from primus.patches.integrity import IntegrityReport, verify_distribution
+from primus.tracking.settings.one_logger_presence import one_logger_present, what_a_run_records
 from primus.upstreams.release import SOURCE_TREE, UPSTREAM_CHECK_ENV, WHEEL, upstream_check
 
 REPORTED_DISTRIBUTIONS = ("torch", "wandb", "mlflow", "comet_ml", "tensorboard", "wrapt")
@@ -65,6 +67,9 @@ def run(args: argparse.Namespace) -> int:
         say(f"{name:<14}{found or 'not installed'}")
     comet_key = _comet_key(installed=versions["comet_ml"] is not None)
     say(f"{'comet key':<14}{comet_key}")
+    one_logger = {"present": one_logger_present()}
+    one_logger["records"] = what_a_run_records(one_logger["present"])
+    say(f"{'one-logger':<14}{one_logger['records']}")
     gpu = _gpu()
     say(f"{'gpu':<14}{gpu}")
     plugins = plugin_rows()
@@ -104,6 +109,7 @@ def run(args: argparse.Namespace) -> int:
                     "upstreams": [asdict(row) for row in trainers],
                     "distributions": versions,
                     "comet_api_key": comet_key,
+                    "one_logger": one_logger,
                     "gpu": gpu,
                     "declarations_problem": declarations_problem,
                     "plugins": [asdict(row) for row in plugins],

@@ -5,21 +5,21 @@ from __future__ import annotations
 
 from primus.config.schemas import FRAMEWORKS
 from primus.docs_gen.markdown import code, table
-from primus.docs_gen.options import BACKEND_TITLES
 from primus.docs_gen.run_tags import run_tags_section
 from primus.report.panels import MFU, PANELS
 from primus.tracking.health.detectors import (
-    LOSS_METRICS,
     STRAGGLER_MIN_LEAD_S,
     STRAGGLER_RATIO,
     STRAGGLER_STEPS,
     THROUGHPUT_METRICS,
+    loss_metrics,
 )
 from primus.tracking.journal.records import COUNT_METRIC, TAG_PREFIX, AlertKind
 from primus.tracking.measure.names import READABLE, SCHEMA, MlflowKeys, is_valid_mlflow_key, mlflow_key
 from primus.tracking.measure.perf import PEAK_TFLOPS
 from primus.tracking.measure.progress import AT_EVERY_LOG_STEP, ETA_WINDOW, FROM_THE_SECOND_LOG_STEP
 from primus.tracking.measure.stragglers import SLOW_RATIO
+from primus.upstreams.backends import backend_named
 
 
 def _names(names: tuple[str, ...]) -> str:
@@ -38,10 +38,10 @@ def _collision_example() -> str:
 def render_metrics() -> str:
     schema = table(["Name", "Meaning"], [[code(name), meaning] for name, meaning in SCHEMA.items()])
     panels = table(
-        ["Panel", "Primus name", *(BACKEND_TITLES[f] for f in FRAMEWORKS)],
-        [[p.title, _names(p.primus_names), *(_names(p.native.get(f, ())) for f in FRAMEWORKS)] for p in (*PANELS, MFU)],
+        ["Panel", "Primus name", *(backend_named(f).title for f in FRAMEWORKS)],
+        [[p.title, _names(p.primus_names), *(_names(p.native(f)) for f in FRAMEWORKS)] for p in (*PANELS, MFU)],
     )
-    every = dict.fromkeys([*SCHEMA, *(n for p in PANELS for names in p.native.values() for n in names)])
+    every = dict.fromkeys([*SCHEMA, *(n for p in PANELS for f in FRAMEWORKS for n in p.native(f))])
     refused = [[code(n), code(mlflow_key(n))] for n in every if not n.endswith("/") and not is_valid_mlflow_key(n)]
     return (
         "\n\n".join(
@@ -147,7 +147,7 @@ def render_metrics() -> str:
                 "to its own W&B writer, reaches every tracker with the step's other scalars.",
                 "## Health alerts",
                 'The run\'s health detectors (README, "When a run gets stuck") read the loss from the first of '
-                f"{_names(LOSS_METRICS)} a step holds and the throughput from {_names(THROUGHPUT_METRICS)}. An alert "
+                f"{_names(loss_metrics())} a step holds and the throughput from {_names(THROUGHPUT_METRICS)}. An alert "
                 f"reaches MLflow as the tag `{TAG_PREFIX}<kind>` (`iteration N: text`, the latest of each kind) and the "
                 f"metric `{COUNT_METRIC}` (how many alerts the run has had, at the alert's iteration); W&B as "
                 "`run.alert` and the same tag in the run summary; TensorBoard as the text "

@@ -16,37 +16,17 @@ from primus.config import yaml12
 from primus.config.files import load_with_extends
 from primus.config.paths import CONFIGS_DIR, MODULE_PRESETS_DIR
 from primus.config.schema import Param, Schema
-from primus.config.schemas import FRAMEWORKS, maxtext, megatron_bridge, schema_for, torchtitan, upstream_tables
+from primus.config.schemas import FRAMEWORKS, schema_for, upstream_tables
 from primus.config.schemas.launch import LAUNCH_SCHEMA
 from primus.config.schemas.megatron_table import PINNED_MINOR, table_path
-from primus.config.schemas.tracking import MEGATRON_BRIDGE, upstream_keys
+from primus.config.schemas.tracking import upstream_keys
 from primus.config.tree import join
 from primus.docs_gen.markdown import code, table, yaml_text
+from primus.upstreams.backends import backend_named
 
 PRESET = "pre_trainer.yaml"
-BACKEND_TITLES = {
-    "megatron": "Megatron",
-    "torchtitan": "TorchTitan",
-    "maxtext": "MaxText",
-    "megatron_bridge": "Megatron-Bridge",
-}
 _SPEC_ROW = re.compile(r"^\|\s*(`[^|]*`)\s*\|.*\|\s*([^|]*?)\s*\|\s*$")
 _LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
-UPSTREAM_NAMES = {
-    "megatron": "megatron-core argument",
-    "torchtitan": "torchtitan config field",
-    "maxtext": "MaxText config key",
-    "megatron_bridge": "ConfigContainer field",
-}
-# where the preset's value of an upstream key gives way to the user's own upstream config
-PRESET_GIVES_WAY = {
-    "maxtext": "The preset's value of an upstream key gives way to your own MaxText config file (`my.yml` in "
-    "`primus-run --config exp.yaml python -m maxtext.trainers.pre_train.train my.yml`, and the parents it "
-    "names with `base_config:`, short of MaxText's `base.yml`) where that file sets the key; the experiment's "
-    "`overrides` and the command line win over the file.",
-    "megatron_bridge": "Every other key is a field of the ConfigContainer the recipe returns, applied to it as "
-    "run_recipe.py's `KEY=VALUE` overrides; a field the recipe's config lacks is refused before training.",
-}
 
 
 def preset_defaults(framework: str) -> dict[str, Any]:
@@ -115,30 +95,28 @@ def _backend_section(framework: str, purposes: Mapping[str, str]) -> str:
         "Description",
     ]
     parts = [
-        f"## {BACKEND_TITLES[framework]} (`framework: {framework}`)",
+        f"## {backend_named(framework).title} (`framework: {framework}`)",
         " ".join(
             [f"Logging and tracking parameters: what `config: {PRESET}` sets, and Primus's own."]
-            + ([PRESET_GIVES_WAY[framework]] if framework in PRESET_GIVES_WAY else [])
+            + ([backend_named(framework).preset_note] if backend_named(framework).preset_note else [])
         ),
         table(header, _rows(main, defaults, purposes, upstream_column)),
     ]
-    if framework == "megatron_bridge":
-        parts.append(_bridge_keys_section())
+    if backend_named(framework).option_keys:
+        parts.append(_own_keys_section(framework))
     parts.append(_upstream_section(framework, schema, {p.name for p in main}))
     return "\n\n".join(parts)
 
 
-def _bridge_keys_section() -> str:
-    """Bridge's own logger keys that stand for Primus options: set there, checked as ours."""
-    pairs = ", ".join(f"{code(key)} for {code(option)}" for option, key in upstream_keys(MEGATRON_BRIDGE).items())
+def _own_keys_section(framework: str) -> str:
+    """The backend's own config keys that stand for Primus options: set there, checked as ours."""
+    backend = backend_named(framework)
+    pairs = ", ".join(f"{code(key)} for {code(option)}" for option, key in upstream_keys(framework).items())
     return "\n\n".join(
         [
-            "### Bridge's own keys for Primus options",
-            f"Set where Bridge's docs say, checked and honoured as the other backends' Primus option: {pairs}. "
-            "`logger.tensorboard_dir`, `logger.wandb_project` and `logger.mlflow_experiment` turn TensorBoard, W&B "
-            "and MLflow on; `logger.tensorboard_queue_size`, `logger.wandb_entity`, `logger.wandb_exp_name`, "
-            "`logger.wandb_save_dir` and `logger.mlflow_tracking_uri` keep their meaning; the run directory is "
-            "`<checkpoint.save>/primus` when the job checkpoints (under `primus train`, the launcher's).",
+            f"### {backend.title}'s own keys for Primus options",
+            f"Set where {backend.title}'s docs say, checked and honoured as the other backends' Primus option: "
+            f"{pairs}. {backend.option_keys_note}",
         ]
     )
 
@@ -163,16 +141,14 @@ def _upstream_section(framework: str, schema: Schema, shown: set[str]) -> str:
         )
         spelling = "In YAML, write the name as it is here; on upstream's command line (`primus-run`), the flag."
     else:
-        table_file = {"torchtitan": torchtitan.table, "maxtext": maxtext.table, MEGATRON_BRIDGE: megatron_bridge.table}[
-            framework
-        ]()
+        table_file = backend_named(framework).upstream_table()
         release = upstream_tables.load(table_file)[framework]
         header, rows = (
             ["Parameter", "Default", "Type"],
             [[code(p.name), code(yaml_text(p.default)), p.expected()] for p in rest],
         )
         spelling = "Types are upstream's own annotations; a value of another type is refused before the job starts."
-    noun = UPSTREAM_NAMES[framework]
+    noun = backend_named(framework).upstream_key_kind
     return "\n\n".join(
         [
             f"### Every other {noun}",

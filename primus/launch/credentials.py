@@ -13,26 +13,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from types import SimpleNamespace
 
 from primus.config import ModuleConfig
-from primus.config.schemas.megatron import mlflow_enabled, wandb_enabled
 from primus.tracking.settings.credentials import WANDB_OFFLINE_MODES, has_wandb_credentials
 from primus.tracking.settings.environment import mlflow_environment_problems, wandb_environment_problems
+from primus.upstreams.backends import backend_named
 
 
 def enabled_trackers(module: ModuleConfig) -> tuple[bool, bool]:
     """(W&B on, MLflow on) as the module's backend will decide them."""
-    p = module.params
-    if module.framework == "megatron":
-        args = SimpleNamespace(
-            disable_wandb=p.get("disable_wandb"),
-            wandb_project=p.get("wandb_project"),
-            disable_mlflow=p.get("disable_mlflow", True),
-        )
-        return wandb_enabled(args), mlflow_enabled(args)
-    section = p.get("metrics", {}) if module.framework == "torchtitan" else p
-    return bool(section.get("enable_wandb")), bool(section.get("enable_mlflow"))
+    return backend_named(module.framework).launch_rules().trackers_on(module)
 
 
 def missing_credentials(

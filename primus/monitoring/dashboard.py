@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from primus.tracking.health.detectors import LOSS_METRICS
+from primus.tracking.health.detectors import loss_metrics
 from primus.tracking.trackers import prometheus_names as names
 
 UID = "primus-runs"
@@ -17,7 +17,7 @@ LEGEND = "{{run}} {{host}}"
 
 # (title, unit, [(the run's metric, legend)]): a panel per figure the runs push (names.metric_name of each)
 PANELS: tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...] = (
-    ("Loss", "none", tuple((key, LEGEND) for key in LOSS_METRICS)),
+    ("Loss", "none", tuple((key, LEGEND) for key in loss_metrics())),
     ("Throughput (tokens/s)", "short", (("perf/tokens_per_sec", LEGEND),)),
     ("Throughput per GPU (tokens/s)", "short", (("perf/tokens_per_sec_per_gpu", LEGEND),)),
     ("MFU", "percentunit", (("perf/mfu", LEGEND),)),

@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from primus.tracking.health.detectors import LOSS_METRICS, THROUGHPUT_METRICS
+from primus.tracking.health.detectors import THROUGHPUT_METRICS, loss_metrics
 from primus.tracking.settings.config import HealthSettings
 from primus.tracking.trackers import prometheus_names as names
 
@@ -27,7 +27,7 @@ WHERE = "run {{ $labels.run }} (experiment {{ $labels.job }}) on {{ $labels.host
 def alerting_rules(stall_after_s: float = DEFAULT_STALL_AFTER_S) -> dict[str, Any]:
     """The rules file's content: one group, ``primus``."""
     loss = "\n  or ".join(  # NaN is the one value not equal to itself
-        f"({n} != {n}) or (abs({n}) == +Inf)" for n in (names.metric_name(key) for key in LOSS_METRICS)
+        f"({n} != {n}) or (abs({n}) == +Inf)" for n in (names.metric_name(key) for key in loss_metrics())
     )
     [throughput] = (names.metric_name(key) for key in THROUGHPUT_METRICS)
     straggler = names.metric_name("straggler/slowest_over_median")

@@ -1,28 +1,17 @@
-"""The modules that declare patches, found through entry points of the group ``primus.patches`` (``NAME =
-package.module``): Primus's own backends register theirs there like any other distribution, so this layer names
-no backend. Importing a declaring module registers its patches; it must stay light (no upstream import at module
-level: upstream is imported inside ``install``).
-
-They load, and so hook their patches, in this order (two patches on one upstream function wrap it in that order,
-the later one outermost):
-1. Primus's own (its ``setup.cfg``, ``[options.entry_points]``), by entry-point name, whose number in front fixes
-   the order: Megatron, TorchTitan, MaxText, Megatron-Bridge, each with its CPU platform first
-   (``11-megatron.arguments`` before ``14-megatron.secret_arguments``: the secret-name check wraps ``validate_args``
-   outside the planning);
-2. other distributions' (plugins), by entry-point name; 3. PRIMUS_EXTRA_PATCH_MODULES (tests, extensions), as given.
-
-Primus's own come from its installed metadata. A source tree put on PYTHONPATH without being installed has none:
-that is an error naming the fix, never a run with no patch."""
+"""The modules that declare patches, in load order (two patches on one upstream function wrap it in that order,
+the later one outermost): 1. each backend's (``primus.upstreams.backends``: Primus's own, then other distributions'),
+in the order its ``Backend`` lists them; 2. the modules of other distributions' ``primus.patches`` entry points,
+by name; 3. PRIMUS_EXTRA_PATCH_MODULES (tests, extensions), as given. Importing a declaring module registers its
+patches; it must stay light (no upstream import at module level: upstream is imported inside ``install``)."""
 
 import importlib
-import importlib.metadata
 import os
-from importlib.metadata import Distribution, EntryPoint
-from pathlib import Path
+from importlib.metadata import EntryPoint
 
 import primus
 from primus.patches.registry import REGISTRY
 from primus.plugins import PluginError, describe, load_plugin, plugin_entry_points
+from primus.upstreams.backends import backends
 from primus.upstreams.release import Upstream
 
 PATCH_GROUP = "primus.patches"
@@ -30,24 +19,10 @@ PATCH_GROUP = "primus.patches"
 EXTRA_MODULES_ENV = "PRIMUS_EXTRA_PATCH_MODULES"
 
 
-def own_entry_points() -> list[EntryPoint]:
-    """Primus's own declaring modules, by entry-point name; ValueError when the metadata that
-    lists them is not there (primus not installed, or installed before they were entry points)."""
-    try:
-        dist: Distribution | None = importlib.metadata.distribution(primus.DISTRIBUTION)
-    except importlib.metadata.PackageNotFoundError:
-        dist = None
-    listed = sorted(dist.entry_points.select(group=PATCH_GROUP), key=lambda ep: ep.name) if dist is not None else []
-    if not listed:
-        source = Path(primus.__file__).resolve().parents[1]
-        found = "is not installed" if dist is None else f"{dist.version} is installed without them"
-        raise ValueError(
-            f"primus's own patches cannot be found: they are entry points (group {PATCH_GROUP}) of the "
-            f"distribution {primus.DISTRIBUTION}, which {found} (primus imported from {source}). Install it, "
-            f"`pip install -e {source}` for a source tree, rather than putting it on PYTHONPATH; reinstall it when "
-            f"it was installed before its patches were entry points"
-        )
-    return listed
+def backend_modules() -> tuple[str, ...]:
+    """Every backend's declaring modules, backend by backend; ValueError naming the fix when Primus's own backends
+    cannot be found (``primus.upstreams.backends``)."""
+    return tuple(module for backend in backends() for module in backend.patch_modules)
 
 
 def plugin_patch_entry_points() -> list[EntryPoint]:
@@ -56,8 +31,8 @@ def plugin_patch_entry_points() -> list[EntryPoint]:
 
 
 def declaring_modules() -> tuple[str, ...]:
-    """Every declaring module, in load order: Primus's own, the plugins', then PRIMUS_EXTRA_PATCH_MODULES."""
-    return tuple(ep.module for ep in own_entry_points() + plugin_patch_entry_points()) + _extra_modules()
+    """Every declaring module, in load order: the backends', the plugins', then PRIMUS_EXTRA_PATCH_MODULES."""
+    return backend_modules() + tuple(ep.module for ep in plugin_patch_entry_points()) + _extra_modules()
 
 
 def _extra_modules() -> tuple[str, ...]:
@@ -68,8 +43,8 @@ def _extra_modules() -> tuple[str, ...]:
 def load_all() -> None:
     """Import every declaring module (a second call is a no-op); ValueError (PluginError for a plugin's) naming
     the one that cannot be imported."""
-    for ep in own_entry_points():
-        importlib.import_module(ep.module)
+    for module in backend_modules():
+        importlib.import_module(module)
     for ep in plugin_patch_entry_points():
         load_patch_plugin(ep)
     for name in _extra_modules():

@@ -17,7 +17,7 @@ from primus.report.goodput import goodput_fraction
 from primus.report.panels import LOSS, TFLOPS, TOKENS_PER_SEC
 from primus.report.rows import median_after_warmup
 from primus.report.run_data import RunData
-from primus.report.summary import CLOCK_START_BACKENDS, log_intervals
+from primus.report.summary import first_log_starts_clock, log_intervals
 from primus.report.table import padded
 
 DEFAULT_MAX_REGRESSION_PCT = 5.0
@@ -36,7 +36,7 @@ def median_step_seconds(run: RunData, _: int | None = None) -> float | None:
     name = run.metric_for(LOSS)
     if name is None:
         return None
-    kept = log_intervals(run.points[name], run.skip_iterations, run.backend in CLOCK_START_BACKENDS)
+    kept = log_intervals(run.points[name], run.skip_iterations, first_log_starts_clock(run.backend))
     seconds = [(point.at - previous.at) / n for n, previous, point in kept if previous is not None]
     return statistics.median(seconds) if seconds else None
 

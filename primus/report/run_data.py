@@ -7,7 +7,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from primus.report.panels import SCALE, Panel, pick_name
+from primus.report.panels import Panel, pick_name, scale
 from primus.tracking.goodput.accounting import FRACTION, GOODPUT_EVENT, NAMES
 from primus.tracking.journal.files import JOURNAL_DIR
 from primus.tracking.journal.reader import has_journal, read_all
@@ -48,8 +48,8 @@ class RunData:
     def series(self, name: str) -> tuple[list[int], list[float]]:
         """Steps and values of one metric in its panel's unit, one value per step: the last one written
         (a resumed run replays the steps after its checkpoint)."""
-        scale = SCALE.get(name, 1.0)
-        by_step = {p.step: p.value * scale for p in self.points.get(name, ())}
+        factor = scale(name)
+        by_step = {p.step: p.value * factor for p in self.points.get(name, ())}
         steps = sorted(by_step)
         return steps, [by_step[s] for s in steps]
 

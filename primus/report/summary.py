@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from primus.report.goodput import goodput_fraction
 from primus.report.panels import LOSS, MEMORY, PANELS, TFLOPS, TOKENS_PER_SEC, Panel
 from primus.report.run_data import Point, RunData
+from primus.upstreams import backends
 
 
 @dataclass(frozen=True)
@@ -21,11 +22,6 @@ class SummaryRow:
     peak_memory_gib: float | None
     goodput_fraction: float | None  # productive time over wall time, every attempt together
     skip_iterations: int
-
-
-# Backends whose first log step in a process is a log entry with no rate: it only starts the clock
-# (Megatron's session); elsewhere the first point is the first log entry.
-CLOCK_START_BACKENDS = frozenset({"megatron"})
 
 
 def log_intervals(
@@ -72,7 +68,7 @@ def summarize(run: RunData) -> SummaryRow:
     def mean_rate(panel: Panel) -> float | None:
         metric = name[panel.title]
         return (
-            mean_after_warmup(run.points[metric], run.skip_iterations, run.backend in CLOCK_START_BACKENDS)
+            mean_after_warmup(run.points[metric], run.skip_iterations, first_log_starts_clock(run.backend))
             if metric
             else None
         )
@@ -90,3 +86,9 @@ def summarize(run: RunData) -> SummaryRow:
         goodput_fraction=goodput_fraction(run),
         skip_iterations=run.skip_iterations,
     )
+
+
+def first_log_starts_clock(backend: str | None) -> bool:
+    """Whether the backend's first log step in a process is a log entry with no rate (Megatron's session);
+    elsewhere the first point is the first log entry."""
+    return backend in backends.names() and backends.backend_named(backend).first_log_starts_clock

@@ -15,6 +15,7 @@ from primus.tracking.run import Run, start_run
 from primus.tracking.settings.config import (
     CometConfig,
     MlflowConfig,
+    OneLoggerConfig,
     OtlpConfig,
     PrometheusConfig,
     TensorBoardConfig,
@@ -26,6 +27,7 @@ from primus.tracking.settings.config import (
 __all__ = [
     "CometConfig",
     "MlflowConfig",
+    "OneLoggerConfig",
     "OtlpConfig",
     "PrometheusConfig",
     "Run",

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from primus.config.schemas.tracking import SECTION, goodput_windows, params_for, problems
+from primus.config.schemas.tracking import goodput_windows, params_for, problems
 from primus.errors import SettingsError
 from primus.tracking.journal.files import TRACES_DIR, rank_log_file
 from primus.tracking.journal.records import RANK_TAG
@@ -32,10 +32,12 @@ from primus.tracking.settings.config import (
     WandbConfig,
 )
 from primus.tracking.settings.credentials import has_wandb_credentials
+from primus.tracking.settings.one_logger_presence import LEGACY, PUBLIC, legacy_line, missing_line, one_logger_present
 from primus.tracking.tags.run_labels import RunLabels, run_labels
+from primus.upstreams.backends import backend_named
 
 if TYPE_CHECKING:  # a backend builds it; plan_run only passes it on
-    from primus.tracking.settings.config import CometConfig
+    from primus.tracking.settings.config import CometConfig, OneLoggerConfig
 
 PERF = "mlflow_upload_performance_metrics"
 ACROSS_RANKS = "mlflow_performance_metrics_across_ranks"
@@ -138,6 +140,9 @@ class Destinations:
     run_name_suffix: str = ""  # after either name: one run per rank says which rank it is
     delivery_group: Path | None = None  # TrackingConfig's
     comet: CometConfig | None = None
+    # rides along with the trackers (it alone starts no run). Megatron's: from upstream's own options; a backend
+    # with Primus's One-Logger options gives the run's shape here, and plan_run applies them
+    one_logger: OneLoggerConfig | None = None
 
 
 def plan_run(
@@ -157,7 +162,7 @@ def plan_run(
     writes as ``mlflow_off_by`` when it is off; ``destinations`` is asked once every option is valid, and answers
     None when no tracker is on; ``flag(key)``: how a key is written on the backend's command line, where it has
     flags (Megatron). Raises TrackingPlanError listing every problem; the config is resolved."""
-    section = SECTION.get(backend, "")
+    section = backend_named(backend).option_section
     params = params_for(backend)
     for problem in problems(params, lambda key: value_of(key.removeprefix(section)), flag):
         notices.error(problem)
@@ -203,6 +208,7 @@ def plan_run(
             goodput_windows=goodput_windows(options["primus_goodput_windows"]),
             delivery_group=where.delivery_group,
             comet=where.comet,
+            one_logger=_one_logger(backend, where.one_logger, options, notices, section),
             prometheus=PrometheusConfig(
                 pushgateway=options["primus_prometheus_pushgateway"],
                 push_interval_s=options["primus_prometheus_push_interval"],
@@ -226,6 +232,30 @@ def plan_run(
         stragglers=stragglers,
         peak_tflops=options["peak_tflops"],
         user_tags=labels.tags,
+    )
+
+
+def _one_logger(
+    backend: str, shape: OneLoggerConfig | None, options: Mapping[str, Any], notices: Notices, section: str
+) -> OneLoggerConfig | None:
+    """The backend's One-Logger with Primus's options applied, when they are on and nv-one-logger is installed (the
+    legacy package or none: said once)."""
+    if "enable_one_logger" not in options or shape is None:
+        return shape
+    if not options["enable_one_logger"]:
+        return None
+    toggle = f"{section}enable_one_logger"
+    present = one_logger_present()
+    if present != PUBLIC:
+        notices.info(legacy_line(toggle) if present == LEGACY else missing_line(toggle, f"set {toggle}: false"))
+        return None
+    return dataclasses.replace(
+        shape,
+        project=options["one_logger_project"] or backend,
+        run_name=options["one_logger_run_name"],
+        async_export=bool(options["one_logger_async"]),
+        app_tag_run_name=options["app_tag_run_name"],
+        app_tag_run_version=options["app_tag_run_version"],
     )
 
 

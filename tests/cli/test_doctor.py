@@ -149,3 +149,20 @@ def test_comet_ml_its_version_and_whether_it_finds_a_key_never_the_key(tmp_path,
     else:
         assert lines["comet key"].startswith("none (Comet online needs one: export COMET_API_KEY")
     assert COMET_KEY not in done.stdout + done.stderr
+
+
+def test_which_one_logger_is_present_and_what_a_run_records(capsys, monkeypatch, tmp_path):
+    """.venv has the public nv-one-logger (make setup); a legacy ``one_logger`` on the path wins; without either the
+    line names the extra."""
+    assert main(["doctor", "--json"]) in (0, 1)
+    assert json.loads(capsys.readouterr().out)["one_logger"]["present"] == "public"
+    (tmp_path / "one_logger.py").write_text("class OneLogger: ...\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    main(["doctor"])
+    [line] = [line for line in capsys.readouterr().out.splitlines() if line.startswith("one-logger")]
+    assert "legacy one_logger" in line
+    monkeypatch.setitem(sys.modules, "one_logger", None)
+    monkeypatch.setitem(sys.modules, "nv_one_logger", None)
+    main(["doctor"])
+    [line] = [line for line in capsys.readouterr().out.splitlines() if line.startswith("one-logger")]
+    assert "primus-tracking[one-logger]" in line

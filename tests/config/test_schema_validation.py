@@ -131,6 +131,8 @@ def test_torchtitan_and_maxtext_primus_keys():
         "metrics.mlflow_description", "metrics.wandb_tags", "metrics.wandb_notes", "metrics.primus_no_progress_restarts",
         "metrics.primus_prometheus_pushgateway", "metrics.primus_prometheus_push_interval", "metrics.primus_prometheus_port",
         "metrics.primus_goodput_windows",
+        "metrics.enable_one_logger", "metrics.one_logger_project", "metrics.one_logger_run_name",
+        "metrics.one_logger_async", "metrics.app_tag_run_name", "metrics.app_tag_run_version",
     }
     assert schema_for("maxtext").primus_keys == {
         "enable_mlflow", "mlflow_run_name", "mlflow_experiment_name", "mlflow_upload_performance_metrics",
@@ -138,4 +140,6 @@ def test_torchtitan_and_maxtext_primus_keys():
         "primus_throughput_drop_fraction", "mlflow_upload_checkpoints", "mlflow_tags", "mlflow_description",
         "wandb_tags", "wandb_notes", "primus_no_progress_restarts", "primus_prometheus_pushgateway",
         "primus_prometheus_push_interval", "primus_prometheus_port", "primus_goodput_windows",
+        "wandb_tags", "wandb_notes", "primus_no_progress_restarts", "enable_one_logger", "one_logger_project",
+        "one_logger_run_name", "one_logger_async", "app_tag_run_name", "app_tag_run_version",
     }

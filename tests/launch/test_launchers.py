@@ -22,8 +22,8 @@ WITH_HOST = ("HOME,LANG,MLFLOW_TRACKING_PASSWORD,MLFLOW_TRACKING_URI,MY_TEAM_SET
 
 
 def _overrides(run_dir) -> list[str]:
-    return [f"modules.pre_trainer.overrides.primus_run_dir={run_dir}",
-            "modules.pre_trainer.overrides.mlflow_experiment_name=llama_test"]
+    """What the launcher adds for a Megatron module; the run directory reaches it as every backend's, PRIMUS_RUN_DIR."""
+    return ["modules.pre_trainer.overrides.mlflow_experiment_name=llama_test"]
 
 
 def _assert_job_env(env: dict[str, str], experiment, run_dir) -> None:

@@ -1,6 +1,7 @@
-"""The catalog loads the declaring modules: Primus's own and those other distributions register (entry-point group
-primus.patches), then PRIMUS_EXTRA_PATCH_MODULES (test/extension hook). Primus's own come from its installed
-metadata: without it (a source tree on PYTHONPATH) loading is an error, never a run with no patch."""
+"""The catalog loads the declaring modules: each backend's (entry-point group primus.backends), those other
+distributions register (group primus.patches), then PRIMUS_EXTRA_PATCH_MODULES (test/extension hook). Primus's own
+backends come from its installed metadata: without it (a source tree on PYTHONPATH) loading is an error, never a
+run with no patch."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from support.plugin_dists import PATCH_ID, install_patch_plugin
 
 import primus
 from primus.patches import REGISTRY
-from primus.patches.catalog import EXTRA_MODULES_ENV, declaring_modules, load_all, own_entry_points
+from primus.upstreams.backends import backends
+from primus.patches.catalog import EXTRA_MODULES_ENV, backend_modules, declaring_modules, load_all
 from primus.patches.registry import PLATFORM_ENV, detect_platform
 
 
@@ -52,15 +54,17 @@ def test_a_backends_patches_folder_holds_only_modules_that_register_patches():
     assert {name.split(".")[2] for name in names} == {"megatron", "torchtitan", "maxtext", "megatron_bridge"}
     assert set(registered) == set(names)
     assert [name for name in names if registered[name] == "0"] == [], "move helpers beside patches/, not in it"
-    assert {ep.module for ep in own_entry_points()} == set(names), "each is an entry point of ours (setup.cfg)"
+    assert set(backend_modules()) == set(names), "each is named by its backend (primus/backends/*/backend.py)"
+    assert all(m.startswith(f"primus.backends.{b.name}.") for b in backends() for m in b.patch_modules)
 
 
-def test_primus_own_modules_load_first_by_name_then_the_plugins_then_the_extra_ones(tmp_path, monkeypatch):
+def test_the_backends_modules_load_first_by_backend_then_the_plugins_then_the_extra_ones(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(install_patch_plugin(tmp_path / "site")))
     monkeypatch.setenv(EXTRA_MODULES_ENV, "json")
-    own = [(ep.name, ep.module) for ep in own_entry_points()]
-    assert own == sorted(own) and len(own) == len(patch_modules()) > 1
-    assert declaring_modules() == (*(module for _, module in own), "primus_demo_patches.declarations", "json")
+    listed = [(b.position, b.name) for b in backends()]
+    assert listed == sorted(listed) and len(backend_modules()) == len(patch_modules()) > 1
+    by_backend = tuple(m for b in backends() for m in b.patch_modules)
+    assert declaring_modules() == (*by_backend, "primus_demo_patches.declarations", "json")
 
 
 def test_the_secret_name_check_wraps_validate_args_outside_the_planning():
@@ -89,16 +93,20 @@ def test_a_source_tree_that_is_not_installed_is_refused_with_the_fix(tmp_path):
     done = subprocess.run([sys.executable, "-I", "-S", "-c", _BARE_TREE, str(tmp_path)], capture_output=True,
                           text=True, timeout=60)
     assert done.returncode == 1
-    assert ("ValueError: primus's own patches cannot be found: they are entry points (group primus.patches) of the "
-            "distribution primus-tracking, which is not installed") in done.stderr
-    assert "`pip install -e " in done.stderr
+    assert ("ValueError: primus's own backends cannot be found: they are entry points (group primus.backends) of "
+            "the distribution primus-tracking, which is not installed") in done.stderr
+    assert "`pip install -e <source tree>`" in done.stderr
 
 
 def test_metadata_installed_before_the_entry_points_is_refused(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(install_demo_wheel(tmp_path, {}, name=primus.DISTRIBUTION, version="0.0.1",
                                                        entry_points={"console_scripts": {"primus": "m:f"}})))
-    with pytest.raises(ValueError, match="primus-tracking, which 0.0.1 is installed without them .*reinstall it"):
-        load_all()
+    backends.cache_clear()
+    try:
+        with pytest.raises(ValueError, match="primus-tracking, which 0.0.1 is installed without them.*reinstall it"):
+            load_all()
+    finally:
+        backends.cache_clear()
 
 
 def test_extra_modules_are_appended(monkeypatch):

@@ -1,6 +1,6 @@
 """Throwaway plugin distributions, laid out as pip installs them (``demo_wheel``), for a folder put on
 PYTHONPATH (or sys.path): one registering a tracker in ``primus.sinks``, one registering a patch module in
-``primus.patches``.
+``primus.patches``, one adding a whole backend (``primus.backends``) for a toy trainer.
 
 The demo tracker appends what it receives to ``<run dir>/demo_sink.jsonl``: one line per metrics record
 (step, timestamp, values, and the pid of the process that delivered it), one at open (the run's context, the
@@ -95,3 +95,87 @@ def install_patch_plugin(site: Path, value: str = "primus_demo_patches.declarati
     """``site`` with a distribution whose patch module makes ``demo_plugin_target.greet`` shout."""
     return install_demo_wheel(site, PATCH_FILES, name=PATCH_DIST, version="0.1",
                               entry_points={"primus.patches": {"demo": value}})
+
+
+BACKEND_DIST = "primus-toy-backend"
+BACKEND_NAME = "toy"
+TOY_FILES = {
+    # the toy's upstream trainer: logs a loss per step
+    "toytrainer/__init__.py": '''__version__ = "1.2.0"
+
+
+def log(metrics, step):
+    pass
+
+
+def train(steps):
+    for step in range(1, steps + 1):
+        log({"toy/loss": 1.0 / step}, step)
+''',
+    "primus_toy_backend/__init__.py": "",
+    "primus_toy_backend/backend.py": '''
+from primus.upstreams.backends import LOSS, Backend
+from primus.upstreams.release import Upstream
+
+TOY = Upstream(name="Toy", distribution="toytrainer", package="toytrainer", supported=">=1.0,<2")
+BACKEND = Backend(
+    name="toy",
+    title="Toy",
+    position=10,
+    upstream=TOY,
+    patch_modules=("primus_toy_backend.patches",),
+    entry_module="primus_toy_backend",
+    schema_builder="primus_toy_backend.schema:schema",
+    upstream_table_finder="primus_toy_backend.schema:table",
+    metric_names={LOSS: ("toy/loss",)},
+)
+''',
+    "primus_toy_backend/schema.py": '''
+from primus.config.schema import Param, Schema
+from primus.config.schemas.tracking import params_for
+
+
+def schema():
+    return Schema("toy key", [Param("steps", "int", default=3, help="steps to train"), *params_for("toy")])
+
+
+def table():
+    return None
+''',
+    "primus_toy_backend/patches.py": '''
+from primus.patches import REGISTRY, Patch
+from primus_toy_backend.backend import TOY
+
+
+def install(module, handle):
+    def log(wrapped, instance, args, kwargs):
+        metrics, step = args
+        print(f"[toy] tracked step {step}: {metrics}", flush=True)
+        return wrapped(*args, **kwargs)
+
+    handle.wrap(module, "log", log)
+
+
+REGISTRY.register(Patch("toy.log", "toytrainer", TOY, ">=1.0,<2", install, backend="toy"))
+''',
+    "primus_toy_backend/__main__.py": '''
+import primus.activation
+
+primus.activation.activate()
+
+import toytrainer  # noqa: E402
+from primus.config.environment import module_params_from_env  # noqa: E402
+
+toytrainer.train((module_params_from_env("toy") or {}).get("steps", 3))
+''',
+}
+
+
+def install_backend_plugin(site: Path) -> Path:
+    """``site`` with a toy upstream trainer and a distribution adding it as a backend (entry point ``toy`` of the
+    group ``primus.backends``): its object, a patch on the trainer's ``log``, its schema and its entry module."""
+    install_demo_wheel(site, {k: v for k, v in TOY_FILES.items() if k.startswith("toytrainer/")},
+                       name="toytrainer", version="1.2.0")
+    return install_demo_wheel(site, {k: v for k, v in TOY_FILES.items() if not k.startswith("toytrainer/")},
+                              name=BACKEND_DIST, version="0.1",
+                              entry_points={"primus.backends": {BACKEND_NAME: "primus_toy_backend.backend:BACKEND"}})

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from primus.tracking.health.detectors import LOSS_METRICS, HealthMonitor
+from primus.tracking.health.detectors import HealthMonitor, loss_metrics
 from primus.tracking.journal.records import EVENT, METRICS, SAVE_START, SAVED, AlertKind, Record
 from primus.tracking.settings.config import HealthSettings
 
@@ -127,7 +127,7 @@ def test_a_record_for_some_sinks_only_is_on_another_axis_and_not_a_step():
     assert stalled.kind == AlertKind.STALLED and stalled.iteration == 5
 
 
-@pytest.mark.parametrize("name", LOSS_METRICS)
+@pytest.mark.parametrize("name", loss_metrics())
 @pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
 def test_a_loss_that_is_not_finite_is_a_nan_alert_at_once_in_every_backend(name, value):
     m = HealthMonitor(HealthSettings(), now=T0)

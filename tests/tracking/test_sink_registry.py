@@ -18,7 +18,7 @@ from primus.tracking.trackers.tensorboard import TensorBoardSink
 
 def test_built_in_and_plugin_sinks_come_from_one_registry_in_delivery_order(sink_plugin):
     sink_plugin()
-    assert list(BUILT_IN) == ["tensorboard", "wandb", "mlflow", "comet", "otlp", "prometheus"]
+    assert list(BUILT_IN) == ["tensorboard", "wandb", "mlflow", "comet", "one_logger", "otlp", "prometheus"]
     classes = sink_classes(["mlflow", "demo", "tensorboard"])
     assert list(classes) == ["mlflow", "demo", "tensorboard"]
     assert classes["mlflow"] is MlflowSink and classes["tensorboard"] is TensorBoardSink

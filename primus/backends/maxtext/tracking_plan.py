@@ -12,6 +12,7 @@ so a job restarted under the same run_name resumes the same MLflow and W&B runs.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -23,6 +24,7 @@ from primus.config.schemas.tracking import problems
 from primus.tracking import TensorBoardConfig, WandbConfig
 from primus.tracking.plan import Destinations, Notices, TrackingPlan, exports_to_prometheus, plan_run
 from primus.tracking.settings import otlp_env
+from primus.tracking.settings.config import OneLoggerConfig
 from primus.tracking.sinks.plugins import requested_sinks
 
 UPSTREAM_TB_QUEUE = 10  # upstream's tensorboardX SummaryWriter(logdir) keeps its default max_queue
@@ -30,6 +32,26 @@ UPSTREAM_TB_QUEUE = 10  # upstream's tensorboardX SummaryWriter(logdir) keeps it
 
 def _is_remote(path: str) -> bool:
     return "://" in path  # gs://, s3://: upstream writes there through its own clients; Primus's sinks cannot
+
+
+def one_logger_shape(config: Any) -> OneLoggerConfig:
+    """The run's shape, which One-Logger summarises iterations and checkpoints with (its options: the plan's).
+    MaxText logs every step, counting from 0."""
+    devices = max(1, int(os.environ.get("WORLD_SIZE", "1")))
+    with contextlib.suppress(Exception):  # jax is initialised by the time upstream's config is built
+        import jax
+
+        devices = jax.device_count()
+    steps = int(getattr(config, "steps", -1))
+    return OneLoggerConfig(
+        world_size=devices,
+        global_batch_size=max(1, int(getattr(config, "global_batch_size_to_train_on", 1))),
+        micro_batch_size=int(getattr(config, "micro_batch_size_to_train_on", 0)) or None,
+        seq_length=int(getattr(config, "max_target_length", 0)) or None,
+        train_iterations=steps if steps > 0 else None,
+        async_save=bool(getattr(config, "async_checkpointing", False)),
+        step_offset=1,  # its step 0 is the first trained
+    )
 
 
 def plan_tracking(
@@ -73,6 +95,7 @@ def plan_tracking(
             run_name=str(config.run_name),
             tensorboard=tensorboard,
             wandb=wandb,
+            one_logger=one_logger_shape(config),
         )
 
     return plan_run(

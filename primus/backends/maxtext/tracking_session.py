@@ -4,10 +4,8 @@ checkpoint journal the checkpointing patches call (attached to that run)."""
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from primus.backends.maxtext.layout import layout_tags_of
@@ -15,7 +13,7 @@ from primus.backends.maxtext.primus_options import PrimusOptions
 from primus.backends.maxtext.step_progress import StepProgress
 from primus.backends.maxtext.tracking_metric_writer import TrackingMetricWriter
 from primus.backends.maxtext.tracking_plan import plan_tracking
-from primus.config.environment import RUN_DIR_ENV
+from primus.config.run_directory import given_run_dir
 from primus.log import get_logger
 from primus.tracking import RunStatus
 from primus.tracking.checkpoints.checkpoint_journal import CheckpointJournal
@@ -27,16 +25,10 @@ _PLANNED: tuple[Any, TrackingPlan] | None = None  # (the config it was planned f
 CHECKPOINTS = CheckpointJournal()
 
 
-def explicit_run_dir() -> Path | None:
-    """The run directory `primus train` chose (PRIMUS_RUN_DIR), if any."""
-    value = os.environ.get(RUN_DIR_ENV)
-    return Path(value) if value else None
-
-
 def prepare_tracking(config: Any, options: PrimusOptions) -> TrackingPlan:
     """Plan for a config just built (raises TrackingPlanError) and say what was decided, once."""
     global _PLANNED
-    plan = plan_tracking(config, options, explicit_run_dir())
+    plan = plan_tracking(config, options, given_run_dir())
     plan.notices.emit(log)
     _PLANNED = (config, plan)
     return plan
@@ -46,7 +38,7 @@ def plan_for(config: Any) -> TrackingPlan:
     """The plan made for this config; a config built another way gets MaxText's own keys and no Primus options."""
     if _PLANNED is not None and _PLANNED[0] is config:
         return _PLANNED[1]
-    return plan_tracking(config, PrimusOptions(), explicit_run_dir())
+    return plan_tracking(config, PrimusOptions(), given_run_dir())
 
 
 def start_tracking(plan: TrackingPlan, config: Any, announce: Callable[[int], None] | None) -> TrackingMetricWriter:

@@ -1,4 +1,4 @@
-"""Megatron's tracker toggles and names: TensorBoard (spec §3), Weights & Biases (§4), MLflow (§5).
+"""Megatron's tracker toggles and names: TensorBoard (spec §3), Weights & Biases (§4), MLflow (§5), One-Logger (§6).
 
 TensorBoard: `disable_tensorboard` decides, `tensorboard_dir` only says where; enabled with no directory ->
 derived under the run directory, and said so. W&B names left unset are filled by the tracking core from
@@ -14,6 +14,10 @@ from pathlib import Path
 from primus.config.schemas.megatron import wandb_enabled
 from primus.tracking.journal.files import TENSORBOARD_DIR, WANDB_DIR
 from primus.tracking.plan import Notices
+from primus.tracking.settings.config import OneLoggerConfig
+from primus.tracking.settings.one_logger_presence import LEGACY, PUBLIC, legacy_line, one_logger_present
+
+ONE_LOGGER_TOGGLE = "enable_one_logger"
 
 
 def tensorboard_enabled(args) -> bool:
@@ -44,3 +48,29 @@ def check_wandb(args, notices: Notices) -> bool:
 
 def wandb_save_dir(args, run_dir: Path) -> Path:
     return Path(args.wandb_save_dir) if args.wandb_save_dir else run_dir / WANDB_DIR
+
+
+def one_logger_config(args, notices: Notices) -> OneLoggerConfig | None:
+    """The spec's One-Logger options (upstream's own arguments) for Primus's One-Logger, when it is on and
+    nv-one-logger is installed; with the legacy package, upstream's own path records instead (said once)."""
+    if not getattr(args, "enable_one_logger", False):  # upstream's parser always sets it; a bare namespace may not
+        return None
+    present = one_logger_present()
+    if present == LEGACY:
+        notices.info(legacy_line(ONE_LOGGER_TOGGLE))
+    if present != PUBLIC:
+        return None  # without any: global_vars_patches says so, where upstream would have
+    return OneLoggerConfig(
+        project=args.one_logger_project,
+        run_name=args.one_logger_run_name,
+        async_export=bool(args.one_logger_async),
+        app_tag_run_name=args.app_tag_run_name,
+        app_tag_run_version=args.app_tag_run_version,
+        world_size=args.world_size,
+        global_batch_size=args.global_batch_size,
+        micro_batch_size=args.micro_batch_size,
+        seq_length=args.seq_length,
+        train_iterations=args.train_iters,
+        log_every_n_iterations=max(1, int(args.log_interval or 1)),
+        async_save=bool(getattr(args, "async_save", False)),
+    )

@@ -4,7 +4,7 @@ Computed on every rank inside upstream's validate_args, so a bad setting fails e
 only the writer rank (the last, as upstream) turns it into a tracking run.
 
 Run directory (journal, run ids, derived tracker folders), by the rule every launcher shares
-(primus.config.run_directory): explicit --primus-run-dir; else <save>/primus, so a job restarted from
+(primus.config.run_directory): --primus-run-dir, else PRIMUS_RUN_DIR (`primus train`'s); else <save>/primus, so a job restarted from
 its checkpoint resumes the same MLflow/W&B runs; else a fresh timestamped folder under
 PRIMUS_OUTPUT_ROOT (default output/megatron): without a checkpoint a restart is a new run."""
 
@@ -16,8 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from primus.backends.megatron.arguments import flag
-from primus.backends.megatron.tracker_settings import check_wandb, resolve_tensorboard_dir, wandb_save_dir
-from primus.config.run_directory import CHECKPOINTED_RUN_DIR, choose_run_dir, timestamp
+from primus.backends.megatron.tracker_settings import (
+    check_wandb,
+    one_logger_config,
+    resolve_tensorboard_dir,
+    wandb_save_dir,
+)
+from primus.config.run_directory import CHECKPOINTED_RUN_DIR, choose_run_dir, given_run_dir, timestamp
 from primus.config.schemas.megatron import CHECKED_UPSTREAM, mlflow_enabled
 from primus.config.schemas.tracking import problems
 from primus.tracking import TensorBoardConfig, WandbConfig
@@ -26,7 +31,8 @@ from primus.tracking.plan import Destinations, Notices, TrackingPlan, plan_run
 
 def derive_run_dir(args, now: float | None = None) -> Path:
     root = Path(os.environ.get("PRIMUS_OUTPUT_ROOT", "output/megatron"))
-    return choose_run_dir(explicit=args.primus_run_dir, checkpoint_dir=args.save, fresh=root / timestamp(now))
+    explicit = given_run_dir(args.primus_run_dir)
+    return choose_run_dir(explicit=explicit, checkpoint_dir=args.save, fresh=root / timestamp(now))
 
 
 def default_run_name(args, run_dir: Path) -> str:
@@ -63,6 +69,7 @@ def plan_tracking(args) -> TrackingPlan:
             if check_wandb(args, notices)
             else None,
             rank=args.rank,
+            one_logger=one_logger_config(args, notices),
         )
 
     plan = plan_run(

@@ -22,23 +22,25 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from primus.config.environment import RUN_DIR_ENV, module_params_from_env
-from primus.config.run_directory import choose_run_dir, timestamp
-from primus.config.schemas.tracking import MEGATRON_BRIDGE, params_for, upstream_keys
+from primus.config.environment import module_params_from_env
+from primus.config.run_directory import choose_run_dir, given_run_dir, timestamp
+from primus.config.schemas.tracking import params_for, upstream_keys
 from primus.tracking import CometConfig, TensorBoardConfig, WandbConfig
 from primus.tracking.journal.files import WANDB_DIR
 from primus.tracking.plan import Destinations, Notices, TrackingPlan, exports_to_prometheus, plan_run
 from primus.tracking.settings import otlp_env
+from primus.tracking.settings.config import OneLoggerConfig
 from primus.tracking.sinks.plugins import requested_sinks
 
-BACKEND = MEGATRON_BRIDGE
+BACKEND = "megatron_bridge"
 BRIDGE_KEYS = upstream_keys(BACKEND)  # option -> Bridge's own key for it (logger.mlflow_tags)
 DEFAULTS = {p.name: p.default for p in params_for(BACKEND)}
 
 
 def run_directory(checkpoint_save: str | None, environ: Mapping[str, str] = os.environ) -> Path:
     root = Path(environ.get("PRIMUS_OUTPUT_ROOT", f"output/{BACKEND}"))
-    return choose_run_dir(explicit=environ.get(RUN_DIR_ENV), checkpoint_dir=checkpoint_save, fresh=root / timestamp())
+    explicit = given_run_dir(environ=environ)
+    return choose_run_dir(explicit=explicit, checkpoint_dir=checkpoint_save, fresh=root / timestamp())
 
 
 def experiment_options(environ: Mapping[str, str] = os.environ) -> dict[str, Any]:
@@ -63,6 +65,20 @@ def _comet(logger: Any) -> CometConfig | None:
         workspace=logger.comet_workspace or None,
         name=logger.comet_experiment_name or None,
         tags=tuple(logger.comet_tags or ()),
+    )
+
+
+def one_logger_shape(config: Any, environ: Mapping[str, str]) -> OneLoggerConfig:
+    """The run's shape, which One-Logger summarises iterations and checkpoints with (its options: the plan's)."""
+    train, model = getattr(config, "train", None), getattr(config, "model", None)  # tests' configs hold less
+    return OneLoggerConfig(
+        world_size=max(1, int(environ.get("WORLD_SIZE", "1"))),
+        global_batch_size=max(1, int(getattr(train, "global_batch_size", None) or 1)),
+        micro_batch_size=getattr(train, "micro_batch_size", None),
+        seq_length=getattr(model, "seq_length", None),
+        train_iterations=getattr(train, "train_iters", None),
+        log_every_n_iterations=max(1, int(getattr(config.logger, "log_interval", None) or 1)),
+        async_save=bool(getattr(config.checkpoint, "async_save", False)),
     )
 
 
@@ -102,6 +118,7 @@ def plan_tracking(
             else None,
             rank=rank,
             comet=_comet(logger),
+            one_logger=one_logger_shape(config, environ),
         )
 
     notices = Notices()

@@ -6,10 +6,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
-
-from primus.config.environment import RUN_DIR_ENV
 
 MODEL_SECTION = "model"  # 0.3: Primus's {module, config} -> upstream's --module / --config; 0.2.2: upstream's own
 
@@ -24,8 +21,3 @@ def experiment_params(environ: Mapping[str, str] = os.environ) -> dict[str, Any]
 
     module = module_from_env("torchtitan", environ)
     return None if module is None else module.upstream_params_given()
-
-
-def run_dir_from_env(environ: Mapping[str, str] = os.environ) -> Path | None:
-    value = environ.get(RUN_DIR_ENV)
-    return Path(value) if value else None

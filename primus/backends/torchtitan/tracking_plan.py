@@ -23,6 +23,7 @@ from primus.tracking import TensorBoardConfig
 from primus.tracking.journal.files import WANDB_DIR
 from primus.tracking.plan import Destinations, Notices, TrackingPlan, exports_to_prometheus, plan_run
 from primus.tracking.settings import otlp_env
+from primus.tracking.settings.config import OneLoggerConfig
 from primus.tracking.sinks.plugins import requested_sinks
 
 UPSTREAM_TB_QUEUE = 1000  # upstream's SummaryWriter(max_queue=1000)
@@ -68,11 +69,13 @@ def plan_tracking(
     explicit_run_dir: Path | None = None,
     profiling: bool = False,
     profiler_section: str = "profiler",
+    one_logger: OneLoggerConfig | None = None,
 ) -> TrackingPlan:
     """``metrics``: the parsed metrics config (upstream's fields plus Primus's, see metrics_options);
     ``checkpoint_dir``: where upstream saves checkpoints, None when checkpointing is off;
     ``profiling``: upstream's <profiler_section>.enable_profiling (the trace report has nothing to read
-    without it); ``profiler_section``: upstream's name for that section (0.3 ``profiler``, 0.2 ``profiling``).
+    without it); ``profiler_section``: upstream's name for that section (0.3 ``profiler``, 0.2 ``profiling``);
+    ``one_logger``: the run's shape for One-Logger, whose options the plan applies.
     Raises TrackingPlanError listing every problem."""
     notices = Notices()
     for problem in problems(CHECKED_UPSTREAM, lambda key: getattr(metrics, key.removeprefix("metrics."))):
@@ -102,6 +105,7 @@ def plan_tracking(
             wandb=wandb_settings(run_dir / WANDB_DIR, notices) if metrics.enable_wandb else None,
             rank=rank,
             delivery_group=job_dir if metrics.save_for_all_ranks and local_ranks() > 1 else None,
+            one_logger=one_logger,
         )
 
     plan = plan_run(

@@ -4,15 +4,17 @@ journal the checkpoint patches call (attached to that run)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
-from primus.backends.torchtitan.experiment import run_dir_from_env
 from primus.backends.torchtitan.tracking_plan import plan_tracking
+from primus.config.run_directory import given_run_dir
 from primus.log import get_logger
 from primus.log_capture import capture_console, stop_console_capture
 from primus.tracking.checkpoints.checkpoint_journal import CheckpointJournal
 from primus.tracking.plan import TrackingPlan
+from primus.tracking.settings.config import OneLoggerConfig
 
 log = get_logger("primus.torchtitan")
 
@@ -33,9 +35,10 @@ def prepare_tracking(config: Any, rank: int, *, dump_folder: str, profiler_secti
         dump_folder=dump_folder,
         checkpoint_dir=checkpoint_dir,
         rank=rank,
-        explicit_run_dir=run_dir_from_env(),
+        explicit_run_dir=given_run_dir(),
         profiling=profiler.enable_profiling,
         profiler_section=profiler_section,
+        one_logger=one_logger_shape(config),
     )
     if rank == 0:
         plan.notices.emit(log)
@@ -45,6 +48,26 @@ def prepare_tracking(config: Any, rank: int, *, dump_folder: str, profiler_secti
         capture_console(plan.log_file)
     _PLAN = plan
     return plan
+
+
+def one_logger_shape(config: Any) -> OneLoggerConfig:
+    """The run's shape, which One-Logger summarises iterations and checkpoints with (its options: the plan's)."""
+    training, parallel = config.training, getattr(config, "parallelism", None)
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    local = int(getattr(training, "local_batch_size", getattr(training, "batch_size", 1)))
+    model_parallel = 1
+    for degree in ("tensor_parallel_degree", "pipeline_parallel_degree", "context_parallel_degree"):
+        model_parallel *= max(1, int(getattr(parallel, degree, 1) or 1))
+    given = int(getattr(training, "global_batch_size", -1) or -1)
+    return OneLoggerConfig(
+        world_size=world,
+        global_batch_size=given if given > 0 else local * max(1, world // model_parallel),  # upstream's -1: per rank
+        micro_batch_size=local,
+        seq_length=int(training.seq_len),
+        train_iterations=int(training.steps),
+        log_every_n_iterations=max(1, int(config.metrics.log_freq)),
+        async_save=str(getattr(config.checkpoint, "async_mode", "disabled")) != "disabled",
+    )
 
 
 def current_plan() -> TrackingPlan | None:

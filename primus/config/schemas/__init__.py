@@ -1,24 +1,18 @@
-"""One schema per backend, built on first use and cached."""
+"""Each backend's experiment schema (its ``Backend.schema``), built on first use and cached."""
 
 from __future__ import annotations
 
 import functools
 
 from primus.config.schema import Schema
-from primus.config.schemas import maxtext, megatron, megatron_bridge, torchtitan
+from primus.upstreams import backends
 
-_BUILDERS = {
-    "megatron": megatron.schema,
-    "torchtitan": torchtitan.schema,
-    "maxtext": maxtext.schema,
-    "megatron_bridge": megatron_bridge.schema,
-}
-FRAMEWORKS = tuple(_BUILDERS)
+FRAMEWORKS = backends.names()
 
 
 @functools.cache
 def schema_for(framework: str) -> Schema:
-    return _BUILDERS[framework]()
+    return backends.backend_named(framework).schema()
 
 
 @functools.cache

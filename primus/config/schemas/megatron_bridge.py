@@ -10,7 +10,9 @@ from pathlib import Path
 
 from primus.config.schema import Param, Schema
 from primus.config.schemas import upstream_tables
-from primus.config.schemas.tracking import MEGATRON_BRIDGE, params_for, upstream_keys
+from primus.config.schemas.tracking import params_for, upstream_keys
+
+BACKEND = "megatron_bridge"  # the backend this schema is (primus/backends/megatron_bridge/backend.py)
 
 RECIPE = Param(
     "recipe",
@@ -38,7 +40,7 @@ PARAMS = [
     RECIPE,
     DATASET_PRESET,
     FORWARD_STEP,
-    *(p for p in params_for(MEGATRON_BRIDGE) if p.name not in upstream_keys(MEGATRON_BRIDGE)),
+    *(p for p in params_for(BACKEND) if p.name not in upstream_keys(BACKEND)),
 ]
 
 
@@ -50,7 +52,7 @@ def table() -> Path:
     """The generated table of the Megatron-Bridge release installed here (else the newest)."""
     from primus.upstreams.megatron_bridge import MEGATRON_BRIDGE as UPSTREAM  # a declaration; imports no upstream
 
-    return upstream_tables.select(MEGATRON_BRIDGE, upstream_tables.installed(UPSTREAM))
+    return upstream_tables.select(BACKEND, upstream_tables.installed(UPSTREAM))
 
 
 def schema() -> Schema:

@@ -1,5 +1,6 @@
-"""Primus's own tracking options, each declared once: name, type, default, bounds, help, and the backends that
-have it. Every spelling is built from here: each backend's experiment schema, Megatron's argparse group
+"""Primus's own tracking options, each declared once: name, type, default, bounds, help, and its group
+(``primus.upstreams.backends``: a backend has every option of no group and those of the groups it declares).
+Every spelling is built from here: each backend's experiment schema, Megatron's argparse group
 (``backends/megatron/arguments.py``), TorchTitan's ``metrics`` fields (``backends/torchtitan/metrics_options.py``)
 and MaxText's keys (``backends/maxtext/primus_options.py``). Each backend's plan checks the values it was given,
 whichever way they came (YAML, upstream's command line, a config file), with ``problems`` below."""
@@ -13,6 +14,18 @@ from typing import Any
 from primus.config.schema import Param
 from primus.config.schemas.user_tags import as_list, as_mapping, text_problem
 from primus.redaction import redact_value
+from primus.upstreams.backends import (
+    ACROSS_RANKS,
+    DISABLE_SWITCHES,
+    ENABLE_SWITCHES,
+    LOG_FILES,
+    LOG_FLAGS,
+    ONE_LOGGER_OPTIONS,
+    RUN_DIR_ARGUMENT,
+    STRAGGLERS,
+    TRACES,
+    backend_named,
+)
 
 JOURNAL_RETENTIONS = (
     "keep",
@@ -20,35 +33,18 @@ JOURNAL_RETENTIONS = (
 )  # primus.tracking.settings.config's (config must not import tracking; a test checks)
 GOODPUT_WINDOWS = (60, 300, 900)  # seconds: primus.tracking.settings.config's too
 MAX_GOODPUT_WINDOWS, LONGEST_GOODPUT_WINDOW = 8, 7 * 24 * 3600
-MEGATRON, TORCHTITAN, MAXTEXT, MEGATRON_BRIDGE = "megatron", "torchtitan", "maxtext", "megatron_bridge"
-EVERY = (MEGATRON, TORCHTITAN, MAXTEXT)
-# Megatron-Bridge has the options its tracking honours; the ones its own LoggerConfig already has keep Bridge's
-# spelling (``upstream``), so a Bridge user sets them where Bridge's own docs say, and the plan checks them as ours
-WITH_BRIDGE = (*EVERY, MEGATRON_BRIDGE)
-SECTION = {TORCHTITAN: "metrics."}  # where a backend keeps them: TorchTitan beside its own metrics fields
 # for a backend that builds fields or flags; "any" (a tag mapping or list) is text there, read by the plan
 PYTHON_TYPES = {"bool": bool, "int": int, "float": float, "str": str, "any": str}
-TORCH = (MEGATRON, TORCHTITAN)  # what MaxText's JAX run has no counterpart for: rank gathers, torch traces, logs
 
 
 @dataclasses.dataclass(frozen=True)
 class Option:
     param: Param
-    backends: tuple[str, ...]
-    upstream: dict[str, str] = dataclasses.field(default_factory=dict)  # backend -> upstream's own key for it
+    group: str | None  # None: every backend has it
 
 
-def _option(
-    name: str,
-    type: Any,
-    default: Any = None,
-    *,
-    backends: tuple[str, ...],
-    help: str,
-    upstream: dict[str, str] | None = None,
-    **kw: Any,
-) -> Option:
-    return Option(Param(name, type, default=default, primus=True, help=help, **kw), backends, upstream or {})
+def _option(name: str, type: Any, default: Any = None, *, help: str, group: str | None = None, **kw: Any) -> Option:
+    return Option(Param(name, type, default=default, primus=True, help=help, **kw), group)
 
 
 OPTIONS = (
@@ -57,45 +53,40 @@ OPTIONS = (
         "disable_tensorboard",
         "bool",
         nullable=True,
-        backends=(MEGATRON,),
+        group=DISABLE_SWITCHES,
         help="Turn TensorBoard off (true) or on (false). Unset: on when tensorboard_dir is given (upstream's rule).",
     ),
     _option(
         "disable_wandb",
         "bool",
         nullable=True,
-        backends=(MEGATRON,),
+        group=DISABLE_SWITCHES,
         help="Turn Weights & Biases off (true) or on (false). Unset: on when wandb_project is given (upstream's rule).",
     ),
-    _option("disable_mlflow", "bool", True, backends=(MEGATRON,), help="Turn MLflow off (true) or on (false)."),
+    _option("disable_mlflow", "bool", True, group=DISABLE_SWITCHES, help="Turn MLflow off (true) or on (false)."),
     _option(
         "enable_mlflow",
         "bool",
         False,
-        backends=(TORCHTITAN, MAXTEXT),
+        group=ENABLE_SWITCHES,
         help="Log metrics to MLflow (MLFLOW_TRACKING_URI; unset: a local sqlite store under the output folder).",
     ),
     _option(
         "mlflow_run_name",
         "str",
         nullable=True,
-        backends=WITH_BRIDGE,
-        upstream={MEGATRON_BRIDGE: "logger.mlflow_run_name"},
         help="MLflow run name (unset: the run's own name, from its run directory or upstream's run name).",
     ),
     _option(
         "mlflow_experiment_name",
         "str",
         nullable=True,
-        backends=WITH_BRIDGE,
-        upstream={MEGATRON_BRIDGE: "logger.mlflow_experiment"},
         help="MLflow experiment name; unset: MLFLOW_EXPERIMENT_NAME, else 'primus'.",
     ),
     _option(
         "mlflow_upload_performance_metrics",
         "bool",
         False,
-        backends=WITH_BRIDGE,
         help="Log the perf/memory/utilisation metric set (perf/, mem/, sys/) every log step, to every tracker "
         "(turns the throughput calculation on).",
     ),
@@ -103,7 +94,7 @@ OPTIONS = (
         "mlflow_performance_metrics_across_ranks",
         "bool",
         False,
-        backends=TORCH,
+        group=ACROSS_RANKS,
         help="With mlflow_upload_performance_metrics: memory and utilisation as min/mean/max over ranks "
         "(the previous log step's, through the job's store; off: the logging rank's own).",
     ),
@@ -112,8 +103,6 @@ OPTIONS = (
         "mlflow_tags",
         "any",
         nullable=True,
-        backends=WITH_BRIDGE,
-        upstream={MEGATRON_BRIDGE: "logger.mlflow_tags"},
         help="Tags for the MLflow run, a mapping (YAML) or key=value,key=value; unset: PRIMUS_MLFLOW_TAGS. Every "
         "tracker gets them (W&B in its config's primus_tags, TensorBoard in its run-tags text). Keys under "
         "primus. are Primus's own and refused.",
@@ -122,15 +111,12 @@ OPTIONS = (
         "mlflow_description",
         "str",
         nullable=True,
-        backends=WITH_BRIDGE,
-        upstream={MEGATRON_BRIDGE: "logger.mlflow_description"},
         help="The MLflow run's description (its mlflow.note.content tag); unset: PRIMUS_MLFLOW_DESCRIPTION.",
     ),
     _option(
         "wandb_tags",
         "any",
         nullable=True,
-        backends=WITH_BRIDGE,
         help="Tags of the W&B run, a list (YAML) or text,text; unset: WANDB_TAGS (TorchTitan: WANDB_RUN_TAGS, "
         "as upstream reads it).",
     ),
@@ -138,14 +124,13 @@ OPTIONS = (
         "wandb_notes",
         "str",
         nullable=True,
-        backends=WITH_BRIDGE,
         help="Notes of the W&B run; unset: WANDB_NOTES (TorchTitan: WANDB_RUN_NOTES, as upstream reads it).",
     ),
     _option(
         "primus_stragglers",
         "bool",
         nullable=True,
-        backends=(*TORCH, MEGATRON_BRIDGE),
+        group=STRAGGLERS,
         help="With more than one rank: each rank's busy time (not waiting for the others) since the last log step, "
         "gathered through the job's store (no collective); straggler/* metrics one log step later and a console "
         "line naming the slowest rank and its host at 1.1x the median or more (docs/metrics.md, Stragglers). "
@@ -157,7 +142,6 @@ OPTIONS = (
         nullable=True,
         gt=0,
         le=1e6,
-        backends=WITH_BRIDGE,
         help="Dense peak TFLOP/s of one device for the training dtype, for MFU (e.g. 989.4 for an H100 SXM in "
         "bf16); unset: the built-in table's, and no MFU for a device it does not know.",
     ),
@@ -165,7 +149,7 @@ OPTIONS = (
         "mlflow_upload_logs",
         "bool",
         False,
-        backends=TORCH,
+        group=LOG_FILES,
         help="Upload this run's log files to MLflow: every rank's console, a stalled run's stacks, and TorchTitan's "
         "structured logs (written under the run directory instead of the dump folder while this is on).",
     ),
@@ -173,7 +157,7 @@ OPTIONS = (
         "mlflow_upload_traces",
         "bool",
         False,
-        backends=TORCH,
+        group=TRACES,
         help="Upload this run's profiler trace files to MLflow, and Megatron's memory snapshot "
         "(--record-memory-history; written under the run's traces/memory/ while this is on).",
     ),
@@ -181,27 +165,26 @@ OPTIONS = (
         "mlflow_upload_tracelens_report",
         "bool",
         False,
-        backends=TORCH,
+        group=TRACES,
         help="Write a report analysing this run's profiler traces and upload it to MLflow.",
     ),
     _option(
         "mlflow_upload_checkpoints",
         "bool",
         False,
-        backends=WITH_BRIDGE,
         help="Upload each checkpoint's files to MLflow beside its manifest (every checkpoint gets a manifest "
         "naming its path either way); slow and costly for large checkpoints: every byte goes through the "
         "tracking server or artifact store.",
     ),
     # the logging options megatron-core 0.19.2 dropped, still honoured so older configs keep working
-    _option("log_learning_rate_to_tensorboard", "bool", True, backends=(MEGATRON,), help="Log the learning rate."),
-    _option("log_batch_size_to_tensorboard", "bool", False, backends=(MEGATRON,), help="Log the batch size."),
+    _option("log_learning_rate_to_tensorboard", "bool", True, group=LOG_FLAGS, help="Log the learning rate."),
+    _option("log_batch_size_to_tensorboard", "bool", False, group=LOG_FLAGS, help="Log the batch size."),
     _option(
         "log_avg_skip_iterations",
         "int",
         2,
         ge=0,
-        backends=(MEGATRON,),
+        group=LOG_FLAGS,
         help="Log entries left out of the running averages (`perf/*_avg`, the console's `(avg …)`): the first N "
         "of each process, the first log step counted (it only starts the clock), so with log_interval 1 "
         "averages start at iteration N+1. Applies with every tracker off too.",
@@ -211,7 +194,7 @@ OPTIONS = (
         "int",
         10,
         ge=1,
-        backends=(MEGATRON,),
+        group=LOG_FLAGS,
         help="Log entries (not iterations: they differ when log_interval > 1) after which the running averages "
         "start over.",
     ),
@@ -219,7 +202,7 @@ OPTIONS = (
         "primus_run_dir",
         "str",
         nullable=True,
-        backends=(MEGATRON,),
+        group=RUN_DIR_ARGUMENT,
         help="This run's directory (journal, run ids, derived tracker folders); unset: <save>/primus when save "
         "is given, else a new folder under $PRIMUS_OUTPUT_ROOT (default output/megatron).",
     ),
@@ -229,7 +212,6 @@ OPTIONS = (
         30.0,
         gt=0,
         le=86400,
-        backends=WITH_BRIDGE,
         help="Seconds to wait at exit for the trackers to deliver; what they could not deliver stays in the run's "
         "journal for `primus tracking sync`.",
     ),
@@ -240,7 +222,6 @@ OPTIONS = (
         nullable=True,
         gt=0,
         le=1e6,
-        backends=WITH_BRIDGE,
         help="Seconds without a new log step before a `stalled` alert (with every rank's stacks saved under the "
         "run's stacks/); unset: automatic, from the run's own intervals between log steps, with a start-up "
         "allowance until the first step and more during an evaluation or a checkpoint save (docs/metrics.md, "
@@ -252,7 +233,6 @@ OPTIONS = (
         6.0,
         ge=0,
         le=1e6,
-        backends=WITH_BRIDGE,
         help="A `loss_spike` alert when a logged loss is this many median absolute deviations above the median of "
         "the recent losses (docs/metrics.md, Health alerts); 0 turns it off.",
     ),
@@ -262,16 +242,58 @@ OPTIONS = (
         0.5,
         ge=0,
         le=0.99,
-        backends=WITH_BRIDGE,
         help="A `throughput_drop` alert when tokens/s stays below this fraction of the run's median for several "
         "log steps in a row (docs/metrics.md, Health alerts); 0 turns it off.",
+    ),
+    # NVIDIA's One-Logger (nv-one-logger), fed from the journal (primus/tracking/trackers/one_logger.py)
+    _option(
+        "enable_one_logger",
+        "bool",
+        True,
+        group=ONE_LOGGER_OPTIONS,
+        help="Record the run's One-Logger telemetry (NVIDIA's nv-one-logger: the `one-logger` extra) into "
+        "<run_dir>/one_logger/, beside the trackers.",
+    ),
+    _option(
+        "one_logger_project",
+        "str",
+        nullable=True,
+        group=ONE_LOGGER_OPTIONS,
+        help="One-Logger's project; unset: the backend's name.",
+    ),
+    _option(
+        "one_logger_run_name",
+        "str",
+        nullable=True,
+        group=ONE_LOGGER_OPTIONS,
+        help="One-Logger's run name (its session tag); unset: the run's name.",
+    ),
+    _option(
+        "one_logger_async",
+        "bool",
+        False,
+        group=ONE_LOGGER_OPTIONS,
+        help="Recorded in One-Logger's configuration (export is off the training process either way).",
+    ),
+    _option(
+        "app_tag_run_name",
+        "str",
+        nullable=True,
+        group=ONE_LOGGER_OPTIONS,
+        help="One-Logger's application tag name; unset: the One-Logger run name.",
+    ),
+    _option(
+        "app_tag_run_version",
+        "str",
+        "0.0.0",
+        group=ONE_LOGGER_OPTIONS,
+        help="One-Logger's application tag version.",
     ),
     # the cluster's own monitoring (primus/tracking/trackers/prometheus.py; README, "Your cluster's monitoring")
     _option(
         "primus_prometheus_pushgateway",
         "str",
         nullable=True,
-        backends=WITH_BRIDGE,
         help="A Prometheus Pushgateway (http://HOST:PORT) the delivery process pushes the run's latest figures to "
         "at log steps, its status at the end; unset: PRIMUS_PROMETHEUS_PUSHGATEWAY, else none. Alerting rules and "
         "a Grafana dashboard for them: `primus monitoring rules`, `primus monitoring dashboard`.",
@@ -282,7 +304,6 @@ OPTIONS = (
         nullable=True,
         gt=0,
         le=86400,
-        backends=WITH_BRIDGE,
         help="Seconds between two pushes to the Pushgateway at most (log steps in between: their latest figures "
         "go in the next push); unset: PRIMUS_PROMETHEUS_PUSH_INTERVAL, else 1.",
     ),
@@ -292,7 +313,6 @@ OPTIONS = (
         nullable=True,
         ge=1,
         le=65535,
-        backends=WITH_BRIDGE,
         help="A port on which each node's delivery process serves /metrics (the latest figures of the runs it "
         "delivers) for a Prometheus that scrapes, e.g. 9464; unset: PRIMUS_PROMETHEUS_PORT, else none.",
     ),
@@ -300,7 +320,6 @@ OPTIONS = (
         "primus_goodput_windows",
         "any",
         ",".join(map(str, GOODPUT_WINDOWS)),
-        backends=WITH_BRIDGE,
         help="The windows, in whole seconds, of the recent goodput figures goodput/productive_fraction_<W>s logged "
         "at every log step: a list (YAML) or 60,300,900 (docs/metrics.md, Goodput).",
     ),
@@ -310,7 +329,6 @@ OPTIONS = (
         3,
         ge=0,
         le=1000,
-        backends=WITH_BRIDGE,
         help="A `no_progress` alert, and the run stopped with exit code 93 (a Slurm requeue then stops), when this "
         "many attempts of its run directory in a row ended without a new checkpoint or a step beyond the last "
         "attempt's (docs/metrics.md, Health alerts); 0 turns it off.",
@@ -320,7 +338,6 @@ OPTIONS = (
         "str",
         "keep",
         choices=JOURNAL_RETENTIONS,
-        backends=WITH_BRIDGE,
         help="keep: the run's journal stays whole (report and sync can replay all of it); delivered: a closed "
         "journal segment is deleted once every tracker of the run has it.",
     ),
@@ -330,13 +347,14 @@ OPTIONS = (
 def params_for(backend: str, *, in_section: bool = True) -> list[Param]:
     """The options ``backend`` has, named as its experiment YAML writes them (TorchTitan's inside ``metrics.``),
     or by their bare names."""
-    prefix = SECTION.get(backend, "") if in_section else ""
-    return [dataclasses.replace(o.param, name=prefix + o.param.name) for o in OPTIONS if backend in o.backends]
+    has = backend_named(backend)
+    prefix = has.option_section if in_section else ""
+    return [dataclasses.replace(o.param, name=prefix + o.param.name) for o in OPTIONS if has.has(o.group)]
 
 
 def upstream_keys(backend: str) -> dict[str, str]:
     """Option name -> the key of ``backend``'s own config that stands for it (Bridge's ``logger.mlflow_tags``)."""
-    return {o.param.name: o.upstream[backend] for o in OPTIONS if backend in o.upstream}
+    return dict(backend_named(backend).option_keys)
 
 
 def problems(

@@ -31,6 +31,7 @@ from primus.tracking.journal.records import RunStatus, SinkName
 from primus.tracking.journal.run_state import CursorStore, RunDirLock, RunState, delivery_lock
 from primus.tracking.settings.config import TrackingConfig
 from primus.tracking.tags.meta import RunMeta
+from primus.tracking.trackers.one_logger import ONE_LOGGER_DIR
 from primus.tracking.trackers.registry import build_sinks
 
 LOCK_POLL_S = 0.2
@@ -92,6 +93,8 @@ def sync_run(
         # no key yet: the run's Comet never started (no API key, killed first); sync creates its experiment
         if meta.comet and cursors.load(SinkName.COMET, state.section(SinkName.COMET).get("key")) < end:
             names.append(SinkName.COMET)
+        if meta.one_logger and cursors.load(SinkName.ONE_LOGGER, str(run_dir / ONE_LOGGER_DIR)) < end:
+            names.append(SinkName.ONE_LOGGER)
         if meta.otlp and cursors.load(SinkName.OTLP, meta.otlp_config().metrics_endpoint) < end:
             names.append(SinkName.OTLP)
         cfg = TrackingConfig(  # the settings the run started with, as meta.json kept them
@@ -101,6 +104,7 @@ def sync_run(
             mlflow=meta.mlflow_config(_mlflow_uri(meta, tracking_uri)) if meta.mlflow else None,
             wandb=replace(meta.wandb_config(), run_id=wandb_id) if SinkName.WANDB in names else None,
             comet=meta.comet_config() if SinkName.COMET in names else None,
+            one_logger=meta.one_logger_config() if SinkName.ONE_LOGGER in names else None,
             otlp=meta.otlp_config() if SinkName.OTLP in names else None,
         )
         try:

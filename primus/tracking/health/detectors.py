@@ -28,13 +28,9 @@ from primus.tracking.journal.records import (
     ends_pause,
 )
 from primus.tracking.settings.config import HealthSettings
+from primus.upstreams import backends
 
 # What "the loss" and "the throughput" are called in each backend's journal: the one place that knows.
-LOSS_METRICS = (
-    "lm loss",  # Megatron
-    "loss_metrics/global_avg_loss",  # TorchTitan
-    "learning/loss",  # MaxText
-)
 THROUGHPUT_METRICS = ("perf/tokens_per_sec",)  # tracking/measure/perf.py, the same in every backend
 
 MAX_INTERVALS = 1000  # the step intervals the median is taken over (the latest)
@@ -46,6 +42,11 @@ STRAGGLER_STEPS = 5  # a straggler: the same rank the slowest on most (3) of the
 STRAGGLER_RATIO = 1.2  # at this many times the median busy time or more,
 STRAGGLER_MIN_LEAD_S = 0.25  # and this far ahead of it over the log interval: less is a busy host's noise
 SPIKE_MIN_REL = 0.01  # the MAD taken as at least this fraction of the median
+
+
+def loss_metrics() -> tuple[str, ...]:
+    """The names upstream trainers log their loss by (each backend's ``LOSS``)."""
+    return backends.metric_names(backends.LOSS)
 
 
 def first_of(names: tuple[str, ...], data: Mapping[str, float]) -> tuple[str, float] | None:
@@ -277,7 +278,7 @@ class HealthMonitor:
         if record.kind != METRICS or record.only is not None:  # for some sinks: another axis (Megatron's "vs samples")
             return []
         found = [self.stall.step(record.step, at)]
-        if (loss := first_of(LOSS_METRICS, record.data)) is not None:
+        if (loss := first_of(loss_metrics(), record.data)) is not None:
             found.append(self.loss.loss(*loss, record.step, at))
         if (throughput := first_of(THROUGHPUT_METRICS, record.data)) is not None:
             found.append(self.throughput.throughput(*throughput, record.step, at))

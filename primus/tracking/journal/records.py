@@ -76,6 +76,7 @@ class SinkName(StrEnum):
     WANDB = "wandb"
     MLFLOW = "mlflow"
     COMET = "comet"
+    ONE_LOGGER = "one_logger"
     OTLP = "otlp"  # an OpenTelemetry collector (OTLP/HTTP)
     PROMETHEUS = "prometheus"
 

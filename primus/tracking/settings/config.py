@@ -126,6 +126,26 @@ class CometConfig:
 
 
 @dataclass(frozen=True)
+class OneLoggerConfig:
+    """The spec's One-Logger options (Megatron's names in the comments) and the run's shape, which NVIDIA's
+    nv-one-logger summarises iterations and checkpoints with; the other backends fill it from their own keys."""
+
+    project: str = "megatron-lm"  # one_logger_project
+    run_name: str | None = None  # one_logger_run_name; None: the run's name
+    async_export: bool = False  # one_logger_async: recorded in the configuration (the file exporter writes as it goes)
+    app_tag_run_name: str | None = None  # None: the One-Logger run name
+    app_tag_run_version: str = "0.0.0"
+    world_size: int = 1
+    global_batch_size: int = 1
+    micro_batch_size: int | None = None
+    seq_length: int | None = None
+    train_iterations: int | None = None  # the target, when the trainer has one
+    log_every_n_iterations: int = 1  # one summary per log step of the trainer's
+    async_save: bool = False  # checkpoints saved asynchronously (checkpoint_save_async spans)
+    step_offset: int = 0  # iterations done at a logged step = the step + this (MaxText counts its steps from 0: 1)
+
+
+@dataclass(frozen=True)
 class OtlpConfig:
     """OpenTelemetry (OTLP/HTTP protobuf): on when its standard variables name a collector (``otlp_env``)."""
 
@@ -155,6 +175,7 @@ class TrackingConfig:
     wandb: WandbConfig | None = None
     mlflow: MlflowConfig | None = None
     comet: CometConfig | None = None
+    one_logger: OneLoggerConfig | None = None  # NVIDIA's nv-one-logger, from the journal like the trackers
     otlp: OtlpConfig | None = None  # None: on when OTEL_EXPORTER_OTLP_[METRICS_]ENDPOINT is set (resolve)
     prometheus: PrometheusConfig | None = None  # None: a Pushgateway only from PRIMUS_PROMETHEUS_PUSHGATEWAY
     params: Mapping[str, Any] = field(default_factory=dict)
@@ -230,6 +251,7 @@ class TrackingConfig:
             wandb=self.wandb and _resolve_wandb(self.wandb, run_dir, run_name, env),
             mlflow=self.mlflow and _resolve_mlflow(self.mlflow, run_dir, experiment_name, run_name, env),
             comet=self.comet and _resolve_comet(self.comet, run_dir, run_name, env),
+            one_logger=self.one_logger and _resolve_one_logger(self.one_logger, run_name),
             otlp=_resolve_otlp(self.otlp, env),
             prometheus=_resolve_prometheus(self.prometheus or PrometheusConfig(), env),
             is_resolved=True,
@@ -253,6 +275,12 @@ def _resolve_comet(cfg: CometConfig, run_dir: Path, run_name: str, env: Mapping[
     return replace(
         cfg, name=cfg.name or run_name, offline=offline, offline_dir=Path(offline_dir).expanduser().absolute()
     )
+
+
+def _resolve_one_logger(cfg: OneLoggerConfig, run_name: str) -> OneLoggerConfig:
+    _positive_int("one_logger.log_every_n_iterations", cfg.log_every_n_iterations, "e.g. the trainer's log interval")
+    name = cfg.run_name or run_name
+    return replace(cfg, run_name=name, app_tag_run_name=cfg.app_tag_run_name or name)
 
 
 def _resolve_otlp(cfg: OtlpConfig | None, env: Mapping[str, str]) -> OtlpConfig | None:

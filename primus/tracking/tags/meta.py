@@ -16,6 +16,7 @@ from primus.tracking.journal.run_state import read_json, write_json_atomic
 from primus.tracking.settings.config import (
     CometConfig,
     MlflowConfig,
+    OneLoggerConfig,
     OtlpConfig,
     TensorBoardConfig,
     TrackingConfig,
@@ -35,6 +36,7 @@ class RunMeta:
     wandb: dict[str, Any] | None = None
     tensorboard: dict[str, Any] | None = None
     comet: dict[str, Any] | None = None
+    one_logger: dict[str, Any] | None = None
     otlp: dict[str, Any] | None = None  # the endpoints (redacted); never the headers
     run_name: str | None = None
     experiment_name: str | None = None
@@ -50,6 +52,7 @@ class RunMeta:
             wandb=_settings(cfg.wandb) if cfg.wandb else None,
             tensorboard=_settings(cfg.tensorboard) if cfg.tensorboard else None,
             comet=_settings(cfg.comet) if cfg.comet else None,
+            one_logger=_settings(cfg.one_logger) if cfg.one_logger else None,
             otlp=_settings(cfg.otlp) if cfg.otlp else None,
             run_name=cfg.run_name,
             experiment_name=cfg.experiment_name,
@@ -83,6 +86,9 @@ class RunMeta:
             saved["offline_dir"] = Path(saved["offline_dir"])
         return CometConfig(**{**saved, "tags": tuple(saved.get("tags") or ())})
 
+    def one_logger_config(self) -> OneLoggerConfig:
+        return OneLoggerConfig(**(self.one_logger or {}))
+
     def otlp_config(self) -> OtlpConfig:
         """The saved OTLP settings (the collector's endpoints, as resolved at the run's start)."""
         return OtlpConfig(**(self.otlp or {}))
@@ -99,5 +105,7 @@ def _with_system_tags(tags: dict[str, str]) -> dict[str, str]:
     return {**tags, **system}
 
 
-def _settings(cfg: MlflowConfig | WandbConfig | TensorBoardConfig | CometConfig | OtlpConfig) -> dict[str, Any]:
+def _settings(
+    cfg: MlflowConfig | WandbConfig | TensorBoardConfig | CometConfig | OneLoggerConfig | OtlpConfig,
+) -> dict[str, Any]:
     return {k: redact_text(str(v)) if isinstance(v, (str, Path)) else v for k, v in dataclasses.asdict(cfg).items()}

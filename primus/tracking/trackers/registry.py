@@ -14,13 +14,15 @@ from primus.tracking.tags.meta import RunMeta
 from primus.tracking.trackers.comet import CometSink
 from primus.tracking.trackers.context import SinkContext
 from primus.tracking.trackers.mlflow import MlflowSink
+from primus.tracking.trackers.one_logger import OneLoggerSink
 from primus.tracking.trackers.otlp import OtlpSink
 from primus.tracking.trackers.prometheus import PrometheusSink
 from primus.tracking.trackers.tensorboard import TensorBoardSink
 from primus.tracking.trackers.wandb import WandbSink
 
 BUILT_IN: dict[str, type[Sink]] = {
-    cls.name: cls for cls in (TensorBoardSink, WandbSink, MlflowSink, CometSink, OtlpSink, PrometheusSink)
+    cls.name: cls
+    for cls in (TensorBoardSink, WandbSink, MlflowSink, CometSink, OneLoggerSink, OtlpSink, PrometheusSink)
 }
 
 
@@ -31,6 +33,7 @@ def sink_names(cfg: TrackingConfig) -> list[str]:
         WandbSink.name: cfg.wandb and cfg.wandb.mode != "disabled",
         MlflowSink.name: cfg.mlflow,
         CometSink.name: cfg.comet,
+        OneLoggerSink.name: cfg.one_logger,
         OtlpSink.name: cfg.otlp,
         PrometheusSink.name: cfg.prometheus,
     }

@@ -10,6 +10,7 @@ import json
 import pytest
 from maxtext_runs import TINY_CPU, UPSTREAM_TRAIN
 from support.journal_files import journal_lines, run_dirs_under
+from support.one_logger_files import attempts, attrs, named
 from support.readers import wandb_artifacts
 
 pytestmark = pytest.mark.slow
@@ -57,3 +58,25 @@ def test_each_save_reaches_wandb_and_mlflow_with_the_resume(saved_then_resumed, 
     for n in (0, 3, 5, 6, 7):
         manifest = json.loads((tmp_path / "checkpoints" / f"{n}.json").read_text())
         assert (manifest["iteration"], manifest["path"]) == (n, str(checkpoints / str(n)))
+
+
+def test_each_run_is_one_one_logger_application_with_its_async_saves_and_the_load(saved_then_resumed):
+    """One-Logger (enable_one_logger, on by default; the real nv-one-logger): steps 0..5 then 6..7 (MaxText counts
+    from 0: step 5 done is 6 iterations), each save an asynchronous one with its step."""
+    _, run_dir, _ = saved_then_resumed
+    files = attempts(run_dir)
+    assert list(files) == ["attempt-1.jsonl", "attempt-2.jsonl"]
+    first, second = files.values()
+    for recs, saves in ((first, [0, 3, 5]), (second, [6, 7])):
+        assert len(named(recs, "start", "application")) == len(named(recs, "stop", "application")) == 1
+        assert len(named(recs, "start", "training_loop")) == 1
+        assert [attrs(r)["current_iteration"] for r in named(recs, "event", "save_checkpoint_success")] == saves
+        assert len(named(recs, "stop", "checkpoint_save_async")) == len(saves)
+        [init] = named(recs, "event", "one_logger_initialization")
+        assert attrs(init)["session_tag"] == "ckpt"  # the run's name
+        assert "one_logger_project:maxtext" in attrs(init)["custom_metadata"]
+    assert attrs(named(first, "event", "training_metrics_update")[-1])["num_iterations"] == 6
+    assert len(named(second, "complete", "checkpoint_load")) == 1
+    [loop] = named(second, "start", "training_loop")
+    assert attrs(loop)["train_iterations_start"] == 6
+    assert attrs(named(second, "event", "training_metrics_update")[-1])["num_iterations"] == 2

@@ -23,7 +23,7 @@ a parameter's effect is shown against a run without it. Where each parameter is 
 | mlflow_run_name, mlflow_experiment_name (§5)    | all               | the MLflow run's name and experiment              |
 | mlflow_upload_performance_metrics (§5)          | all, mlflow, tb   | mem/*, sys/* in every tracker; implies perf/*; ignored with MLflow off |
 | mlflow_upload_logs, _traces, _tracelens (§5)    | mlflow            | this run's files as MLflow artifacts              |
-| enable_one_logger and its options (§6)          | all vs tb         | one line saying the package is missing            |
+| enable_one_logger and its options (§6)          | all vs tb         | One-Logger's records name the project, run, tags  |
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ pytestmark = pytest.mark.slow
 USED = ("all", "tb", "wandb", "mlflow", "tb_wandb", "none")
 _CONSUMED = re.compile(r"iteration\s+(\d+)/\s*\d+ \| consumed samples:\s+(\d+)")
 _UPSTREAM_ITERATION = re.compile(r"iteration\s+(\d+)/\s*\d+ \| consumed samples")
-ONE_LOGGER_LINE = "One-Logger is on (enable_one_logger) but the one_logger package is not installed"
+MISSING_ONE_LOGGER = "One-Logger is on (enable_one_logger) but nv-one-logger is not installed"
 
 
 @pytest.fixture(scope="module")
@@ -297,7 +297,8 @@ def test_mlflow_uploads_this_runs_logs(run_of, mlflow_client, tmp_path):
     # the console from argument validation on: upstream's prints and logging records, Primus's own lines
     for line in ("[after model, optimizer, and learning rate scheduler are built] datetime:",
                  "INFO:megatron.core.optimizer_param_scheduler:> learning rate decay style: cosine",
-                 f"[primus] INFO {ONE_LOGGER_LINE}", "timers:max time across ranks (ms):"):
+                 "[primus] INFO disable_tensorboard is true: no event files are written to tb-mine",
+                 "timers:max time across ranks (ms):"):
         assert line in text and line in console, line
     assert [int(i) for i in _UPSTREAM_ITERATION.findall(text)] == [1, 2, 3]
 
@@ -315,6 +316,14 @@ def test_mlflow_uploads_a_trace_report(run_of, mlflow_client, tmp_path):
 
 
 # -- §6 One-Logger -----------------------------------------------------------------------------
-def test_one_logger_says_once_that_its_package_is_missing(run_of):
-    assert run_of("all").output.count(ONE_LOGGER_LINE) == 1  # on by default; its options accepted
-    assert ONE_LOGGER_LINE not in run_of("tb").output  # --no-one-logger
+def test_one_logger_records_with_the_options_given(run_of):
+    [run_dir] = run_dirs_under(root(run_of("all")))
+    [attempt] = (run_dir / "one_logger").glob("attempt-*.jsonl")
+    records = [json.loads(line) for line in attempt.read_text().splitlines()]
+    [init] = [r["event"]["attributes"] for r in records if r.get("event", {}).get("name") == "one_logger_initialization"]
+    assert init["session_tag"] == "h6-one"
+    assert {"one_logger_project:h6", "one_logger_run_name:h6-one", "one_logger_async:True", "app_tag_run_name:h6-app",
+            "app_tag_run_version:1.2.3"} <= set(init["custom_metadata"])
+    assert MISSING_ONE_LOGGER not in run_of("all").output  # nv-one-logger is installed (make setup)
+    [tb_dir] = run_dirs_under(root(run_of("tb")))
+    assert not (tb_dir / "one_logger").exists()  # --no-one-logger

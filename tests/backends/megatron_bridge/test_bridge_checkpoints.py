@@ -9,8 +9,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from bridge_runs import EXPERIMENT, RESUMED_EXPERIMENT, WANDB_PROJECT, bridges_own_artifacts
+from bridge_runs import EXPERIMENT, ITERATIONS, RESUMED_EXPERIMENT, RUN_NAME, WANDB_PROJECT, bridges_own_artifacts
 from support.journal_files import journal_lines
+from support.one_logger_files import attempts, attrs, named
 from support.readers import artifact_relative_to, read_tb_texts, wandb_artifacts, wandb_config
 
 pytestmark = pytest.mark.slow
@@ -83,3 +84,21 @@ def test_a_resumed_run_journals_the_load_and_tells_the_trackers(resumed, tracked
     assert wandb_config(resumed.workdir / "wandb")["primus.resumed_from"] == path
     # W&B refuses use_artifact offline; Bridge's own hook prints "failed to find checkpoint ... in wandb" then
     assert f"W&B did not find the checkpoint {path}" in resumed.finished.output, resumed.finished.explain()
+
+
+def test_one_logger_has_each_run_its_saves_and_the_load(tracked, resumed):
+    """One-Logger (enable_one_logger, on by default; the real nv-one-logger) on both trainings: ``tracked``'s
+    application with its loop of 4 iterations and its saves at 2 and 4 under its name; ``resumed``'s load of 4."""
+    [first] = attempts(tracked.run_dir()).values()
+    assert len(named(first, "start", "application")) == len(named(first, "stop", "application")) == 1
+    assert [attrs(r)["current_iteration"] for r in named(first, "event", "save_checkpoint_success")] == list(SAVED_AT)
+    assert attrs(named(first, "event", "training_metrics_update")[-1])["num_iterations"] == ITERATIONS
+    [init] = named(first, "event", "one_logger_initialization")
+    assert attrs(init)["session_tag"] == RUN_NAME
+    assert "one_logger_project:megatron_bridge" in attrs(init)["custom_metadata"]
+    [config] = named(first, "event", "update_training_telemetry_config")
+    assert (attrs(config)["global_batch_size"], attrs(config)["train_iterations_target"]) == (2, ITERATIONS)
+    [second] = attempts(resumed.run_dir()).values()
+    assert len(named(second, "complete", "checkpoint_load")) == 1
+    [loop] = named(second, "start", "training_loop")
+    assert attrs(loop)["train_iterations_start"] == ITERATIONS

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from support.journal_files import journal_lines
 from support.launch import FinishedRun, start, wait_or_kill
+from support.one_logger_files import attempts, attrs, named
 from support.readers import mlflow_history, read_tb_scalars, read_wandb_history, wandb_artifacts, wandb_run_ids
 
 from primus.backends.torchtitan.assets import ASSETS_ENV
@@ -129,3 +130,26 @@ def test_each_checkpoint_reaches_wandb_as_a_reference_and_mlflow_as_a_manifest(r
         manifest = json.loads((tmp_path / "checkpoints" / f"step-{n}.json").read_text())
         assert (manifest["iteration"], manifest["path"]) == (n, str(run_dir.parent / f"step-{n}"))
         assert manifest["bytes"] > 0 and manifest["seconds"] > 0, manifest
+
+
+def test_each_process_is_one_one_logger_application_with_its_loop_and_saves(relaunched):
+    """One-Logger (metrics.enable_one_logger, on by default; the real nv-one-logger): the stopped process saved at 2
+    and logged 1..3; the relaunch loaded 2 and its steps tracked once (4: step 3 was trained again) saved at 4."""
+    _, resumed = relaunched
+    run_dir = resumed.run_dir()
+    files = attempts(run_dir)
+    assert list(files) == ["attempt-1.jsonl", "attempt-2.jsonl"]
+    first, second = files.values()
+    for recs, saved_at in ((first, 2), (second, 4)):
+        assert len(named(recs, "start", "application")) == len(named(recs, "stop", "application")) == 1
+        assert len(named(recs, "start", "training_loop")) == 1
+        assert [attrs(r)["current_iteration"] for r in named(recs, "event", "save_checkpoint_success")] == [saved_at]
+        [init] = named(recs, "event", "one_logger_initialization")
+        assert attrs(init)["session_tag"] == json.loads((run_dir / "meta.json").read_text())["run_name"]
+        assert {"one_logger_project:torchtitan", "app_tag_run_version:0.0.0"} <= set(attrs(init)["custom_metadata"])
+        [config] = named(recs, "event", "update_training_telemetry_config")
+        assert (attrs(config)["global_batch_size"], attrs(config)["train_iterations_target"]) == (2, STEPS)
+    assert attrs(named(first, "event", "training_metrics_update")[-1])["num_iterations"] == STOP_AFTER
+    assert len(named(second, "complete", "checkpoint_load")) == 1
+    [loop] = named(second, "start", "training_loop")
+    assert attrs(loop)["train_iterations_start"] == CHECKPOINT_EVERY

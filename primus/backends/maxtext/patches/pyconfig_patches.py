@@ -24,9 +24,10 @@ from primus.upstreams.maxtext import MAXTEXT
 )
 def _install_pyconfig(module, handle):
     from primus.backends.maxtext.primus_options import split_options
-    from primus.backends.maxtext.tracking_session import explicit_run_dir, prepare_tracking
+    from primus.backends.maxtext.tracking_session import prepare_tracking
     from primus.backends.maxtext.upstream_argv import with_experiment
     from primus.config.environment import module_from_env
+    from primus.config.run_directory import given_run_dir
 
     arguments = Arguments(module.initialize, "argv")
 
@@ -37,7 +38,7 @@ def _install_pyconfig(module, handle):
             argv = with_experiment(
                 argv or [""],
                 experiment.params,
-                explicit_run_dir(),
+                given_run_dir(),
                 experiment.upstream_preset_defaults,
                 module.MAXTEXT_CONFIGS_DIR,
             )

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import importlib.util
-
 from primus.log import get_logger
 from primus.patches import REGISTRY
 from primus.patches.arguments import Arguments
+from primus.tracking.settings.one_logger_presence import LEGACY, NONE, missing_line, one_logger_present
 from primus.upstreams.megatron import MEGATRON
 
 log = get_logger("primus.megatron")
@@ -44,21 +43,22 @@ def _install_writers(module, handle):
     target="megatron.training.global_vars",
     upstream=MEGATRON,
     backend="megatron",
-    description="global_vars._set_one_logger: one clear line instead of upstream's warning when "
-    "the one_logger package is missing",
+    description="global_vars._set_one_logger: upstream's own path only with the legacy one_logger package; "
+    "otherwise Primus's One-Logger records from the journal, or one line names the extra to install",
 )
 def _install_one_logger(module, handle):
+    from primus.backends.megatron.training.global_vars import TRACKING
+
     arguments = Arguments(module._set_one_logger, "args")
 
     def set_one_logger(wrapped, instance, args, kwargs):
         megatron_args = arguments("args", args, kwargs)
-        if megatron_args.enable_one_logger and importlib.util.find_spec("one_logger") is None:
-            if megatron_args.rank == megatron_args.world_size - 1:
-                log.info(
-                    "One-Logger is on (enable_one_logger) but the one_logger package is not installed: "
-                    "One-Logger telemetry is off. Install it, or pass --no-one-logger to silence this."
-                )
-            return None
-        return wrapped(*args, **kwargs)
+        present = one_logger_present() if megatron_args.enable_one_logger else NONE
+        if present == LEGACY:
+            return wrapped(*args, **kwargs)
+        if megatron_args.enable_one_logger and megatron_args.rank == megatron_args.world_size - 1 and present == NONE:
+            log.info(missing_line("enable_one_logger", "pass --no-one-logger"))
+        module._GLOBAL_ONE_LOGGER = TRACKING.upstream_one_logger() if present != NONE else None
+        return None
 
     handle.wrap(module, "_set_one_logger", set_one_logger)

@@ -16,6 +16,7 @@ from typing import Any
 from primus.backends.megatron.layout import parallel_degrees
 from primus.backends.megatron.tracking_plan import plan_tracking
 from primus.backends.megatron.training.tracking_summary_writer import StepFunctions, TrackingSummaryWriter
+from primus.backends.megatron.training.upstream_one_logger import UpstreamOneLogger
 from primus.log import get_logger, set_level
 from primus.log_capture import capture_console, stop_console_capture
 from primus.tracking.checkpoints.checkpoint_journal import CheckpointJournal
@@ -24,6 +25,7 @@ from primus.tracking.journal.records import Alert, AlertKind
 from primus.tracking.measure.across_ranks import LogStepRanks, RankFigures
 from primus.tracking.plan import TrackingPlan
 from primus.tracking.tags.parallel import layout_tags
+from primus.tracking.trackers.registry import sink_names
 
 log = get_logger("primus.megatron")
 
@@ -72,6 +74,8 @@ class MegatronTracking:
         self.step_functions: StepFunctions | None = None
         self.iteration_of: Callable[[tuple, dict], int] | None = None  # training_log's (args, kwargs) -> iteration
         self.checkpoints: CheckpointJournal | None = None
+        self.iteration = 0  # the last logged step: the step upstream's One-Logger figures are journaled at
+        self.one_logger: UpstreamOneLogger | None = None  # upstream's get_one_logger(), on the writer rank
 
     def plan_for(self, args) -> TrackingPlan:
         if args.logging_level is not None:
@@ -117,7 +121,9 @@ class MegatronTracking:
         if self.rank_figures is None and self.writer is None:
             return result
         assert self.iteration_of is not None, "bound with the wrapper, when the training_log patch installs"
-        iteration = self.iteration_of(args, kwargs)
+        iteration = self.iteration = self.iteration_of(args, kwargs)
+        if self.one_logger is not None:
+            self.one_logger.flush()  # before the step's own record: the figures upstream logged before it
         ranks = self.rank_figures.at(iteration, waited) if self.rank_figures is not None else None
         if self.writer is not None:  # the figures over ranks are read on the hub's thread (they may wait there)
             if ranks is not None and self.writer.run is not None:
@@ -143,6 +149,16 @@ class MegatronTracking:
             self.writer.before_training()
         return result
 
+    def upstream_one_logger(self) -> UpstreamOneLogger | None:
+        """The object for upstream's ``get_one_logger()`` on the writer rank when Primus's One-Logger is on."""
+        run = self.writer.run if self.writer is not None else None
+        if run is None or self.plan is None or self.plan.config is None or self.plan.config.one_logger is None:
+            return None
+        # for every tracker by name: a record "for all" would count as a log step (goodput, resumed steps)
+        names = tuple(sink_names(self.plan.config))
+        self.one_logger = UpstreamOneLogger(lambda step, figures: run.log(step, figures, names), lambda: self.iteration)
+        return self.one_logger
+
     def busy(self, what: str, on: bool) -> None:
         """The writer rank journals an expected pause in steps (an evaluation), so the stall alert allows for it."""
         if self.writer is not None and self.writer.run is not None:
@@ -165,6 +181,7 @@ class MegatronTracking:
         if self.rank_figures is not None:
             self.rank_figures.close()
         self.writer, self.plan, self.rank_figures, self.checkpoints = None, None, None, None
+        self.one_logger, self.iteration = None, 0
         run = writer.run if writer is not None else None  # None: every tracker off
         if writer is not None and run is not None:
             writer.flush()  # what upstream wrote since the last step ended (evaluation scalars)
