@@ -19,6 +19,8 @@ from pathlib import Path
 DAEMONS = ("munged", "slurmctld", "slurmd")
 START_TIMEOUT_S = 30.0
 NODE_CPUS = 2
+# Debian installs the daemons in /usr/sbin, which a bare PATH (CI's `env -i PATH=/usr/bin:/bin`) lacks
+SEARCH_PATH = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"])
 
 
 def free_port() -> int:
@@ -29,7 +31,7 @@ def free_port() -> int:
 
 def missing() -> str | None:
     """Why this machine cannot run the cluster, else None."""
-    absent = [tool for tool in (*DAEMONS, "sbatch", "scontrol") if shutil.which(tool) is None]
+    absent = [tool for tool in (*DAEMONS, "sbatch", "scontrol") if shutil.which(tool, path=SEARCH_PATH) is None]
     if absent:
         return f"{', '.join(absent)} not installed: run `make setup-slurm` as root"
     if os.geteuid() != 0:
@@ -43,7 +45,7 @@ class SlurmCluster:
         self.host = socket.gethostname()
         self.conf = self.root / "slurm.conf"
         self.munge_socket = self.root / "munge" / "munge.socket"
-        self.env = {**os.environ, "SLURM_CONF": str(self.conf)}
+        self.env = {**os.environ, "PATH": SEARCH_PATH, "SLURM_CONF": str(self.conf)}
         self._pid_files = {
             "munged": self.root / "munge" / "munged.pid",
             "slurmctld": self.root / "slurmctld.pid",

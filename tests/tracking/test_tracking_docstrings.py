@@ -11,4 +11,5 @@ INTERNALS = ROOT / "docs" / "tracking-internals.md"
 
 def test_the_internals_page_names_modules_that_exist():
     named = set(re.findall(r"`(\w+/\w+\.py)`", INTERNALS.read_text(encoding="utf-8")))
-    assert named and sorted(p for p in named if not (TRACKING / p).is_file()) == []
+    # a tracking module by its path in primus/tracking, or a file of the repository by its own (benchmarks/...)
+    assert named and sorted(p for p in named if not ((TRACKING / p).is_file() or (ROOT / p).is_file())) == []

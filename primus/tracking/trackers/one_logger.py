@@ -16,8 +16,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
+from primus.redaction import redact_text
 from primus.tracking.journal.records import (
     BUSY_EVENT,
     END_EVENT,
@@ -39,6 +42,7 @@ from primus.tracking.trackers.one_logger_app import OneLoggerApp
 log = logging.getLogger("primus.tracking")
 ONE_LOGGER_DIR = "one_logger"
 E2E_PREFIX = "one_logger/"  # upstream's end-to-end figures, as metrics every tracker gets
+USER_TEXTS = ("project", "run_name", "app_tag_run_name", "app_tag_run_version")
 # upstream's (Megatron's one_logger_utils) training loop's start and end, unix ms: the training_loop span's bounds
 LOOP_START, LOOP_FINISH = "app_train_loop_start_time", "app_train_loop_finish_time"
 
@@ -49,7 +53,10 @@ class OneLoggerSink(Sink):
 
     def __init__(self, context: SinkContext):
         self.context = context
-        self.cfg = context.config.one_logger or OneLoggerConfig(run_name=context.run_name)
+        cfg = context.config.one_logger or OneLoggerConfig(run_name=context.run_name)
+        # the user's names reach the files and exporters: a token pasted into one is masked, as in the run's params
+        texts: dict[str, Any] = {f: redact_text(v) for f in USER_TEXTS if isinstance(v := getattr(cfg, f), str)}
+        self.cfg = replace(cfg, **texts)
         self.folder = context.run_dir / ONE_LOGGER_DIR
         self._app: OneLoggerApp | None = None
 

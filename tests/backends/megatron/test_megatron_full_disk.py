@@ -83,7 +83,9 @@ def test_a_disk_that_fills_mid_run_loses_no_step_from_the_trackers(megatron_run,
     assert len(journaled) < ITERATIONS
     [(total, kinds, first, where, delivered)] = REPORT.findall(run.output)
     missing = sorted(set(steps) - set(journaled))
-    assert (int(first), where) == (missing[0], str(run_dir / "journal"))
+    # the first record lost is at or before the first step whose loss is missing: a step's later records (upstream's
+    # One-Logger figures) may be lost while its loss got in
+    assert steps[FILL_AFTER - 1] <= int(first) <= missing[0] and where == str(run_dir / "journal")
     kinds = {kind: int(n) for n, kind in (part.split() for part in kinds.split(", "))}
     delivered = {sink: int(n) for sink, n in (part.split() for part in delivered.split(", "))}
     assert sum(kinds.values()) == int(total) and kinds["metrics"] >= len(missing)

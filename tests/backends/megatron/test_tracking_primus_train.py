@@ -15,6 +15,8 @@ import pytest
 from megatron_tracking_runs import (
     AVG_STEPS,
     MLFLOW,
+    STRAGGLER_STEPS,
+    STRAGGLERS,
     PERF,
     PERF_AVG,
     TB,
@@ -54,9 +56,11 @@ def primus_train(workdir: Path, experiment: str, mlflow_uri: str, *argv: str) ->
     return TrainRun(code, log_path)
 
 
-def expectation(experiment: str) -> RunSpec:
+def expectation(experiment: str, nproc: int) -> RunSpec:
+    """Two ranks: stragglers on by default."""
+    stragglers = at(STRAGGLER_STEPS, *STRAGGLERS) if nproc > 1 else {}
     return RunSpec(frozenset({TB, MLFLOW}), experiment, with_goodput(at([1, 2, 3], *UPSTREAM) | at([2, 3], *PERF)
-                   | at(AVG_STEPS, *PERF_AVG) | progress_at([1, 2, 3])))
+                   | at(AVG_STEPS, *PERF_AVG) | progress_at([1, 2, 3]) | stragglers))
 
 
 @pytest.mark.parametrize("nproc", [1, 2])
@@ -66,4 +70,4 @@ def test_primus_train_tracks_to_tensorboard_and_mlflow(tmp_path, mlflow_server, 
     run = primus_train(tmp_path, experiment, mlflow_server.uri, *extra)
     assert run.returncode == 0, run.output[-5000:]
     assert f"[primus] results of {tmp_path / experiment}" in run.output
-    assert_sinks(run, expectation(experiment), mlflow_client)
+    assert_sinks(run, expectation(experiment, nproc), mlflow_client)
