@@ -19,6 +19,8 @@ from pathlib import Path
 DAEMONS = ("munged", "slurmctld", "slurmd")
 START_TIMEOUT_S = 30.0
 NODE_CPUS = 2
+# a requeued job waits this long before it starts again (Slurm's default: 120 s); long enough to launch a step here
+CRED_EXPIRE_S = 15
 # Debian installs the daemons in /usr/sbin, which a bare PATH (CI's `env -i PATH=/usr/bin:/bin`) lacks
 SEARCH_PATH = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"])
 
@@ -85,10 +87,10 @@ class SlurmCluster:
         return dict(re.findall(r"(\w+)=(\S*)", self.scontrol("show", "job", job_id)))
 
     def release(self, job_id: str) -> None:
-        """A requeued job pending for its begin time may start now: once the node is done with its last run (a
-        batch job launched while the node still completes the last is refused, and lost)."""
+        """A requeued job starts again by itself once its credential's lifetime (``CRED_EXPIRE_S``) has passed: Slurm
+        holds it that long, and a launch sooner (``StartTime=now``) is refused as "credential revoked" and lost. Here:
+        wait until the node is done with the last run; the job is then released by Slurm."""
         self._wait_idle()
-        self.scontrol("update", f"JobId={job_id}", "StartTime=now")
 
     def _config(self) -> str:
         r = self.root
@@ -100,7 +102,7 @@ SlurmctldPort={free_port()}
 SlurmdPort={free_port()}
 AuthType=auth/munge
 CredType=cred/munge
-AuthInfo=socket={self.munge_socket}
+AuthInfo=socket={self.munge_socket},cred_expire={CRED_EXPIRE_S}
 StateSaveLocation={r / 'state'}
 SlurmdSpoolDir={r / 'spool'}
 SlurmctldPidFile={self._pid_files['slurmctld']}
