@@ -21,7 +21,7 @@ from primus.config.schemas.launch import LAUNCH_SCHEMA
 from primus.config.schemas.megatron_table import PINNED_MINOR, table_path
 from primus.config.schemas.tracking import upstream_keys
 from primus.config.tree import join
-from primus.docs_gen.markdown import code, table, yaml_text
+from primus.docs_gen.markdown import code, fill, table, yaml_text
 from primus.upstreams.backends import backend_named
 
 PRESET = "pre_trainer.yaml"
@@ -159,27 +159,15 @@ def _upstream_section(framework: str, schema: Schema, shown: set[str]) -> str:
     )
 
 
-def _launch_section() -> str:
-    rows = [
+def render_options(spec: Path) -> str:
+    purposes = spec_purposes(spec)
+    launch = [
         [code(f"launch.{p.name}"), code(yaml_text(p.default)), p.expected(), p.help]
         for p in LAUNCH_SCHEMA.params.values()
     ]
-    return "\n\n".join(
-        [
-            "## The experiment's `launch:` block",
-            "Where and how `primus train` starts the job; `primus train`'s command-line flags override these keys.",
-            table(["Parameter", "Default", "Type", "Description"], rows),
-        ]
+    return fill(
+        "options.md",
+        preset=PRESET,
+        backends="\n\n".join(_backend_section(framework, purposes) for framework in FRAMEWORKS),
+        launch_table=table(["Parameter", "Default", "Type", "Description"], launch),
     )
-
-
-def render_options(spec: Path) -> str:
-    purposes = spec_purposes(spec)
-    intro = (
-        f"Every option Primus validates, per backend, with its default. A module's default is what "
-        f"`config: {PRESET}` gives it (the packaged preset under `primus/configs/modules/<backend>/`, with the "
-        f"presets it extends); a key it does not set keeps upstream's default. An unknown key is an error with "
-        f"a did-you-mean. Owner: Primus's own parameter, or upstream's (passed to the trainer as it is)."
-    )
-    sections = [_backend_section(framework, purposes) for framework in FRAMEWORKS]
-    return "\n\n".join(["# Options", intro, *sections, _launch_section()]) + "\n"
