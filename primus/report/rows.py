@@ -15,7 +15,7 @@ from typing import Any
 from primus.report.goodput import goodput_fraction
 from primus.report.panels import MFU, TFLOPS, TOKENS_PER_SEC, Panel, scale
 from primus.report.run_data import RunData
-from primus.report.summary import first_log_starts_clock, intervals_after_warmup, summarize
+from primus.report.summary import first_log_starts_clock, log_intervals, summarize
 
 FORMATS = ("csv", "json")
 COLUMNS = (
@@ -60,8 +60,8 @@ def median_after_warmup(run: RunData, panel: Panel) -> float | None:
     name = run.metric_for(panel)
     if name is None:
         return None
-    kept = intervals_after_warmup(run.points[name], run.skip_iterations, first_log_starts_clock(run.backend))
-    return statistics.median(rate for _, rate in kept) * scale(name) if kept else None
+    kept = log_intervals(run.points[name], run.skip_iterations, first_log_starts_clock(run.backend))
+    return statistics.median(point.value for _, _, point in kept) * scale(name) if kept else None
 
 
 def format_rows(runs: Sequence[RunData], fmt: str) -> str:
