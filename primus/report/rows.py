@@ -9,7 +9,7 @@ import csv
 import io
 import json
 import statistics
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from primus.report.goodput import goodput_fraction
@@ -67,10 +67,13 @@ def median_after_warmup(run: RunData, panel: Panel) -> float | None:
 def format_rows(runs: Sequence[RunData], fmt: str) -> str:
     """The rows as CSV (a header, empty cells for what a run lacks) or a JSON list of objects (null)."""
     rows = [run_row(run) for run in runs]
-    if fmt == "json":
-        return json.dumps(rows, indent=1) + "\n"
+    return json.dumps(rows, indent=1) + "\n" if fmt == "json" else csv_text(rows, COLUMNS)
+
+
+def csv_text(rows: Iterable[Mapping[str, Any]], columns: Sequence[str]) -> str:
+    """A header, then a line per row: its values of ``columns`` (a missing one empty, other keys left out)."""
     out = io.StringIO()
-    writer = csv.DictWriter(out, COLUMNS, lineterminator="\n")
+    writer = csv.DictWriter(out, columns, extrasaction="ignore", lineterminator="\n")
     writer.writeheader()
     writer.writerows(rows)
     return out.getvalue()
