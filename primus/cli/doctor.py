@@ -17,6 +17,7 @@ import os
 import platform
 import sys
 from dataclasses import asdict
+from functools import partial
 
 from primus.cli.plugin_lines import format_plugin_lines, plugin_rows, requested_sinks_problem
 from primus.cli.upstream_lines import format_row, upstream_rows
@@ -92,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
     reports: dict[str, IntegrityReport | None] = {}
     for name in dict.fromkeys([*wheels, *args.dist]):  # ordered, without repeats
         try:
-            report = reports[name] = verify_distribution(name, progress=_progress_line(name))
+            report = reports[name] = verify_distribution(name, progress=partial(_progress_line, name))
         except importlib.metadata.PackageNotFoundError:
             reports[name] = None
             say(f"  {name}: not installed")
@@ -125,11 +126,8 @@ def run(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
-def _progress_line(name: str):
-    def show(hashed: int, total: int) -> None:
-        print(f"  {name}: {hashed} of {total} files hashed ...", file=sys.stderr, flush=True)
-
-    return show
+def _progress_line(name: str, hashed: int, total: int) -> None:
+    print(f"  {name}: {hashed} of {total} files hashed ...", file=sys.stderr, flush=True)
 
 
 def _version(name: str) -> str | None:

@@ -76,7 +76,10 @@ def run_report(args: argparse.Namespace) -> int:
         print(f"primus report: {e}", file=sys.stderr)
         return 2
     if args.format is not None:
-        return _write_rows(report.runs, args.format, args.output)
+        from primus.report.rows import format_rows
+
+        _write(format_rows(report.runs, args.format), args.output)
+        return 0
     print(text_table(report.summary))
     print(warmup_note(report.summary))
     for line in alert_lines(report.runs):
@@ -84,13 +87,6 @@ def run_report(args: argparse.Namespace) -> int:
     if report.omitted:
         print(report.omitted_note())
     print(f"wrote {write_report(report, args.output or DEFAULT_OUTPUT)}")
-    return 0
-
-
-def _write_rows(runs, fmt: str, output: Path | None) -> int:
-    from primus.report.rows import format_rows
-
-    _write(format_rows(runs, fmt), output)
     return 0
 
 

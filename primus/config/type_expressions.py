@@ -25,17 +25,8 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:
     from pydantic_core import ErrorDetails
 
-_PLAIN = {
-    str: "str",
-    int: "int",
-    float: "float",
-    bool: "bool",
-    type(None): "None",
-    list: "list",
-    dict: "dict",
-    tuple: "tuple",
-    Any: "Any",
-}
+_BUILTINS: tuple[type, ...] = (str, int, float, bool, list, dict)
+_PLAIN: dict[Any, str] = {**{tp: tp.__name__ for tp in (*_BUILTINS, tuple)}, type(None): "None", Any: "Any"}
 _BOUNDS = ("gt", "ge", "lt", "le", "multiple_of", "min_length", "max_length")
 _OUT_OF_RANGE = ("greater_than", "greater_than_equal", "less_than", "less_than_equal", "multiple_of")
 _OPERATORS = {"gt": ">", "ge": ">=", "lt": "<", "le": "<="}
@@ -183,20 +174,9 @@ _BARE_TUPLE = re.compile(r"\btuple\b(?!\[)")
 def _adapter(expression: str) -> Any:
     from pydantic import ConfigDict, Field, TypeAdapter
 
-    namespace = {
-        "Literal": Literal,
-        "Annotated": typing.Annotated,
-        "Any": Any,
-        "Field": Field,
-        "None": None,
-        "list": list,
-        "dict": dict,
-        "tuple": _YamlTuple,
-        "str": str,
-        "int": int,
-        "float": float,
-        "bool": bool,
-    }
+    namespace: dict[str, Any] = {tp.__name__: tp for tp in _BUILTINS}
+    namespace |= {"Literal": Literal, "Annotated": typing.Annotated, "Any": Any, "Field": Field, "None": None}
+    namespace["tuple"] = _YamlTuple
     tp = eval(_BARE_TUPLE.sub("tuple[Any, ...]", expression), {"__builtins__": {}}, namespace)  # noqa: S307 - our own generated table, no builtins
     return TypeAdapter(tp, config=ConfigDict(strict=True))
 

@@ -1,2 +1,3 @@
 """Docs generated from the code they describe: docs/options.md (every option per backend with its
-default) and docs/metrics.md (the metric-name schema). Run ``python -m primus.docs_gen [--check]``."""
+default), docs/metrics.md (the metric-name schema) and docs/compatibility.md. Their prose is markdown in
+docs/templates/, the tables and figures come from code. Run ``python -m primus.docs_gen [--check]``."""

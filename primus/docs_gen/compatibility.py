@@ -8,7 +8,7 @@ import posixpath
 import re
 from pathlib import Path
 
-from primus.docs_gen.markdown import code, table
+from primus.docs_gen.markdown import code, fill, table
 from primus.patches import REGISTRY, Patch
 from primus.patches.catalog import upstreams
 from primus.upstreams.release import Upstream, in_range
@@ -27,37 +27,10 @@ def tested_releases(distribution: str) -> tuple[str | None, list[str]]:
 
 
 def render_compatibility() -> str:
-    parts = [
-        "# Upstream compatibility",
-        "Primus judges an upstream trainer by the code Python imports: its version is read from that "
-        "package's own files (a source checkout first on `PYTHONPATH` is judged by its own version, not by "
-        "a wheel installed beneath it). A release outside the supported range stops the job before "
-        "training, naming the version and the path; `primus doctor` and `primus patches` show what was "
-        "found. Where upstream changed between releases, each patch declares the releases it was written "
-        "for and the registry installs the one that matches.",
-        "## A release Primus does not support yet\n\n"
-        "`PRIMUS_UPSTREAM_CHECK=warn` (or the experiment's `launch.upstream_check: warn`) tries a release outside "
-        "the supported range instead of refusing it (`strict`, the default: a silent wrong metric is worse than a "
-        "clear stop). Each patch is then the one written for the end of the range the release lies beyond (above "
-        "it: the newest variant), and still installs only if its hold on upstream holds: a patched function that "
-        "was renamed or changed its arguments stops the job at start-up as it would in `strict`, naming the patch "
-        "and the function. The run says once on the console which release it tries and which ranges the patches "
-        "were written for, and is tagged `primus.upstream.untested` (distribution and version) on every tracker; "
-        "`primus doctor` shows the release as `untested, allowed`.",
-        "`make canary` installs the newest release of each upstream on the package index (pre-releases too) into "
-        "the `upstreams/` folder of the environment that runs it (`.venv`, `.venv-maxtext`, `.venv-bridge`) and "
-        "trains each backend's tiny CPU job on it in `warn` mode, printing backend × release × entry point → "
-        "`trained`, or the patch that failed and why. When a row fails: read the patch and the upstream function "
-        "it names, write a variant of the patch for the new release (declared by `versions`, as the others), and "
-        "widen the upstream's supported range once CI trains it.",
-        "A source checkout is judged by the version its own files declare. TorchTitan's main branch has kept its "
-        "last release's number in `assets/version.txt` while its code moved on (0.2.2 there, after 0.3.0 shipped): "
-        "such a checkout gets that release's patches and is refused at the first one that no longer fits. To try a "
-        "development head in `warn` mode, write the next version into that file of your checkout.",
-    ]
-    for upstream in sorted(upstreams(), key=lambda u: u.name):  # declaration order depends on import order
-        parts.append(_section(upstream))
-    return "\n\n".join(parts) + "\n"
+    # sorted: declaration order depends on import order
+    return fill(
+        "compatibility.md", backends="\n\n".join(_section(u) for u in sorted(upstreams(), key=lambda u: u.name))
+    )
 
 
 def _section(upstream: Upstream) -> str:

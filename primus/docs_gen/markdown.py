@@ -5,11 +5,14 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import yaml
 
 from primus.config import yaml12
+
+DOCS_DIR = Path(__file__).resolve().parents[2] / "docs"
 
 
 def yaml_text(value: Any) -> str:
@@ -30,6 +33,12 @@ def yaml_text(value: Any) -> str:
     except yaml.YAMLError:
         plain = False
     return text if plain else json.dumps(text)
+
+
+def fill(template: str, **values: Any) -> str:
+    """docs/templates/``template`` with its ``{name}`` fields filled in: the prose stays markdown, the code gives
+    the tables and figures."""
+    return (DOCS_DIR / "templates" / template).read_text(encoding="utf-8").format(**values)
 
 
 def code(text: str) -> str:

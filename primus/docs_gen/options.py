@@ -21,7 +21,7 @@ from primus.config.schemas.launch import LAUNCH_SCHEMA
 from primus.config.schemas.megatron_table import PINNED_MINOR, table_path
 from primus.config.schemas.tracking import upstream_keys
 from primus.config.tree import join
-from primus.docs_gen.markdown import code, table, yaml_text
+from primus.docs_gen.markdown import code, fill, table, yaml_text
 from primus.upstreams.backends import backend_named
 
 PRESET = "pre_trainer.yaml"
@@ -61,24 +61,21 @@ def spec_purposes(spec: Path) -> dict[str, str]:
 def _rows(
     params: Iterable[Param], defaults: Mapping[str, Any], purposes: Mapping[str, str], upstream_column: bool
 ) -> list[list[str]]:
-    rows = []
-    for p in params:
-        upstream = ["—" if p.primus else code(yaml_text(p.default))] if upstream_column else []
-        rows.append(
-            [
-                code(p.name),
-                code(yaml_text(defaults.get(p.name, p.default))),
-                *upstream,
-                p.expected(),
-                "Primus" if p.primus else "upstream",
-                p.help or purposes.get(p.name, ""),
-            ]
-        )
-    return rows
+    return [
+        [
+            code(p.name),
+            code(yaml_text(defaults.get(p.name, p.default))),
+            *(["—" if p.primus else code(yaml_text(p.default))] if upstream_column else []),
+            p.expected(),
+            "Primus" if p.primus else "upstream",
+            p.help or purposes.get(p.name, ""),
+        ]
+        for p in params
+    ]
 
 
 def _backend_section(framework: str, purposes: Mapping[str, str]) -> str:
-    schema, defaults = schema_for(framework), preset_defaults(framework)
+    backend, schema, defaults = backend_named(framework), schema_for(framework), preset_defaults(framework)
     # the preset's keys in its order (the spec's sections), then the schema's others that are Primus's own
     main = [schema.params[n] for n in defaults] + [
         p
@@ -94,15 +91,13 @@ def _backend_section(framework: str, purposes: Mapping[str, str]) -> str:
         "Owner",
         "Description",
     ]
+    intro = f"Logging and tracking parameters: what `config: {PRESET}` sets, and Primus's own."
     parts = [
-        f"## {backend_named(framework).title} (`framework: {framework}`)",
-        " ".join(
-            [f"Logging and tracking parameters: what `config: {PRESET}` sets, and Primus's own."]
-            + ([backend_named(framework).preset_note] if backend_named(framework).preset_note else [])
-        ),
+        f"## {backend.title} (`framework: {framework}`)",
+        f"{intro} {backend.preset_note}" if backend.preset_note else intro,
         table(header, _rows(main, defaults, purposes, upstream_column)),
     ]
-    if backend_named(framework).option_keys:
+    if backend.option_keys:
         parts.append(_own_keys_section(framework))
     parts.append(_upstream_section(framework, schema, {p.name for p in main}))
     return "\n\n".join(parts)
@@ -112,12 +107,9 @@ def _own_keys_section(framework: str) -> str:
     """The backend's own config keys that stand for Primus options: set there, checked as ours."""
     backend = backend_named(framework)
     pairs = ", ".join(f"{code(key)} for {code(option)}" for option, key in upstream_keys(framework).items())
-    return "\n\n".join(
-        [
-            f"### {backend.title}'s own keys for Primus options",
-            f"Set where {backend.title}'s docs say, checked and honoured as the other backends' Primus option: "
-            f"{pairs}. {backend.option_keys_note}",
-        ]
+    return (
+        f"### {backend.title}'s own keys for Primus options\n\nSet where {backend.title}'s docs say, checked and "
+        f"honoured as the other backends' Primus option: {pairs}. {backend.option_keys_note}"
     )
 
 
@@ -148,38 +140,22 @@ def _upstream_section(framework: str, schema: Schema, shown: set[str]) -> str:
             [[code(p.name), code(yaml_text(p.default)), p.expected()] for p in rest],
         )
         spelling = "Types are upstream's own annotations; a value of another type is refused before the job starts."
-    noun = backend_named(framework).upstream_key_kind
-    return "\n\n".join(
-        [
-            f"### Every other {noun}",
-            f"Upstream's defaults, which the preset leaves alone: {len(rest)} of {release} "
-            f"(from `{table_file.relative_to(CONFIGS_DIR.parents[1])}`). {spelling}",
-            table(header, rows),
-        ]
-    )
-
-
-def _launch_section() -> str:
-    rows = [
-        [code(f"launch.{p.name}"), code(yaml_text(p.default)), p.expected(), p.help]
-        for p in LAUNCH_SCHEMA.params.values()
-    ]
-    return "\n\n".join(
-        [
-            "## The experiment's `launch:` block",
-            "Where and how `primus train` starts the job; `primus train`'s command-line flags override these keys.",
-            table(["Parameter", "Default", "Type", "Description"], rows),
-        ]
+    return (
+        f"### Every other {backend_named(framework).upstream_key_kind}\n\nUpstream's defaults, which the preset "
+        f"leaves alone: {len(rest)} of {release} (from `{table_file.relative_to(CONFIGS_DIR.parents[1])}`). "
+        f"{spelling}\n\n{table(header, rows)}"
     )
 
 
 def render_options(spec: Path) -> str:
     purposes = spec_purposes(spec)
-    intro = (
-        f"Every option Primus validates, per backend, with its default. A module's default is what "
-        f"`config: {PRESET}` gives it (the packaged preset under `primus/configs/modules/<backend>/`, with the "
-        f"presets it extends); a key it does not set keeps upstream's default. An unknown key is an error with "
-        f"a did-you-mean. Owner: Primus's own parameter, or upstream's (passed to the trainer as it is)."
+    launch = [
+        [code(f"launch.{p.name}"), code(yaml_text(p.default)), p.expected(), p.help]
+        for p in LAUNCH_SCHEMA.params.values()
+    ]
+    return fill(
+        "options.md",
+        preset=PRESET,
+        backends="\n\n".join(_backend_section(framework, purposes) for framework in FRAMEWORKS),
+        launch_table=table(["Parameter", "Default", "Type", "Description"], launch),
     )
-    sections = [_backend_section(framework, purposes) for framework in FRAMEWORKS]
-    return "\n\n".join(["# Options", intro, *sections, _launch_section()]) + "\n"

@@ -60,15 +60,13 @@ def _given(name: str, environ: Mapping[str, str], passes: Callable[[str], bool])
 
 def _wandb(environ: Mapping[str, str], passes: Callable[[str], bool], home_visible: bool) -> list[str]:
     mode = (environ.get("WANDB_MODE") or "online").lower()
+    if mode in WANDB_OFFLINE_MODES and passes("WANDB_MODE"):
+        return []
     if mode in WANDB_OFFLINE_MODES:
-        return (
-            []
-            if passes("WANDB_MODE")
-            else [
-                f"WANDB_MODE={mode} is set but the passthrough allow-list excludes it, so the job would run W&B "
-                f"online: allow WANDB_MODE in launch.passthrough.names"
-            ]
-        )
+        return [
+            f"WANDB_MODE={mode} is set but the passthrough allow-list excludes it, so the job would run W&B "
+            f"online: allow WANDB_MODE in launch.passthrough.names"
+        ]
     why = _given("WANDB_API_KEY", environ, passes)
     # online and no key here, so has_wandb_credentials() is this user's `wandb login` entry in ~/.netrc
     if why is None or (home_visible and not environ.get("WANDB_API_KEY") and has_wandb_credentials()):

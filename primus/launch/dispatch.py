@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from primus.config import Experiment, ModuleConfig
@@ -42,7 +42,7 @@ def plan_launch(
         _refuse(_plugin_problems(environ))
     if settings.launcher in ("local", "torchrun"):
         _refuse(environment_problems(module, environ))  # first: the credential check reads WANDB_MODE
-        _require_credentials(module, environ, lambda name: True, home_visible=True)
+        _refuse(missing_credentials(module, environ, lambda name: True, home_visible=True))
         # on this machine the command inherits this shell's whole environment, plus Primus's variables
         return LaunchPlan(
             argv=process_argv(python, job.entry, settings),
@@ -51,7 +51,7 @@ def plan_launch(
             shown_env=dict(job.env),
         )
     passthrough = load_passthrough(settings.passthrough, environ)
-    _require_credentials(module, environ, passthrough.allows, home_visible=not settings.in_image)
+    _refuse(missing_credentials(module, environ, passthrough.allows, home_visible=not settings.in_image))
     if settings.launcher == "container":
         return plan_container(job, settings, passthrough, environ, cwd)
     return plan_slurm(job, settings, passthrough, environ, python, cwd)
@@ -65,12 +65,6 @@ def _plugin_problems(environ: Mapping[str, str]) -> list[str]:
     except ValueError as e:
         return [str(e)]
     return []
-
-
-def _require_credentials(
-    module: ModuleConfig, environ: Mapping[str, str], passes: Callable[[str], bool], home_visible: bool
-) -> None:
-    _refuse(missing_credentials(module, environ, passes, home_visible))
 
 
 def _refuse(problems: list[str]) -> None:

@@ -149,11 +149,7 @@ def _step_range(summary: TraceSummary) -> str:
 
 def _flat_name(source: str) -> str:
     """``iteration_10/rank0_trace.json`` -> ``iteration_10__rank0_trace``: one flat, safe file name per trace."""
-    for suffix in (".json.gz", ".json"):
-        if source.endswith(suffix):
-            source = source.removesuffix(suffix)
-            break
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", source.replace("/", "__"))
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", re.sub(r"\.json(\.gz)?$", "", source).replace("/", "__"))
 
 
 def _cell(text: str) -> str:

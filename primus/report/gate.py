@@ -5,8 +5,6 @@ to the baseline's). A figure either run lacks is shown, not judged. README, "A r
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import statistics
 from collections.abc import Callable, Sequence
@@ -15,7 +13,7 @@ from typing import Any
 
 from primus.report.goodput import goodput_fraction
 from primus.report.panels import LOSS, TFLOPS, TOKENS_PER_SEC
-from primus.report.rows import median_after_warmup
+from primus.report.rows import csv_text, median_after_warmup
 from primus.report.run_data import RunData
 from primus.report.summary import first_log_starts_clock, log_intervals
 from primus.report.table import padded
@@ -165,13 +163,8 @@ def formatted(baseline: RunData, verdicts: Sequence[Verdict], max_regression_pct
     result = as_dict(baseline, verdicts, max_regression_pct)
     if fmt == "json":
         return json.dumps(result, indent=1) + "\n"
-    out = io.StringIO()
-    columns = ["run", "path", "figure", "baseline", "value", "change_pct", "regressed"]
-    writer = csv.DictWriter(out, columns, extrasaction="ignore", lineterminator="\n")
-    writer.writeheader()
-    for run in result["runs"]:
-        writer.writerows({"run": run["run"], "path": run["path"], **figure} for figure in run["figures"])
-    return out.getvalue()
+    rows = ({"run": run["run"], "path": run["path"], **figure} for run in result["runs"] for figure in run["figures"])
+    return csv_text(rows, ["run", "path", "figure", "baseline", "value", "change_pct", "regressed"])
 
 
 def failure_line(verdicts: Sequence[Verdict], max_regression_pct: float) -> str | None:

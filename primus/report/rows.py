@@ -9,13 +9,13 @@ import csv
 import io
 import json
 import statistics
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from primus.report.goodput import goodput_fraction
 from primus.report.panels import MFU, TFLOPS, TOKENS_PER_SEC, Panel, scale
 from primus.report.run_data import RunData
-from primus.report.summary import first_log_starts_clock, intervals_after_warmup, summarize
+from primus.report.summary import first_log_starts_clock, log_intervals, summarize
 
 FORMATS = ("csv", "json")
 COLUMNS = (
@@ -60,17 +60,20 @@ def median_after_warmup(run: RunData, panel: Panel) -> float | None:
     name = run.metric_for(panel)
     if name is None:
         return None
-    kept = intervals_after_warmup(run.points[name], run.skip_iterations, first_log_starts_clock(run.backend))
-    return statistics.median(rate for _, rate in kept) * scale(name) if kept else None
+    kept = log_intervals(run.points[name], run.skip_iterations, first_log_starts_clock(run.backend))
+    return statistics.median(point.value for _, _, point in kept) * scale(name) if kept else None
 
 
 def format_rows(runs: Sequence[RunData], fmt: str) -> str:
     """The rows as CSV (a header, empty cells for what a run lacks) or a JSON list of objects (null)."""
     rows = [run_row(run) for run in runs]
-    if fmt == "json":
-        return json.dumps(rows, indent=1) + "\n"
+    return json.dumps(rows, indent=1) + "\n" if fmt == "json" else csv_text(rows, COLUMNS)
+
+
+def csv_text(rows: Iterable[Mapping[str, Any]], columns: Sequence[str]) -> str:
+    """A header, then a line per row: its values of ``columns`` (a missing one empty, other keys left out)."""
     out = io.StringIO()
-    writer = csv.DictWriter(out, COLUMNS, lineterminator="\n")
+    writer = csv.DictWriter(out, columns, extrasaction="ignore", lineterminator="\n")
     writer.writeheader()
     writer.writerows(rows)
     return out.getvalue()

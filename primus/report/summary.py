@@ -46,18 +46,12 @@ def log_intervals(
     return kept
 
 
-def intervals_after_warmup(
-    points: Sequence[Point], skip_iterations: int, clock_start_entry: bool = False
-) -> list[tuple[int, float]]:
-    """``(iterations, rate)`` of each log interval of a rate after warm-up (``log_intervals``)."""
-    return [(n, point.value) for n, _, point in log_intervals(points, skip_iterations, clock_start_entry)]
-
-
 def mean_after_warmup(points: Sequence[Point], skip_iterations: int, clock_start_entry: bool = False) -> float | None:
-    """The mean of a rate over the run's log intervals after warm-up (``intervals_after_warmup``). Weighting each
+    """The mean of a rate over the run's log intervals after warm-up (``log_intervals``). Weighting each
     interval's rate by its iterations over the rate (its time, up to the constant tokens per step) gives total
     work over total time: the ratio of sums ``IntervalAverager`` computes, not the arithmetic mean of the rates."""
-    kept = [(n, rate) for n, rate in intervals_after_warmup(points, skip_iterations, clock_start_entry) if rate > 0]
+    intervals = log_intervals(points, skip_iterations, clock_start_entry)
+    kept = [(n, point.value) for n, _, point in intervals if point.value > 0]
     seconds = sum(n / rate for n, rate in kept)  # a zero rate has no time to weigh it by
     return sum(n for n, _ in kept) / seconds if seconds else None
 
