@@ -16,7 +16,7 @@ from typing import Any
 
 from primus.tracking.journal.files import NO_PROGRESS_FILE
 from primus.tracking.journal.reader import tail_records
-from primus.tracking.journal.records import END_EVENT, EVENT, METRICS, START_EVENT, RunStatus, saved
+from primus.tracking.journal.records import END_EVENT, EVENT, METRICS, START_EVENT, CheckpointSaved, RunStatus, event_of
 from primus.tracking.journal.run_state import RunState
 
 ATTEMPTS_SECTION = "attempts"  # run.json's
@@ -104,7 +104,7 @@ def previous_outcome(run_dir: Path) -> Outcome | None:
     starts = [i for i, r in enumerate(records) if r.kind == EVENT and r.data.get("event") == START_EVENT]
     last = records[starts[-1] :] if starts else records
     steps = [r.step for r in last if r.kind == METRICS]
-    checkpoints = [s.iteration for r in last if (s := saved(r)) is not None]
+    checkpoints = [s.iteration for r in last if isinstance(s := event_of(r), CheckpointSaved)]
     ends = [r.data.get("status") for r in last if r.kind == EVENT and r.data.get("event") == END_EVENT]
     return Outcome(
         last_step=max(steps) if steps else None,

@@ -23,7 +23,7 @@ from primus.tracking.health.detectors import HealthMonitor
 from primus.tracking.health.stacks import dump_stacks
 from primus.tracking.health.webhook import Webhook
 from primus.tracking.journal.reader import JournalReader, tail_records
-from primus.tracking.journal.records import Alert, AlertKind, Record, alert_of
+from primus.tracking.journal.records import Alert, AlertKind, Record, event_of
 from primus.tracking.settings.config import HealthSettings
 
 log = logging.getLogger("primus.tracking")
@@ -89,7 +89,7 @@ class HealthWatch:
     def poll(self) -> None:
         """Read what the journal gained, then look at the clock."""
         for record in self._new_records():
-            if (journaled := alert_of(record)) is not None:
+            if isinstance(journaled := event_of(record), Alert):
                 if not record.data.get("notified"):
                     self._tell(journaled)
                     self.told_journaled(journaled)

@@ -25,16 +25,16 @@ from primus.tracking.journal.files import (
 )
 from primus.tracking.journal.records import (
     COUNT_METRIC,
-    METRICS,
     RESUMED_FROM_TAG,
-    TEXT,
+    Alert,
+    CheckpointLoaded,
     CheckpointSaved,
+    Metrics,
     Record,
     RunStatus,
     SinkName,
-    alert_of,
-    loaded,
-    saved,
+    Text,
+    event_of,
 )
 from primus.tracking.measure.names import MlflowKeys, mlflow_keys
 from primus.tracking.settings.config import MlflowConfig, resolved
@@ -163,38 +163,42 @@ class MlflowSink(Sink):
             yield records[i : i + RECORDS_PER_WRITE]
 
     def write(self, records: Sequence[Record]) -> None:
+        """One pass over the records: metric points (the alert count's after the steps'), tags (a text's, the
+        checkpoint resumed from, an alert's: each its latest), the checkpoints saved; then the same requests."""
         known = len(self._metric_keys), len(self._tag_keys)
-        metrics = [
-            MetricPoint(self._metric_keys(k), v, r.ts_ms, r.step)
-            for r in records
-            if r.kind == METRICS
-            for k, v in r.data.items()
-        ]
-        # MLflow has no text-per-step: the latest text of a tag is a run tag
-        tags = {
-            self._tag_keys(f"text/{r.data['tag']}"): clip(r.data["text"], MLFLOW_MAX_TAG_VALUE)
-            for r in records
-            if r.kind == TEXT
-        }
-        tags.update({self._tag_keys(RESUMED_FROM_TAG): load.path for r in records if (load := loaded(r)) is not None})
+        metrics: list[MetricPoint] = []
+        counts: list[MetricPoint] = []  # health/alerts: how many alerts so far
+        texts: dict[str, str] = {}  # MLflow has no text-per-step: the latest text of a tag is a run tag
+        resumed: dict[str, str] = {}
+        alert_tags: dict[str, str] = {}  # a tag per kind, its latest
+        saves: list[tuple[CheckpointSaved, int]] = []
         alerts = self._alerts
         for r in records:
-            if (alert := alert_of(r)) is not None:  # a tag per kind (its latest), and how many so far
-                tags[self._tag_keys(alert.tag)] = clip(alert.tag_value, MLFLOW_MAX_TAG_VALUE)
-                alerts += 1
-                metrics.append(MetricPoint(self._metric_keys(COUNT_METRIC), alerts, r.ts_ms, alert.iteration))
+            match event_of(r):
+                case Metrics(values):
+                    metrics.extend(MetricPoint(self._metric_keys(k), v, r.ts_ms, r.step) for k, v in values.items())
+                case Text(tag, text):
+                    texts[self._tag_keys(f"text/{tag}")] = clip(text, MLFLOW_MAX_TAG_VALUE)
+                case CheckpointLoaded(path=path):
+                    resumed[self._tag_keys(RESUMED_FROM_TAG)] = path
+                case Alert() as alert:
+                    alert_tags[self._tag_keys(alert.tag)] = clip(alert.tag_value, MLFLOW_MAX_TAG_VALUE)
+                    alerts += 1
+                    counts.append(MetricPoint(self._metric_keys(COUNT_METRIC), alerts, r.ts_ms, alert.iteration))
+                case CheckpointSaved() as save:
+                    saves.append((save, r.ts_ms))
+        metrics += counts
         if known != (len(self._metric_keys), len(self._tag_keys)):
             # before the send: a key MLflow has seen is the name's key for good
             self.context.save(metric_keys=self._metric_keys.assigned(), tag_keys=self._tag_keys.assigned())
-        self._set_tags(self.run_id, tags)
+        self._set_tags(self.run_id, {**texts, **resumed, **alert_tags})
         for i in range(0, len(metrics), MAX_METRICS_PER_BATCH):
             self.client.log_batch(self.run_id, metrics=metrics[i : i + MAX_METRICS_PER_BATCH])
         if alerts != self._alerts:  # after the send: a retry counts them again from the same number
             self._alerts = alerts
             self.context.save(alerts=alerts)
-        for r in records:
-            if (save := saved(r)) is not None:
-                self._log_checkpoint(save, r.ts_ms)
+        for save, ts_ms in saves:
+            self._log_checkpoint(save, ts_ms)
 
     def _log_checkpoint(self, save: CheckpointSaved, ts_ms: int) -> None:
         manifest = self.run_dir / CHECKPOINTS_DIR / f"{save.alias}.json"

@@ -27,20 +27,19 @@ from typing import Any
 from primus.log import outside_except
 from primus.redaction import redact_text
 from primus.tracking.journal.records import (
-    METRICS,
     RESUMED_FROM_TAG,
-    TEXT,
     WANDB_ARTIFACT_TYPE,
+    Alert,
     AlertKind,
     CheckpointLoaded,
     CheckpointSaved,
+    Metrics,
     Record,
     RunStatus,
     SinkName,
-    alert_of,
+    Text,
+    event_of,
 )
-from primus.tracking.journal.records import loaded as loaded_checkpoint
-from primus.tracking.journal.records import saved as saved_checkpoint
 from primus.tracking.measure.progress import CONSUMED_TOKENS, PROGRESS_GROUP
 from primus.tracking.settings.config import resolved
 from primus.tracking.sinks.sink import Durability, Sink, SinkUnavailable
@@ -149,23 +148,25 @@ class WandbSink(Sink):
     def write(self, records: Sequence[Record]) -> None:
         step, row = None, dict[str, Any]()
         for r in records:
-            if r.kind == METRICS:
-                if step is not None and r.step != step:
-                    self._run.log(row, step=step)
-                    row = {}
-                step = r.step
-                row.update(r.data)
-            elif r.kind == TEXT:
-                self._run.summary[f"text/{r.data['tag']}"] = r.data["text"]
-            elif (save := saved_checkpoint(r)) is not None:
-                self._log_checkpoint(save)
-            elif (load := loaded_checkpoint(r)) is not None:
-                self._use_checkpoint(load)
-            elif (alert := alert_of(r)) is not None:
-                # in the summary whatever the mode: offline, run.alert is kept in the run's file for `wandb sync`
-                self._run.summary[alert.tag] = alert.tag_value
-                level = "INFO" if alert.kind == AlertKind.RESUMED else "ERROR"
-                self._run.alert(title=f"primus: {alert.kind}", text=alert.tag_value, level=level, wait_duration=0.001)
+            match event_of(r):
+                case Metrics(values):
+                    if step is not None and r.step != step:
+                        self._run.log(row, step=step)
+                        row = {}
+                    step = r.step
+                    row.update(values)
+                case Text(tag, text):
+                    self._run.summary[f"text/{tag}"] = text
+                case CheckpointSaved() as save:
+                    self._log_checkpoint(save)
+                case CheckpointLoaded() as load:
+                    self._use_checkpoint(load)
+                case Alert() as alert:
+                    # in the summary whatever the mode: offline, run.alert is kept in the run's file for `wandb sync`
+                    self._run.summary[alert.tag] = alert.tag_value
+                    level = "INFO" if alert.kind == AlertKind.RESUMED else "ERROR"
+                    title = f"primus: {alert.kind}"
+                    self._run.alert(title=title, text=alert.tag_value, level=level, wait_duration=0.001)
         if row:
             self._run.log(row, step=step)
 
