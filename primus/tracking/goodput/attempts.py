@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from primus.tracking.journal.files import NO_PROGRESS_FILE
 from primus.tracking.journal.reader import tail_records
@@ -39,6 +39,7 @@ class Stop:
 
     step: int
     text: str
+    exit_code: ClassVar[int] = NO_PROGRESS_EXIT
 
 
 @dataclass(frozen=True)
