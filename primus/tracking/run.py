@@ -251,6 +251,8 @@ class Run:
         made = self._hub.flush(max(0.0, until - time.monotonic()), sinks=())
         if made and self._delivery is not None:  # its health watch reads the journal to its end
             self._delivery.request_watch().wait(max(0.0, until - time.monotonic()))
+        for follower in self._features.followers:  # before the end record and the sinks' end (their uploads)
+            follower.ending(made)
         try:
             self._state.update("run", status=status)
         except OSError as e:  # a full disk: the trackers are still told the status; sync reads RUNNING as KILLED
@@ -258,8 +260,6 @@ class Run:
         if status != RunStatus.FINISHED:  # before the end record: told by the health watch, which reads it
             why = self._exit_handlers.why or f"the run ended {status}"
             self.alert(Alert(AlertKind(status.lower()), self.last_step, why, time.time()))
-        for follower in self._features.followers:  # before the sinks end (and upload the run's files)
-            follower.ending(made)
         late = self._hub.close(status, deadline)
         for follower in self._features.followers:
             follower.close(deadline)

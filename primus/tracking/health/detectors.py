@@ -13,21 +13,8 @@ import statistics
 from collections import Counter, deque
 from collections.abc import Iterable, Mapping
 
-from primus.tracking.journal.records import (
-    END_EVENT,
-    RANK_HOSTS,
-    SAVE_START,
-    SAVED,
-    Alert,
-    AlertKind,
-    Busy,
-    CheckpointSaved,
-    Metrics,
-    NamedEvent,
-    Record,
-    ends_pause,
-    event_of,
-)
+from primus.tracking.journal import records as journal
+from primus.tracking.journal.records import Alert, AlertKind, Record, ends_pause
 from primus.tracking.settings.config import HealthSettings
 from primus.upstreams import backends
 
@@ -185,7 +172,7 @@ class StragglerWatch:
 
     def __init__(self) -> None:
         self.recent: deque[int | None] = deque(maxlen=STRAGGLER_STEPS)  # the slow rank at each log step, if one
-        self.hosts: list[str] = []  # by rank (RANK_HOSTS)
+        self.hosts: list[str] = []  # by rank (journal.RANK_HOSTS)
         self.rank: int | None = None  # the straggler told of, while its episode lasts
         self.since = 0  # the iteration it was told at
 
@@ -256,7 +243,7 @@ class HealthMonitor:
         the state they leave — the last step and the intervals before it, a save in progress, the loss window, a
         stall already told — without raising their alerts again."""
         for record in records:
-            if isinstance(told := event_of(record), Alert) and told.kind == AlertKind.STALLED:
+            if isinstance(told := journal.event_of(record), Alert) and told.kind == AlertKind.STALLED:
                 self.stall.stalled_since = self.stall.last_step_at or self.stall.watch_from
             else:
                 self.observe(record)
@@ -265,18 +252,19 @@ class HealthMonitor:
         if self.ended:
             return []
         at = record.ts_ms / 1000.0
-        match event_of(record):
-            case NamedEvent(name) if name == END_EVENT:
+        match journal.event_of(record):
+            case journal.NamedEvent(journal.END_EVENT):
                 self.ended = True
-            case Busy(_, on, after_step):
+            case journal.Busy(_, on, after_step):
                 self.stall.busy(on, at, after_step)
-            case CheckpointSaved():  # a checkpoint's own records (journal/records.py) mark its save
+            case journal.CheckpointSaved():  # a checkpoint's own records (journal/records.py) mark its save
                 self.stall.busy(False, at)
-            case NamedEvent(name) if name in (SAVE_START, SAVED):
-                self.stall.busy(name == SAVE_START, at)
-            case NamedEvent(name, {"hosts": list(hosts)}) if name == RANK_HOSTS:
+            case journal.NamedEvent(name) if name in (journal.SAVE_START, journal.SAVED):
+                self.stall.busy(name == journal.SAVE_START, at)
+            case journal.NamedEvent(journal.RANK_HOSTS, {"hosts": list(hosts)}):
                 self.stragglers.hosts = [str(host) for host in hosts]
-            case Metrics(values) if record.only is None:  # for some sinks: another axis (Megatron's "vs samples")
+            # a record for some sinks only is another axis (Megatron's "vs samples")
+            case journal.Metrics(values) if record.only is None:
                 return self._step(record.step, values, at)
         return []
 

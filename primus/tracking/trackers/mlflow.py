@@ -15,6 +15,7 @@ from pathlib import Path
 
 from primus.log import outside_except
 from primus.redaction import redact_text
+from primus.tracking.journal import records as journal
 from primus.tracking.journal.files import (
     CHECKPOINTS_DIR,
     LOGS_DIR,
@@ -23,19 +24,7 @@ from primus.tracking.journal.files import (
     STRUCTURED_LOGS_DIR,
     TRACES_DIR,
 )
-from primus.tracking.journal.records import (
-    COUNT_METRIC,
-    RESUMED_FROM_TAG,
-    Alert,
-    CheckpointLoaded,
-    CheckpointSaved,
-    Metrics,
-    Record,
-    RunStatus,
-    SinkName,
-    Text,
-    event_of,
-)
+from primus.tracking.journal.records import COUNT_METRIC, RESUMED_FROM_TAG, Record, RunStatus, SinkName
 from primus.tracking.measure.names import MlflowKeys, mlflow_keys
 from primus.tracking.settings.config import MlflowConfig, resolved
 from primus.tracking.sinks.sink import Sink
@@ -171,21 +160,21 @@ class MlflowSink(Sink):
         texts: dict[str, str] = {}  # MLflow has no text-per-step: the latest text of a tag is a run tag
         resumed: dict[str, str] = {}
         alert_tags: dict[str, str] = {}  # a tag per kind, its latest
-        saves: list[tuple[CheckpointSaved, int]] = []
+        saves: list[tuple[journal.CheckpointSaved, int]] = []
         alerts = self._alerts
         for r in records:
-            match event_of(r):
-                case Metrics(values):
+            match journal.event_of(r):
+                case journal.Metrics(values):
                     metrics.extend(MetricPoint(self._metric_keys(k), v, r.ts_ms, r.step) for k, v in values.items())
-                case Text(tag, text):
+                case journal.Text(tag, text):
                     texts[self._tag_keys(f"text/{tag}")] = clip(text, MLFLOW_MAX_TAG_VALUE)
-                case CheckpointLoaded(path=path):
+                case journal.CheckpointLoaded(path=path):
                     resumed[self._tag_keys(RESUMED_FROM_TAG)] = path
-                case Alert() as alert:
+                case journal.Alert() as alert:
                     alert_tags[self._tag_keys(alert.tag)] = clip(alert.tag_value, MLFLOW_MAX_TAG_VALUE)
                     alerts += 1
                     counts.append(MetricPoint(self._metric_keys(COUNT_METRIC), alerts, r.ts_ms, alert.iteration))
-                case CheckpointSaved() as save:
+                case journal.CheckpointSaved() as save:
                     saves.append((save, r.ts_ms))
         metrics += counts
         if known != (len(self._metric_keys), len(self._tag_keys)):
@@ -200,7 +189,7 @@ class MlflowSink(Sink):
         for save, ts_ms in saves:
             self._log_checkpoint(save, ts_ms)
 
-    def _log_checkpoint(self, save: CheckpointSaved, ts_ms: int) -> None:
+    def _log_checkpoint(self, save: journal.CheckpointSaved, ts_ms: int) -> None:
         manifest = self.run_dir / CHECKPOINTS_DIR / f"{save.alias}.json"
         manifest.parent.mkdir(exist_ok=True)
         manifest.write_text(json.dumps(save.manifest(ts_ms), indent=1) + "\n")

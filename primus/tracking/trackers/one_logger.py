@@ -21,19 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from primus.redaction import redact_text
-from primus.tracking.journal.records import (
-    END_EVENT,
-    SAVE_START,
-    START_EVENT,
-    Busy,
-    CheckpointLoaded,
-    CheckpointSaved,
-    Metrics,
-    NamedEvent,
-    Record,
-    SinkName,
-    event_of,
-)
+from primus.tracking.journal import records as journal
+from primus.tracking.journal.records import Record, SinkName
 from primus.tracking.settings.config import OneLoggerConfig
 from primus.tracking.settings.one_logger_presence import EXTRA
 from primus.tracking.sinks.sink import Durability, Sink, SinkUnavailable
@@ -74,8 +63,8 @@ class OneLoggerSink(Sink):
                 self._replay(r)
 
     def _replay(self, r: Record) -> None:
-        event = event_of(r)
-        if isinstance(event, NamedEvent) and event.name == START_EVENT:
+        event = journal.event_of(r)
+        if isinstance(event, journal.NamedEvent) and event.name == journal.START_EVENT:
             self._end_attempt()
             began = int(r.data.get("process_start_ms") or r.ts_ms)  # the application: the process, not its tracking
             try:
@@ -88,9 +77,9 @@ class OneLoggerSink(Sink):
         if app is None or app.ended:  # records of an attempt begun before this sink's cursor: its file stands
             return
         # an event made before the run started says when it happened
-        t_ms = r.ts_ms if isinstance(event, Metrics) else int(r.data.get("at_ms") or r.ts_ms)
+        t_ms = r.ts_ms if isinstance(event, journal.Metrics) else int(r.data.get("at_ms") or r.ts_ms)
         match event:
-            case Metrics(values):
+            case journal.Metrics(values):
                 figures = {k.removeprefix(E2E_PREFIX): v for k, v in values.items() if k.startswith(E2E_PREFIX)}
                 if figures:
                     app.e2e_metrics(r.ts_ms, figures)
@@ -98,15 +87,15 @@ class OneLoggerSink(Sink):
                 done = r.step + self.cfg.step_offset  # iterations done
                 if done > 0 and len(figures) < len(values):
                     app.step(r.ts_ms, done)
-            case CheckpointLoaded(iteration=iteration, seconds=seconds):
+            case journal.CheckpointLoaded(iteration=iteration, seconds=seconds):
                 app.loaded(t_ms, seconds, None if iteration is None else iteration + self.cfg.step_offset)
-            case CheckpointSaved() as save:
+            case journal.CheckpointSaved() as save:
                 app.saved(t_ms, save.iteration, save.seconds)
-            case NamedEvent(name, fields) if name == SAVE_START:
+            case journal.NamedEvent(journal.SAVE_START, fields):
                 app.save_started(t_ms, int(fields.get("iteration", 0)))
-            case Busy("evaluation", on):
+            case journal.Busy("evaluation", on):
                 app.validation(t_ms, on)
-            case NamedEvent(name) if name == END_EVENT:
+            case journal.NamedEvent(journal.END_EVENT):
                 app.end(t_ms)
 
     def _attempt_file(self, start_ms: int) -> Path:

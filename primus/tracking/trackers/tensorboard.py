@@ -12,17 +12,8 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from primus.tracking.journal.records import (
-    RESUMED_FROM_TAG,
-    Alert,
-    CheckpointLoaded,
-    CheckpointSaved,
-    Metrics,
-    Record,
-    SinkName,
-    Text,
-    event_of,
-)
+from primus.tracking.journal import records as journal
+from primus.tracking.journal.records import RESUMED_FROM_TAG, Record, SinkName
 from primus.tracking.settings.config import resolved
 from primus.tracking.sinks.sink import Durability, Sink
 from primus.tracking.trackers.context import SinkContext
@@ -62,16 +53,16 @@ class TensorBoardSink(Sink):
     def write(self, records: Sequence[Record]) -> None:
         for r in records:
             walltime = r.ts_ms / 1000.0
-            match event_of(r):
-                case Metrics(values):
+            match journal.event_of(r):
+                case journal.Metrics(values):
                     self._add_step(values, r.step, walltime)
-                case Text(tag, text):
+                case journal.Text(tag, text):
                     self._writer.add_text(tag, text, r.step, walltime=walltime)
-                case CheckpointSaved() as save:
+                case journal.CheckpointSaved() as save:
                     self._writer.add_text(CHECKPOINTS_TAG, save.describe(), save.iteration, walltime=walltime)
-                case CheckpointLoaded() as load:
+                case journal.CheckpointLoaded() as load:
                     self._writer.add_text(RESUMED_FROM_TAG, load.path, load.iteration or 0, walltime=walltime)
-                case Alert() as alert:
+                case journal.Alert() as alert:
                     self._writer.add_text(alert.tag, alert.tag_value, alert.iteration, walltime=walltime)
         self._writer.flush()
 

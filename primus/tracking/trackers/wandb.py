@@ -26,19 +26,14 @@ from typing import Any
 
 from primus.log import outside_except
 from primus.redaction import redact_text
+from primus.tracking.journal import records as journal
 from primus.tracking.journal.records import (
     RESUMED_FROM_TAG,
     WANDB_ARTIFACT_TYPE,
-    Alert,
     AlertKind,
-    CheckpointLoaded,
-    CheckpointSaved,
-    Metrics,
     Record,
     RunStatus,
     SinkName,
-    Text,
-    event_of,
 )
 from primus.tracking.measure.progress import CONSUMED_TOKENS, PROGRESS_GROUP
 from primus.tracking.settings.config import resolved
@@ -148,20 +143,20 @@ class WandbSink(Sink):
     def write(self, records: Sequence[Record]) -> None:
         step, row = None, dict[str, Any]()
         for r in records:
-            match event_of(r):
-                case Metrics(values):
+            match journal.event_of(r):
+                case journal.Metrics(values):
                     if step is not None and r.step != step:
                         self._run.log(row, step=step)
                         row = {}
                     step = r.step
                     row.update(values)
-                case Text(tag, text):
+                case journal.Text(tag, text):
                     self._run.summary[f"text/{tag}"] = text
-                case CheckpointSaved() as save:
+                case journal.CheckpointSaved() as save:
                     self._log_checkpoint(save)
-                case CheckpointLoaded() as load:
+                case journal.CheckpointLoaded() as load:
                     self._use_checkpoint(load)
-                case Alert() as alert:
+                case journal.Alert() as alert:
                     # in the summary whatever the mode: offline, run.alert is kept in the run's file for `wandb sync`
                     self._run.summary[alert.tag] = alert.tag_value
                     level = "INFO" if alert.kind == AlertKind.RESUMED else "ERROR"
@@ -170,7 +165,7 @@ class WandbSink(Sink):
         if row:
             self._run.log(row, step=step)
 
-    def _log_checkpoint(self, save: CheckpointSaved) -> None:
+    def _log_checkpoint(self, save: journal.CheckpointSaved) -> None:
         import wandb
 
         if save.uri.startswith("file://") and not Path(save.path).exists():
@@ -191,7 +186,7 @@ class WandbSink(Sink):
             if error is not None:
                 log.warning("primus tracking: could not write %s (%s)", pointer, error)
 
-    def _use_checkpoint(self, load: CheckpointLoaded) -> None:
+    def _use_checkpoint(self, load: journal.CheckpointLoaded) -> None:
         self._run.config.update({RESUMED_FROM_TAG: load.path}, allow_val_change=True)
         if load.wandb_artifact:
             error = outside_except(lambda: self._run.use_artifact(load.wandb_artifact))
