@@ -188,8 +188,8 @@ def serve(
         msg = json.loads(line)
         if msg["t"] == "close":
             return msg["status"], float(msg["within_s"])
-        if int(msg.get("end", msg.get("offset", 0))) > end:  # a flush's offset too: a "grew" the pipe lost
-            end = int(msg.get("end", msg.get("offset")))
+        if (grown := int(msg.get("end", msg.get("offset", 0)))) > end:  # a flush's offset too: a lost "grew"
+            end = grown
             for reader in readers:
                 reader.notify(end)
         if msg["t"] == "flush" and msg["sink"] in by_name:

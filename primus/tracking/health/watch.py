@@ -1,9 +1,9 @@
 """Watches one run's health from the process that delivers it: follows the journal from where this process of
 the run started, feeds the detectors (``detectors.py``), and tells a person of each alert.
 
-It runs on a thread of the delivery process (``delivery/child.deliver``), so it notices silence even while the
-trainer is wedged in C code, and never costs the training step anything; with ``delivery="thread"`` or no
-tracker, a thread of the training process. Either is given it as a journal follower (``tracking/features.py``). An alert it raises is told at once: one console line
+A journal follower (``tracking/features.py``) of the delivery process, on a thread of it, so it notices silence
+even while the trainer is wedged in C code, and never costs the training step anything; with ``delivery="thread"``
+or no tracker, of the training process. An alert it raises is told at once: one console line
 (``[primus] ALERT ...``, printed by the trainer's console when the trainer is alive), the webhook
 (``webhook.py``), and at a stall the ranks' stacks (``stacks.py``); then ``journal_alert`` has the trainer journal
 it for the trackers. An alert the trainer journaled itself (``failed``, ``killed``) is told when read here.
