@@ -84,10 +84,8 @@ class MetricsHub:
         # checkpoint are not tracked twice (W&B would refuse them, MLflow and TensorBoard would show two points)
         self._tracked_until = dict(tracked_until or {})
         self.workers = list(workers)
-        self._followers: list[Worker | JournalKeeper | Follower] = [
-            *workers,
-            *followers,
-        ]  # told the journal's end after appends
+        # told the journal's end after appends: the one signal that it grew
+        self._followers: list[Worker | JournalKeeper | Follower] = [*workers, *followers]
         # where records the journal could not take go: each worker, or the delivery process of several
         self._direct_routes = list(dict.fromkeys(w.direct_route for w in self.workers))
         self.not_journaled = NotJournaled()
