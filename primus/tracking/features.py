@@ -50,10 +50,12 @@ def delivery_followers(
     restarted: bool,
     raised: Callable[[Alert], object],
     told: Callable[[Alert], object],
-    posted: Posted | None,
+    shared: dict[str, Any],
 ) -> list[Follower]:
     """The delivery process's, for one run: ``raised``, an alert it found, for the trainer to journal; ``told``, one
-    the trainer journaled, told here; ``posted``: the webhook's alerts, shared by the runs a process delivers."""
+    the trainer journaled, told here; ``shared``: what the runs a process delivers share (the webhook's alerts:
+    the ranks of a job on one node post each once)."""
+    posted: Posted = shared.setdefault("posted", Posted())
     return [health_watch(cfg, journal_from, raised, posted=posted, restarted=restarted, told_journaled=told)]
 
 

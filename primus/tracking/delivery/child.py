@@ -20,13 +20,12 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import asdict
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from primus.redaction import redact_text
 from primus.tracking.delivery.process import DeliverySpec, message
 from primus.tracking.delivery.worker import SinkWorker
 from primus.tracking.features import delivery_followers
-from primus.tracking.health.watch import Posted
 from primus.tracking.journal.followers import Follower
 from primus.tracking.journal.reader import journal_end, last_end_status
 from primus.tracking.journal.records import RunStatus, decode
@@ -246,11 +245,11 @@ def deliver(
     direct_pipe,
     lock_fd: int,
     started: Callable[[list[threading.Thread]], None],
-    posted: Posted | None = None,
+    shared: dict[str, Any] | None = None,
 ) -> bool:
     """One run's delivery, from its training process's pipes, until told to close or its input ends; True when
     every sink ended in time. ``started``: called with the threads that call a sink or tell of an alert, once
-    they run; ``posted``: the webhook's alerts, shared by the runs a process delivers."""
+    they run; ``shared``: what the followers of the runs a process delivers share (``tracking/features.py``)."""
     cfg = spec.config
     fcntl.flock(lock_fd, fcntl.LOCK_EX)  # held until the run is delivered; an earlier launch's finishes first
     state = RunState(cfg.run_dir)
@@ -269,7 +268,7 @@ def deliver(
         spec.restarted,
         raised=lambda alert: replies.send({"t": "alert", **asdict(alert)}),
         told=lambda alert: replies.send({"t": "told", "kind": str(alert.kind)}),
-        posted=posted,
+        shared={} if shared is None else shared,
     )
     started([*(w.thread for w in workers), *(t for f in followers for t in f.start())])
     readers: list[SinkWorker | Follower] = [*workers, *followers]  # told each time the journal grew
