@@ -26,6 +26,7 @@ from typing import Any
 from primus.log import outside_except
 from primus.redaction import redact_text, redact_value
 from primus.tracking.delivery.worker import Worker
+from primus.tracking.journal.followers import Follower
 from primus.tracking.journal.keeper import JournalKeeper
 from primus.tracking.journal.records import EVENT, METRICS, TEXT, Logged, decode, encode
 from primus.tracking.journal.writer import JournalWriter
@@ -74,7 +75,7 @@ class MetricsHub:
         capacity: int,
         tick_s: float = 0.1,
         tracked_until: Mapping[tuple[str, ...] | None, int] | None = None,
-        followers: Sequence[JournalKeeper] = (),
+        followers: Sequence[JournalKeeper | Follower] = (),
         complete: Completion | None = None,
     ):
         self.journal = journal
@@ -83,7 +84,8 @@ class MetricsHub:
         # checkpoint are not tracked twice (W&B would refuse them, MLflow and TensorBoard would show two points)
         self._tracked_until = dict(tracked_until or {})
         self.workers = list(workers)
-        self._followers: list[Worker | JournalKeeper] = [*workers, *followers]  # told the journal's end after appends
+        # told the journal's end after appends: the one signal that it grew
+        self._followers: list[Worker | JournalKeeper | Follower] = [*workers, *followers]
         # where records the journal could not take go: each worker, or the delivery process of several
         self._direct_routes = list(dict.fromkeys(w.direct_route for w in self.workers))
         self.not_journaled = NotJournaled()

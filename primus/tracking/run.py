@@ -18,12 +18,7 @@ from typing import Any, NoReturn
 
 from primus.tracking.delivery.process import DeliveryProcess, DeliverySpec
 from primus.tracking.delivery.worker import SinkWorker, Worker
-from primus.tracking.goodput.accounting import GOODPUT_EVENT, GOODPUT_TEXT
-from primus.tracking.goodput.attempts import NO_PROGRESS_EXIT, Stop, begin_attempt
-from primus.tracking.goodput.feed import GoodputFeed, attempt_start_fields
-from primus.tracking.health.stacks import register_for_stacks, release_stacks
-from primus.tracking.health.watch import HealthWatch
-from primus.tracking.health.webhook import Webhook
+from primus.tracking.features import trainer_features
 from primus.tracking.hub import ALREADY_TRACKED, MetricsHub
 from primus.tracking.journal.files import LOGS_DIR, TRACES_DIR
 from primus.tracking.journal.keeper import JournalKeeper
@@ -74,16 +69,17 @@ class Run:
             )
             self._journal = JournalWriter(self.run_dir, cfg.journal_segment_bytes)
             self._delivery: DeliveryProcess | None = None
-            self._watch: HealthWatch | None = None
             self._workers = self._make_workers(meta)
-            self._goodput = GoodputFeed(self.run_dir, self._journal.size, cfg.goodput_windows)
+            # its health watch runs where the sinks do: in the delivery process if there is one
+            features = trainer_features(self, cfg, self._state, self._journal.size, watch=self._delivery is None)
+            self._features = features
             self._hub = MetricsHub(
                 self._journal,
                 self._workers,
                 cfg.pending_records,
-                followers=[self._keeper],
+                followers=[self._keeper, *features.followers],
                 tracked_until=last_steps(self.run_dir) if self.resumed else None,
-                complete=self._goodput.with_figures,
+                complete=features.complete,
             )
             # Queue a function the hub's thread calls for one or more metrics records ``(step, metrics, only)``, as
             # if each had been given to ``log`` now: what a backend need not work out on the training thread goes
@@ -91,7 +87,6 @@ class Run:
             # Never blocks, never raises; a function that raises loses its records, which the run's end counts.
             # The hub's own method: no frame of the run's between the training thread and the queue.
             self.log_later = self._hub.log_later
-            stop = begin_attempt(self.run_dir, self._state, cfg.health.no_progress_restarts)  # before its start record
             self._state.update("run", status=RunStatus.RUNNING, pid=os.getpid())
         except BaseException:
             self._dir_lock.release()
@@ -100,47 +95,28 @@ class Run:
         self._finished = False
         self._owner_pid = os.getpid()
         self._exit_handlers = ExitHandlers(self.finish)
-        self._stacks = register_for_stacks(self.run_dir)
-        self._watch_health(self._journal.size)
-        self.event("start", pid=os.getpid(), run_name=cfg.run_name, resumed=self.resumed, **attempt_start_fields())
+        if self._delivery is not None:  # what its health watch raises is journaled here for the trackers
+            self._delivery.on_alert = lambda alert: self.alert(alert, notified=True)
+            self._delivery.on_restart = self._delivery_restarted
+        for follower in features.followers:
+            follower.start()
+        self.event("start", pid=os.getpid(), run_name=cfg.run_name, resumed=self.resumed, **features.start_fields)
         self._hub.start()
         self._keeper.start()
-        if stop is not None:
-            self._stop_crash_loop(stop)
+        if features.stop is not None:
+            self._stop_crash_loop(features.stop.step, features.stop.text, features.stop.exit_code)
 
-    def _stop_crash_loop(self, stop: Stop) -> NoReturn:
+    def _stop_crash_loop(self, step: int, text: str, exit_code: int) -> NoReturn:
         """Attempts in a row died without progress: said (console, webhook, trackers), the run ended FAILED before
         training, and the process exits with the code that tells a requeue not to start it again."""
-        self.alert(Alert(AlertKind.NO_PROGRESS, stop.step, stop.text, time.time()))
-        self._exit_handlers.why = f"stopped by no_progress (exit {NO_PROGRESS_EXIT})"
+        self.alert(Alert(AlertKind.NO_PROGRESS, step, text, time.time()))
+        self._exit_handlers.why = f"stopped by no_progress (exit {exit_code})"
         self.finish(RunStatus.FAILED)
-        raise SystemExit(NO_PROGRESS_EXIT)
-
-    def _watch_health(self, journal_from: int) -> None:
-        """The health watch runs in the delivery process; without one, on a thread here (never the training
-        thread). Either way, what it raises is journaled here for the trackers."""
-        if self._delivery is not None:
-            self._delivery.on_alert = self._raised
-            self._delivery.on_restart = self._delivery_restarted
-            return
-        cfg = self.config
-        self._watch = HealthWatch(
-            self.run_dir,
-            cfg.health,
-            str(cfg.run_name),
-            str(cfg.experiment_name),
-            self._raised,
-            journal_from,
-            Webhook.from_environment(),
-        )
-        self._watch.start()
-
-    def _raised(self, alert: Alert) -> None:
-        self.alert(alert, notified=True)
+        raise SystemExit(exit_code)
 
     def _delivery_restarted(self, text: str) -> None:
         """Journaled to be told (console, webhook) by the new delivery process's health watch, and tracked."""
-        self.alert(Alert(AlertKind.DELIVERY_RESTARTED, self._hub.last_step, text, time.time()))
+        self.alert(Alert(AlertKind.DELIVERY_RESTARTED, self.last_step, text, time.time()))
 
     def _wandb_id(self, cfg: WandbConfig) -> str:
         """The id the user gave (wandb.run_id), else the one kept in the run directory, else the run that
@@ -189,7 +165,7 @@ class Run:
 
     def event(self, name: str, **fields: Any) -> None:
         """An event record (JSON fields) for every sink, e.g. a checkpoint (``checkpoints/``). Never blocks."""
-        self._goodput.note(time.time(), {"event": name, **fields})
+        self._features.note(time.time(), {"event": name, **fields})
         self._hub.event(name, **fields)
 
     def alert(self, alert: Alert, notified: bool = False) -> None:
@@ -206,6 +182,11 @@ class Run:
         """Wait until every running sink (or those named) has delivered what was logged so far; False on
         timeout. A flush ends a sink's pacing wait (``min_interval_s``): flush only the sinks that need it."""
         return self._hub.flush(timeout_s, sinks)
+
+    @property
+    def last_step(self) -> int:
+        """The latest step logged for every tracker: the iteration an alert at the run's end names."""
+        return self._hub.last_step
 
     @property
     def mlflow_run_id(self) -> str | None:
@@ -268,47 +249,24 @@ class Run:
         # one drain, journaled and no sink waited for: the health watch and the goodput breakdown need every record
         # logged so far made; skipped both when the hub's thread cannot within CATCH_UP_S (a hung disk)
         made = self._hub.flush(max(0.0, until - time.monotonic()), sinks=())
-        if made:
-            self._health_caught_up(until)
+        if made and self._delivery is not None:  # its health watch reads the journal to its end
+            self._delivery.request_watch().wait(max(0.0, until - time.monotonic()))
+        for follower in self._features.followers:  # before the end record and the sinks' end (their uploads)
+            follower.ending(made)
         try:
             self._state.update("run", status=status)
         except OSError as e:  # a full disk: the trackers are still told the status; sync reads RUNNING as KILLED
             log.warning("primus tracking: could not record status %s in %s (%s)", status, self.run_dir, e.strerror or e)
         if status != RunStatus.FINISHED:  # before the end record: told by the health watch, which reads it
             why = self._exit_handlers.why or f"the run ended {status}"
-            self.alert(Alert(AlertKind(status.lower()), self._hub.last_step, why, time.time()))
-        if self._stacks is not None:  # before the upload of the run's files, which only a stall's stacks join
-            release_stacks(self._stacks)
-        if made:
-            self._goodput_breakdown()
+            self.alert(Alert(AlertKind(status.lower()), self.last_step, why, time.time()))
         late = self._hub.close(status, deadline)
-        if self._watch is not None:
-            self._watch.finish(deadline)
+        for follower in self._features.followers:
+            follower.close(deadline)
         self._keeper.stop(deadline)
         self._report(late)
         self._journal.close()
         self._dir_lock.release()
-
-    def _goodput_breakdown(self) -> None:
-        """The run's goodput breakdown on the console, as text for the trackers (``goodput/breakdown``) and as an
-        event in the journal (``goodput``: the figures at the end, for ``primus report``). Once the hub's thread
-        made every record queued."""
-        end = self._goodput.final(time.time())
-        if end is None:
-            return
-        figures, line = end
-        self.log_text(GOODPUT_TEXT, line.removeprefix("[primus] "), self._hub.last_step)
-        self.event(GOODPUT_EVENT, **figures)
-
-    def _health_caught_up(self, until: float) -> None:
-        """Have the health watch read the journal to its end before the run's end record, so the alerts of the
-        last steps reach the trackers too (a NaN at the very step upstream aborts on: MaxText's
-        abort_on_nan_loss). Once the hub's thread journaled every record; waits at most until ``until``; an alert
-        later than that is still told to a person."""
-        if self._delivery is not None:
-            self._delivery.request_watch().wait(max(0.0, until - time.monotonic()))
-        elif self._watch is not None:
-            self._watch.catch_up()
 
     def _report(self, late: list[Worker]) -> None:
         if self._delivery is not None and self._delivery.restarts.used:

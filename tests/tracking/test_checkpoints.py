@@ -22,9 +22,10 @@ from primus.tracking.journal.records import (
     SAVED,
     CheckpointLoaded,
     CheckpointSaved,
+    Metrics,
+    NamedEvent,
     Record,
-    loaded,
-    saved,
+    event_of,
 )
 
 
@@ -50,10 +51,10 @@ def test_size_of_a_folder_a_file_and_past_the_bound(tmp_path):
 
 def test_records_read_back_and_leave_out_fields_they_do_not_know():
     data = {"event": SAVED, "iteration": 4, "path": "s3://b/c", "artifact": "c", "alias": "step-4", "later": 1}
-    assert saved(Record(EVENT, 0, 1, data, 0)) == CheckpointSaved(4, "s3://b/c", "c", "step-4")
-    assert loaded(Record(EVENT, 0, 1, data, 0)) is None
-    assert saved(Record(METRICS, 0, 1, {"event": SAVED}, 0)) is None
-    assert loaded(Record(EVENT, 0, 1, {"event": LOADED, "path": "/p"}, 0)) == CheckpointLoaded("/p")
+    assert event_of(Record(EVENT, 0, 1, data, 0)) == CheckpointSaved(4, "s3://b/c", "c", "step-4")
+    assert event_of(Record(METRICS, 0, 1, {"event": SAVED}, 0)) == Metrics({"event": SAVED})
+    assert event_of(Record(EVENT, 0, 1, {"event": LOADED, "path": "/p"}, 0)) == CheckpointLoaded("/p")
+    assert event_of(Record(EVENT, 0, 1, {"event": SAVED}, 0)) == NamedEvent(SAVED, {"event": SAVED})  # no path
 
 
 class Events(list):

@@ -23,7 +23,19 @@ from primus.tracking.journal.reader import (
     read_all,
     segments,
 )
-from primus.tracking.journal.records import EVENT, METRICS, encode
+from primus.tracking.journal.records import (
+    EVENT,
+    METRICS,
+    TEXT,
+    Alert,
+    Busy,
+    Metrics,
+    NamedEvent,
+    Record,
+    Text,
+    encode,
+    event_of,
+)
 from primus.tracking.journal.run_state import CursorStore, RunState
 from primus.tracking.journal.writer import JournalWriter
 
@@ -52,6 +64,21 @@ def cursor_read(run_dir, pos, max_bytes=READ_BYTES):
         if next_pos == pos:
             return steps, pos
         steps, pos = steps + [r.step for r in records], next_pos
+
+
+def test_each_records_event_is_decoded_to_its_type():
+    def event(kind, data, ts_ms=2000):
+        return event_of(Record(kind, 3, ts_ms, data, 0))
+
+    assert event(METRICS, {"lm loss": 1.5}) == Metrics({"lm loss": 1.5})
+    assert event(TEXT, {"tag": "t", "text": "x"}) == Text("t", "x")
+    alert = {"event": "alert", "kind": "nan", "iteration": 7, "text": "loss is nan", "notified": True}
+    assert event(EVENT, alert) == Alert("nan", 7, "loss is nan", 2.0)
+    assert event(EVENT, {"event": "busy", "what": "evaluation", "on": True}) == Busy("evaluation", True)
+    assert event(EVENT, {"event": "busy", "what": "checkpoint save", "on": False, "after_step": 9}) == Busy(
+        "checkpoint save", False, 9
+    )
+    assert event(EVENT, {"event": "start", "pid": 1}) == NamedEvent("start", {"event": "start", "pid": 1})
 
 
 def test_segments_rotate_at_their_size_and_read_as_one_journal_compressed_or_not(tmp_path):

@@ -4,8 +4,8 @@
 It ignores SIGINT and SIGTERM (a job stopping sends them to every process; the training process then
 asks this one to close, within its exit deadline) and ends when told to close or when its input ends.
 What the tracker clients print here goes to the training process, which prints it (see ``ForwardedStream``).
-``deliver`` is one run's delivery, with its health watch (``health/watch.py``); the node's shared delivery process
-(``node_main``) runs one per rank it serves, on a thread each.
+``deliver`` is one run's delivery, with the journal followers it is given (``tracking/features.py``: the health
+watch); the node's shared delivery process (``node_main``) runs one per rank it serves, on a thread each.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from __future__ import annotations
 import fcntl
 import json
 import logging
-import math
 import os
 import signal
 import sys
@@ -21,24 +20,22 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import asdict
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from primus.redaction import redact_text
 from primus.tracking.delivery.process import DeliverySpec, message
 from primus.tracking.delivery.worker import SinkWorker
-from primus.tracking.health.watch import HealthWatch, Posted
-from primus.tracking.health.webhook import Webhook
+from primus.tracking.features import delivery_followers
+from primus.tracking.journal.followers import Follower
 from primus.tracking.journal.reader import journal_end, last_end_status
 from primus.tracking.journal.records import RunStatus, decode
 from primus.tracking.journal.run_state import CursorStore, RunState
-from primus.tracking.settings.config import resolved
 from primus.tracking.tags.meta import RunMeta
 from primus.tracking.trackers.registry import build_sinks
 
 # Below the trainer: where cores are short (a small box, a CPU job, JAX's thread pool using every core) the
 # scheduler gives them to training first; delivery lags and catches up from the journal. Idle cores: no effect.
 NICENESS = 10
-FOLLOW_S = 0.1  # how often the journal's size is checked (the hub appends every 0.1 s)
 STATS_S = 0.5  # how often changed sink stats are sent to the training process
 
 
@@ -168,37 +165,38 @@ def stats(workers: Iterable[SinkWorker], done: dict[str, bool] | None = None) ->
     }
 
 
-def follow(run_dir, workers: list[SinkWorker], replies: Replies, stop: threading.Event) -> None:
-    """Tell the workers how far the journal goes, and the training process how far they got, until ``stop``."""
-    size, sent, last_sent = -1, None, -math.inf  # stats at once, however long the machine has been up
-    while not stop.is_set():
-        now = journal_end(run_dir)
-        if now != size:
-            size = now
-            for w in workers:
-                w.notify(size)
-        if time.monotonic() - last_sent >= STATS_S:
-            current = stats(workers)
-            if current != sent:
-                replies.send({"t": "stats", "sinks": current})
-                sent = current
-            last_sent = time.monotonic()
-        stop.wait(FOLLOW_S)
+def report_stats(workers: list[SinkWorker], replies: Replies, stop: threading.Event) -> None:
+    """Tell the training process how far the workers got, when it changed, until ``stop``."""
+    sent = None
+    while True:
+        if (current := stats(workers)) != sent:
+            replies.send({"t": "stats", "sinks": current})
+            sent = current
+        if stop.wait(STATS_S):
+            return
 
 
-def serve(commands, workers: list[SinkWorker], watch: HealthWatch, replies: Replies) -> tuple[str, float] | None:
-    """Answer flush and watch requests until told to close: returns (status, seconds left), or None at end of
-    input."""
+def serve(
+    commands, workers: list[SinkWorker], followers: list[Follower], replies: Replies, end: int
+) -> tuple[str, float] | None:
+    """Tell the workers and followers each time the journal grew (the hub's one signal, "grew", from ``end`` on),
+    answer flush and watch requests until told to close: returns (status, seconds left), or None at end of input."""
     by_name = {w.name: w for w in workers}
+    readers: list[SinkWorker | Follower] = [*workers, *followers]
     for line in commands:
         msg = json.loads(line)
         if msg["t"] == "close":
             return msg["status"], float(msg["within_s"])
+        if (grown := int(msg.get("end", msg.get("offset", 0)))) > end:  # a flush's offset too: a lost "grew"
+            end = grown
+            for reader in readers:
+                reader.notify(end)
         if msg["t"] == "flush" and msg["sink"] in by_name:
             done = by_name[msg["sink"]].request_flush(int(msg["offset"]))
             threading.Thread(target=answer_flush, args=(done, msg["id"], workers, replies), daemon=True).start()
-        elif msg["t"] == "watch":
-            watch.catch_up()  # its alerts are sent before the answer
+        elif msg["t"] == "watch":  # the run is ending: the followers catch up (the health watch's alerts sent first)
+            for follower in followers:
+                follower.ending(True)
             answer_flush(None, msg["id"], workers, replies)
         elif msg["t"] == "flush":
             answer_flush(None, msg["id"], workers, replies)
@@ -247,11 +245,11 @@ def deliver(
     direct_pipe,
     lock_fd: int,
     started: Callable[[list[threading.Thread]], None],
-    posted: Posted | None = None,
+    shared: dict[str, Any] | None = None,
 ) -> bool:
     """One run's delivery, from its training process's pipes, until told to close or its input ends; True when
     every sink ended in time. ``started``: called with the threads that call a sink or tell of an alert, once
-    they run; ``posted``: the webhook's alerts, shared by the runs a process delivers."""
+    they run; ``shared``: what the followers of the runs a process delivers share (``tracking/features.py``)."""
     cfg = spec.config
     fcntl.flock(lock_fd, fcntl.LOCK_EX)  # held until the run is delivered; an earlier launch's finishes first
     state = RunState(cfg.run_dir)
@@ -264,30 +262,29 @@ def deliver(
     workers = [SinkWorker(s, cfg.run_dir, cursors) for s in sinks]
     for w in workers:
         w.start()
-    watch = HealthWatch(
-        cfg.run_dir,
-        cfg.health,
-        resolved(cfg.run_name, "run_name"),
-        resolved(cfg.experiment_name, "experiment_name"),
-        lambda alert: replies.send({"t": "alert", **asdict(alert)}),
+    followers = delivery_followers(
+        cfg,
         spec.journal_from,
-        Webhook.from_environment(),
-        posted=posted,
-        restarted=spec.restarted,
-        told_journaled=lambda alert: replies.send({"t": "told", "kind": str(alert.kind)}),
+        spec.restarted,
+        raised=lambda alert: replies.send({"t": "alert", **asdict(alert)}),
+        told=lambda alert: replies.send({"t": "told", "kind": str(alert.kind)}),
+        shared={} if shared is None else shared,
     )
-    watch.start()
-    started([*(w.thread for w in workers), watch.thread])
-    following = threading.Event()
+    started([*(w.thread for w in workers), *(t for f in followers for t in f.start())])
+    readers: list[SinkWorker | Follower] = [*workers, *followers]  # told each time the journal grew
+    end = journal_end(cfg.run_dir)  # what the journal held before this process: later, the hub says it grew
+    for reader in readers:
+        reader.notify(end)
+    reported = threading.Event()
     threading.Thread(
-        target=follow, args=(cfg.run_dir, workers, replies, following), name="primus-delivery-follow", daemon=True
+        target=report_stats, args=(workers, replies, reported), name="primus-delivery-stats", daemon=True
     ).start()
     direct = threading.Thread(
         target=receive_direct, args=(direct_pipe, workers), name="primus-delivery-direct", daemon=True
     )
     direct.start()
 
-    asked = serve(commands, workers, watch, replies)
+    asked = serve(commands, workers, followers, replies, end)
     trainer_died = False
     if asked is None:  # the training process died without closing: end as its journal says, else KILLED
         ended = last_end_status(cfg.run_dir)
@@ -302,12 +299,15 @@ def deliver(
         status, within_s = asked
     deadline = time.monotonic() + within_s
     direct.join(within_s)  # the records not journaled that are still in the pipe come first
+    end = journal_end(cfg.run_dir)
+    for reader in readers:
+        reader.notify(end)
     for w in workers:
-        w.notify(journal_end(cfg.run_dir))
         w.close(status, deadline)
-    watch.finish(deadline, trainer_died)  # the alerts the trainer journaled at its end (failed, killed) told meanwhile
+    for follower in followers:  # the alerts the trainer journaled at its end (failed, killed) told meanwhile
+        follower.close(deadline, trainer_died)
     done = {w.name: w.join(deadline) for w in workers}
-    following.set()
+    reported.set()
     replies.send({"t": "closed", "sinks": stats(workers, done)})
     return all(done.values())
 

@@ -16,11 +16,11 @@ import socket
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 from primus.tracking.delivery.child import Replies, Routes, configure_process, deliver, exit_process
 from primus.tracking.delivery.node import HELLO, RUN_FDS
 from primus.tracking.delivery.process import DeliverySpec
-from primus.tracking.health.watch import Posted
 
 log = logging.getLogger("primus.tracking")
 
@@ -33,7 +33,7 @@ class NodeDelivery:
         self.socket_path = socket_path
         self.lock_path = lock_path
         self.routes = Routes()
-        self.posted = Posted()  # a job's ranks on this node post each alert once
+        self.shared: dict[str, Any] = {}  # what the runs' followers share (a job's ranks post each alert once)
         self.served = 0  # runs accepted so far
         self._running = 0
         self._lock = threading.Lock()
@@ -96,7 +96,7 @@ class NodeDelivery:
                 spec = DeliverySpec.decode(commands.readline())
                 primus_log = logging.getLogger("primus")
                 primus_log.setLevel(min(primus_log.level, spec.log_level))  # the most any run asked for
-                delivered = deliver(spec, commands, replies, os.fdopen(direct_fd, "rb"), lock_fd, started, self.posted)
+                delivered = deliver(spec, commands, replies, os.fdopen(direct_fd, "rb"), lock_fd, started, self.shared)
         except Exception:  # noqa: BLE001 - one run's failure must not end the others'; its trainer hears of it
             log.exception("primus tracking: the shared delivery process failed to deliver a run")
         finally:

@@ -91,7 +91,8 @@ class RemoteSinkWorker:
         self.process.start()
 
     def notify(self, end: int) -> None:
-        self._end = end  # the child follows the journal itself: no message per hub tick
+        self._end = end
+        self.process.grew(end)
 
     def request_flush(self, offset: int) -> threading.Event:
         return self.process.request_flush(self.name, offset)
@@ -125,6 +126,7 @@ class DeliveryProcess:
         self._proc: subprocess.Popen[bytes] | None = None  # a private one; None when shared, or not started
         self.shared = False  # delivered by the node's shared process (which this run never kills)
         self._commands = -1
+        self._end = self._told_end = 0  # the journal's end, and as far as the child was told (``grew``)
         self._lock = threading.Lock()  # the child's pipes, the requests waiting on it, starting and closing
         self._requests: dict[int, tuple[dict[str, Any], threading.Event]] = {}  # sent again to a restarted child
         self._next_id = 0
@@ -214,13 +216,21 @@ class DeliveryProcess:
                 pass
         self._lost_on_the_way(records)
 
+    def grew(self, end: int) -> None:
+        """The journal now ends at ``end`` (the hub appended; each of the child's sinks' workers calls this): the
+        child's one signal to read on, once. One the pipe could not take goes with the next message."""
+        with self._lock:
+            self._end = max(self._end, end)
+            if end > self._told_end and not self._gone.is_set() and self._send({"t": "grew", "end": end}):
+                self._told_end = end
+
     def request_flush(self, sink: str, offset: int) -> threading.Event:
         return self._request({"t": "flush", "sink": sink, "offset": offset})
 
     def request_watch(self) -> threading.Event:
         """Set once the child's health watch has read the journal as far as it goes now, and the alerts that
         raised are here (``on_alert`` called): they come on the same pipe, before the answer."""
-        return self._request({"t": "watch"})
+        return self._request({"t": "watch", "end": self._end})
 
     def _request(self, msg: dict[str, Any]) -> threading.Event:
         done = threading.Event()

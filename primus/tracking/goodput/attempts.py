@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from primus.tracking.journal.files import NO_PROGRESS_FILE
 from primus.tracking.journal.reader import tail_records
-from primus.tracking.journal.records import END_EVENT, EVENT, METRICS, START_EVENT, RunStatus, saved
+from primus.tracking.journal.records import END_EVENT, EVENT, METRICS, START_EVENT, CheckpointSaved, RunStatus, event_of
 from primus.tracking.journal.run_state import RunState
 
 ATTEMPTS_SECTION = "attempts"  # run.json's
@@ -39,6 +39,7 @@ class Stop:
 
     step: int
     text: str
+    exit_code: ClassVar[int] = NO_PROGRESS_EXIT
 
 
 @dataclass(frozen=True)
@@ -104,7 +105,7 @@ def previous_outcome(run_dir: Path) -> Outcome | None:
     starts = [i for i, r in enumerate(records) if r.kind == EVENT and r.data.get("event") == START_EVENT]
     last = records[starts[-1] :] if starts else records
     steps = [r.step for r in last if r.kind == METRICS]
-    checkpoints = [s.iteration for r in last if (s := saved(r)) is not None]
+    checkpoints = [s.iteration for r in last if isinstance(s := event_of(r), CheckpointSaved)]
     ends = [r.data.get("status") for r in last if r.kind == EVENT and r.data.get("event") == END_EVENT]
     return Outcome(
         last_step=max(steps) if steps else None,

@@ -19,7 +19,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from primus.tracking.goodput.accounting import Goodput, breakdown
+from primus.tracking.goodput.accounting import GOODPUT_EVENT, GOODPUT_TEXT, Goodput, breakdown
+from primus.tracking.journal.followers import Follower, RunJournal
 from primus.tracking.journal.reader import JournalReader
 from primus.tracking.journal.records import EVENT, METRICS, Logged
 from primus.tracking.settings.config import GOODPUT_WINDOWS
@@ -41,14 +42,28 @@ def attempt_start_fields(environ: Mapping[str, str] = os.environ) -> dict[str, i
     return fields
 
 
-class GoodputFeed:
-    def __init__(self, run_dir: Path, journal_until: int, windows: tuple[int, ...] = GOODPUT_WINDOWS):
+class GoodputFeed(Follower):
+    """A journal follower of the run that journals its breakdown at the run's end; the steps' records are made on
+    the hub's thread, which gives them here first (``with_figures``)."""
+
+    def __init__(self, run: RunJournal, run_dir: Path, journal_until: int, windows: tuple[int, ...] = GOODPUT_WINDOWS):
+        self._run = run
         self._run_dir = run_dir
         self._until = journal_until  # where this attempt's records begin: the earlier ones are read from the journal
         self._seeded = False
         self._failed = False  # said once
         self._noted: deque[tuple[float, Mapping[str, Any]]] = deque()
         self.goodput = Goodput(windows)
+
+    def ending(self, drained: bool) -> None:
+        """The run's goodput breakdown on the console, as text for the trackers (``goodput/breakdown``) and as an
+        event in the journal (``goodput``: the figures at the end, for ``primus report``). Only once the hub's
+        thread made every record queued (``drained``)."""
+        end = self.final(time.time()) if drained else None
+        if end is not None:
+            figures, line = end
+            self._run.log_text(GOODPUT_TEXT, line.removeprefix("[primus] "), self._run.last_step)
+            self._run.event(GOODPUT_EVENT, **figures)
 
     # -- any thread ------------------------------------------------------------------------------
     def note(self, at: float, event: Mapping[str, Any]) -> None:

@@ -13,20 +13,8 @@ import statistics
 from collections import Counter, deque
 from collections.abc import Iterable, Mapping
 
-from primus.tracking.journal.records import (
-    BUSY_EVENT,
-    END_EVENT,
-    EVENT,
-    METRICS,
-    RANK_HOSTS,
-    SAVE_START,
-    SAVED,
-    Alert,
-    AlertKind,
-    Record,
-    alert_of,
-    ends_pause,
-)
+from primus.tracking.journal import records as journal
+from primus.tracking.journal.records import Alert, AlertKind, Record, ends_pause
 from primus.tracking.settings.config import HealthSettings
 from primus.upstreams import backends
 
@@ -184,7 +172,7 @@ class StragglerWatch:
 
     def __init__(self) -> None:
         self.recent: deque[int | None] = deque(maxlen=STRAGGLER_STEPS)  # the slow rank at each log step, if one
-        self.hosts: list[str] = []  # by rank (RANK_HOSTS)
+        self.hosts: list[str] = []  # by rank (journal.RANK_HOSTS)
         self.rank: int | None = None  # the straggler told of, while its episode lasts
         self.since = 0  # the iteration it was told at
 
@@ -255,7 +243,7 @@ class HealthMonitor:
         the state they leave — the last step and the intervals before it, a save in progress, the loss window, a
         stall already told — without raising their alerts again."""
         for record in records:
-            if (told := alert_of(record)) is not None and told.kind == AlertKind.STALLED:
+            if isinstance(told := journal.event_of(record), Alert) and told.kind == AlertKind.STALLED:
                 self.stall.stalled_since = self.stall.last_step_at or self.stall.watch_from
             else:
                 self.observe(record)
@@ -264,25 +252,29 @@ class HealthMonitor:
         if self.ended:
             return []
         at = record.ts_ms / 1000.0
-        if record.kind == EVENT:
-            event = record.data.get("event")
-            if event == END_EVENT:
+        match journal.event_of(record):
+            case journal.NamedEvent(journal.END_EVENT):
                 self.ended = True
-            elif event == BUSY_EVENT:
-                self.stall.busy(bool(record.data.get("on")), at, record.data.get("after_step"))
-            elif event in (SAVE_START, SAVED):  # a checkpoint's own records (journal/records.py) mark its save
-                self.stall.busy(event == SAVE_START, at)
-            elif event == RANK_HOSTS and isinstance(record.data.get("hosts"), list):
-                self.stragglers.hosts = [str(host) for host in record.data["hosts"]]
-            return []
-        if record.kind != METRICS or record.only is not None:  # for some sinks: another axis (Megatron's "vs samples")
-            return []
-        found = [self.stall.step(record.step, at)]
-        if (loss := first_of(loss_metrics(), record.data)) is not None:
-            found.append(self.loss.loss(*loss, record.step, at))
-        if (throughput := first_of(THROUGHPUT_METRICS, record.data)) is not None:
-            found.append(self.throughput.throughput(*throughput, record.step, at))
-        found.append(self.stragglers.figures(record.data, record.step, at))
+            case journal.Busy(_, on, after_step):
+                self.stall.busy(on, at, after_step)
+            case journal.CheckpointSaved():  # a checkpoint's own records (journal/records.py) mark its save
+                self.stall.busy(False, at)
+            case journal.NamedEvent(name) if name in (journal.SAVE_START, journal.SAVED):
+                self.stall.busy(name == journal.SAVE_START, at)
+            case journal.NamedEvent(journal.RANK_HOSTS, {"hosts": list(hosts)}):
+                self.stragglers.hosts = [str(host) for host in hosts]
+            # a record for some sinks only is another axis (Megatron's "vs samples")
+            case journal.Metrics(values) if record.only is None:
+                return self._step(record.step, values, at)
+        return []
+
+    def _step(self, step: int, values: Mapping[str, float], at: float) -> list[Alert]:
+        found = [self.stall.step(step, at)]
+        if (loss := first_of(loss_metrics(), values)) is not None:
+            found.append(self.loss.loss(*loss, step, at))
+        if (throughput := first_of(THROUGHPUT_METRICS, values)) is not None:
+            found.append(self.throughput.throughput(*throughput, step, at))
+        found.append(self.stragglers.figures(values, step, at))
         return [a for a in found if a is not None]
 
     def check(self, now: float) -> list[Alert]:

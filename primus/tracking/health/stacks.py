@@ -25,6 +25,7 @@ import psutil
 
 from primus.tracking.journal import files
 from primus.tracking.journal.files import STACKS_DIR
+from primus.tracking.journal.followers import Follower
 
 log = logging.getLogger("primus.tracking")
 
@@ -65,6 +66,23 @@ class _StackWriter(threading.Thread):
 
 
 _registered: dict[Path, _StackWriter] = {}
+
+
+class StacksOnRequest(Follower):
+    """The stacks as a journal follower of the run: listening from its start, released at its end before its files
+    are uploaded (which a stall's stacks join)."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = run_dir
+        self.path: Path | None = None
+
+    def start(self) -> tuple[threading.Thread, ...]:
+        self.path = register_for_stacks(self.run_dir)
+        return ()
+
+    def ending(self, drained: bool) -> None:
+        if self.path is not None:
+            release_stacks(self.path)
 
 
 def stacks_file(run_dir: Path, host: str, pid: int) -> Path:

@@ -1,9 +1,9 @@
 """Watches one run's health from the process that delivers it: follows the journal from where this process of
 the run started, feeds the detectors (``detectors.py``), and tells a person of each alert.
 
-It runs on a thread of the delivery process (``delivery/child.deliver``), so it notices silence even while the
-trainer is wedged in C code, and never costs the training step anything; with ``delivery="thread"`` or no
-tracker, a thread of the training process (``Run``). An alert it raises is told at once: one console line
+A journal follower (``tracking/features.py``) of the delivery process, on a thread of it, so it notices silence
+even while the trainer is wedged in C code, and never costs the training step anything; with ``delivery="thread"``
+or no tracker, of the training process. An alert it raises is told at once: one console line
 (``[primus] ALERT ...``, printed by the trainer's console when the trainer is alive), the webhook
 (``webhook.py``), and at a stall the ranks' stacks (``stacks.py``); then ``journal_alert`` has the trainer journal
 it for the trackers. An alert the trainer journaled itself (``failed``, ``killed``) is told when read here.
@@ -22,8 +22,9 @@ from primus.log import outside_except
 from primus.tracking.health.detectors import HealthMonitor
 from primus.tracking.health.stacks import dump_stacks
 from primus.tracking.health.webhook import Webhook
+from primus.tracking.journal.followers import Follower
 from primus.tracking.journal.reader import JournalReader, tail_records
-from primus.tracking.journal.records import Alert, AlertKind, Record, alert_of
+from primus.tracking.journal.records import Alert, AlertKind, Record, event_of
 from primus.tracking.settings.config import HealthSettings
 
 log = logging.getLogger("primus.tracking")
@@ -50,7 +51,7 @@ class Posted:
             return True
 
 
-class HealthWatch:
+class HealthWatch(Follower):
     def __init__(
         self,
         run_dir: Path,
@@ -78,18 +79,23 @@ class HealthWatch:
             self.monitor.prime(r for r in tail_records(run_dir, PRIME_BYTES) if r.end <= start)
         self.told: list[Alert] = []  # every alert this watch told a person of
         self._reader = JournalReader(run_dir)
-        self._offset = start
+        self._offset = self._end = start
         self._stop = threading.Event()
         self._polling = threading.Lock()  # the watch's thread, and whoever asks it to catch up
         self.thread = threading.Thread(target=self._main, name="primus-health-watch", daemon=True)
 
-    def start(self) -> None:
+    def start(self) -> tuple[threading.Thread]:
         self.thread.start()
+        return (self.thread,)
+
+    def notify(self, end: int) -> None:
+        """Read up to ``end`` at the next look (each ``WATCH_S``: the clock is looked at then, grown or not)."""
+        self._end = end
 
     def poll(self) -> None:
         """Read what the journal gained, then look at the clock."""
         for record in self._new_records():
-            if (journaled := alert_of(record)) is not None:
+            if isinstance(journaled := event_of(record), Alert):
                 if not record.data.get("notified"):
                     self._tell(journaled)
                     self.told_journaled(journaled)
@@ -99,15 +105,15 @@ class HealthWatch:
         for alert in self.monitor.check(self.clock()):
             self._raise(alert)
 
-    def finish(self, deadline: float, trainer_died: bool = False) -> None:
+    def close(self, deadline: float, died: bool = False) -> None:
         """At the run's end: stop watching, tell what the journal's tail holds, post what is left by ``deadline``.
-        ``trainer_died``: the training process ended without ending the run; no one else can tell that."""
+        ``died``: the training process ended without ending the run; no one else can tell that."""
         self._stop.set()
         if self.thread.is_alive():
             self.thread.join(max(0.0, deadline - time.monotonic()))
         if not self.thread.is_alive():
             self._poll_safely()
-            if trainer_died and not self.monitor.ended:
+            if died and not self.monitor.ended:
                 last = self.monitor.stall.last_step or 0
                 self._tell(
                     Alert(AlertKind.KILLED, last, "the training process died (SIGKILL? out of memory?)", self.clock())
@@ -120,10 +126,11 @@ class HealthWatch:
         while not self._stop.wait(WATCH_S):
             self._poll_safely()
 
-    def catch_up(self) -> None:
-        """Read the journal to its end and look at the clock now, whatever the watch's pace (``Run.finish``: the
-        alerts of a run's last steps journaled before its end)."""
-        self._poll_safely()
+    def ending(self, drained: bool) -> None:
+        """Read the journal to its end and look at the clock now, whatever the watch's pace: the alerts of a run's
+        last steps journaled before its end."""
+        if drained:
+            self._poll_safely()
 
     def _poll_safely(self) -> None:
         with self._polling:
@@ -134,7 +141,7 @@ class HealthWatch:
     def _new_records(self) -> list[Record]:
         found: list[Record] = []
         while True:
-            records, offset = self._reader.read(self._offset)
+            records, offset = self._reader.read(self._offset, self._end)
             if offset == self._offset:
                 return found
             self._offset = offset

@@ -1,7 +1,8 @@
 """The journal's vocabulary, the bottom of the tracking core: a ``Record`` and its JSON line (``{"k": kind, "s": step,
 "t": unix_ms, "d": data}``, ``"o": [sink, ...]`` when it is for some sinks only), and the events that sinks, the
 health watch, goodput and ``primus report`` read from it: the run's status and its end, alerts, checkpoints saved
-and loaded, and the expected pauses (``busy``). Every reader decodes an event here, not in a feature's module.
+and loaded, and the expected pauses (``busy``). Every reader decodes a record's event here (``event_of``), once,
+and dispatches on its type, not on a parser per feature.
 docs/tracking-internals.md says what each event's fields mean.
 """
 
@@ -145,14 +146,6 @@ class Alert:
         }
 
 
-def alert_of(record: Record) -> Alert | None:
-    """The alert a journal record holds, if it holds one."""
-    if record.kind != EVENT or record.data.get("event") != ALERT_EVENT:
-        return None
-    d = record.data
-    return Alert(str(d.get("kind")), int(d.get("iteration", 0)), str(d.get("text", "")), record.ts_ms / 1000.0)
-
-
 # -- checkpoints (``checkpoints/``) and expected pauses
 SAVE_START, SAVED, LOADED = "checkpoint_save_start", "checkpoint_saved", "checkpoint_loaded"
 # an expected pause in steps begins or ends: {"what": "checkpoint save" | "evaluation", "on": bool}
@@ -205,21 +198,62 @@ class CheckpointLoaded:
     seconds: float | None = None
 
 
-def saved(record: Record) -> CheckpointSaved | None:
-    """The save a record journals, else None."""
-    return _read(record, SAVED, CheckpointSaved)
+@dataclass(frozen=True, slots=True)
+class Metrics:
+    values: Mapping[str, Any]  # a step's figures (plain floats)
 
 
-def loaded(record: Record) -> CheckpointLoaded | None:
-    """The resume a record journals, else None."""
-    return _read(record, LOADED, CheckpointLoaded)
+@dataclass(frozen=True, slots=True)
+class Text:
+    tag: str
+    text: str
 
 
-def _read(record: Record, event: str, cls: type) -> Any:
-    if record.kind != EVENT or record.data.get("event") != event:
-        return None
-    names = {f.name for f in fields(cls)}  # fields a later release adds are left out, not an error
-    return cls(**{k: v for k, v in record.data.items() if k in names})
+@dataclass(frozen=True, slots=True)
+class Busy:
+    """An expected pause in steps begins (``on``) or ends (``BUSY_EVENT``)."""
+
+    what: str
+    on: bool
+    after_step: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NamedEvent:
+    """Any other event by its name (start, end, ``SAVE_START``, ``RANK_HOSTS``, goodput, a later release's)."""
+
+    name: str
+    fields: Mapping[str, Any]
+
+
+JournalEvent = Metrics | Text | Alert | CheckpointSaved | CheckpointLoaded | Busy | NamedEvent
+
+
+def event_of(record: Record) -> JournalEvent:
+    """The record's event, decoded here once for whoever reads it: sinks and features ``match`` on its type."""
+    d = record.data
+    if record.kind == METRICS:
+        return Metrics(d)
+    if record.kind == TEXT:
+        return Text(d["tag"], d["text"])
+    name = d.get("event")
+    if name == ALERT_EVENT:
+        return Alert(str(d.get("kind")), int(d.get("iteration", 0)), str(d.get("text", "")), record.ts_ms / 1000.0)
+    if name in (SAVED, LOADED):
+        cls: type[CheckpointSaved | CheckpointLoaded] = CheckpointSaved if name == SAVED else CheckpointLoaded
+        names = {f.name for f in fields(cls)}  # fields a later release adds are left out, not an error
+        try:
+            return cls(**{k: v for k, v in d.items() if k in names})
+        except TypeError:  # one it needs is missing: the event by its name only
+            return NamedEvent(name, d)
+    if name == BUSY_EVENT:
+        return Busy(str(d.get("what")), bool(d.get("on")), d.get("after_step"))
+    return NamedEvent(str(name), d)
+
+
+def alert_of(record: Record) -> Alert | None:
+    """The alert a journal record holds, if it holds one."""
+    return event if isinstance(event := event_of(record), Alert) else None
 
 
 def ends_pause(step: int, after_step: int | None) -> bool:

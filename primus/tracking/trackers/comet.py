@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from primus.tracking.journal.records import METRICS, TEXT, Record, SinkName
+from primus.tracking.journal.records import Metrics, Record, SinkName, Text, event_of
 from primus.tracking.settings.config import resolved
 from primus.tracking.sinks.sink import Durability, Sink, SinkUnavailable
 from primus.tracking.trackers.context import SinkContext
@@ -95,10 +95,11 @@ class CometSink(Sink):
 
     def write(self, records: Sequence[Record]) -> None:
         for r in records:
-            if r.kind == METRICS:
-                self._experiment.log_metrics(dict(r.data), step=r.step)
-            elif r.kind == TEXT:
-                self._experiment.log_text(r.data["text"], step=r.step, metadata={"tag": r.data["tag"]})
+            match event_of(r):
+                case Metrics(values):
+                    self._experiment.log_metrics(dict(values), step=r.step)
+                case Text(tag, text):
+                    self._experiment.log_text(text, step=r.step, metadata={"tag": tag})
 
     def close(self, status: str, complete: bool) -> None:
         self._experiment.log_other(STATUS_KEY, status)

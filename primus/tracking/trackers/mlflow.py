@@ -15,6 +15,7 @@ from pathlib import Path
 
 from primus.log import outside_except
 from primus.redaction import redact_text
+from primus.tracking.journal import records as journal
 from primus.tracking.journal.files import (
     CHECKPOINTS_DIR,
     LOGS_DIR,
@@ -23,19 +24,7 @@ from primus.tracking.journal.files import (
     STRUCTURED_LOGS_DIR,
     TRACES_DIR,
 )
-from primus.tracking.journal.records import (
-    COUNT_METRIC,
-    METRICS,
-    RESUMED_FROM_TAG,
-    TEXT,
-    CheckpointSaved,
-    Record,
-    RunStatus,
-    SinkName,
-    alert_of,
-    loaded,
-    saved,
-)
+from primus.tracking.journal.records import COUNT_METRIC, RESUMED_FROM_TAG, Record, RunStatus, SinkName
 from primus.tracking.measure.names import MlflowKeys, mlflow_keys
 from primus.tracking.settings.config import MlflowConfig, resolved
 from primus.tracking.sinks.sink import Sink
@@ -163,40 +152,44 @@ class MlflowSink(Sink):
             yield records[i : i + RECORDS_PER_WRITE]
 
     def write(self, records: Sequence[Record]) -> None:
+        """One pass over the records: metric points (the alert count's after the steps'), tags (a text's, the
+        checkpoint resumed from, an alert's: each its latest), the checkpoints saved; then the same requests."""
         known = len(self._metric_keys), len(self._tag_keys)
-        metrics = [
-            MetricPoint(self._metric_keys(k), v, r.ts_ms, r.step)
-            for r in records
-            if r.kind == METRICS
-            for k, v in r.data.items()
-        ]
-        # MLflow has no text-per-step: the latest text of a tag is a run tag
-        tags = {
-            self._tag_keys(f"text/{r.data['tag']}"): clip(r.data["text"], MLFLOW_MAX_TAG_VALUE)
-            for r in records
-            if r.kind == TEXT
-        }
-        tags.update({self._tag_keys(RESUMED_FROM_TAG): load.path for r in records if (load := loaded(r)) is not None})
+        metrics: list[MetricPoint] = []
+        counts: list[MetricPoint] = []  # health/alerts: how many alerts so far
+        texts: dict[str, str] = {}  # MLflow has no text-per-step: the latest text of a tag is a run tag
+        resumed: dict[str, str] = {}
+        alert_tags: dict[str, str] = {}  # a tag per kind, its latest
+        saves: list[tuple[journal.CheckpointSaved, int]] = []
         alerts = self._alerts
         for r in records:
-            if (alert := alert_of(r)) is not None:  # a tag per kind (its latest), and how many so far
-                tags[self._tag_keys(alert.tag)] = clip(alert.tag_value, MLFLOW_MAX_TAG_VALUE)
-                alerts += 1
-                metrics.append(MetricPoint(self._metric_keys(COUNT_METRIC), alerts, r.ts_ms, alert.iteration))
+            match journal.event_of(r):
+                case journal.Metrics(values):
+                    metrics.extend(MetricPoint(self._metric_keys(k), v, r.ts_ms, r.step) for k, v in values.items())
+                case journal.Text(tag, text):
+                    texts[self._tag_keys(f"text/{tag}")] = clip(text, MLFLOW_MAX_TAG_VALUE)
+                case journal.CheckpointLoaded(path=path):
+                    resumed[self._tag_keys(RESUMED_FROM_TAG)] = path
+                case journal.Alert() as alert:
+                    alert_tags[self._tag_keys(alert.tag)] = clip(alert.tag_value, MLFLOW_MAX_TAG_VALUE)
+                    alerts += 1
+                    counts.append(MetricPoint(self._metric_keys(COUNT_METRIC), alerts, r.ts_ms, alert.iteration))
+                case journal.CheckpointSaved() as save:
+                    saves.append((save, r.ts_ms))
+        metrics += counts
         if known != (len(self._metric_keys), len(self._tag_keys)):
             # before the send: a key MLflow has seen is the name's key for good
             self.context.save(metric_keys=self._metric_keys.assigned(), tag_keys=self._tag_keys.assigned())
-        self._set_tags(self.run_id, tags)
+        self._set_tags(self.run_id, {**texts, **resumed, **alert_tags})
         for i in range(0, len(metrics), MAX_METRICS_PER_BATCH):
             self.client.log_batch(self.run_id, metrics=metrics[i : i + MAX_METRICS_PER_BATCH])
         if alerts != self._alerts:  # after the send: a retry counts them again from the same number
             self._alerts = alerts
             self.context.save(alerts=alerts)
-        for r in records:
-            if (save := saved(r)) is not None:
-                self._log_checkpoint(save, r.ts_ms)
+        for save, ts_ms in saves:
+            self._log_checkpoint(save, ts_ms)
 
-    def _log_checkpoint(self, save: CheckpointSaved, ts_ms: int) -> None:
+    def _log_checkpoint(self, save: journal.CheckpointSaved, ts_ms: int) -> None:
         manifest = self.run_dir / CHECKPOINTS_DIR / f"{save.alias}.json"
         manifest.parent.mkdir(exist_ok=True)
         manifest.write_text(json.dumps(save.manifest(ts_ms), indent=1) + "\n")

@@ -21,18 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from primus.redaction import redact_text
-from primus.tracking.journal.records import (
-    BUSY_EVENT,
-    END_EVENT,
-    EVENT,
-    METRICS,
-    SAVE_START,
-    START_EVENT,
-    Record,
-    SinkName,
-    loaded,
-    saved,
-)
+from primus.tracking.journal import records as journal
+from primus.tracking.journal.records import Record, SinkName
 from primus.tracking.settings.config import OneLoggerConfig
 from primus.tracking.settings.one_logger_presence import EXTRA
 from primus.tracking.sinks.sink import Durability, Sink, SinkUnavailable
@@ -73,7 +63,8 @@ class OneLoggerSink(Sink):
                 self._replay(r)
 
     def _replay(self, r: Record) -> None:
-        if r.kind == EVENT and r.data.get("event") == START_EVENT:
+        event = journal.event_of(r)
+        if isinstance(event, journal.NamedEvent) and event.name == journal.START_EVENT:
             self._end_attempt()
             began = int(r.data.get("process_start_ms") or r.ts_ms)  # the application: the process, not its tracking
             try:
@@ -85,30 +76,27 @@ class OneLoggerSink(Sink):
         app = self._app
         if app is None or app.ended:  # records of an attempt begun before this sink's cursor: its file stands
             return
-        if r.kind == METRICS:
-            figures = {k.removeprefix(E2E_PREFIX): v for k, v in r.data.items() if k.startswith(E2E_PREFIX)}
-            if figures:
-                app.e2e_metrics(r.ts_ms, figures)
-                app.loop_bounds(figures.get(LOOP_START), figures.get(LOOP_FINISH))
-            done = r.step + self.cfg.step_offset  # iterations done
-            if done > 0 and len(figures) < len(r.data):
-                app.step(r.ts_ms, done)
-        elif r.kind == EVENT:
-            self._event(app, r)
-
-    def _event(self, app: OneLoggerApp, r: Record) -> None:
-        event = r.data.get("event")
-        t_ms = int(r.data.get("at_ms") or r.ts_ms)  # a record made before the run started says when it happened
-        if (load := loaded(r)) is not None:
-            app.loaded(t_ms, load.seconds, None if load.iteration is None else load.iteration + self.cfg.step_offset)
-        elif (save := saved(r)) is not None:
-            app.saved(t_ms, save.iteration, save.seconds)
-        elif event == SAVE_START:
-            app.save_started(t_ms, int(r.data.get("iteration", 0)))
-        elif event == BUSY_EVENT and r.data.get("what") == "evaluation":
-            app.validation(t_ms, bool(r.data.get("on")))
-        elif event == END_EVENT:
-            app.end(t_ms)
+        # an event made before the run started says when it happened
+        t_ms = r.ts_ms if isinstance(event, journal.Metrics) else int(r.data.get("at_ms") or r.ts_ms)
+        match event:
+            case journal.Metrics(values):
+                figures = {k.removeprefix(E2E_PREFIX): v for k, v in values.items() if k.startswith(E2E_PREFIX)}
+                if figures:
+                    app.e2e_metrics(r.ts_ms, figures)
+                    app.loop_bounds(figures.get(LOOP_START), figures.get(LOOP_FINISH))
+                done = r.step + self.cfg.step_offset  # iterations done
+                if done > 0 and len(figures) < len(values):
+                    app.step(r.ts_ms, done)
+            case journal.CheckpointLoaded(iteration=iteration, seconds=seconds):
+                app.loaded(t_ms, seconds, None if iteration is None else iteration + self.cfg.step_offset)
+            case journal.CheckpointSaved() as save:
+                app.saved(t_ms, save.iteration, save.seconds)
+            case journal.NamedEvent(journal.SAVE_START, fields):
+                app.save_started(t_ms, int(fields.get("iteration", 0)))
+            case journal.Busy("evaluation", on):
+                app.validation(t_ms, on)
+            case journal.NamedEvent(journal.END_EVENT):
+                app.end(t_ms)
 
     def _attempt_file(self, start_ms: int) -> Path:
         """``attempt-<n>.jsonl``, n counting the run's attempts by their start record's time (kept for replays)."""

@@ -23,7 +23,7 @@ import urllib.request
 from collections.abc import Iterable, Sequence
 
 from primus.redaction import redact_text
-from primus.tracking.journal.records import METRICS, Alert, Record, SinkName, alert_of
+from primus.tracking.journal.records import Alert, Metrics, Record, SinkName, event_of
 from primus.tracking.settings import otlp_env
 from primus.tracking.settings.config import OtlpConfig, resolved
 from primus.tracking.sinks.sink import Sink, SinkUnavailable
@@ -73,14 +73,17 @@ class OtlpSink(Sink):
         fresh = [r for r in records if r.ts_ms >= oldest_ms]
         if len(fresh) < len(records):
             self._say_once("age", "points older than %.0f s left out (otlp.max_age_s)", self.cfg.max_age_s)
-        points = [
-            (self._protobuf.metric_name(key), r.ts_ms * 1_000_000, r.step, value)
-            for r in fresh
-            if r.kind == METRICS
-            for key, value in r.data.items()
-            if self._protobuf.is_number(value)
-        ]
-        alerts = [alert for alert in map(alert_of, fresh) if alert is not None]
+        points, alerts = [], []
+        for r in fresh:
+            match event_of(r):
+                case Metrics(values):
+                    points += [
+                        (self._protobuf.metric_name(key), r.ts_ms * 1_000_000, r.step, value)
+                        for key, value in values.items()
+                        if self._protobuf.is_number(value)
+                    ]
+                case Alert() as alert:
+                    alerts.append(alert)
         if points:
             self._post(
                 otlp_env.METRICS, self.cfg.metrics_endpoint, self._protobuf.metrics_request(self.resource, points)

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from primus.redaction import redact_text
-from primus.tracking.journal.records import METRICS, RANK_TAG, AlertKind, Record, RunStatus, SinkName, alert_of
+from primus.tracking.journal.records import RANK_TAG, Alert, AlertKind, Metrics, Record, RunStatus, SinkName, event_of
 from primus.tracking.settings.config import resolved
 from primus.tracking.sinks.sink import Durability, Sink, SinkUnavailable
 from primus.tracking.trackers import prometheus_names as names
@@ -45,11 +45,12 @@ class Figures:
         """These figures with ``records`` (in journal order) applied; self is left as it was."""
         values, alerts, step, step_time_s = dict(self.values), dict(self.alerts), self.step, self.step_time_s
         for r in records:
-            if r.kind == METRICS:
-                values.update(scalars(r.data))
-                step, step_time_s = r.step, r.ts_ms / 1000.0
-            elif (alert := alert_of(r)) is not None:
-                alerts[alert.kind] = alerts.get(alert.kind, 0) + 1
+            match event_of(r):
+                case Metrics(figures):
+                    values.update(scalars(figures))
+                    step, step_time_s = r.step, r.ts_ms / 1000.0
+                case Alert(kind=kind):
+                    alerts[kind] = alerts.get(kind, 0) + 1
         return replace(self, values=values, alerts=alerts, step=step, step_time_s=step_time_s)
 
 

@@ -12,7 +12,8 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from primus.tracking.journal.records import METRICS, RESUMED_FROM_TAG, TEXT, Record, SinkName, alert_of, loaded, saved
+from primus.tracking.journal import records as journal
+from primus.tracking.journal.records import RESUMED_FROM_TAG, Record, SinkName
 from primus.tracking.settings.config import resolved
 from primus.tracking.sinks.sink import Durability, Sink
 from primus.tracking.trackers.context import SinkContext
@@ -52,16 +53,17 @@ class TensorBoardSink(Sink):
     def write(self, records: Sequence[Record]) -> None:
         for r in records:
             walltime = r.ts_ms / 1000.0
-            if r.kind == METRICS:
-                self._add_step(r.data, r.step, walltime)
-            elif r.kind == TEXT:
-                self._writer.add_text(r.data["tag"], r.data["text"], r.step, walltime=walltime)
-            elif (save := saved(r)) is not None:
-                self._writer.add_text(CHECKPOINTS_TAG, save.describe(), save.iteration, walltime=walltime)
-            elif (load := loaded(r)) is not None:
-                self._writer.add_text(RESUMED_FROM_TAG, load.path, load.iteration or 0, walltime=walltime)
-            elif (alert := alert_of(r)) is not None:
-                self._writer.add_text(alert.tag, alert.tag_value, alert.iteration, walltime=walltime)
+            match journal.event_of(r):
+                case journal.Metrics(values):
+                    self._add_step(values, r.step, walltime)
+                case journal.Text(tag, text):
+                    self._writer.add_text(tag, text, r.step, walltime=walltime)
+                case journal.CheckpointSaved() as save:
+                    self._writer.add_text(CHECKPOINTS_TAG, save.describe(), save.iteration, walltime=walltime)
+                case journal.CheckpointLoaded() as load:
+                    self._writer.add_text(RESUMED_FROM_TAG, load.path, load.iteration or 0, walltime=walltime)
+                case journal.Alert() as alert:
+                    self._writer.add_text(alert.tag, alert.tag_value, alert.iteration, walltime=walltime)
         self._writer.flush()
 
     def _add_each(self, values, step: int, walltime: float) -> None:

@@ -26,21 +26,15 @@ from typing import Any
 
 from primus.log import outside_except
 from primus.redaction import redact_text
+from primus.tracking.journal import records as journal
 from primus.tracking.journal.records import (
-    METRICS,
     RESUMED_FROM_TAG,
-    TEXT,
     WANDB_ARTIFACT_TYPE,
     AlertKind,
-    CheckpointLoaded,
-    CheckpointSaved,
     Record,
     RunStatus,
     SinkName,
-    alert_of,
 )
-from primus.tracking.journal.records import loaded as loaded_checkpoint
-from primus.tracking.journal.records import saved as saved_checkpoint
 from primus.tracking.measure.progress import CONSUMED_TOKENS, PROGRESS_GROUP
 from primus.tracking.settings.config import resolved
 from primus.tracking.sinks.sink import Durability, Sink, SinkUnavailable
@@ -149,27 +143,29 @@ class WandbSink(Sink):
     def write(self, records: Sequence[Record]) -> None:
         step, row = None, dict[str, Any]()
         for r in records:
-            if r.kind == METRICS:
-                if step is not None and r.step != step:
-                    self._run.log(row, step=step)
-                    row = {}
-                step = r.step
-                row.update(r.data)
-            elif r.kind == TEXT:
-                self._run.summary[f"text/{r.data['tag']}"] = r.data["text"]
-            elif (save := saved_checkpoint(r)) is not None:
-                self._log_checkpoint(save)
-            elif (load := loaded_checkpoint(r)) is not None:
-                self._use_checkpoint(load)
-            elif (alert := alert_of(r)) is not None:
-                # in the summary whatever the mode: offline, run.alert is kept in the run's file for `wandb sync`
-                self._run.summary[alert.tag] = alert.tag_value
-                level = "INFO" if alert.kind == AlertKind.RESUMED else "ERROR"
-                self._run.alert(title=f"primus: {alert.kind}", text=alert.tag_value, level=level, wait_duration=0.001)
+            match journal.event_of(r):
+                case journal.Metrics(values):
+                    if step is not None and r.step != step:
+                        self._run.log(row, step=step)
+                        row = {}
+                    step = r.step
+                    row.update(values)
+                case journal.Text(tag, text):
+                    self._run.summary[f"text/{tag}"] = text
+                case journal.CheckpointSaved() as save:
+                    self._log_checkpoint(save)
+                case journal.CheckpointLoaded() as load:
+                    self._use_checkpoint(load)
+                case journal.Alert() as alert:
+                    # in the summary whatever the mode: offline, run.alert is kept in the run's file for `wandb sync`
+                    self._run.summary[alert.tag] = alert.tag_value
+                    level = "INFO" if alert.kind == AlertKind.RESUMED else "ERROR"
+                    title = f"primus: {alert.kind}"
+                    self._run.alert(title=title, text=alert.tag_value, level=level, wait_duration=0.001)
         if row:
             self._run.log(row, step=step)
 
-    def _log_checkpoint(self, save: CheckpointSaved) -> None:
+    def _log_checkpoint(self, save: journal.CheckpointSaved) -> None:
         import wandb
 
         if save.uri.startswith("file://") and not Path(save.path).exists():
@@ -190,7 +186,7 @@ class WandbSink(Sink):
             if error is not None:
                 log.warning("primus tracking: could not write %s (%s)", pointer, error)
 
-    def _use_checkpoint(self, load: CheckpointLoaded) -> None:
+    def _use_checkpoint(self, load: journal.CheckpointLoaded) -> None:
         self._run.config.update({RESUMED_FROM_TAG: load.path}, allow_val_change=True)
         if load.wandb_artifact:
             error = outside_except(lambda: self._run.use_artifact(load.wandb_artifact))
