@@ -16,7 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.mlflow_server import free_port
 
-from primus.tracking.measure.rank_channel import NODE_SHARE, Node, RankChannel, Row, arrivals, decode_rows, node_from_env
+from primus.tracking.measure.rank_channel import (NODE_SHARE, Node, RankChannel, Row, arrivals, decode_rows,
+                                                  node_from_env)
 
 WAIT_S = 30.0  # the most a test waits for a channel's thread to gather what it was given
 
