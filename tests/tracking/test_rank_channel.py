@@ -295,3 +295,25 @@ def test_a_rank_missing_from_its_node_is_named_and_the_node_s_block_is_not_held_
         assert job.channels[2].counts.late_rows == 1
     finally:
         job.close()
+
+
+def test_a_rank_missing_then_late_is_waited_for_again_once_its_late_row_is_seen():
+    """Not waited for after it missed a step, it would stay missing at every step that its row comes a moment after
+    the others' (which the not-waiting gathers at once): its late row puts it back among the awaited."""
+    job = Job(2, bound_s=2.0)
+    try:
+        job.publish(0, [0])
+        assert job.wait_gathered().missing == (1,)
+        job.publish(0, [1])  # late
+        deadline = time.monotonic() + WAIT_S
+        while not job.server.check(["primus/rank_figures/t/0"]):
+            assert time.monotonic() < deadline, "the late row never reached the store"
+            time.sleep(0.01)
+        job.publish(1, [0])  # not waited for: gathered at once; step 0's late row is seen
+        assert job.wait_gathered().missing == (1,)
+        job.publish(2, [0])
+        time.sleep(0.3)  # a moment after the other rank, well within the bound
+        job.publish(2, [1])
+        assert job.wait_gathered().missing == ()
+    finally:
+        job.close()

@@ -3,7 +3,7 @@ key-value store (torch.distributed's rendezvous TCPStore), not a collective: a c
 training thread of every rank on the slowest, and is one more place a job can hang. The training thread only queues
 its row; this module's own thread per rank appends it (one append and one add), and the writing rank's thread
 gathers the step, polling a counter, for at most ``bound_s`` (what did not answer at the previous step is not
-waited for again), then names the ranks that did not answer. Its own client connection (not the job's, whose
+waited for again until it answers, late or not), then names the ranks that did not answer. Its own client connection (not the job's, whose
 operations are serialised) with its own timeout: nothing of the training thread ever waits on it.
 
 With several nodes of several ranks (torchrun's env), a node's ranks append to a store served by the node's local
@@ -159,25 +159,30 @@ class _Stage:
         rows = decode_rows(store.get(key)) if arrived else []
         self._remove(store, key)
         self.ops += 1 if arrived else 0
-        self._sweep(store)
+        came_back = self._sweep(store)
         self._swept = step
-        self._awaited = max(1, min(arrived, self._expected))  # at least the gathering rank's own, if it is to wait
+        # those that answered, in time or late (a late one is waited for again): at least the gathering rank's own
+        self._awaited = max(1, min(arrived + came_back, self._expected))
         return rows
 
     def _remove(self, store: Any, key: str) -> None:
         store.delete_key(key), store.delete_key(key + "/n")
         self.ops += 2
 
-    def _sweep(self, store: Any) -> None:
-        """Rows of the previous step that came after it was gathered: counted, and their keys removed."""
+    def _sweep(self, store: Any) -> int:
+        """Rows of the previous step that came after it was gathered: counted, and their keys removed. Returns how
+        many blocks came late."""
         if self._swept is None:
-            return
+            return 0
         key = self._key(self._swept)
         self.ops += 1
-        if store.check([key]):
-            self.late_rows += len(decode_rows(store.get(key)))
-            self.ops += 1
-            self._remove(store, key)
+        if not store.check([key]):
+            return 0
+        self.late_rows += len(decode_rows(store.get(key)))
+        came = store.add(key + "/n", 0)
+        self.ops += 2
+        self._remove(store, key)
+        return came
 
 
 class RankChannel:
