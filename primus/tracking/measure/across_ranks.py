@@ -24,7 +24,7 @@ from primus.tracking.journal.records import RANK_HOSTS
 from primus.tracking.measure.gathered import Gathered, GatheredSteps, Previous
 from primus.tracking.measure.names import SCHEMA
 from primus.tracking.measure.perf import Utilisation, device_memory_metrics
-from primus.tracking.measure.rank_channel import BOUND_S, Arrivals, RankChannel, job_store_client
+from primus.tracking.measure.rank_channel import BOUND_S, Arrivals, RankChannel, job_store_client, node_from_env
 from primus.tracking.measure.stragglers import MISSING_RANKS, BusyClock, slowest_line, summary
 
 log = logging.getLogger("primus.tracking")
@@ -124,7 +124,8 @@ class RankFigures:
             self._clock = BusyClock(device=_device_collectives())
         rank, world_size = dist.get_rank(), dist.get_world_size()
         gathered = self._gathered if self._writes else None
-        return RankChannel(job_store_client(), rank, world_size, on_gathered=gathered, host=socket.gethostname())
+        host, node = socket.gethostname(), node_from_env()
+        return RankChannel(job_store_client(), rank, world_size, on_gathered=gathered, host=host, node=node)
 
     def _gathered(self, got: Arrivals) -> None:
         """On the writing rank's channel thread: the step's summaries, and the console line naming the slowest."""

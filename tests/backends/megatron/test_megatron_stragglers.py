@@ -1,6 +1,8 @@
-"""The slowest rank named (primus_stragglers, on by default) on a real 2-process Megatron run on CPU (gloo): a user's
-own ``sitecustomize``, chained by ``primus-run``, makes rank 0 sleep before each of upstream's forward steps of its
-first 8 iterations; the writer rank (the last) logs straggler/* to TensorBoard (one log step later), read back from its
+"""The slowest rank named (primus_stragglers, on by default) on a real 4-process Megatron run on CPU (gloo), two
+simulated nodes of two ranks (support/two_nodes.py: each rank's row reaches the job's store through its node's
+local rank 0), each node under ``primus-run torchrun``: a user's own ``sitecustomize``, chained by ``primus-run``,
+makes rank 0 (node 0's first) sleep before each of upstream's forward steps of its first 8 iterations; the writer
+rank (the last, node 1's second) logs straggler/* to TensorBoard (one log step later), read back from its
 event files, and names rank 0 on the console; the delivery process's health watch posts a ``straggler`` alert to a
 webhook, and ``straggler_resolved`` in the 8 balanced iterations after them. Rank 0 is not the writer, so the
 writer's own tracking work cannot be what makes a rank the slowest. At ``--timing-log-level 2`` upstream times each
@@ -13,15 +15,16 @@ import shutil
 import socket
 import statistics
 import sys
+import time
 from pathlib import Path
 
 import pytest
 from megatron_runs import PRETRAIN_GPT, TINY_GPT_ARGS, MegatronRun
 from megatron_tracking_runs import toggles
 from support.host_reads import host_reads, host_reads_env
-from support.launch import start, wait_or_kill
 from support.readers import read_tb_scalars
 from support.slow_rank import slow_rank_env
+from support.two_nodes import run_two_nodes
 from support.webhook_server import Receiver
 
 from primus.tracking.health.webhook import WEBHOOK_ENV
@@ -30,9 +33,9 @@ from primus.tracking.measure import stragglers as straggler
 pytestmark = pytest.mark.slow
 
 ITERATIONS = 16
-SLOWED = 8  # iterations 1-8 slowed (two forward steps each), 9-16 not: a straggler, then none
+SLOWED = 8  # iterations 1-8 slowed (one forward step each: 8 samples over 4 ranks), 9-16 not: a straggler, then none
 SLOW_RANK = 0
-SLEEP_S = 0.5  # before each forward step: a lead of ~0.5 s, twice the alert's floor
+SLEEP_S = 1.0  # before each forward step: a lead of ~1 s, four times the alert's floor
 FORWARD_STEP = "megatron.core.pipeline_parallel.schedules:forward_step"
 
 
@@ -48,12 +51,17 @@ def receiver():
 def slow_rank_run(tmp_path_factory, receiver) -> MegatronRun:
     folder = tmp_path_factory.mktemp("stragglers")
     primus_run = shutil.which("primus-run") or str(Path(sys.executable).with_name("primus-run"))
-    command = [primus_run, sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-               str(PRETRAIN_GPT), *TINY_GPT_ARGS, "--train-iters", str(ITERATIONS), *toggles(True, False, False),
-               "--tensorboard-dir", "tb", "--timing-log-level", "2"]  # stragglers by default
-    env = {**slow_rank_env(folder / "site", FORWARD_STEP, SLOW_RANK, SLEEP_S, 2 * SLOWED), WEBHOOK_ENV: receiver.url}
-    process = start(command, folder, folder / "run.log", env | host_reads_env(env))
-    return MegatronRun(wait_or_kill(process, 300), folder / "run.log", 0)
+
+    def command(launch: list[str]) -> list[str]:
+        return [primus_run, sys.executable, "-m", "torch.distributed.run", *launch, str(PRETRAIN_GPT), *TINY_GPT_ARGS,
+                "--train-iters", str(ITERATIONS), *toggles(True, False, False), "--tensorboard-dir", "tb",
+                "--timing-log-level", "2"]  # stragglers by default
+
+    env = {**slow_rank_env(folder / "site", FORWARD_STEP, SLOW_RANK, SLEEP_S, SLOWED), WEBHOOK_ENV: receiver.url}
+    started = time.monotonic()
+    # the writer's node's output is the run's (upstream prints its iterations on the last rank)
+    code = run_two_nodes(command, folder, [folder / "node0.log", folder / "run.log"], env | host_reads_env(env), 300)
+    return MegatronRun(code, folder / "run.log", time.monotonic() - started)
 
 
 def figures(run: MegatronRun) -> dict[str, dict[int, float]]:
@@ -74,7 +82,7 @@ def test_the_slowed_rank_is_named_on_most_log_steps(slow_rank_run):
     slowed = logged[: SLOWED - 1]  # the figures of iterations 2-8, logged at 3-9
     named = [step for step in slowed if scalars[straggler.SLOWEST_RANK][step] == SLOW_RANK]
     assert len(named) > len(slowed) / 2, scalars[straggler.SLOWEST_RANK]
-    # two micro-batches per rank and step, 0.5 s of sleep each: most of the 1 s shows as the slow rank's lead,
+    # one micro-batch per rank and step, 1 s of sleep before it: most of it shows as the slow rank's lead,
     # typically (the other rank may be busy with its own work, e.g. the writer's, or lose the CPU to a neighbour)
     lead = {s: scalars[straggler.BUSY_MAX][s] - scalars[straggler.BUSY_MIN][s] for s in named}
     assert statistics.median(lead.values()) >= 0.15, lead
@@ -102,4 +110,4 @@ def test_the_slowed_rank_is_a_straggler_alert_at_the_webhook_naming_it_and_its_h
 
 def test_no_collective_of_ours_on_any_rank(slow_rank_run):
     trainers = [r for r in host_reads(slow_rank_run.log_path.parent) if r["rank"] is not None]
-    assert len(trainers) == 2 and all(r["collectives"] == [] for r in trainers), trainers
+    assert len(trainers) == 4 and all(r["collectives"] == [] for r in trainers), trainers

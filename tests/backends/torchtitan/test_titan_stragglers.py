@@ -1,8 +1,9 @@
-"""The slowest rank named (primus_stragglers, on by default) on real TorchTitan: two FSDP ranks on gloo under
-``primus-run torchrun -m torchtitan.train`` (the user's own upstream command), a user's own ``sitecustomize``
-chained by primus-run making rank 1 sleep before each of upstream's forward-backward steps. Rank 0 (upstream's
-metrics rank) logs straggler/* to TensorBoard (one log step later), read back from its event files, and names rank 1
-on the console; no rank calls a collective of Primus's. FSDP waits inside the forward and the
+"""The slowest rank named (primus_stragglers, on by default) on real TorchTitan: four FSDP ranks on gloo, two
+simulated nodes of two (support/two_nodes.py: each rank's row reaches the job's store through its node's local rank
+0), each node under ``primus-run torchrun -m torchtitan.train`` (the user's own upstream command), a user's own
+``sitecustomize`` chained by primus-run making rank 3 (node 1's second) sleep before each of upstream's
+forward-backward steps. Rank 0 (upstream's metrics rank, node 0) logs straggler/* to TensorBoard (one log step later),
+read back from its event files, and names rank 3 on the console; no rank calls a collective of Primus's. FSDP waits inside the forward and the
 backward (its all-gathers and reduce-scatters): the waiting rank's waits there are not busy time. Upstream times each
 rank's data loading: the slow rank's part of it is logged, and the straggler alert says its time is not data wait."""
 
@@ -21,7 +22,7 @@ from primus.tracking.measure import stragglers as straggler
 pytestmark = pytest.mark.slow
 
 STEPS = 7  # the figures of steps 2-6 logged at 3-7 (one log step later): 5 log steps for the alert's 3 of 5
-SLOW_RANK = 1
+SLOW_RANK = 3
 SLEEP_S = 2.5  # per step, against steps of ~1-4 s on a loaded 2-core host: 1.2x the median (the alert's bar) and more
 FORWARD_BACKWARD = "torchtitan.trainer:Trainer.forward_backward_step"
 
@@ -30,8 +31,8 @@ FORWARD_BACKWARD = "torchtitan.trainer:Trainer.forward_backward_step"
 def slow_rank_run(titan_run, tmp_path_factory):
     site = tmp_path_factory.mktemp("users-site")
     env = slow_rank_env(site, FORWARD_BACKWARD, SLOW_RANK, SLEEP_S)
-    return titan_run("stragglers", "--training.steps", str(STEPS), "--parallelism.data-parallel-shard-degree", "2",
-                     "--metrics.enable-tensorboard", nproc=2,  # stragglers by default
+    return titan_run("stragglers", "--training.steps", str(STEPS), "--parallelism.data-parallel-shard-degree", "4",
+                     "--metrics.enable-tensorboard", nproc=2, nodes=2,  # stragglers by default
                      launcher="primus-run", env=env | host_reads_env(env))
 
 
@@ -66,4 +67,4 @@ def test_the_straggler_alert_names_the_slowed_rank_and_says_its_time_is_not_data
 
 def test_no_collective_of_ours_on_any_rank(slow_rank_run):
     trainers = [r for r in host_reads(slow_rank_run.dump.parent) if r["rank"] is not None]
-    assert len(trainers) == 2 and all(r["collectives"] == [] for r in trainers), trainers
+    assert len(trainers) == 4 and all(r["collectives"] == [] for r in trainers), trainers
