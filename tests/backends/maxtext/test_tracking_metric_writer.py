@@ -18,7 +18,7 @@ from primus.backends.maxtext.primus_options import PrimusOptions
 from primus.backends.maxtext.step_progress import StepProgress
 from primus.backends.maxtext.tracking_metric_writer import FLUSH_TIMEOUT_S, TrackingMetricWriter, UpstreamWritersOff
 from primus.backends.maxtext.tracking_plan import plan_tracking
-from primus.backends.maxtext.tracking_session import start_tracking
+from primus.backends.maxtext.session import start_tracking
 from primus.tracking import TensorBoardConfig, TrackingConfig, start_run
 from primus.tracking.goodput.accounting import GOODPUT_TEXT
 from primus.tracking.journal.reader import read_all

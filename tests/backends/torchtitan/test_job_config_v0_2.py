@@ -20,7 +20,7 @@ import json, os, sys
 import primus.activation
 primus.activation.activate()
 from torchtitan.config.manager import ConfigManager
-from primus.backends.torchtitan.tracking_session import forget_plan
+from primus.backends.torchtitan.session import forget_plan
 
 def parse(experiment, *args):
     os.environ.pop("PRIMUS_CONFIG", None)

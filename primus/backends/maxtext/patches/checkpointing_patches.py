@@ -27,7 +27,7 @@ def step_path(manager, step: int) -> str:
     "for every tracker",
 )
 def _install_checkpoints(module, handle):
-    from primus.backends.maxtext.tracking_session import CHECKPOINTS
+    from primus.backends.maxtext.session import CHECKPOINTS
 
     save = Arguments(module.save_checkpoint, "checkpoint_manager", "step")
     load = Arguments(module.load_state_if_possible, "checkpoint_manager", "step")

@@ -33,8 +33,8 @@ def _install_metric_logger(module, handle):
 
     import jax
 
+    from primus.backends.maxtext.session import plan_for, start_tracking, status_for
     from primus.backends.maxtext.tracking_metric_writer import StepScalarsPerf, TrackingMetricWriter, UpstreamWritersOff
-    from primus.backends.maxtext.tracking_session import plan_for, start_tracking, status_for
     from primus.tracking.health.stacks import register_for_stacks
 
     cls = module.MetricLogger
@@ -117,7 +117,7 @@ def _install_evaluation(module, handle):
     """Upstream's train loop calls ``reset_eval_metrics`` as each evaluation begins (the pre-training loop and GRPO's
     alike); the next training step's log ends it. The last training step's metrics are still buffered then (upstream
     writes a step once the next is handed over): their log, during the evaluation, does not end it."""
-    from primus.backends.maxtext.tracking_session import CHECKPOINTS
+    from primus.backends.maxtext.session import CHECKPOINTS
 
     def reset_eval_metrics(wrapped, instance, args, kwargs):
         result = wrapped(*args, **kwargs)

@@ -24,7 +24,7 @@ from primus.upstreams.maxtext import MAXTEXT
 )
 def _install_pyconfig(module, handle):
     from primus.backends.maxtext.primus_options import split_options
-    from primus.backends.maxtext.tracking_session import prepare_tracking
+    from primus.backends.maxtext.session import prepare_tracking
     from primus.backends.maxtext.upstream_argv import with_experiment
     from primus.config.environment import module_from_env
     from primus.config.run_directory import given_run_dir

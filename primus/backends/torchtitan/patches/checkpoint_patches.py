@@ -25,7 +25,7 @@ def _step_of(checkpoint_id: str) -> int:
 
 
 def _install(manager: Any, handle: PatchHandle) -> None:
-    from primus.backends.torchtitan.tracking_session import CHECKPOINTS
+    from primus.backends.torchtitan.session import CHECKPOINTS
 
     save = Arguments(manager.dcp_save, "checkpoint_id", method=True)
     load = Arguments(manager.dcp_load, "checkpoint_id", method=True)

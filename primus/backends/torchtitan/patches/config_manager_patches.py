@@ -38,7 +38,7 @@ def _rank() -> int:
 def _install_config(module: ModuleType, handle: PatchHandle) -> None:
     from primus.backends.torchtitan.experiment import experiment_params
     from primus.backends.torchtitan.metrics_options import with_primus_options
-    from primus.backends.torchtitan.tracking_session import prepare_tracking
+    from primus.backends.torchtitan.session import prepare_tracking
     from primus.backends.torchtitan.upstream_config import apply_sections, config_function_sections
 
     def load_config(wrapped, instance, args, kwargs):
@@ -84,7 +84,7 @@ def _cli_with_experiment(tyro_cli):
 def _install_job_config(module: ModuleType, handle: PatchHandle) -> None:
     from primus.backends.torchtitan.metrics_options import primus_job_config_class
     from primus.backends.torchtitan.module_overlay import Overlay
-    from primus.backends.torchtitan.tracking_session import prepare_tracking
+    from primus.backends.torchtitan.session import prepare_tracking
 
     def config_class(wrapped, instance, args, kwargs):
         return primus_job_config_class(wrapped(*args, **kwargs))

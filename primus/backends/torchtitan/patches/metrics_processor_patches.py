@@ -42,8 +42,8 @@ def _tracking_logger(
     import torch.distributed as dist
 
     from primus.backends.torchtitan.layout import layout_tags_of
+    from primus.backends.torchtitan.session import current_plan, start_tracking
     from primus.backends.torchtitan.tracking_plan import plan_tracking
-    from primus.backends.torchtitan.tracking_session import current_plan, start_tracking
     from primus.tracking.health.stacks import register_for_stacks
 
     rank = dist.get_rank()
@@ -138,8 +138,8 @@ def _install_metric_logger_function(module: ModuleType, handle: PatchHandle) -> 
 def _install_metrics_processor(module: ModuleType, handle: PatchHandle) -> None:
     import torch.distributed as dist
 
+    from primus.backends.torchtitan.session import current_plan
     from primus.backends.torchtitan.tracking_logger import TrackingLogger
-    from primus.backends.torchtitan.tracking_session import current_plan
     from primus.backends.torchtitan.upstream_mfu import UPSTREAM_MFU, unknown_peak_notice, upstream_peak_is_real
     from primus.log import get_logger
     from primus.tracking.measure.across_ranks import RankFigures

@@ -22,7 +22,7 @@ from primus.upstreams.torchtitan import CONFIGURABLE, TORCHTITAN
     description="init_structured_logger -> the run directory's structured_logs/ (mlflow_upload_logs)",
 )
 def _install(module: ModuleType, handle: PatchHandle) -> None:
-    from primus.backends.torchtitan.tracking_session import current_plan
+    from primus.backends.torchtitan.session import current_plan
 
     arguments = Arguments(module.init_structured_logger, "output_dir")
 
