@@ -9,7 +9,9 @@ source with `ast`, so a lazy import inside a function counts as much as one at t
 * no circle of imports between modules of ``primus/``, nor between the rooms of ``primus/tracking/`` (its
   sub-packages and its top modules; ``scripts/import-graph`` draws them), and the tracking features (health,
   goodput, checkpoints, measure, tags) sit side by side above the journal: none imports another feature or the
-  transport (the delivery, the hub, the run), and the trackers read events from ``journal/records``."""
+  transport (the delivery, the hub, the run), and the trackers read events from ``journal/records``;
+* each backend's session (what one process holds for its run) is one class in ``primus/backends/<name>/session.py``,
+  named by its ``Backend``: that module holds no other state than the one instance upstream's hooks reach."""
 
 from __future__ import annotations
 
@@ -18,6 +20,8 @@ import runpy
 from pathlib import Path
 
 import pytest
+
+from primus.upstreams.backends import backends
 
 PRIMUS = Path(__file__).resolve().parents[1] / "primus"
 IMPORT_GRAPH = runpy.run_path(str(PRIMUS.parent / "scripts" / "import-graph"))
@@ -136,3 +140,16 @@ def test_a_circle_is_seen_through_a_lazy_import_and_a_type_checking_one(tmp_path
     (fake / "c.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import primus.a")
     (fake / "d.py").write_text("import primus.a")
     assert circles(graph_of(fake)) == [["primus.a", "primus.b", "primus.c"]]
+
+
+def test_each_backend_keeps_its_session_in_one_class_of_its_session_module():
+    own = [b for b in backends() if b.entry_module.startswith("primus.backends.")]
+    assert len(own) == 4
+    for backend in own:
+        module, _, name = backend.session_class.partition(":")
+        assert module == f"primus.backends.{backend.name}.session", backend.name
+        tree = ast.parse((PRIMUS / "backends" / backend.name / "session.py").read_text(encoding="utf-8"))
+        assert name in {node.name for node in tree.body if isinstance(node, ast.ClassDef)}, backend.session_class
+        state = [ast.unparse(n.value) for n in tree.body if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value]
+        assert [value for value in state if not value.startswith("get_logger(")] == [f"{name}()"], backend.name
+    assert list(PRIMUS.rglob("global_vars.py")) == []  # upstream's module name, not where a session lives

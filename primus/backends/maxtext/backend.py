@@ -28,6 +28,7 @@ BACKEND = Backend(
         TFLOPS: ("perf/per_device_tflops_per_sec",),
     },
     launch_rules_class="primus.backends.maxtext.launch_rules:MaxTextLaunchRules",
+    session_class="primus.backends.maxtext.session:MaxTextTracking",
     entry_module="primus.backends.maxtext",
     schema_builder="primus.config.schemas.maxtext:schema",
     upstream_table_finder="primus.config.schemas.maxtext:table",

@@ -1,6 +1,7 @@
-"""One process's tracking for MaxText: the plan decided when ``pyconfig.initialize`` builds the config (kept
-here with that config, for the ``MetricLogger`` built later in ``train_loop``), the run started for it, and the
-checkpoint journal the checkpointing patches call (attached to that run)."""
+"""One process's tracking for MaxText, the one object its patches hold (``TRACKING``): the plan decided when
+``pyconfig.initialize`` builds the config (kept with that config, for the ``MetricLogger`` built later in
+``train_loop``), the run started for it, and the checkpoint journal the checkpointing patches call (attached to
+that run)."""
 
 from __future__ import annotations
 
@@ -21,47 +22,46 @@ from primus.tracking.plan import TrackingPlan
 
 log = get_logger("primus.maxtext")
 
-_PLANNED: tuple[Any, TrackingPlan] | None = None  # (the config it was planned for, the plan)
-CHECKPOINTS = CheckpointJournal()
 
+class MaxTextTracking:
+    def __init__(self) -> None:
+        self.planned: tuple[Any, TrackingPlan] | None = None  # (the config it was planned for, the plan)
+        self.checkpoints = CheckpointJournal()
 
-def prepare_tracking(config: Any, options: PrimusOptions) -> TrackingPlan:
-    """Plan for a config just built (raises TrackingPlanError) and say what was decided, once."""
-    global _PLANNED
-    plan = plan_tracking(config, options, given_run_dir())
-    plan.notices.emit(log)
-    _PLANNED = (config, plan)
-    return plan
+    def prepare(self, config: Any, options: PrimusOptions) -> TrackingPlan:
+        """Plan for a config just built (raises TrackingPlanError) and say what was decided, once."""
+        plan = plan_tracking(config, options, given_run_dir())
+        plan.notices.emit(log)
+        self.planned = (config, plan)
+        return plan
 
+    def plan_for(self, config: Any) -> TrackingPlan:
+        """The plan made for this config; a config built another way gets MaxText's own keys and no Primus options."""
+        if self.planned is not None and self.planned[0] is config:
+            return self.planned[1]
+        return plan_tracking(config, PrimusOptions(), given_run_dir())
 
-def plan_for(config: Any) -> TrackingPlan:
-    """The plan made for this config; a config built another way gets MaxText's own keys and no Primus options."""
-    if _PLANNED is not None and _PLANNED[0] is config:
-        return _PLANNED[1]
-    return plan_tracking(config, PrimusOptions(), given_run_dir())
+    def start(self, plan: TrackingPlan, config: Any, announce: Callable[[int], None] | None) -> TrackingMetricWriter:
+        from primus.tracking import start_run
 
-
-def start_tracking(plan: TrackingPlan, config: Any, announce: Callable[[int], None] | None) -> TrackingMetricWriter:
-    from primus.tracking import start_run
-
-    settings = config.get_keys()
-    jax = sys.modules.get("jax")  # MaxText's own, loaded by then: its devices are the world the layout divides
-    tags = {
-        "primus.backend": "maxtext",
-        "maxtext.model_name": str(settings.get("model_name", "")),
-        **(layout_tags_of(settings, jax.device_count()) if jax is not None else {}),
-    }
-    run = start_run(plan.run_config(params=settings, tags=tags))
-    run.install_exit_handlers()
-    CHECKPOINTS.attach(run)
-    return TrackingMetricWriter(
-        run,
-        log_period=config.log_period,
-        perf_metrics=plan.perf_metrics,
-        peak_tflops=plan.peak_tflops,
-        announce=announce,
-        progress=StepProgress(config),
-    )
+        settings = config.get_keys()
+        jax = sys.modules.get("jax")  # MaxText's own, loaded by then: its devices are the world the layout divides
+        tags = {
+            "primus.backend": "maxtext",
+            "maxtext.model_name": str(settings.get("model_name", "")),
+            **(layout_tags_of(settings, jax.device_count()) if jax is not None else {}),
+        }
+        run = start_run(plan.run_config(params=settings, tags=tags))
+        run.install_exit_handlers()
+        self.checkpoints.attach(run)
+        return TrackingMetricWriter(
+            run,
+            log_period=config.log_period,
+            perf_metrics=plan.perf_metrics,
+            peak_tflops=plan.peak_tflops,
+            announce=announce,
+            progress=StepProgress(config),
+        )
 
 
 def status_for(error: BaseException | None) -> str:
@@ -71,3 +71,8 @@ def status_for(error: BaseException | None) -> str:
     if isinstance(error, KeyboardInterrupt):
         return RunStatus.KILLED
     return RunStatus.FAILED
+
+
+# the one session upstream's hooks reach: wrappers installed at import time find no other way to it, and a
+# process trains one run at a time
+TRACKING = MaxTextTracking()

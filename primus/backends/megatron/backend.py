@@ -39,6 +39,7 @@ BACKEND = Backend(
     metric_scale={"mem-max-allocated-bytes": 2**-30, "mem-allocated-bytes": 2**-30},
     first_log_starts_clock=True,  # its training_log's first call in a process has no interval yet
     launch_rules_class="primus.backends.megatron.launch_rules:MegatronLaunchRules",
+    session_class="primus.backends.megatron.session:MegatronTracking",
     entry_module="primus.backends.megatron",
     schema_builder="primus.config.schemas.megatron:schema",
     upstream_table_finder="primus.config.schemas.megatron_table:installed_table_path",

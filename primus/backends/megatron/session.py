@@ -189,6 +189,8 @@ class MegatronTracking:
         stop_console_capture()
 
 
+# the one session upstream's hooks reach: wrappers installed at import time find no other way to it, and a
+# process trains one run at a time
 TRACKING = MegatronTracking()
 
 

@@ -16,6 +16,7 @@ BACKEND = Backend(
     # Bridge's training_log is megatron-core's: the same names
     metric_names={LOSS: ("lm loss",), LEARNING_RATE: ("learning-rate",), TFLOPS: ("throughput/tflops/device",)},
     launch_rules_class="primus.backends.megatron_bridge.launch_rules:BridgeLaunchRules",
+    session_class="primus.backends.megatron_bridge.session:BridgeTracking",
     entry_module="primus.backends.megatron_bridge",
     schema_builder="primus.config.schemas.megatron_bridge:schema",
     upstream_table_finder="primus.config.schemas.megatron_bridge:table",

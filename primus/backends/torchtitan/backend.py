@@ -38,6 +38,7 @@ BACKEND = Backend(
     },
     metric_scale={"mfu(%)": 0.01},
     launch_rules_class="primus.backends.torchtitan.launch_rules:TorchTitanLaunchRules",
+    session_class="primus.backends.torchtitan.session:TorchTitanTracking",
     entry_module="primus.backends.torchtitan",
     schema_builder="primus.config.schemas.torchtitan:schema",
     upstream_table_finder="primus.config.schemas.torchtitan:table",
