@@ -10,6 +10,8 @@ source with `ast`, so a lazy import inside a function counts as much as one at t
   sub-packages and its top modules; ``scripts/import-graph`` draws them), and the tracking features (health,
   goodput, checkpoints, measure, tags) sit side by side above the journal: none imports another feature or the
   transport (the delivery, the hub, the run), and the trackers read events from ``journal/records``;
+* a backend imports no other backend: what Megatron and Megatron-Bridge share (both megatron-core's training loop)
+  is the one package ``primus/backends/megatron_core``, which imports neither;
 * each backend's session (what one process holds for its run) is one class in ``primus/backends/<name>/session.py``,
   named by its ``Backend``: that module holds no other state than the one instance upstream's hooks reach."""
 
@@ -68,6 +70,19 @@ def is_backend(name: str) -> bool:
 
 def test_no_layer_below_the_backends_imports_one():
     assert offenders(outside_backends(), is_backend) == {}
+
+
+def test_a_backend_imports_no_other_but_megatron_and_bridge_the_megatron_core_they_share():
+    def backend_of(name: str) -> str | None:
+        return name.split(".")[2] if is_backend(name) and name.count(".") >= 2 else None
+
+    allowed = {"megatron": {"megatron_core"}, "megatron_bridge": {"megatron_core"}}
+    crossings = {}
+    for folder in sorted(p for p in (PRIMUS / "backends").iterdir() if p.is_dir() and p.name != "__pycache__"):
+        others = {backend_of(name) for path in folder.rglob("*.py") for name in imported_modules(path)}
+        crossings[folder.name] = others - {None, folder.name, *allowed.get(folder.name, ())}
+    assert {"megatron", "megatron_bridge", "megatron_core"} <= set(crossings)
+    assert {backend: sorted(names) for backend, names in crossings.items() if names} == {}
 
 
 def test_the_upstream_declarations_import_nothing_of_primus_but_themselves():

@@ -21,7 +21,7 @@ from support.one_patch import installed
 
 import primus
 from primus.backends.megatron.session import TRACKING
-from primus.backends.megatron.training.tracking_summary_writer import TrackingSummaryWriter
+from primus.backends.megatron_core.tracking_summary_writer import TrackingSummaryWriter
 from primus.tracking import TrackingConfig, start_run
 from primus.tracking.settings.config import MlflowConfig
 

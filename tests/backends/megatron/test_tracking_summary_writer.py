@@ -5,8 +5,8 @@ import types
 
 import pytest
 
-from primus.backends.megatron.training.console_line import render_console_line
-from primus.backends.megatron.training.tracking_summary_writer import StepFunctions, TrackingSummaryWriter
+from primus.backends.megatron_core.console_line import render_console_line
+from primus.backends.megatron_core.tracking_summary_writer import StepFunctions, TrackingSummaryWriter
 from primus.tracking.goodput.accounting import NAMES as GOODPUT
 from primus.tracking.measure.progress import CONSUMED_SAMPLES, CONSUMED_TOKENS, ELAPSED, ETA, SAMPLES_PER_S
 
