@@ -12,13 +12,11 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from primus.config import yaml12
 from primus.config.files import load_with_extends
 from primus.config.paths import CONFIGS_DIR, MODULE_PRESETS_DIR
 from primus.config.schema import Param, Schema
 from primus.config.schemas import FRAMEWORKS, schema_for, upstream_tables
 from primus.config.schemas.launch import LAUNCH_SCHEMA
-from primus.config.schemas.megatron_table import PINNED_MINOR, table_path
 from primus.config.schemas.tracking import upstream_keys
 from primus.config.tree import join
 from primus.docs_gen.markdown import code, table, yaml_text
@@ -132,17 +130,16 @@ def _flag(param: Param) -> str:
 
 def _upstream_section(framework: str, schema: Schema, shown: set[str]) -> str:
     rest = [p for n, p in schema.params.items() if n not in shown]
-    if framework == "megatron":
-        table_file = table_path(PINNED_MINOR)  # other releases have their own table
-        release = f"megatron-core {yaml12.load_file(table_file)['megatron_core']}"
+    table_file = backend_named(framework).upstream_table()  # the release installed here, else the newest
+    upstream, version = next(iter(upstream_tables.load(table_file).items()))  # each table opens with its release
+    release = f"{upstream.replace('_', '-')} {version}"
+    if any(p.option or p.true_flag or p.false_flag for p in rest):  # an upstream of command-line flags (Megatron)
         header, rows = (
             ["Parameter", "Default", "Type", "Flag"],
             [[code(p.name), code(yaml_text(p.default)), p.expected(), _flag(p)] for p in rest],
         )
         spelling = "In YAML, write the name as it is here; on upstream's command line (`primus-run`), the flag."
     else:
-        table_file = backend_named(framework).upstream_table()
-        release = upstream_tables.load(table_file)[framework]
         header, rows = (
             ["Parameter", "Default", "Type"],
             [[code(p.name), code(yaml_text(p.default)), p.expected()] for p in rest],

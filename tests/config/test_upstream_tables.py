@@ -39,9 +39,9 @@ def test_tables_of_the_pinned_releases_and_primus_keys_apart(module, release):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("generator, python", [
-    ("primus.config.schemas.torchtitan_table", sys.executable),
-    ("primus.config.schemas.maxtext_table", interpreter("maxtext")),
-    ("primus.config.schemas.megatron_bridge_table", interpreter("megatron_bridge")),
+    ("primus.backends.torchtitan.upstream_table", sys.executable),
+    ("primus.backends.maxtext.upstream_table", interpreter("maxtext")),
+    ("primus.backends.megatron_bridge.upstream_table", interpreter("megatron_bridge")),
 ])
 def test_checked_in_table_matches_the_installed_upstream(generator, python, tmp_path):
     """Regenerate from upstream's own config classes: fails when upstream changed under us. Another environment's

@@ -41,8 +41,8 @@ BACKEND = Backend(
     launch_rules_class="primus.backends.megatron.launch_rules:MegatronLaunchRules",
     session_class="primus.backends.megatron.session:MegatronTracking",
     entry_module="primus.backends.megatron",
-    schema_builder="primus.config.schemas.megatron:schema",
-    upstream_table_finder="primus.config.schemas.megatron_table:installed_table_path",
+    schema_builder="primus.backends.megatron.schema:schema",
+    upstream_table_finder="primus.backends.megatron.upstream_table:installed_table_path",
     option_groups=frozenset(
         {DISABLE_SWITCHES, LOG_FLAGS, RUN_DIR_ARGUMENT, ACROSS_RANKS, STRAGGLERS, LOG_FILES, TRACES}
     ),
