@@ -9,7 +9,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from primus.backends.maxtext.layout import layout_tags_of
+from primus.backends.maxtext.parallel_tags import layout_tags_of
 from primus.backends.maxtext.primus_options import PrimusOptions
 from primus.backends.maxtext.step_progress import StepProgress
 from primus.backends.maxtext.tracking_metric_writer import TrackingMetricWriter

@@ -41,7 +41,7 @@ def _tracking_logger(
     dict naming the model; ``parallel_dims``: upstream's ParallelDims (the run's layout)."""
     import torch.distributed as dist
 
-    from primus.backends.torchtitan.layout import layout_tags_of
+    from primus.backends.torchtitan.parallel_tags import layout_tags_of
     from primus.backends.torchtitan.session import TRACKING
     from primus.backends.torchtitan.tracking_plan import plan_tracking
     from primus.tracking.health.stacks import register_for_stacks
