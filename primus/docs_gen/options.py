@@ -77,13 +77,14 @@ def _rows(
 
 def _backend_section(framework: str, purposes: Mapping[str, str]) -> str:
     schema, defaults = schema_for(framework), preset_defaults(framework)
+    flagged = _flagged(schema.params.values())
     # the preset's keys in its order (the spec's sections), then the schema's others that are Primus's own
     main = [schema.params[n] for n in defaults] + [
         p
         for n, p in schema.params.items()
-        if n not in defaults and (p.primus or (framework != "megatron" and p.annotation is None))
+        if n not in defaults and (p.primus or (not flagged and p.annotation is None))
     ]
-    upstream_column = framework == "megatron"
+    upstream_column = flagged
     header = [
         "Parameter",
         "Default",
@@ -119,6 +120,12 @@ def _own_keys_section(framework: str) -> str:
     )
 
 
+def _flagged(params: Iterable[Param]) -> bool:
+    """An upstream of command-line flags (Megatron's argparse): its keys' table has no types of their own, and the
+    docs show each flag and upstream's default beside the preset's."""
+    return any(p.option or p.true_flag or p.false_flag for p in params)
+
+
 def _flag(param: Param) -> str:
     """Upstream's command-line spelling: ``--opt``, or a switch with the value it sets."""
     if param.option:
@@ -133,7 +140,7 @@ def _upstream_section(framework: str, schema: Schema, shown: set[str]) -> str:
     table_file = backend_named(framework).upstream_table()  # the release installed here, else the newest
     upstream, version = next(iter(upstream_tables.load(table_file).items()))  # each table opens with its release
     release = f"{upstream.replace('_', '-')} {version}"
-    if any(p.option or p.true_flag or p.false_flag for p in rest):  # an upstream of command-line flags (Megatron)
+    if _flagged(rest):
         header, rows = (
             ["Parameter", "Default", "Type", "Flag"],
             [[code(p.name), code(yaml_text(p.default)), p.expected(), _flag(p)] for p in rest],

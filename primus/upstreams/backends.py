@@ -57,12 +57,14 @@ OPTION_GROUPS = (
 @dataclass(frozen=True)
 class Environment:
     """A backend that runs on a Python environment of its own (MaxText's JAX): what tells an interpreter has it,
-    the variable naming its Python, the environment's folder beside this one and the script that makes it."""
+    the variable naming its Python, the environment's folder beside this one, the script that makes it and its
+    pins in ``third_party/``."""
 
     packages: tuple[str, ...]
     variable: str
     folder: str
     setup: str
+    requirements: str
 
 
 @dataclass(frozen=True)
