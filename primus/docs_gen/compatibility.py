@@ -11,25 +11,19 @@ from pathlib import Path
 from primus.docs_gen.markdown import code, table
 from primus.patches import REGISTRY, Patch
 from primus.patches.catalog import upstreams
-from primus.upstreams.backends import Environment, backends
+from primus.upstreams.backends import backends
 from primus.upstreams.release import Upstream, in_range
 
 THIRD_PARTY = Path(__file__).resolve().parents[2] / "third_party"
-MAIN_ENVIRONMENT = (".venv", "requirements.txt")  # the environment's folder and its pins; a backend may have its own
 MATRIX_FILE = "upstream-matrix.txt"
 
 
 def tested_releases(distribution: str) -> tuple[str | None, list[str]]:
     """(the pinned release, the other releases CI trains) of ``distribution``, from third_party/."""
     pin = re.compile(rf"^\S*?\s*{re.escape(distribution)}==(\S+)\s*$", re.MULTILINE)
-    files = [MAIN_ENVIRONMENT[1], *(env.requirements for env in _environments())]
-    pinned = [v for name in files for v in pin.findall((THIRD_PARTY / name).read_text())]
+    pinned = [v for path in sorted(THIRD_PARTY.glob("*requirements.txt")) for v in pin.findall(path.read_text())]
     others = pin.findall((THIRD_PARTY / MATRIX_FILE).read_text())
     return (pinned[0] if pinned else None), others
-
-
-def _environments() -> list[Environment]:
-    return [b.environment for b in backends() if b.environment is not None]
 
 
 def render_compatibility() -> str:
@@ -52,7 +46,7 @@ def render_compatibility() -> str:
         "`primus doctor` shows the release as `untested, allowed`.",
         "`make canary` installs the newest release of each upstream on the package index (pre-releases too) into "
         "the `upstreams/` folder of the environment that runs it "
-        f"({', '.join(code(f) for f in (MAIN_ENVIRONMENT[0], *(env.folder for env in _environments())))}) and "
+        f"({', '.join(code(f) for f in ('.venv', *(b.environment.folder for b in backends() if b.environment)))}) and "
         "trains each backend's tiny CPU job on it in `warn` mode, printing backend × release × entry point → "
         "`trained`, or the patch that failed and why. When a row fails: read the patch and the upstream function "
         "it names, write a variant of the patch for the new release (declared by `versions`, as the others), and "

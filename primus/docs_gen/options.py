@@ -84,11 +84,10 @@ def _backend_section(framework: str, purposes: Mapping[str, str]) -> str:
         for n, p in schema.params.items()
         if n not in defaults and (p.primus or (not flagged and p.annotation is None))
     ]
-    upstream_column = flagged
     header = [
         "Parameter",
         "Default",
-        *(["Upstream default"] if upstream_column else []),
+        *(["Upstream default"] if flagged else []),
         "Type",
         "Owner",
         "Description",
@@ -99,7 +98,7 @@ def _backend_section(framework: str, purposes: Mapping[str, str]) -> str:
             [f"Logging and tracking parameters: what `config: {PRESET}` sets, and Primus's own."]
             + ([backend_named(framework).preset_note] if backend_named(framework).preset_note else [])
         ),
-        table(header, _rows(main, defaults, purposes, upstream_column)),
+        table(header, _rows(main, defaults, purposes, flagged)),
     ]
     if backend_named(framework).option_keys:
         parts.append(_own_keys_section(framework))
@@ -120,9 +119,7 @@ def _own_keys_section(framework: str) -> str:
     )
 
 
-def _flagged(params: Iterable[Param]) -> bool:
-    """An upstream of command-line flags (Megatron's argparse): its keys' table has no types of their own, and the
-    docs show each flag and upstream's default beside the preset's."""
+def _flagged(params: Iterable[Param]) -> bool:  # an upstream of command-line flags (argparse): its keys untyped
     return any(p.option or p.true_flag or p.false_flag for p in params)
 
 
@@ -138,8 +135,7 @@ def _flag(param: Param) -> str:
 def _upstream_section(framework: str, schema: Schema, shown: set[str]) -> str:
     rest = [p for n, p in schema.params.items() if n not in shown]
     table_file = backend_named(framework).upstream_table()  # the release installed here, else the newest
-    upstream, version = next(iter(upstream_tables.load(table_file).items()))  # each table opens with its release
-    release = f"{upstream.replace('_', '-')} {version}"
+    release = " ".join(next(iter(upstream_tables.load(table_file).items()))).replace("_", "-")  # its first key
     if _flagged(rest):
         header, rows = (
             ["Parameter", "Default", "Type", "Flag"],

@@ -57,14 +57,12 @@ OPTION_GROUPS = (
 @dataclass(frozen=True)
 class Environment:
     """A backend that runs on a Python environment of its own (MaxText's JAX): what tells an interpreter has it,
-    the variable naming its Python, the environment's folder beside this one, the script that makes it and its
-    pins in ``third_party/``."""
+    the variable naming its Python, the environment's folder beside this one and the script that makes it."""
 
     packages: tuple[str, ...]
     variable: str
     folder: str
     setup: str
-    requirements: str
 
 
 @dataclass(frozen=True)
@@ -77,9 +75,7 @@ class Backend:
     entry_module: str  # ``python -m`` it: upstream's trainer with the patches active (what ``primus train`` runs)
     schema_builder: str  # ``module:function`` building its experiment schema
     upstream_table_finder: str  # ``module:function``: the table of upstream's keys for the release installed here
-    # ``module:class``: what one process of it holds for its run (plan, run, writer), the one object its patches
-    # reach; Primus's own keep it in ``primus/backends/<name>/session.py``
-    session_class: str = ""
+    session_class: str = ""  # ``module:class``: the one object its patches hold for a run (plan, run, writer)
     # ``module:class``: what `primus train` asks of a module before launching it (``primus.config.launch_rules``)
     launch_rules_class: str = "primus.config.launch_rules:LaunchRules"
     option_groups: frozenset[str] = frozenset()

@@ -39,10 +39,6 @@ BACKEND = Backend(
     "names with `base_config:`, short of MaxText's `base.yml`) where that file sets the key; the experiment's "
     "`overrides` and the command line win over the file.",
     environment=Environment(
-        ("maxtext", "jax"),
-        "PRIMUS_MAXTEXT_PYTHON",
-        ".venv-maxtext",
-        "scripts/setup-maxtext-venv.sh",
-        "maxtext-requirements.txt",
+        ("maxtext", "jax"), "PRIMUS_MAXTEXT_PYTHON", ".venv-maxtext", "scripts/setup-maxtext-venv.sh"
     ),
 )

@@ -1,7 +1,6 @@
-"""One process's tracking for MaxText, the one object its patches hold (``TRACKING``): the plan decided when
-``pyconfig.initialize`` builds the config (kept with that config, for the ``MetricLogger`` built later in
-``train_loop``), the run started for it, and the checkpoint journal the checkpointing patches call (attached to
-that run)."""
+"""One process's tracking for MaxText, the object its patches hold (``TRACKING``): the plan made when ``pyconfig.
+initialize`` builds the config (kept with it for the ``MetricLogger`` built later in ``train_loop``), the run started
+for it, and the checkpoint journal the checkpointing patches call (attached to that run)."""
 
 from __future__ import annotations
 
@@ -73,6 +72,4 @@ def status_for(error: BaseException | None) -> str:
     return RunStatus.FAILED
 
 
-# the one session upstream's hooks reach: wrappers installed at import time find no other way to it, and a
-# process trains one run at a time
-TRACKING = MaxTextTracking()
+TRACKING = MaxTextTracking()  # module-level: upstream's hooks, wrapped at import, have no other way to it

@@ -189,9 +189,7 @@ class MegatronTracking:
         stop_console_capture()
 
 
-# the one session upstream's hooks reach: wrappers installed at import time find no other way to it, and a
-# process trains one run at a time
-TRACKING = MegatronTracking()
+TRACKING = MegatronTracking()  # module-level: upstream's hooks, wrapped at import, have no other way to it
 
 
 def _plain_params(args) -> dict[str, Any]:

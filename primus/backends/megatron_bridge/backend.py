@@ -37,10 +37,6 @@ BACKEND = Backend(
     # A Bridge checkout on PYTHONPATH makes it importable from the torch environment too: transformers, which that
     # environment lacks, tells them apart
     environment=Environment(
-        ("megatron.bridge", "transformers"),
-        "PRIMUS_BRIDGE_PYTHON",
-        ".venv-bridge",
-        "scripts/setup-bridge-venv.sh",
-        "bridge-requirements.txt",
+        ("megatron.bridge", "transformers"), "PRIMUS_BRIDGE_PYTHON", ".venv-bridge", "scripts/setup-bridge-venv.sh"
     ),
 )

@@ -196,6 +196,4 @@ def _perf(config: Any, plan: Any, world_size: int) -> BridgePerf | None:
     )
 
 
-# the one session upstream's hooks reach: wrappers installed at import time find no other way to it, and a
-# process trains one run at a time
-TRACKING = BridgeTracking()
+TRACKING = BridgeTracking()  # module-level: upstream's hooks, wrapped at import, have no other way to it

@@ -109,6 +109,4 @@ def one_logger_shape(config: Any) -> OneLoggerConfig:
     )
 
 
-# the one session upstream's hooks reach: wrappers installed at import time find no other way to it, and a
-# process trains one run at a time
-TRACKING = TorchTitanTracking()
+TRACKING = TorchTitanTracking()  # module-level: upstream's hooks, wrapped at import, have no other way to it
