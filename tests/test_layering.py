@@ -9,7 +9,11 @@ source with `ast`, so a lazy import inside a function counts as much as one at t
 * no circle of imports between modules of ``primus/``, nor between the rooms of ``primus/tracking/`` (its
   sub-packages and its top modules; ``scripts/import-graph`` draws them), and the tracking features (health,
   goodput, checkpoints, measure, tags) sit side by side above the journal: none imports another feature or the
-  transport (the delivery, the hub, the run), and the trackers read events from ``journal/records``."""
+  transport (the delivery, the hub, the run), and the trackers read events from ``journal/records``;
+* a backend imports no other backend: what Megatron and Megatron-Bridge share (both megatron-core's training loop)
+  is the one package ``primus/backends/megatron_core``, which imports neither;
+* each backend's session (what one process holds for its run) is one class in ``primus/backends/<name>/session.py``,
+  named by its ``Backend``: that module holds no other state than the one instance upstream's hooks reach."""
 
 from __future__ import annotations
 
@@ -18,6 +22,8 @@ import runpy
 from pathlib import Path
 
 import pytest
+
+from primus.upstreams.backends import backends
 
 PRIMUS = Path(__file__).resolve().parents[1] / "primus"
 IMPORT_GRAPH = runpy.run_path(str(PRIMUS.parent / "scripts" / "import-graph"))
@@ -64,6 +70,19 @@ def is_backend(name: str) -> bool:
 
 def test_no_layer_below_the_backends_imports_one():
     assert offenders(outside_backends(), is_backend) == {}
+
+
+def test_a_backend_imports_no_other_but_megatron_and_bridge_the_megatron_core_they_share():
+    def backend_of(name: str) -> str | None:
+        return name.split(".")[2] if is_backend(name) and name.count(".") >= 2 else None
+
+    allowed = {"megatron": {"megatron_core"}, "megatron_bridge": {"megatron_core"}}
+    crossings = {}
+    for folder in sorted(p for p in (PRIMUS / "backends").iterdir() if p.is_dir() and p.name != "__pycache__"):
+        others = {backend_of(name) for path in folder.rglob("*.py") for name in imported_modules(path)}
+        crossings[folder.name] = others - {None, folder.name, *allowed.get(folder.name, ())}
+    assert {"megatron", "megatron_bridge", "megatron_core"} <= set(crossings)
+    assert {backend: sorted(names) for backend, names in crossings.items() if names} == {}
 
 
 def test_the_upstream_declarations_import_nothing_of_primus_but_themselves():
@@ -136,3 +155,16 @@ def test_a_circle_is_seen_through_a_lazy_import_and_a_type_checking_one(tmp_path
     (fake / "c.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import primus.a")
     (fake / "d.py").write_text("import primus.a")
     assert circles(graph_of(fake)) == [["primus.a", "primus.b", "primus.c"]]
+
+
+def test_each_backend_keeps_its_session_in_one_class_of_its_session_module():
+    own = [b for b in backends() if b.entry_module.startswith("primus.backends.")]
+    assert len(own) == 4
+    for backend in own:
+        module, _, name = backend.session_class.partition(":")
+        assert module == f"primus.backends.{backend.name}.session", backend.name
+        tree = ast.parse((PRIMUS / "backends" / backend.name / "session.py").read_text(encoding="utf-8"))
+        assert name in {node.name for node in tree.body if isinstance(node, ast.ClassDef)}, backend.session_class
+        state = [ast.unparse(n.value) for n in tree.body if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value]
+        assert [value for value in state if not value.startswith("get_logger(")] == [f"{name}()"], backend.name
+    assert list(PRIMUS.rglob("global_vars.py")) == []  # upstream's module name, not where a session lives

@@ -20,8 +20,8 @@ import pytest
 from support.one_patch import installed
 
 import primus
-from primus.backends.megatron.training.global_vars import TRACKING
-from primus.backends.megatron.training.tracking_summary_writer import TrackingSummaryWriter
+from primus.backends.megatron.session import TRACKING
+from primus.backends.megatron_core.tracking_summary_writer import TrackingSummaryWriter
 from primus.tracking import TrackingConfig, start_run
 from primus.tracking.settings.config import MlflowConfig
 

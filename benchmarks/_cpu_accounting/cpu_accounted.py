@@ -20,7 +20,7 @@ import wrapt
 
 OURS = {  # module -> its functions counted as ours, each under its qualified name
     "primus.tracking.run": ("Run.log", "Run.log_text"),
-    "primus.backends.megatron.training.tracking_summary_writer": tuple(
+    "primus.backends.megatron_core.tracking_summary_writer": tuple(
         f"TrackingSummaryWriter.{name}" for name in ("add_scalar", "add_text", "flush", "close", "end_step", "before_training")
     ),
     "primus.backends.torchtitan.tracking_logger": ("TrackingLogger.log", "TrackingLogger.close"),

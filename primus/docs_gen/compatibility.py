@@ -11,25 +11,28 @@ from pathlib import Path
 from primus.docs_gen.markdown import code, fill, table
 from primus.patches import REGISTRY, Patch
 from primus.patches.catalog import upstreams
+from primus.upstreams.backends import backends
 from primus.upstreams.release import Upstream, in_range
 
 THIRD_PARTY = Path(__file__).resolve().parents[2] / "third_party"
-PINNED_FILES = ("requirements.txt", "maxtext-requirements.txt", "bridge-requirements.txt")
 MATRIX_FILE = "upstream-matrix.txt"
 
 
 def tested_releases(distribution: str) -> tuple[str | None, list[str]]:
     """(the pinned release, the other releases CI trains) of ``distribution``, from third_party/."""
     pin = re.compile(rf"^\S*?\s*{re.escape(distribution)}==(\S+)\s*$", re.MULTILINE)
-    pinned = [v for name in PINNED_FILES for v in pin.findall((THIRD_PARTY / name).read_text())]
+    pinned = [v for path in sorted(THIRD_PARTY.glob("*requirements.txt")) for v in pin.findall(path.read_text())]
     others = pin.findall((THIRD_PARTY / MATRIX_FILE).read_text())
     return (pinned[0] if pinned else None), others
 
 
 def render_compatibility() -> str:
+    environments = ", ".join(code(f) for f in (".venv", *(b.environment.folder for b in backends() if b.environment)))
     # sorted: declaration order depends on import order
     return fill(
-        "compatibility.md", backends="\n\n".join(_section(u) for u in sorted(upstreams(), key=lambda u: u.name))
+        "compatibility.md",
+        environments=environments,
+        backends="\n\n".join(_section(u) for u in sorted(upstreams(), key=lambda u: u.name)),
     )
 
 

@@ -12,13 +12,11 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from primus.config import yaml12
 from primus.config.files import load_with_extends
 from primus.config.paths import CONFIGS_DIR, MODULE_PRESETS_DIR
 from primus.config.schema import Param, Schema
 from primus.config.schemas import FRAMEWORKS, schema_for, upstream_tables
 from primus.config.schemas.launch import LAUNCH_SCHEMA
-from primus.config.schemas.megatron_table import PINNED_MINOR, table_path
 from primus.config.schemas.tracking import upstream_keys
 from primus.config.tree import join
 from primus.docs_gen.markdown import code, fill, table, yaml_text
@@ -59,13 +57,13 @@ def spec_purposes(spec: Path) -> dict[str, str]:
 
 
 def _rows(
-    params: Iterable[Param], defaults: Mapping[str, Any], purposes: Mapping[str, str], upstream_column: bool
+    params: Iterable[Param], defaults: Mapping[str, Any], purposes: Mapping[str, str], flagged: bool
 ) -> list[list[str]]:
     return [
         [
             code(p.name),
             code(yaml_text(defaults.get(p.name, p.default))),
-            *(["—" if p.primus else code(yaml_text(p.default))] if upstream_column else []),
+            *(["—" if p.primus else code(yaml_text(p.default))] if flagged else []),
             p.expected(),
             "Primus" if p.primus else "upstream",
             p.help or purposes.get(p.name, ""),
@@ -76,17 +74,17 @@ def _rows(
 
 def _backend_section(framework: str, purposes: Mapping[str, str]) -> str:
     backend, schema, defaults = backend_named(framework), schema_for(framework), preset_defaults(framework)
+    flagged = _flagged(schema.params.values())
     # the preset's keys in its order (the spec's sections), then the schema's others that are Primus's own
     main = [schema.params[n] for n in defaults] + [
         p
         for n, p in schema.params.items()
-        if n not in defaults and (p.primus or (framework != "megatron" and p.annotation is None))
+        if n not in defaults and (p.primus or (not flagged and p.annotation is None))
     ]
-    upstream_column = framework == "megatron"
     header = [
         "Parameter",
         "Default",
-        *(["Upstream default"] if upstream_column else []),
+        *(["Upstream default"] if flagged else []),
         "Type",
         "Owner",
         "Description",
@@ -95,7 +93,7 @@ def _backend_section(framework: str, purposes: Mapping[str, str]) -> str:
     parts = [
         f"## {backend.title} (`framework: {framework}`)",
         f"{intro} {backend.preset_note}" if backend.preset_note else intro,
-        table(header, _rows(main, defaults, purposes, upstream_column)),
+        table(header, _rows(main, defaults, purposes, flagged)),
     ]
     if backend.option_keys:
         parts.append(_own_keys_section(framework))
@@ -113,6 +111,10 @@ def _own_keys_section(framework: str) -> str:
     )
 
 
+def _flagged(params: Iterable[Param]) -> bool:  # an upstream of command-line flags (argparse): its keys untyped
+    return any(p.option or p.true_flag or p.false_flag for p in params)
+
+
 def _flag(param: Param) -> str:
     """Upstream's command-line spelling: ``--opt``, or a switch with the value it sets."""
     if param.option:
@@ -124,17 +126,15 @@ def _flag(param: Param) -> str:
 
 def _upstream_section(framework: str, schema: Schema, shown: set[str]) -> str:
     rest = [p for n, p in schema.params.items() if n not in shown]
-    if framework == "megatron":
-        table_file = table_path(PINNED_MINOR)  # other releases have their own table
-        release = f"megatron-core {yaml12.load_file(table_file)['megatron_core']}"
+    table_file = backend_named(framework).upstream_table()  # the release installed here, else the newest
+    release = " ".join(next(iter(upstream_tables.load(table_file).items()))).replace("_", "-")  # its first key
+    if _flagged(rest):
         header, rows = (
             ["Parameter", "Default", "Type", "Flag"],
             [[code(p.name), code(yaml_text(p.default)), p.expected(), _flag(p)] for p in rest],
         )
         spelling = "In YAML, write the name as it is here; on upstream's command line (`primus-run`), the flag."
     else:
-        table_file = backend_named(framework).upstream_table()
-        release = upstream_tables.load(table_file)[framework]
         header, rows = (
             ["Parameter", "Default", "Type"],
             [[code(p.name), code(yaml_text(p.default)), p.expected()] for p in rest],

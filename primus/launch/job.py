@@ -7,7 +7,7 @@ configuration and writes into the same run directory (every backend reads PRIMUS
 ``primus.config.run_directory.given_run_dir``). What differs by backend (where its checkpoints go, the overrides
 the launcher adds) its ``LaunchRules`` say.
 
-Each framework runs on its interpreter: MaxText (JAX) has its own environment, ``.venv-maxtext``."""
+Each backend runs on its interpreter: one with an ``Environment`` of its own (a JAX one) on that environment's."""
 
 from __future__ import annotations
 
@@ -71,7 +71,7 @@ def interpreter(framework: str, default: str = sys.executable, environ: Mapping[
 
 def run_directory(exp: Experiment, module: ModuleConfig, now: float | None = None, run_id: str | None = None) -> Path:
     """The shared rule (primus.config.run_directory): the backend's own run directory when its settings name one
-    (MaxText's <base_output_directory>/<run_name>); <checkpoint folder>/primus when the module checkpoints,
+    (its ``LaunchRules.own_run_dir``); <checkpoint folder>/primus when the module checkpoints,
     so launching the same experiment again resumes its tracker runs; else a folder under workspace/exp_name
     named by the multi-node job's id (the same on every node) or the time."""
     rules = backend_named(module.framework).launch_rules()

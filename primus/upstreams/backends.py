@@ -75,6 +75,7 @@ class Backend:
     entry_module: str  # ``python -m`` it: upstream's trainer with the patches active (what ``primus train`` runs)
     schema_builder: str  # ``module:function`` building its experiment schema
     upstream_table_finder: str  # ``module:function``: the table of upstream's keys for the release installed here
+    session_class: str = ""  # ``module:class``: the one object its patches hold for a run (plan, run, writer)
     # ``module:class``: what `primus train` asks of a module before launching it (``primus.config.launch_rules``)
     launch_rules_class: str = "primus.config.launch_rules:LaunchRules"
     option_groups: frozenset[str] = frozenset()

@@ -199,8 +199,8 @@ def test_every_function_the_accounting_wraps_is_there():
 
 
 def test_every_method_upstream_calls_on_megatrons_writer_is_counted():
-    from primus.backends.megatron.training.tracking_summary_writer import TrackingSummaryWriter
+    from primus.backends.megatron_core.tracking_summary_writer import TrackingSummaryWriter
 
     public = {f"TrackingSummaryWriter.{name}" for name, value in vars(TrackingSummaryWriter).items()
               if callable(value) and not name.startswith("_")}
-    assert set(cpu_accounted.OURS["primus.backends.megatron.training.tracking_summary_writer"]) == public
+    assert set(cpu_accounted.OURS["primus.backends.megatron_core.tracking_summary_writer"]) == public

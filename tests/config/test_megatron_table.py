@@ -9,8 +9,8 @@ import pytest
 from support.upstreams import releases, upstream_env
 
 from primus.config import yaml12
-from primus.config.schemas.megatron import PRIMUS_PARAMS, upstream_params
-from primus.config.schemas.megatron_table import MINOR_RELEASES, PINNED_MINOR, installed_minor, minor_of, table_path
+from primus.backends.megatron.schema import PRIMUS_PARAMS, upstream_params
+from primus.backends.megatron.upstream_table import MINOR_RELEASES, PINNED_MINOR, installed_minor, minor_of, table_path
 
 
 @pytest.mark.parametrize("minor", MINOR_RELEASES)
@@ -33,7 +33,7 @@ def test_tables_differ_where_upstream_did():
 
 
 def megatron_table(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "primus.config.schemas.megatron_table", *args],
+    return subprocess.run([sys.executable, "-m", "primus.backends.megatron.upstream_table", *args],
                           capture_output=True, text=True, timeout=300,
                           env={"OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin", **(env or {})})
 

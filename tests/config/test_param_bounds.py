@@ -10,8 +10,8 @@ from primus.config import ConfigError, load_experiment, yaml12
 from primus.config.environment import module_params_from_env
 from primus.config.schema import Param, Schema
 from primus.config.schemas import FRAMEWORKS, schema_for
-from primus.config.schemas.megatron import UPSTREAM_BOUNDS
-from primus.config.schemas.megatron_table import installed_table_path
+from primus.backends.megatron.schema import UPSTREAM_BOUNDS
+from primus.backends.megatron.upstream_table import installed_table_path
 from primus.config.yaml12 import Unparsed
 
 SCHEMA = Schema(

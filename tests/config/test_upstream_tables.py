@@ -10,7 +10,10 @@ import sys
 import pytest
 from support.this_primus import this_primus_folder, with_this_primus
 
-from primus.config.schemas import maxtext, megatron_bridge, schema_for, torchtitan, upstream_tables
+from primus.backends.maxtext import schema as maxtext
+from primus.backends.megatron_bridge import schema as megatron_bridge
+from primus.backends.torchtitan import schema as torchtitan
+from primus.config.schemas import schema_for, upstream_tables
 from primus.launch.job import interpreter
 
 
@@ -26,7 +29,7 @@ def test_the_installed_release_selects_its_table_else_the_newest(tmp_path, monke
 
 @pytest.mark.parametrize("module, release", [(torchtitan, "0.3.0"), (maxtext, "0.2.5"), (megatron_bridge, "0.6.2")])
 def test_tables_of_the_pinned_releases_and_primus_keys_apart(module, release):
-    framework = module.__name__.rsplit(".", 1)[-1]
+    framework = module.__name__.split(".")[-2]  # primus.backends.<framework>.schema
     table = upstream_tables.load(module.table())
     assert table[framework] == release
     primus_keys = {p.name for p in module.PARAMS if p.primus}
@@ -39,9 +42,9 @@ def test_tables_of_the_pinned_releases_and_primus_keys_apart(module, release):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("generator, python", [
-    ("primus.config.schemas.torchtitan_table", sys.executable),
-    ("primus.config.schemas.maxtext_table", interpreter("maxtext")),
-    ("primus.config.schemas.megatron_bridge_table", interpreter("megatron_bridge")),
+    ("primus.backends.torchtitan.upstream_table", sys.executable),
+    ("primus.backends.maxtext.upstream_table", interpreter("maxtext")),
+    ("primus.backends.megatron_bridge.upstream_table", interpreter("megatron_bridge")),
 ])
 def test_checked_in_table_matches_the_installed_upstream(generator, python, tmp_path):
     """Regenerate from upstream's own config classes: fails when upstream changed under us. Another environment's

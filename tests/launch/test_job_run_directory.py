@@ -13,7 +13,7 @@ from primus.backends.megatron.tracking_plan import default_run_name, derive_run_
 from primus.config import load_experiment
 from primus.config.environment import OVERRIDES_ENV, RUN_DIR_ENV
 from primus.config.schemas import schema_for, upstream_tables
-from primus.config.schemas import torchtitan as torchtitan_schema
+from primus.backends.torchtitan import schema as torchtitan_schema
 from primus.launch.job import prepare_job, run_directory
 
 REPO = Path(__file__).resolve().parents[2]

@@ -28,9 +28,10 @@ BACKEND = Backend(
         TFLOPS: ("perf/per_device_tflops_per_sec",),
     },
     launch_rules_class="primus.backends.maxtext.launch_rules:MaxTextLaunchRules",
+    session_class="primus.backends.maxtext.session:MaxTextTracking",
     entry_module="primus.backends.maxtext",
-    schema_builder="primus.config.schemas.maxtext:schema",
-    upstream_table_finder="primus.config.schemas.maxtext:table",
+    schema_builder="primus.backends.maxtext.schema:schema",
+    upstream_table_finder="primus.backends.maxtext.schema:table",
     option_groups=frozenset({ONE_LOGGER_OPTIONS, ENABLE_SWITCHES}),
     upstream_key_kind="MaxText config key",
     preset_note="The preset's value of an upstream key gives way to your own MaxText config file (`my.yml` in "

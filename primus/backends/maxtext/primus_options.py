@@ -1,7 +1,7 @@
 """Primus's own MaxText keys (``enable_mlflow``, ``mlflow_run_name``...), given the way MaxText's own are:
 ``key=value`` on its command line (or as keyword arguments to ``pyconfig.initialize``). Upstream's config
 rejects keys it does not know, so they are taken off before it parses the rest, and typed by the same
-schema as the experiment YAML (``primus/config/schemas/maxtext.py``)."""
+schema as the experiment YAML (``primus/backends/maxtext/schema.py``)."""
 
 from __future__ import annotations
 

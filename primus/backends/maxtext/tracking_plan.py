@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from primus.backends.maxtext.primus_options import PrimusOptions
-from primus.config.schemas.maxtext import CHECKED_UPSTREAM
+from primus.backends.maxtext.schema import CHECKED_UPSTREAM
 from primus.config.schemas.tracking import problems
 from primus.tracking import TensorBoardConfig, WandbConfig
 from primus.tracking.plan import Destinations, Notices, TrackingPlan, exports_to_prometheus, plan_run

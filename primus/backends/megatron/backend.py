@@ -39,9 +39,10 @@ BACKEND = Backend(
     metric_scale={"mem-max-allocated-bytes": 2**-30, "mem-allocated-bytes": 2**-30},
     first_log_starts_clock=True,  # its training_log's first call in a process has no interval yet
     launch_rules_class="primus.backends.megatron.launch_rules:MegatronLaunchRules",
+    session_class="primus.backends.megatron.session:MegatronTracking",
     entry_module="primus.backends.megatron",
-    schema_builder="primus.config.schemas.megatron:schema",
-    upstream_table_finder="primus.config.schemas.megatron_table:installed_table_path",
+    schema_builder="primus.backends.megatron.schema:schema",
+    upstream_table_finder="primus.backends.megatron.upstream_table:installed_table_path",
     option_groups=frozenset(
         {DISABLE_SWITCHES, LOG_FLAGS, RUN_DIR_ARGUMENT, ACROSS_RANKS, STRAGGLERS, LOG_FILES, TRACES}
     ),

@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from types import SimpleNamespace
 
+from primus.backends.megatron.schema import mlflow_enabled, wandb_enabled
 from primus.config.experiment import Experiment, ModuleConfig
 from primus.config.launch_rules import LaunchRules
-from primus.config.schemas.megatron import mlflow_enabled, wandb_enabled
 
 
 class MegatronLaunchRules(LaunchRules):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from primus.config.schemas.megatron import wandb_enabled
+from primus.backends.megatron.schema import wandb_enabled
 from primus.tracking.journal.files import TENSORBOARD_DIR, WANDB_DIR
 from primus.tracking.plan import Notices
 from primus.tracking.settings.config import OneLoggerConfig

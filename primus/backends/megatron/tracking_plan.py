@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from primus.backends.megatron.arguments import flag
+from primus.backends.megatron.schema import CHECKED_UPSTREAM, mlflow_enabled
 from primus.backends.megatron.tracker_settings import (
     check_wandb,
     one_logger_config,
@@ -23,7 +24,6 @@ from primus.backends.megatron.tracker_settings import (
     wandb_save_dir,
 )
 from primus.config.run_directory import CHECKPOINTED_RUN_DIR, choose_run_dir, given_run_dir, timestamp
-from primus.config.schemas.megatron import CHECKED_UPSTREAM, mlflow_enabled
 from primus.config.schemas.tracking import problems
 from primus.tracking import TensorBoardConfig, WandbConfig
 from primus.tracking.plan import Destinations, Notices, TrackingPlan, plan_run

@@ -16,9 +16,10 @@ BACKEND = Backend(
     # Bridge's training_log is megatron-core's: the same names
     metric_names={LOSS: ("lm loss",), LEARNING_RATE: ("learning-rate",), TFLOPS: ("throughput/tflops/device",)},
     launch_rules_class="primus.backends.megatron_bridge.launch_rules:BridgeLaunchRules",
+    session_class="primus.backends.megatron_bridge.session:BridgeTracking",
     entry_module="primus.backends.megatron_bridge",
-    schema_builder="primus.config.schemas.megatron_bridge:schema",
-    upstream_table_finder="primus.config.schemas.megatron_bridge:table",
+    schema_builder="primus.backends.megatron_bridge.schema:schema",
+    upstream_table_finder="primus.backends.megatron_bridge.schema:table",
     option_groups=frozenset({ONE_LOGGER_OPTIONS, STRAGGLERS}),
     option_keys={
         "mlflow_run_name": "logger.mlflow_run_name",

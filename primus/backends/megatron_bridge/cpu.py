@@ -1,5 +1,5 @@
 """Megatron-Bridge on a host without an accelerator. Bridge runs on megatron-core, whose CPU patches
-(``primus/backends/megatron/cpu``: torch.cuda stand-ins, device placement, eager jit fuser, the RNG tracker on the
+(``primus/backends/megatron_core/cpu``: torch.cuda stand-ins, device placement, eager jit fuser, the RNG tracker on the
 CPU generator) install when Bridge imports it. Bridge's start-up (``megatron.bridge.training.initialize`` and
 ``setup``) is its own copy of Megatron's, with the same names: Megatron's start-up patches are installed on it."""
 
@@ -9,8 +9,8 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from primus.backends.megatron.cpu import initialize
-from primus.backends.megatron.cpu.platform import cpu_patch
+from primus.backends.megatron_core.cpu import initialize
+from primus.backends.megatron_core.cpu.platform import cpu_patch
 from primus.patches import Patch, PatchHandle
 from primus.upstreams.megatron_bridge import MEGATRON_BRIDGE
 

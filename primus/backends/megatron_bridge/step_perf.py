@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from primus.backends.megatron.training.tracking_summary_writer import mfu_device_name, training_dtype
+from primus.backends.megatron_core.tracking_summary_writer import mfu_device_name, training_dtype
 from primus.tracking.measure.perf import IntervalPerf, StepPerf
 
 

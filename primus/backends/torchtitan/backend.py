@@ -38,9 +38,10 @@ BACKEND = Backend(
     },
     metric_scale={"mfu(%)": 0.01},
     launch_rules_class="primus.backends.torchtitan.launch_rules:TorchTitanLaunchRules",
+    session_class="primus.backends.torchtitan.session:TorchTitanTracking",
     entry_module="primus.backends.torchtitan",
-    schema_builder="primus.config.schemas.torchtitan:schema",
-    upstream_table_finder="primus.config.schemas.torchtitan:table",
+    schema_builder="primus.backends.torchtitan.schema:schema",
+    upstream_table_finder="primus.backends.torchtitan.schema:table",
     option_groups=frozenset({ONE_LOGGER_OPTIONS, ENABLE_SWITCHES, ACROSS_RANKS, STRAGGLERS, LOG_FILES, TRACES}),
     option_section="metrics.",  # beside upstream's own metrics fields
     upstream_key_kind="torchtitan config field",

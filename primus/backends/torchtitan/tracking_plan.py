@@ -15,9 +15,9 @@ import os
 from pathlib import Path
 from typing import Any
 
+from primus.backends.torchtitan.schema import CHECKED_UPSTREAM
 from primus.backends.torchtitan.wandb_settings import wandb_settings
 from primus.config.run_directory import CHECKPOINTED_RUN_DIR, choose_run_dir, timestamp
-from primus.config.schemas.torchtitan import CHECKED_UPSTREAM
 from primus.config.schemas.tracking import problems
 from primus.tracking import TensorBoardConfig
 from primus.tracking.journal.files import WANDB_DIR

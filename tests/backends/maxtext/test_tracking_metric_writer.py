@@ -18,7 +18,7 @@ from primus.backends.maxtext.primus_options import PrimusOptions
 from primus.backends.maxtext.step_progress import StepProgress
 from primus.backends.maxtext.tracking_metric_writer import FLUSH_TIMEOUT_S, TrackingMetricWriter, UpstreamWritersOff
 from primus.backends.maxtext.tracking_plan import plan_tracking
-from primus.backends.maxtext.tracking_session import start_tracking
+from primus.backends.maxtext.session import TRACKING
 from primus.tracking import TensorBoardConfig, TrackingConfig, start_run
 from primus.tracking.goodput.accounting import GOODPUT_TEXT
 from primus.tracking.journal.reader import read_all
@@ -35,7 +35,7 @@ def test_the_writer_gets_upstreams_log_period_and_the_plans_perf_settings(tmp_pa
     config = SimpleNamespace(run_name="tiny", base_output_directory=str(tmp_path), log_period=5, enable_wandb=False,
                              enable_tensorboard=True, tensorboard_dir=str(tmp_path / "tb"), get_keys=lambda: {},
                              max_target_length=16, global_batch_size_to_train_on=4, steps=3)
-    writer = start_tracking(plan_tracking(config, PrimusOptions(peak_tflops=989.4), environ={}), config, None)
+    writer = TRACKING.start(plan_tracking(config, PrimusOptions(peak_tflops=989.4), environ={}), config, None)
     assert (writer._log_period, writer.perf_metrics, writer.peak_tflops, writer.tensorboard) == (5, False, 989.4, True)
     writer.finish("FINISHED")
 

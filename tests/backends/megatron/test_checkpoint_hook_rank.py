@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from support.one_patch import installed
 
-from primus.backends.megatron.training.global_vars import TRACKING
+from primus.backends.megatron.session import TRACKING
 
 TRACKER = "latest_checkpointed_iteration.txt"
 

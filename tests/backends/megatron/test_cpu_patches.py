@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from primus.backends.megatron.cpu.device_placement import is_cuda_device
-from primus.backends.megatron.cpu.torch_shims import host_memory_stats
+from primus.backends.megatron_core.cpu.device_placement import is_cuda_device
+from primus.backends.megatron_core.cpu.torch_shims import host_memory_stats
 from primus.backends.megatron.patches.cpu_patches import CPU_PATCHES
 from primus.patches import PatchContext, PatchRegistry
 from primus.patches.registry import DISABLE_ENV, SELECT_ENV

@@ -5,7 +5,7 @@ import argparse
 import json
 
 from primus.backends.megatron.arguments import add_primus_arguments, compose_extra_args_provider
-from primus.config.schemas.megatron import PRIMUS_PARAMS
+from primus.backends.megatron.schema import PRIMUS_PARAMS
 
 
 def test_every_primus_config_parameter_is_a_primus_argument():

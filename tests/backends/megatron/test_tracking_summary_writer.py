@@ -5,8 +5,8 @@ import types
 
 import pytest
 
-from primus.backends.megatron.training.console_line import render_console_line
-from primus.backends.megatron.training.tracking_summary_writer import StepFunctions, TrackingSummaryWriter
+from primus.backends.megatron_core.console_line import render_console_line
+from primus.backends.megatron_core.tracking_summary_writer import StepFunctions, TrackingSummaryWriter
 from primus.tracking.goodput.accounting import NAMES as GOODPUT
 from primus.tracking.measure.progress import CONSUMED_SAMPLES, CONSUMED_TOKENS, ELAPSED, ETA, SAMPLES_PER_S
 
@@ -277,7 +277,7 @@ def test_the_console_eta_is_the_trackers(run, capsys):
 def test_the_last_console_line_the_hubs_thread_prints_is_in_the_uploaded_log(tmp_path):
     """TRACKING.finish has the hub's thread print what is queued before the console capture closes the log file
     the run's end uploads: the last log step's line is in it."""
-    from primus.backends.megatron.training.global_vars import MegatronTracking
+    from primus.backends.megatron.session import MegatronTracking
     from primus.log_capture import capture_console, stop_console_capture
     from primus.tracking import TrackingConfig, start_run
 
@@ -298,7 +298,7 @@ def test_the_last_console_line_the_hubs_thread_prints_is_in_the_uploaded_log(tmp
 def test_the_end_of_a_megatron_run_drains_the_hub_once_and_delivers_every_record(tmp_path, monkeypatch):
     """TRACKING.finish leaves the drain to the run's end (one, journaled, no sink waited for): the evaluation
     scalars written after the last step, the steps and the last console line are all delivered by it."""
-    from primus.backends.megatron.training.global_vars import MegatronTracking
+    from primus.backends.megatron.session import MegatronTracking
     from primus.log_capture import capture_console, stop_console_capture
     from primus.tracking import TrackingConfig, start_run
     from primus.tracking.journal.reader import read_all

@@ -11,7 +11,7 @@ import pytest
 
 from support.one_patch import installed
 
-from primus.backends.megatron.training.global_vars import TRACKING
+from primus.backends.megatron.session import TRACKING
 
 
 def training_module(**overrides):

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 from support.one_patch import installed
 
-from primus.backends.megatron_bridge.tracking import TRACKING
+from primus.backends.megatron_bridge.session import TRACKING
 from primus.tracking.checkpoints.checkpoint_journal import CheckpointJournal
 
 

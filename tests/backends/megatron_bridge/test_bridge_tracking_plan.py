@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from primus.backends.megatron_bridge.tracking import BridgeTracking, flat_params
+from primus.backends.megatron_bridge.session import BridgeTracking, flat_params
 from primus.backends.megatron_bridge.tracking_plan import plan_tracking
 from primus.tracking.health.stacks import release_stacks, stacks_file
 from primus.tracking.plan import TrackingPlanError

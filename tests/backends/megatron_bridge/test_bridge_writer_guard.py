@@ -13,7 +13,7 @@ import types
 
 import pytest
 
-from primus.backends.megatron_bridge.tracking import TRACKING
+from primus.backends.megatron_bridge.session import TRACKING
 from primus.patches import REGISTRY, PatchContext
 from primus.patches.catalog import load_all
 from primus.patches.handle import PatchHandle

@@ -20,13 +20,13 @@ import json, os, sys
 import primus.activation
 primus.activation.activate()
 from torchtitan.config.manager import ConfigManager
-from primus.backends.torchtitan.tracking_session import forget_plan
+from primus.backends.torchtitan.session import TRACKING
 
 def parse(experiment, *args):
     os.environ.pop("PRIMUS_CONFIG", None)
     if experiment:
         os.environ["PRIMUS_CONFIG"] = experiment
-    forget_plan()
+    TRACKING.forget_plan()
     try:
         c = ConfigManager().parse_args(list(args))
     except Exception as e:

@@ -27,7 +27,7 @@ def step_path(manager, step: int) -> str:
     "for every tracker",
 )
 def _install_checkpoints(module, handle):
-    from primus.backends.maxtext.tracking_session import CHECKPOINTS
+    from primus.backends.maxtext.session import TRACKING
 
     save = Arguments(module.save_checkpoint, "checkpoint_manager", "step")
     load = Arguments(module.load_state_if_possible, "checkpoint_manager", "step")
@@ -35,11 +35,11 @@ def _install_checkpoints(module, handle):
 
     def save_checkpoint(wrapped, instance, args, kwargs):
         step = int(save("step", args, kwargs))
-        CHECKPOINTS.save_started(step)
+        TRACKING.checkpoints.save_started(step)
         saved = wrapped(*args, **kwargs)
         if saved:
             path = step_path(save("checkpoint_manager", args, kwargs), step)
-            CHECKPOINTS.save_ended(in_folder_of_checkpoints(path, step))
+            TRACKING.checkpoints.save_ended(in_folder_of_checkpoints(path, step))
         return saved
 
     def load_state_if_possible(wrapped, instance, args, kwargs):
@@ -47,7 +47,7 @@ def _install_checkpoints(module, handle):
         result = wrapped(*args, **kwargs)
         step = latest_step(manager) if manager is not None and step < 0 else step
         if manager is not None and step is not None and step >= 0 and result[0] is not None:
-            CHECKPOINTS.loaded(CheckpointLoaded(path=step_path(manager, step), iteration=int(step)))
+            TRACKING.checkpoints.loaded(CheckpointLoaded(path=step_path(manager, step), iteration=int(step)))
         return result
 
     handle.wrap(module, "save_checkpoint", save_checkpoint)

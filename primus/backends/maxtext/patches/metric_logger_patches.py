@@ -33,8 +33,8 @@ def _install_metric_logger(module, handle):
 
     import jax
 
+    from primus.backends.maxtext.session import TRACKING, status_for
     from primus.backends.maxtext.tracking_metric_writer import StepScalarsPerf, TrackingMetricWriter, UpstreamWritersOff
-    from primus.backends.maxtext.tracking_session import plan_for, start_tracking, status_for
     from primus.tracking.health.stacks import register_for_stacks
 
     cls = module.MetricLogger
@@ -44,7 +44,7 @@ def _install_metric_logger(module, handle):
 
     def init(wrapped, instance, args, kwargs):
         config = init_arguments("config", args, kwargs)
-        plan = plan_for(config)
+        plan = TRACKING.plan_for(config)
         if plan.config is None:
             return wrapped(*args, **kwargs)
         if jax.process_index() != 0:  # the writer's delivery process saves this process's stacks at a stall
@@ -55,7 +55,7 @@ def _install_metric_logger(module, handle):
         line = f"To see full metrics 'tensorboard --logdir={config.tensorboard_dir}'"  # upstream's, at its flushes
         announce = module.max_logging.log  # upstream's own line where its own flush would print it
         on_flush = (lambda step: announce(line)) if config.enable_tensorboard else None
-        setattr(instance, FEED, start_tracking(plan, config, on_flush))
+        setattr(instance, FEED, TRACKING.start(plan, config, on_flush))
 
     def write_metrics(wrapped, instance, args, kwargs):
         feed = getattr(instance, FEED, None)
@@ -117,13 +117,13 @@ def _install_evaluation(module, handle):
     """Upstream's train loop calls ``reset_eval_metrics`` as each evaluation begins (the pre-training loop and GRPO's
     alike); the next training step's log ends it. The last training step's metrics are still buffered then (upstream
     writes a step once the next is handed over): their log, during the evaluation, does not end it."""
-    from primus.backends.maxtext.tracking_session import CHECKPOINTS
+    from primus.backends.maxtext.session import TRACKING
 
     def reset_eval_metrics(wrapped, instance, args, kwargs):
         result = wrapped(*args, **kwargs)
         if getattr(instance, FEED, None) is not None:
             buffered = [step for kind, step, *_ in instance.buffered_metrics if kind == "train"]
-            CHECKPOINTS.evaluating(True, after_step=int(buffered[-1]) if buffered else None)
+            TRACKING.checkpoints.evaluating(True, after_step=int(buffered[-1]) if buffered else None)
         return result
 
     handle.wrap(module.MetricLogger, "reset_eval_metrics", reset_eval_metrics)

@@ -24,7 +24,7 @@ from primus.upstreams.maxtext import MAXTEXT
 )
 def _install_pyconfig(module, handle):
     from primus.backends.maxtext.primus_options import split_options
-    from primus.backends.maxtext.tracking_session import prepare_tracking
+    from primus.backends.maxtext.session import TRACKING
     from primus.backends.maxtext.upstream_argv import with_experiment
     from primus.config.environment import module_from_env
     from primus.config.run_directory import given_run_dir
@@ -45,7 +45,7 @@ def _install_pyconfig(module, handle):
         upstream_argv, kwargs, options = split_options(argv or [], kwargs)
         args, kwargs = arguments.replace("argv", upstream_argv if argv is not None else None, args, kwargs)
         config = wrapped(*args, **kwargs)
-        prepare_tracking(config, options)
+        TRACKING.prepare(config, options)
         return config
 
     handle.wrap(module, "initialize", initialize)

@@ -40,7 +40,7 @@ def _install_arguments(module, handle):
     description="arguments.validate_args: check the Primus arguments and decide the trackers",
 )
 def _install_validation(module, handle):
-    from primus.backends.megatron.training.global_vars import TRACKING
+    from primus.backends.megatron.session import TRACKING
 
     arguments = Arguments(module.validate_args, "args")
 

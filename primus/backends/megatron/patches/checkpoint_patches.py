@@ -33,7 +33,7 @@ from primus.upstreams.megatron import MEGATRON
     "expected gap), and the load's start (its seconds)",
 )
 def _install_save_start(module, handle):
-    from primus.backends.megatron.training.global_vars import TRACKING
+    from primus.backends.megatron.session import TRACKING
 
     arguments = Arguments(module.save_checkpoint, "iteration")
 
@@ -55,7 +55,7 @@ def _install_save_start(module, handle):
     "for upstream's W&B artifact (same name, alias, files, latest_wandb_artifact_path.txt) and every tracker",
 )
 def _install_checkpoint_hooks(module, handle):
-    from primus.backends.megatron.training.global_vars import TRACKING
+    from primus.backends.megatron.session import TRACKING
 
     tracker = Arguments(module.on_save_checkpoint_success, "tracker_filename")
     # upstream's own helpers: the artifact it would log

@@ -19,7 +19,7 @@ log = get_logger("primus.megatron")
     description="global_vars._set_tensorboard_writer/_set_wandb_writer -> one hub behind all trackers",
 )
 def _install_writers(module, handle):
-    from primus.backends.megatron.training.global_vars import TRACKING
+    from primus.backends.megatron.session import TRACKING
 
     arguments = Arguments(module._set_tensorboard_writer, "args")
 
@@ -47,7 +47,7 @@ def _install_writers(module, handle):
     "otherwise Primus's One-Logger records from the journal, or one line names the extra to install",
 )
 def _install_one_logger(module, handle):
-    from primus.backends.megatron.training.global_vars import TRACKING
+    from primus.backends.megatron.session import TRACKING
 
     arguments = Arguments(module._set_one_logger, "args")
 

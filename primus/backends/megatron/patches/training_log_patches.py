@@ -24,8 +24,8 @@ from primus.upstreams.megatron import MEGATRON
 def _install_training_log(module, handle):
     """Binds what a logged step needs from upstream (its FLOPs formula, the micro-batch count, where training_log
     takes the iteration) and hands upstream's calls straight to ``TRACKING``, whose methods are the wrappers."""
-    from primus.backends.megatron.training.global_vars import TRACKING
-    from primus.backends.megatron.training.tracking_summary_writer import StepFunctions
+    from primus.backends.megatron.session import TRACKING
+    from primus.backends.megatron_core.tracking_summary_writer import StepFunctions
 
     training_log_arguments = Arguments(module.training_log, "iteration")
     Arguments(module.num_floating_point_operations, "args", "batch_size")  # called so by the writer
@@ -46,7 +46,7 @@ def _install_training_log(module, handle):
     "only to a SummaryWriter instance or the wandb module, and drops anything else)",
 )
 def _install_timers_write(module, handle):
-    from primus.backends.megatron.training.tracking_summary_writer import TrackingSummaryWriter
+    from primus.backends.megatron_core.tracking_summary_writer import TrackingSummaryWriter
 
     arguments = Arguments(
         module.Timers.write, "names", "writer", "iteration", "normalizer", "reset", "barrier", method=True
@@ -84,7 +84,7 @@ REJECTED = ("RERUN_DISABLED", "INITIAL_RUN")  # RerunValidationStatus names: ups
     "another reason)",
 )
 def _install_rejected_result(module, handle):
-    from primus.backends.megatron.training.global_vars import TRACKING
+    from primus.backends.megatron.session import TRACKING
 
     arguments = Arguments(module.RerunStateMachine._log_validation_error_to_file, "status", "message", method=True)
 

@@ -30,7 +30,7 @@ from primus.upstreams.megatron_bridge import MEGATRON_BRIDGE
 
 
 def _journal():
-    from primus.backends.megatron_bridge.tracking import TRACKING
+    from primus.backends.megatron_bridge.session import TRACKING
 
     return TRACKING.checkpoints
 

@@ -40,7 +40,7 @@ TRAIN_STATE_COUNTERS = ("step", "consumed_train_samples", "floating_point_operat
     "tracker); wandb_logger, mlflow_logger, comet_logger -> None (state.py:178-345); a failure of ours -> Bridge's own writers",
 )
 def _install_writers(module: ModuleType, handle: PatchHandle) -> None:
-    from primus.backends.megatron_bridge.tracking import TRACKING
+    from primus.backends.megatron_bridge.session import TRACKING
 
     missing = [name for name in TRAIN_STATE_COUNTERS if name not in module.TrainState.__dataclass_fields__]
     if missing:
@@ -84,7 +84,7 @@ def _guarded_property(
 def _evaluation(wrapped, instance, args, kwargs):
     """Upstream's evaluation, journaled as an expected pause in steps (the stall alert allows for it; goodput counts
     it as badput); its scalars go out when it returns, not with the next step's."""
-    from primus.backends.megatron_bridge.tracking import TRACKING
+    from primus.backends.megatron_bridge.session import TRACKING
 
     TRACKING.evaluating(True)
     try:
@@ -96,7 +96,7 @@ def _evaluation(wrapped, instance, args, kwargs):
 
 
 def _then_finish(wrapped, instance, args, kwargs):
-    from primus.backends.megatron_bridge.tracking import TRACKING
+    from primus.backends.megatron_bridge.session import TRACKING
 
     TRACKING.emit()
     result = wrapped(*args, **kwargs)
@@ -115,7 +115,7 @@ def _install_train_steps(module: ModuleType, handle: PatchHandle) -> None:
     state_of = Arguments(module.training_log, "global_state")
 
     def training_log(wrapped, instance, args, kwargs):
-        from primus.backends.megatron_bridge.tracking import TRACKING
+        from primus.backends.megatron_bridge.session import TRACKING
 
         result = wrapped(*args, **kwargs)
         TRACKING.end_step(state_of("global_state", args, kwargs))

@@ -1,4 +1,4 @@
-"""Plans a Megatron-Bridge run on every rank before training (``primus/backends/megatron_bridge/tracking.py``), as
+"""Plans a Megatron-Bridge run on every rank before training (``primus/backends/megatron_bridge/session.py``), as
 Megatron's ranks plan in validate_args: a bad setting stops every rank with one message before anything is built,
 and a rank that does not write (all but the last) still knows the run it belongs to (its stacks on a stall). An
 entry point of the group ``primus.patches`` (``setup.cfg``); importing this module registers it."""
@@ -14,7 +14,7 @@ from primus.upstreams.megatron_bridge import MEGATRON_BRIDGE
 def _plan_then_setup(wrapped, instance, args, kwargs):
     import megatron.bridge.training.state as bridge_state
 
-    from primus.backends.megatron_bridge.tracking import TRACKING
+    from primus.backends.megatron_bridge.session import TRACKING
 
     config = (kwargs["state"] if "state" in kwargs else args[0]).cfg
     TRACKING.plan_for(config, bridge_state.get_rank_safe(), bridge_state.get_world_size_safe())

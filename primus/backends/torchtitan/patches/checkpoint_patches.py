@@ -25,7 +25,7 @@ def _step_of(checkpoint_id: str) -> int:
 
 
 def _install(manager: Any, handle: PatchHandle) -> None:
-    from primus.backends.torchtitan.tracking_session import CHECKPOINTS
+    from primus.backends.torchtitan.session import TRACKING
 
     save = Arguments(manager.dcp_save, "checkpoint_id", method=True)
     load = Arguments(manager.dcp_load, "checkpoint_id", method=True)
@@ -33,16 +33,16 @@ def _install(manager: Any, handle: PatchHandle) -> None:
     def dcp_save(wrapped, instance, args, kwargs):
         path = str(save("checkpoint_id", args, kwargs))
         step = _step_of(path)
-        CHECKPOINTS.save_started(step)
+        TRACKING.checkpoints.save_started(step)
         result = wrapped(*args, **kwargs)
-        _when_written(result, lambda: CHECKPOINTS.save_ended(in_folder_of_checkpoints(path, step)))
+        _when_written(result, lambda: TRACKING.checkpoints.save_ended(in_folder_of_checkpoints(path, step)))
         return result
 
     def dcp_load(wrapped, instance, args, kwargs):
-        CHECKPOINTS.load_started()
+        TRACKING.checkpoints.load_started()
         result = wrapped(*args, **kwargs)
         path = str(load("checkpoint_id", args, kwargs))
-        CHECKPOINTS.loaded(CheckpointLoaded(path=path, iteration=_step_of(path)))
+        TRACKING.checkpoints.loaded(CheckpointLoaded(path=path, iteration=_step_of(path)))
         return result
 
     handle.wrap(manager, "dcp_save", dcp_save)

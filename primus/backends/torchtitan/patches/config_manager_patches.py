@@ -38,7 +38,7 @@ def _rank() -> int:
 def _install_config(module: ModuleType, handle: PatchHandle) -> None:
     from primus.backends.torchtitan.experiment import experiment_params
     from primus.backends.torchtitan.metrics_options import with_primus_options
-    from primus.backends.torchtitan.tracking_session import prepare_tracking
+    from primus.backends.torchtitan.session import TRACKING
     from primus.backends.torchtitan.upstream_config import apply_sections, config_function_sections
 
     def load_config(wrapped, instance, args, kwargs):
@@ -50,7 +50,7 @@ def _install_config(module: ModuleType, handle: PatchHandle) -> None:
 
     def parse_args(wrapped, instance, args, kwargs):
         config = wrapped(*args, **kwargs)
-        prepare_tracking(config, _rank(), dump_folder=config.dump_folder, profiler_section="profiler")
+        TRACKING.prepare(config, _rank(), dump_folder=config.dump_folder, profiler_section="profiler")
         return config
 
     handle.wrap(module.ConfigManager, "_load_config", load_config)
@@ -84,14 +84,14 @@ def _cli_with_experiment(tyro_cli):
 def _install_job_config(module: ModuleType, handle: PatchHandle) -> None:
     from primus.backends.torchtitan.metrics_options import primus_job_config_class
     from primus.backends.torchtitan.module_overlay import Overlay
-    from primus.backends.torchtitan.tracking_session import prepare_tracking
+    from primus.backends.torchtitan.session import TRACKING
 
     def config_class(wrapped, instance, args, kwargs):
         return primus_job_config_class(wrapped(*args, **kwargs))
 
     def parse_args(wrapped, instance, args, kwargs):
         config = wrapped(*args, **kwargs)
-        prepare_tracking(config, _rank(), dump_folder=config.job.dump_folder, profiler_section="profiling")
+        TRACKING.prepare(config, _rank(), dump_folder=config.job.dump_folder, profiler_section="profiling")
         return config
 
     handle.wrap(module.ConfigManager, "_maybe_add_custom_config", config_class)

@@ -41,20 +41,20 @@ def _tracking_logger(
     dict naming the model; ``parallel_dims``: upstream's ParallelDims (the run's layout)."""
     import torch.distributed as dist
 
-    from primus.backends.torchtitan.layout import layout_tags_of
+    from primus.backends.torchtitan.parallel_tags import layout_tags_of
+    from primus.backends.torchtitan.session import TRACKING
     from primus.backends.torchtitan.tracking_plan import plan_tracking
-    from primus.backends.torchtitan.tracking_session import current_plan, start_tracking
     from primus.tracking.health.stacks import register_for_stacks
 
     rank = dist.get_rank()
     # a Trainer built without upstream's ConfigManager was not planned at parse time
-    plan = current_plan() or plan_tracking(metrics, dump_folder=dump_folder, checkpoint_dir=None, rank=rank)
+    plan = TRACKING.plan or plan_tracking(metrics, dump_folder=dump_folder, checkpoint_dir=None, rank=rank)
     if plan.config is None:
         return None
     if not plan.all_ranks and rank != metrics_rank:
         register_for_stacks(plan.config.run_dir)  # the metrics rank's delivery process saves its stacks at a stall
         return module.BaseLogger()
-    return start_tracking(plan, params=params, model=model, tag=tag, layout=layout_tags_of(parallel_dims))
+    return TRACKING.start(plan, params=params, model=model, tag=tag, layout=layout_tags_of(parallel_dims))
 
 
 @REGISTRY.patch(
@@ -138,8 +138,8 @@ def _install_metric_logger_function(module: ModuleType, handle: PatchHandle) -> 
 def _install_metrics_processor(module: ModuleType, handle: PatchHandle) -> None:
     import torch.distributed as dist
 
+    from primus.backends.torchtitan.session import TRACKING
     from primus.backends.torchtitan.tracking_logger import TrackingLogger
-    from primus.backends.torchtitan.tracking_session import current_plan
     from primus.backends.torchtitan.upstream_mfu import UPSTREAM_MFU, unknown_peak_notice, upstream_peak_is_real
     from primus.log import get_logger
     from primus.tracking.measure.across_ranks import RankFigures
@@ -149,7 +149,7 @@ def _install_metrics_processor(module: ModuleType, handle: PatchHandle) -> None:
 
     def init(wrapped, instance, args, kwargs):
         wrapped(*args, **kwargs)  # builds the logger, then reads the device's peak
-        plan = current_plan()
+        plan = TRACKING.plan
         stragglers = plan is not None and plan.stragglers and dist.is_initialized() and dist.get_world_size() > 1
         if plan is not None and (plan.across_ranks or stragglers):  # every rank publishes its log steps' figures
             writes = not dist.is_initialized() or dist.get_rank() == 0  # upstream's metrics rank: names the slowest

@@ -22,12 +22,12 @@ from primus.upstreams.torchtitan import CONFIGURABLE, TORCHTITAN
     description="init_structured_logger -> the run directory's structured_logs/ (mlflow_upload_logs)",
 )
 def _install(module: ModuleType, handle: PatchHandle) -> None:
-    from primus.backends.torchtitan.tracking_session import current_plan
+    from primus.backends.torchtitan.session import TRACKING
 
     arguments = Arguments(module.init_structured_logger, "output_dir")
 
     def init_structured_logger(wrapped, instance, args, kwargs):
-        plan = current_plan()
+        plan = TRACKING.plan
         if plan is None or plan.log_file is None or plan.config is None:
             return wrapped(*args, **kwargs)
         args, kwargs = arguments.replace("output_dir", str(plan.config.run_dir), args, kwargs)

@@ -18,13 +18,13 @@ from primus.upstreams.torchtitan import TORCHTITAN
     description="Validator.validate: each evaluation journaled as an expected pause in steps (no stall alert)",
 )
 def _install_validation(module: ModuleType, handle: PatchHandle) -> None:
-    from primus.backends.torchtitan.tracking_session import CHECKPOINTS
+    from primus.backends.torchtitan.session import TRACKING
 
     def validate(wrapped, instance, args, kwargs):
-        CHECKPOINTS.evaluating(True)
+        TRACKING.checkpoints.evaluating(True)
         try:
             return wrapped(*args, **kwargs)
         finally:
-            CHECKPOINTS.evaluating(False)
+            TRACKING.checkpoints.evaluating(False)
 
     handle.wrap(module.Validator, "validate", validate)

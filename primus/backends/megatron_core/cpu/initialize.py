@@ -7,7 +7,7 @@ import contextlib
 from collections.abc import Iterator
 from types import ModuleType
 
-from primus.backends.megatron.cpu.platform import cpu_patch
+from primus.backends.megatron_core.cpu.platform import cpu_patch
 from primus.patches import PatchHandle
 
 

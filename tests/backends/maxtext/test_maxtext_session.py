@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from primus.backends.maxtext.tracking_session import status_for
+from primus.backends.maxtext.session import status_for
 
 
 @pytest.mark.parametrize("error, status", [

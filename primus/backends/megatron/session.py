@@ -13,10 +13,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from primus.backends.megatron.layout import parallel_degrees
 from primus.backends.megatron.tracking_plan import plan_tracking
-from primus.backends.megatron.training.tracking_summary_writer import StepFunctions, TrackingSummaryWriter
 from primus.backends.megatron.training.upstream_one_logger import UpstreamOneLogger
+from primus.backends.megatron_core.parallel_degrees import parallel_degrees
+from primus.backends.megatron_core.tracking_summary_writer import StepFunctions, TrackingSummaryWriter
 from primus.log import get_logger, set_level
 from primus.log_capture import capture_console, stop_console_capture
 from primus.tracking.checkpoints.checkpoint_journal import CheckpointJournal
@@ -189,7 +189,7 @@ class MegatronTracking:
         stop_console_capture()
 
 
-TRACKING = MegatronTracking()
+TRACKING = MegatronTracking()  # module-level: upstream's hooks, wrapped at import, have no other way to it
 
 
 def _plain_params(args) -> dict[str, Any]:

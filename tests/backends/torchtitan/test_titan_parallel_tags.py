@@ -1,9 +1,9 @@
-"""TorchTitan's layout from upstream's ParallelDims (``primus/backends/torchtitan/layout.py``)."""
+"""TorchTitan's layout from upstream's ParallelDims (``primus/backends/torchtitan/parallel_tags.py``)."""
 
 import pytest
 from torchtitan.distributed.parallel_dims import ParallelDims
 
-from primus.backends.torchtitan.layout import layout_tags_of
+from primus.backends.torchtitan.parallel_tags import layout_tags_of
 
 
 def test_hsdp_is_data_parallel_over_both_axes_and_the_shard_degree_resolved():

@@ -14,7 +14,7 @@ from collections import defaultdict
 from types import ModuleType, SimpleNamespace
 from typing import Any
 
-from primus.backends.megatron.cpu.platform import cpu_patch
+from primus.backends.megatron_core.cpu.platform import cpu_patch
 from primus.patches import PatchHandle
 
 

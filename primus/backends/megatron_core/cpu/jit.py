@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from primus.backends.megatron.cpu.platform import cpu_patch
+from primus.backends.megatron_core.cpu.platform import cpu_patch
 from primus.patches import PatchHandle
 
 

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
-from primus.backends.megatron.training.console_line import render_console_line
+from primus.backends.megatron_core.console_line import render_console_line
 from primus.log import get_logger
 from primus.tracking import SinkName
 from primus.tracking.measure.device_counters import DeviceCounters

@@ -1,7 +1,7 @@
-"""MaxText's parallel layout from its mesh settings (``primus/backends/maxtext/layout.py``): each axis the product
+"""MaxText's parallel layout from its mesh settings (``primus/backends/maxtext/parallel_tags.py``): each axis the product
 of its ICI and DCN degrees, an axis of -1 taking the devices the others leave."""
 
-from primus.backends.maxtext.layout import layout_tags_of
+from primus.backends.maxtext.parallel_tags import layout_tags_of
 
 BASE = {f"{net}_{axis}_parallelism": 1 for net in ("ici", "dcn")
         for axis in ("data", "fsdp", "fsdp_transpose", "tensor", "pipeline", "context", "expert", "sequence")}

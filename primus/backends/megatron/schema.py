@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from primus.backends.megatron.upstream_table import installed_table_path
 from primus.config import yaml12
 from primus.config.schema import Param, Schema
-from primus.config.schemas.megatron_table import installed_table_path
 from primus.config.schemas.tracking import params_for
 
 PRIMUS_PARAMS = params_for("megatron")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
-from primus.backends.megatron.cpu.platform import cpu_patch
+from primus.backends.megatron_core.cpu.platform import cpu_patch
 from primus.patches import PatchHandle
 
 # torch factories and Tensor.new_* that Megatron calls with a CUDA device (40 upstream call sites,
