@@ -107,8 +107,9 @@ def test_a_crash_loop_is_requeued_until_no_progress_stops_it_with_exit_93(slurm_
                        lambda: (j := slurm_cluster.job(job_id))["JobState"] == "PENDING" and j, cluster=slurm_cluster)
         assert job["Restarts"] == str(attempt)
         slurm_cluster.release(job_id)
-    job = wait_for("the job's end", lambda: (j := slurm_cluster.job(job_id))["JobState"] not in ("PENDING",
-                                                                                                  "RUNNING") and j)
+    # COMPLETING: the node still ends the job's processes; its final state comes after
+    job = wait_for("the job's end", lambda: (j := slurm_cluster.job(job_id))["JobState"] not in ("PENDING", "RUNNING",
+                                                                                                  "COMPLETING") and j)
     assert (job["JobState"], job["ExitCode"], job["Restarts"]) == ("FAILED", f"{NO_PROGRESS_EXIT}:0", "2")
     [alert] = [body for body in webhook_receiver.bodies if body["kind"] == "no_progress"]
     best = max(r["s"] for r in journal_lines(run_dir) if r["k"] == "m")
