@@ -117,18 +117,30 @@ class MegatronTracking:
     def training_log(self, wrapped, instance, args, kwargs):
         """Every rank: the log step's row published (if on); the writer rank: the step ends in the writer."""
         waited = batch_wait_s() if self.rank_figures is not None else math.nan  # upstream resets its timers
-        result = wrapped(*args, **kwargs)
+        one_logger = self.one_logger
+        if one_logger is None:
+            result = wrapped(*args, **kwargs)
+        else:
+            one_logger.hold()  # upstream's One-Logger figures of the step go with its record
+            try:
+                result = wrapped(*args, **kwargs)
+            except BaseException:
+                one_logger.release()
+                raise
         if self.rank_figures is None and self.writer is None:
             return result
         assert self.iteration_of is not None, "bound with the wrapper, when the training_log patch installs"
         iteration = self.iteration = self.iteration_of(args, kwargs)
-        if self.one_logger is not None:
-            self.one_logger.flush()  # before the step's own record: the figures upstream logged before it
+        before = None if one_logger is None else one_logger.step_records(iteration)
         ranks = self.rank_figures.at(iteration, waited) if self.rank_figures is not None else None
         if self.writer is not None:  # the figures over ranks are read on the hub's thread (they may wait there)
             if ranks is not None and self.writer.run is not None:
                 ranks.journal_hosts(self.writer.run)
-            self.writer.end_step(iteration, *((None, None) if ranks is None else (ranks.system, ranks.stragglers)))
+            self.writer.end_step(
+                iteration,
+                *((None, None) if ranks is None else (ranks.system, ranks.stragglers)),
+                before=before,
+            )
         return result
 
     def evaluate_and_print_results(self, wrapped, instance, args, kwargs):
@@ -156,7 +168,9 @@ class MegatronTracking:
             return None
         # for every tracker by name: a record "for all" would count as a log step (goodput, resumed steps)
         names = tuple(sink_names(self.plan.config))
-        self.one_logger = UpstreamOneLogger(lambda step, figures: run.log(step, figures, names), lambda: self.iteration)
+        self.one_logger = UpstreamOneLogger(
+            lambda step, figures: run.log(step, figures, names), lambda: self.iteration, names
+        )
         return self.one_logger
 
     def busy(self, what: str, on: bool) -> None:

@@ -35,6 +35,7 @@ TENSORBOARD_ONLY = (SinkName.TENSORBOARD,)
 SAMPLES_VS_STEPS = "samples vs steps"
 _VS_SAMPLES = " vs samples"
 _DROPPED, _VS_SAMPLES_TAG, _STEP_TAG = range(3)  # what a tag is, judged once per tag name
+Record = tuple[int, Mapping[str, Any], "tuple[str, ...] | None"]  # one metrics record for the hub: step, metrics, only
 
 
 class StepFunctions(NamedTuple):
@@ -114,14 +115,19 @@ class TrackingSummaryWriter:
 
     # -- the step ------------------------------------------------------------------------
     def end_step(
-        self, iteration: int, system: Mapping[str, float] | None = None, stragglers: Mapping[str, float] | None = None
+        self,
+        iteration: int,
+        system: Mapping[str, float] | None = None,
+        stragglers: Mapping[str, float] | None = None,
+        before: Callable[[], list[Record]] | None = None,
     ) -> None:
         """After upstream's training_log: the step goes to the run as one function the hub's thread calls
         (``_records``): upstream's scalars of the step, "samples vs steps" and, on log steps, the progress and perf
         figures and the console line, all made there.
         Here only what must be read at the step: the clock, the micro-batch count, the device's memory, kept as a
         plain tuple (the ``Moment`` is made on the hub's thread).
-        ``system``, ``stragglers``: the figures over ranks (RankFigures), if on: read on the hub's thread only."""
+        ``system``, ``stragglers``: the figures over ranks (RankFigures), if on: read on the hub's thread only.
+        ``before``: makes records that go ahead of the step's own (upstream's One-Logger figures of the step)."""
         try:
             args = self._args
             reading = None
@@ -150,6 +156,7 @@ class TrackingSummaryWriter:
                     system if self._system_on else None,
                     gathered,
                     stragglers,
+                    before,
                 ),
                 iteration,
             )
@@ -171,12 +178,13 @@ class TrackingSummaryWriter:
         system: Mapping[str, float] | None = None,
         gathered: bool = False,
         stragglers: Mapping[str, float] | None = None,
-    ) -> list[tuple[int, dict[str, Any], tuple[str, ...] | None]]:
+        before: Callable[[], list[Record]] | None = None,
+    ) -> list[Record]:
         """One record per step upstream wrote to, with the progress and perf figures of log step ``iteration``
         made from its ``reading`` (a ``Moment``'s fields; perf with throughput on; the console line printed, if on)
         and, the perf set on, its memory and utilisation (``system``: ``gathered`` over ranks, or this device's
         memory read at the step, to which the host's latest sample is added here) and the ``stragglers`` figures;
-        then one record per "vs samples" step, to TensorBoard only."""
+        then one record per "vs samples" step, to TensorBoard only; ``before``'s records ahead of them all."""
         steps: dict[int, dict[str, Any]] = {}
         samples: dict[int, dict[str, Any]] = {}
         for tag, value, step in calls:
@@ -200,9 +208,11 @@ class TrackingSummaryWriter:
                 step.update(system)
                 if not gathered:
                     step.update(self._perf.host_latest())
-        return [(step, metrics, None) for step, metrics in steps.items()] + [
-            (step, metrics, TENSORBOARD_ONLY) for step, metrics in samples.items()
-        ]
+        return (
+            (before() if before is not None else [])
+            + [(step, metrics, None) for step, metrics in steps.items()]
+            + [(step, metrics, TENSORBOARD_ONLY) for step, metrics in samples.items()]
+        )
 
     def _print(self, moment: Moment, perf: dict[str, float], progress: dict[str, float]) -> None:
         """The console line of a log step, with the console figures on; none at the first log step, which only

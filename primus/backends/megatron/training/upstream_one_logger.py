@@ -2,59 +2,91 @@
 Primus's One-Logger is on: upstream's ``one_logger_utils`` hands it its end-to-end figures (train iterations and
 their time, throughput, checkpoint counts and times, app-start to train-loop times) as it would the legacy object,
 and they go into the journal as ``one_logger/*`` metrics: every tracker gets them, and the One-Logger sink puts
-them on the application span. On the training thread it only copies the numbers into a queued record. Figures from
-before the process's first log step wait for it: a resumed run's trackers take no step below the last one tracked."""
+them on the application span. Upstream calls it a dozen times in each logged step (its ``training_log``), so on
+the training thread its store is a plain dict's own methods, and the figures of a step are held until the step
+ends and journaled with its record (``step_records``), made into numbers on the hub's thread; elsewhere (a save,
+the loop's end) they are journaled at once. Figures from before the process's first log step wait for it: a
+resumed run's trackers take no step below the last one tracked."""
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
+from primus.backends.megatron.training.tracking_summary_writer import Record
 from primus.tracking.trackers.one_logger import E2E_PREFIX as PREFIX
+
+Figures = Mapping[str, Any]
+# upstream divides by the iterations trained, zero in a job resumed at its last iteration; reusable, made once
+_SUPPRESS = contextlib.suppress(Exception)
+
+
+def numbers(metrics: Figures | None) -> dict[str, float]:
+    """Upstream's figures that are numbers, as ``one_logger/*`` floats."""
+    return {PREFIX + k: float(v) for k, v in (metrics or {}).items() if isinstance(v, (int, float))}
 
 
 class UpstreamOneLogger:
     """The legacy object's methods that upstream calls (megatron-core 0.19: ``get_context_manager``, ``store_*``,
-    ``log_metrics``, ``log_app_tag``, ``finish``); it never raises into training."""
+    ``log_metrics``, ``log_app_tag``, ``finish``); it never raises into training. ``log(step, figures)`` journals figures at once
+    for the trackers ``only``, whose records ``step_records`` makes too; ``iteration()`` is the last logged step."""
 
-    def __init__(self, log: Callable[[int, Mapping[str, float]], None], iteration: Callable[[], int]):
+    def __init__(
+        self, log: Callable[[int, Mapping[str, float]], None], iteration: Callable[[], int], only: tuple[str, ...]
+    ):
         self._log = log
         self._iteration = iteration
-        self._store: dict[str, Any] = {}
-        self._pending: dict[str, float] = {}
+        self._only = only
+        store: dict[str, Any] = {}
+        self.store_set = store.__setitem__  # the dict's own methods: no Python frame per call
+        self.store_get = store.get
+        self.store_has_key = store.__contains__
+        self._store = store
+        self._pending: dict[str, float] = {}  # before the first log step
+        self._held: list[tuple[int, Figures]] | None = None  # in a logged step: its figures, as upstream gave them
 
-    @contextlib.contextmanager
-    def get_context_manager(self) -> Iterator[None]:
-        # upstream divides by the iterations trained, zero in a job resumed at its last iteration
-        with contextlib.suppress(Exception):
-            yield
-
-    def store_set(self, key: str, value: Any) -> None:
-        self._store[key] = value
-
-    def store_get(self, key: str) -> Any:
-        return self._store.get(key)
-
-    def store_has_key(self, key: str) -> bool:
-        return key in self._store
+    def get_context_manager(self) -> contextlib.suppress:
+        return _SUPPRESS
 
     def store_pop(self, key: str) -> Any:
         return self._store.pop(key, None)
 
-    def log_metrics(self, metrics: Mapping[str, Any] | None) -> None:
-        numbers = {
-            PREFIX + k: float(v) for k, v in (metrics or {}).items() if isinstance(v, (int, float)) and v is not None
-        }
-        self._pending.update(numbers)
-        if self._iteration() > 0:
-            self.flush()
+    def log_metrics(self, metrics: Figures | None) -> None:
+        step = self._iteration()
+        if step <= 0:
+            self._pending.update(numbers(metrics))
+        elif self._held is not None:
+            self._held.append((step, dict(metrics or ())))  # a copy in C; made into numbers on the hub's thread
+        else:
+            self._log(step, numbers(metrics))
 
-    def flush(self) -> None:
-        """Journal what waits, at the last logged step (called as a step is logged)."""
-        if self._pending:
-            self._log(self._iteration(), self._pending)
-            self._pending = {}
+    def hold(self) -> None:
+        """A logged step begins: its figures wait for ``step_records``."""
+        self._held = []
+
+    def step_records(self, iteration: int) -> Callable[[], list[Record]] | None:
+        """The logged step ``iteration`` has ended: what waited for it (figures from before the first log step,
+        at ``iteration``; the step's own, at the step upstream logged them at) as a function that makes their
+        records, for the hub's thread; None if nothing waited."""
+        held, self._held = self._held or [], None
+        pending, self._pending = self._pending, {}
+        if not (held or pending):
+            return None
+
+        only = self._only
+
+        def records() -> list[Record]:
+            made: list[Record] = [(iteration, pending, only)] if pending else []
+            return made + [(step, numbers(figures), only) for step, figures in held]
+
+        return records
+
+    def release(self) -> None:
+        """The step failed before it ended: journal its figures now."""
+        held, self._held = self._held or [], None
+        for step, figures in held:
+            self._log(step, numbers(figures))
 
     def log_app_tag(self, tag: str) -> None:
         """The tag is in the run's One-Logger configuration already (``app_tag``)."""
