@@ -13,28 +13,31 @@ NAMES = ("mlflow", "one_logger")
 
 
 class Logged:
-    """The step upstream is at and what went to the run at once."""
+    """What went to the run at once, from an object whose last logged step is ``iteration``."""
 
     def __init__(self, iteration: int = 0):
         self.iteration = iteration
         self.calls: list[tuple[int, dict]] = []
 
     def one_logger(self) -> UpstreamOneLogger:
-        return UpstreamOneLogger(lambda step, figures: self.calls.append((step, dict(figures))),
-                                 lambda: self.iteration, NAMES)
+        one_logger = UpstreamOneLogger(lambda step, figures: self.calls.append((step, dict(figures))), NAMES)
+        if self.iteration:  # upstream's training_log of that step has run
+            one_logger.held = []
+            assert one_logger.step_ends(self.iteration) is None
+        return one_logger
 
 
 def test_a_logged_steps_figures_wait_for_its_end_at_the_step_upstream_logged_them():
     logged = Logged(iteration=4)
     one_logger = logged.one_logger()
-    one_logger.hold()
+    one_logger.held = []
     figures = {"train_iterations_end": 5, "validation_iterations_time_msecs_avg": None, "is_save_enabled": True}
     one_logger.log_metrics(figures)
     figures["train_iterations_end"] = 6  # upstream's dict, changed after the call: the record keeps what was given
-    records = one_logger.step_records(5)
+    records = one_logger.step_ends(5)
     assert logged.calls == [] and records is not None
     assert records() == [(4, {"one_logger/train_iterations_end": 5.0, "one_logger/is_save_enabled": 1.0}, NAMES)]
-    assert one_logger.step_records(6) is None  # nothing waits for the next step
+    assert one_logger.step_ends(6) is None  # nothing waits for the next step
 
 
 def test_figures_outside_a_logged_step_go_out_at_once():
@@ -42,7 +45,7 @@ def test_figures_outside_a_logged_step_go_out_at_once():
     one_logger = logged.one_logger()
     one_logger.log_metrics({"save_checkpoint_count": 1, "save_checkpoint_strategy": "sync"})
     assert logged.calls == [(4, {"one_logger/save_checkpoint_count": 1.0})]
-    assert one_logger.step_records(5) is None
+    assert one_logger.step_ends(5) is None
 
 
 def test_figures_before_the_first_log_step_wait_for_it():
@@ -50,9 +53,9 @@ def test_figures_before_the_first_log_step_wait_for_it():
     one_logger = logged.one_logger()
     one_logger.log_metrics({"app_start_time": 1, "a": 1})
     one_logger.log_metrics({"a": 2})
-    one_logger.hold()
+    one_logger.held = []
     one_logger.log_metrics({"train_iterations_end": 1})  # in the first step: still before the first log step
-    records = one_logger.step_records(1)
+    records = one_logger.step_ends(1)
     assert logged.calls == [] and records is not None
     assert records() == [(1, {"one_logger/app_start_time": 1.0, "one_logger/a": 2.0,
                               "one_logger/train_iterations_end": 1.0}, NAMES)]
@@ -74,9 +77,9 @@ def tracking_with(run) -> MegatronTracking:
     tracking = MegatronTracking()
     tracking.writer = make_writer(run, log_learning_rate=True, log_batch_size=True)
     tracking.iteration_of = lambda args, kwargs: args[0]
-    tracking.one_logger = UpstreamOneLogger(lambda step, figures: run.log(step, figures, NAMES),
-                                            lambda: tracking.iteration, NAMES)
-    tracking.iteration = 1
+    tracking.one_logger = UpstreamOneLogger(lambda step, figures: run.log(step, figures, NAMES), NAMES)
+    tracking.training_log(lambda iteration: None, None, (1,), {})  # the first logged step
+    run.calls.clear()
     return tracking
 
 

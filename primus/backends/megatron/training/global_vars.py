@@ -73,8 +73,8 @@ class MegatronTracking:
         self.rank_figures: LogStepFigures | None = None
         self.step_functions: StepFunctions | None = None
         self.iteration_of: Callable[[tuple, dict], int] | None = None  # training_log's (args, kwargs) -> iteration
+        self.iteration_position = 0  # where training_log takes it by position: read there with no call
         self.checkpoints: CheckpointJournal | None = None
-        self.iteration = 0  # the last logged step: the step upstream's One-Logger figures are journaled at
         self.one_logger: UpstreamOneLogger | None = None  # upstream's get_one_logger(), on the writer rank
 
     def plan_for(self, args) -> TrackingPlan:
@@ -121,7 +121,7 @@ class MegatronTracking:
         if one_logger is None:
             result = wrapped(*args, **kwargs)
         else:
-            one_logger.hold()  # upstream's One-Logger figures of the step go with its record
+            one_logger.held = []  # upstream's One-Logger figures of the step go with its record
             try:
                 result = wrapped(*args, **kwargs)
             except BaseException:
@@ -130,8 +130,9 @@ class MegatronTracking:
         if self.rank_figures is None and self.writer is None:
             return result
         assert self.iteration_of is not None, "bound with the wrapper, when the training_log patch installs"
-        iteration = self.iteration = self.iteration_of(args, kwargs)
-        before = None if one_logger is None else one_logger.step_records(iteration)
+        at = self.iteration_position  # each call of ours costs microseconds in a logged step's cold caches
+        iteration = args[at] if len(args) > at else self.iteration_of(args, kwargs)
+        before = None if one_logger is None else one_logger.step_ends(iteration)
         ranks = self.rank_figures.at(iteration, waited) if self.rank_figures is not None else None
         if self.writer is not None:  # the figures over ranks are read on the hub's thread (they may wait there)
             if ranks is not None and self.writer.run is not None:
@@ -168,9 +169,7 @@ class MegatronTracking:
             return None
         # for every tracker by name: a record "for all" would count as a log step (goodput, resumed steps)
         names = tuple(sink_names(self.plan.config))
-        self.one_logger = UpstreamOneLogger(
-            lambda step, figures: run.log(step, figures, names), lambda: self.iteration, names
-        )
+        self.one_logger = UpstreamOneLogger(lambda step, figures: run.log(step, figures, names), names)
         return self.one_logger
 
     def busy(self, what: str, on: bool) -> None:
@@ -195,7 +194,7 @@ class MegatronTracking:
         if self.rank_figures is not None:
             self.rank_figures.close()
         self.writer, self.plan, self.rank_figures, self.checkpoints = None, None, None, None
-        self.one_logger, self.iteration = None, 0
+        self.one_logger = None
         run = writer.run if writer is not None else None  # None: every tracker off
         if writer is not None and run is not None:
             writer.flush()  # what upstream wrote since the last step ended (evaluation scalars)

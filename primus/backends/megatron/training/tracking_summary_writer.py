@@ -69,6 +69,9 @@ class TrackingSummaryWriter:
             if not keep
         )
         self._calls: list[tuple[str, Any, Any]] = []  # upstream's add_scalar calls since the last hand-over
+        # upstream's fixed arguments a step reads, read once here
+        self._log_interval, self._tensorboard_interval = args.log_interval, args.tensorboard_log_interval
+        self._samples_per_microbatch = args.micro_batch_size * args.data_parallel_size
         self._kinds: dict[str, int] = {}  # the hub's thread only
         self._failed = False
         self._throughput_on = run is not None and (args.log_throughput or perf_metrics)  # upload implies it
@@ -129,21 +132,21 @@ class TrackingSummaryWriter:
         ``system``, ``stragglers``: the figures over ranks (RankFigures), if on: read on the hub's thread only.
         ``before``: makes records that go ahead of the step's own (upstream's One-Logger figures of the step)."""
         try:
-            args = self._args
+            consumed = self._args.consumed_train_samples
             reading = None
-            if iteration % args.log_interval == 0:  # a log step: the iteration, the clock, the global batch size
+            if iteration % self._log_interval == 0:  # a log step: the iteration, the clock, the global batch size
                 step = self._step_functions
                 assert step is not None, "the training_log patch binds upstream's step functions before it asks"
-                batch_size = args.micro_batch_size * args.data_parallel_size * step.get_num_microbatches()
-                reading = (iteration, time.perf_counter(), batch_size, args.consumed_train_samples)
+                batch_size = self._samples_per_microbatch * step.get_num_microbatches()
+                reading = (iteration, time.perf_counter(), batch_size, consumed)
             if self.run is None:  # no hub: the console line is made here
                 if reading is not None:
                     moment = Moment(*reading)
                     self._print(moment, *self._figures(moment))
                 return
             calls, self._calls = self._calls, []
-            if iteration % args.tensorboard_log_interval == 0:
-                calls.append((SAMPLES_VS_STEPS, args.consumed_train_samples, iteration))
+            if iteration % self._tensorboard_interval == 0:
+                calls.append((SAMPLES_VS_STEPS, consumed, iteration))
             gathered = system is not None
             if reading is not None and self._system_on and not gathered:
                 system = self._device.now()  # the host's latest sample is added on the hub's thread

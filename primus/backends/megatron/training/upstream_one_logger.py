@@ -4,8 +4,8 @@ their time, throughput, checkpoint counts and times, app-start to train-loop tim
 and they go into the journal as ``one_logger/*`` metrics: every tracker gets them, and the One-Logger sink puts
 them on the application span. Upstream calls it a dozen times in each logged step (its ``training_log``), so on
 the training thread its store is a plain dict's own methods, and the figures of a step are held until the step
-ends and journaled with its record (``step_records``), made into numbers on the hub's thread; elsewhere (a save,
-the loop's end) they are journaled at once. Figures from before the process's first log step wait for it: a
+ends and journaled with its record (``step_ends``), made into numbers on the hub's thread; elsewhere (a save,
+the loop's end) they are journaled at once, at the last logged step. Figures from before the process's first log step wait for it: a
 resumed run's trackers take no step below the last one tracked."""
 
 from __future__ import annotations
@@ -30,21 +30,21 @@ def numbers(metrics: Figures | None) -> dict[str, float]:
 class UpstreamOneLogger:
     """The legacy object's methods that upstream calls (megatron-core 0.19: ``get_context_manager``, ``store_*``,
     ``log_metrics``, ``log_app_tag``, ``finish``); it never raises into training. ``log(step, figures)`` journals figures at once
-    for the trackers ``only``, whose records ``step_records`` makes too; ``iteration()`` is the last logged step."""
+    for the trackers ``only``, whose records ``step_ends`` makes too."""
 
-    def __init__(
-        self, log: Callable[[int, Mapping[str, float]], None], iteration: Callable[[], int], only: tuple[str, ...]
-    ):
+    def __init__(self, log: Callable[[int, Mapping[str, float]], None], only: tuple[str, ...]):
         self._log = log
-        self._iteration = iteration
         self._only = only
+        self._last_step = 0  # the last step upstream's training_log logged: where its figures are journaled
         store: dict[str, Any] = {}
         self.store_set = store.__setitem__  # the dict's own methods: no Python frame per call
         self.store_get = store.get
         self.store_has_key = store.__contains__
         self._store = store
         self._pending: dict[str, float] = {}  # before the first log step
-        self._held: list[tuple[int, Figures]] | None = None  # in a logged step: its figures, as upstream gave them
+        # set to [] by the training_log wrapper as upstream's training_log begins (no call of ours): the figures of
+        # the step, as upstream gave them, wait there for ``step_ends``
+        self.held: list[tuple[int, Figures]] | None = None
 
     def get_context_manager(self) -> contextlib.suppress:
         return _SUPPRESS
@@ -53,24 +53,21 @@ class UpstreamOneLogger:
         return self._store.pop(key, None)
 
     def log_metrics(self, metrics: Figures | None) -> None:
-        step = self._iteration()
+        step = self._last_step
         if step <= 0:
             self._pending.update(numbers(metrics))
-        elif self._held is not None:
-            self._held.append((step, dict(metrics or ())))  # a copy in C; made into numbers on the hub's thread
+        elif self.held is not None:
+            self.held.append((step, dict(metrics or ())))  # a copy in C; made into numbers on the hub's thread
         else:
             self._log(step, numbers(metrics))
 
-    def hold(self) -> None:
-        """A logged step begins: its figures wait for ``step_records``."""
-        self._held = []
-
-    def step_records(self, iteration: int) -> Callable[[], list[Record]] | None:
-        """The logged step ``iteration`` has ended: what waited for it (figures from before the first log step,
-        at ``iteration``; the step's own, at the step upstream logged them at) as a function that makes their
-        records, for the hub's thread; None if nothing waited."""
-        held, self._held = self._held or [], None
+    def step_ends(self, iteration: int) -> Callable[[], list[Record]] | None:
+        """Upstream's training_log of step ``iteration`` has returned: what waited for it (figures from before the
+        first log step, at ``iteration``; the step's own, at the step before it, where upstream logged them) as a
+        function that makes their records, for the hub's thread; None if nothing waited."""
+        held, self.held = self.held or [], None
         pending, self._pending = self._pending, {}
+        self._last_step = iteration
         if not (held or pending):
             return None
 
@@ -84,7 +81,7 @@ class UpstreamOneLogger:
 
     def release(self) -> None:
         """The step failed before it ended: journal its figures now."""
-        held, self._held = self._held or [], None
+        held, self.held = self.held or [], None
         for step, figures in held:
             self._log(step, numbers(figures))
 
