@@ -81,6 +81,9 @@ def run_variant(name: str, iters: int, workdir: Path) -> tuple[float, Measured]:
 PAIRS = (("off", "primus-all"), ("off", "primus-all-threads"), ("upstream-tb-wb", "primus-tb-wb"),
          ("off", "upstream-tb-wb"), ("primus-all-no-one-logger", "primus-all"))
 PER_STEP_HOOK = "megatron.tracking.training_log:training_log"  # upstream's training_log, and our writer inside it
+# the variants whose training-thread CPU per logged step is printed, as labelled: the defaults' last, the one line
+# `make bench`'s headline (run_all.HEADLINE) takes
+STEP_COST_LABELS = {"primus-all-no-one-logger": "megatron (One-Logger off)", "primus-all": "megatron"}
 
 
 def main() -> None:
@@ -107,8 +110,8 @@ def main() -> None:
     for base, variant in (p for p in PAIRS if set(p) <= set(names)):
         print(pair_ratios(f"{variant} / {base}", list(zip(step[base], step[variant]))))
     print(tree_cpu_line("megatron", runs, args.iters))
-    for name, label in (("primus-all-no-one-logger", "megatron (One-Logger off)"), ("primus-all", "megatron")):
-        if name in names:  # the defaults' last: `make bench`'s headline (run_all.HEADLINE) is that line alone
+    for name, label in STEP_COST_LABELS.items():
+        if name in names:
             print(f"\n{name}:")
             print(training_thread_lines(label, runs[name], PER_STEP_HOOK, args.iters))
 

@@ -72,11 +72,19 @@ def test_the_store_and_the_context_upstream_uses():
         raise KeyboardInterrupt
 
 
+class HandOvers(RecordingRun):
+    """Each hand-over to the hub (``log_later``) with the records it makes, apart from ``log``'s."""
+
+    def log_later(self, records, step=None):
+        self.calls.append(("hand-over", step, list(records())))
+
+
 def tracking_with(run) -> MegatronTracking:
     """A writer rank's tracking with One-Logger on: training_log's wrapper as upstream's calls reach it."""
     tracking = MegatronTracking()
     tracking.writer = make_writer(run, log_learning_rate=True, log_batch_size=True)
-    tracking.iteration_of = lambda args, kwargs: args[0]
+    tracking.iteration_of = lambda args, kwargs: kwargs["iteration"]  # by keyword: the position's fallback
+    tracking.iteration_position = 0
     tracking.one_logger = UpstreamOneLogger(lambda step, figures: run.log(step, figures, NAMES), NAMES)
     tracking.training_log(lambda iteration: None, None, (1,), {})  # the first logged step
     run.calls.clear()
@@ -84,16 +92,18 @@ def tracking_with(run) -> MegatronTracking:
 
 
 def test_a_steps_figures_go_ahead_of_its_record_in_one_hand_over():
-    run = RecordingRun()
+    run = HandOvers()
     tracking = tracking_with(run)
 
     def training_log(iteration):  # upstream's: its scalars, then its end-to-end figures
         tracking.writer.add_scalar("lm loss", 2.0, iteration)
         tracking.one_logger.log_metrics({"train_iterations_end": iteration})
 
-    tracking.training_log(training_log, None, (2,), {})
-    assert run.calls[0] == ("log", 1, {"one_logger/train_iterations_end": 2.0}, NAMES)  # at the last logged step
-    assert run.calls[1][:2] == ("log", 2) and run.calls[1][2]["lm loss"] == 2.0
+    tracking.training_log(training_log, None, (), {"iteration": 2})
+    [(kind, step, records)] = run.calls
+    assert (kind, step) == ("hand-over", 2)
+    assert records[0] == (1, {"one_logger/train_iterations_end": 2.0}, NAMES)  # at the last logged step, first
+    assert records[1][0] == 2 and records[1][1]["lm loss"] == 2.0 and records[1][2] is None
 
 
 def test_a_step_that_fails_journals_its_figures_at_once():

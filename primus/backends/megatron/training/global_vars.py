@@ -134,14 +134,14 @@ class MegatronTracking:
         iteration = args[at] if len(args) > at else self.iteration_of(args, kwargs)
         before = None if one_logger is None else one_logger.step_ends(iteration)
         ranks = self.rank_figures.at(iteration, waited) if self.rank_figures is not None else None
-        if self.writer is not None:  # the figures over ranks are read on the hub's thread (they may wait there)
-            if ranks is not None and self.writer.run is not None:
-                ranks.journal_hosts(self.writer.run)
-            self.writer.end_step(
-                iteration,
-                *((None, None) if ranks is None else (ranks.system, ranks.stragglers)),
-                before=before,
-            )
+        writer = self.writer
+        if writer is not None:  # the figures over ranks are read on the hub's thread (they may wait there)
+            if ranks is None:
+                writer.end_step(iteration, None, None, before)
+            else:
+                if writer.run is not None:
+                    ranks.journal_hosts(writer.run)
+                writer.end_step(iteration, ranks.system, ranks.stragglers, before)
         return result
 
     def evaluate_and_print_results(self, wrapped, instance, args, kwargs):

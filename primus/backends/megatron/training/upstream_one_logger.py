@@ -3,10 +3,11 @@ Primus's One-Logger is on: upstream's ``one_logger_utils`` hands it its end-to-e
 their time, throughput, checkpoint counts and times, app-start to train-loop times) as it would the legacy object,
 and they go into the journal as ``one_logger/*`` metrics: every tracker gets them, and the One-Logger sink puts
 them on the application span. Upstream calls it a dozen times in each logged step (its ``training_log``), so on
-the training thread its store is a plain dict's own methods, and the figures of a step are held until the step
-ends and journaled with its record (``step_ends``), made into numbers on the hub's thread; elsewhere (a save,
-the loop's end) they are journaled at once, at the last logged step. Figures from before the process's first log step wait for it: a
-resumed run's trackers take no step below the last one tracked."""
+the training thread its store is a plain dict's own methods, and the figures of a step wait in ``held`` until
+the step ends and go with its record (``step_ends``; made into numbers on the hub's thread, stamped with the
+step's end, under a millisecond later); elsewhere (a save, the loop's end) they are journaled at once, at the last
+logged step. Figures from before the process's first log step wait for it: a resumed run's trackers take no step
+below the last one tracked."""
 
 from __future__ import annotations
 
