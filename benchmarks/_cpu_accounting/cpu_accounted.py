@@ -2,8 +2,8 @@
 a measured run that imports Primus; Primus's own code holds no accounting.
 
 Ours (the CPU they take from the thread that calls them): the run's log calls; Megatron's writer proxy, the
-object upstream's One-Logger callbacks call (every method its class defines; its store is a dict's own C methods,
-no code of ours to count) and TorchTitan's logger, which upstream calls in its loop; every ``.tracking.`` patch's
+object upstream's One-Logger callbacks call (every method its class defines; its store and its context are C
+callables, no code of ours to count) and TorchTitan's logger, which upstream calls in its loop; every ``.tracking.`` patch's
 wrapper, as ``<id>:<name>``, its call of upstream's function theirs. Theirs (upstream's code that ours calls): Megatron's timers gather (its
 own ``Timers.write`` gathers the same way), MaxText's console line. The delivery process notes its start-up (CPU
 and peak RSS as the last sink of its first run has opened or given up) and dumps as it leaves with ``os._exit``.

@@ -168,9 +168,11 @@ class TrackingSummaryWriter:
 
     def before_training(self) -> None:
         """Upstream has picked its device: the utilisation's device is looked up and first sampled now, once,
-        rather than in the first logged step (~4 ms there: NVML/amdsmi are looked up)."""
+        rather than in the first logged step (~4 ms there: NVML/amdsmi are looked up); its memory counters are
+        read once too, so a device without them (CPU) is not asked in the first logged step either."""
         if self._system_on:
             self._perf.begin()
+            self._device.now()
 
     # -- on the hub's thread -------------------------------------------------------------
     def _records(

@@ -3,7 +3,8 @@ Primus's One-Logger is on: upstream's ``one_logger_utils`` hands it its end-to-e
 their time, throughput, checkpoint counts and times, app-start to train-loop times) as it would the legacy object,
 and they go into the journal as ``one_logger/*`` metrics: every tracker gets them, and the One-Logger sink puts
 them on the application span. Upstream calls it a dozen times in each logged step (its ``training_log``), so on
-the training thread its store is a plain dict's own methods, and the figures of a step wait in ``held`` until
+the training thread its store is a plain dict's own methods and its context one object a C call returns (no
+frame of ours for either), and the figures of a step wait in ``held`` until
 the step ends and go with its record (``step_ends``; made into numbers on the hub's thread, stamped with the
 step's end, under a millisecond later); elsewhere (a save, the loop's end) they are journaled at once, at the last
 logged step. Figures from before the process's first log step wait for it: a resumed run's trackers take no step
@@ -12,6 +13,7 @@ below the last one tracked."""
 from __future__ import annotations
 
 import contextlib
+import itertools
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -42,13 +44,11 @@ class UpstreamOneLogger:
         self.store_get = store.get
         self.store_has_key = store.__contains__
         self._store = store
+        self.get_context_manager = itertools.repeat(_SUPPRESS).__next__  # the one context, by a C call
         self._pending: dict[str, float] = {}  # before the first log step
         # set to [] by the training_log wrapper as upstream's training_log begins (no call of ours): the figures of
         # the step, as upstream gave them, wait there for ``step_ends``
         self.held: list[tuple[int, Figures]] | None = None
-
-    def get_context_manager(self) -> contextlib.suppress:
-        return _SUPPRESS
 
     def store_pop(self, key: str) -> Any:
         return self._store.pop(key, None)
