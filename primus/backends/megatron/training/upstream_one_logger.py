@@ -6,7 +6,7 @@ them on the application span. Upstream calls it a dozen times in each logged ste
 the training thread its store is a plain dict's own methods and its context one object a C call returns (no
 frame of ours for either), and the figures of a step wait in ``held`` until
 the step ends and go with its record (``step_ends``; made into numbers on the hub's thread, stamped with the
-step's end, under a millisecond later); elsewhere (a save, the loop's end) they are journaled at once, at the last
+step's end, the rest of upstream's training_log later); elsewhere (a save, the loop's end) they are journaled at once, at the last
 logged step. Figures from before the process's first log step wait for it: a resumed run's trackers take no step
 below the last one tracked."""
 
