@@ -1,9 +1,10 @@
 """What the benchmarks' CPU accounting counts, wrapped from outside (wrapt, by module and name) in every Python of
 a measured run that imports Primus; Primus's own code holds no accounting.
 
-Ours (the CPU they take from the thread that calls them): the run's log calls; Megatron's writer proxy and
-TorchTitan's logger, which upstream calls in its loop; every ``.tracking.`` patch's wrapper, as ``<id>:<name>``,
-its call of upstream's function theirs. Theirs (upstream's code that ours calls): Megatron's timers gather (its
+Ours (the CPU they take from the thread that calls them): the run's log calls; Megatron's writer proxy, the
+object upstream's One-Logger callbacks call (every method its class defines; its store and its context are C
+callables, no code of ours to count) and TorchTitan's logger, which upstream calls in its loop; every ``.tracking.`` patch's
+wrapper, as ``<id>:<name>``, its call of upstream's function theirs. Theirs (upstream's code that ours calls): Megatron's timers gather (its
 own ``Timers.write`` gathers the same way), MaxText's console line. The delivery process notes its start-up (CPU
 and peak RSS as the last sink of its first run has opened or given up) and dumps as it leaves with ``os._exit``.
 """
@@ -25,6 +26,9 @@ OURS = {  # module -> its functions counted as ours, each under its qualified na
     ),
     "primus.backends.torchtitan.tracking_logger": ("TrackingLogger.log", "TrackingLogger.close"),
 }
+OURS_CLASSES = {  # module -> classes whose every method is counted as ours
+    "primus.backends.megatron.training.upstream_one_logger": ("UpstreamOneLogger",),
+}
 THEIRS = {  # module -> upstream's functions our code calls
     "megatron.core.timers": ("Timers._get_global_min_max_time",),
     "maxtext.utils.max_logging": ("log",),
@@ -41,6 +45,8 @@ def _start(_primus) -> None:
     cpu_accounting.start(os.environ[cpu_accounting.ENV])
     for module, names in OURS.items():
         wrapt.register_post_import_hook(functools.partial(_wrap_ours, names), module)
+    for module, classes in OURS_CLASSES.items():
+        wrapt.register_post_import_hook(functools.partial(_wrap_classes, classes), module)
     for module, names in THEIRS.items():
         wrapt.register_post_import_hook(functools.partial(_wrap_theirs, names), module)
     wrapt.register_post_import_hook(_count_tracking_patches, "primus.patches.handle")
@@ -51,6 +57,12 @@ def _start(_primus) -> None:
 def _wrap_ours(names, module) -> None:
     for name in names:
         wrapt.wrap_object(module, name, cpu_accounting.ours, (name,))
+
+
+def _wrap_classes(classes, module) -> None:
+    for cls in classes:
+        methods = [n for n, v in vars(getattr(module, cls)).items() if callable(v) and not n.startswith("__")]
+        _wrap_ours([f"{cls}.{n}" for n in methods], module)
 
 
 def _wrap_theirs(names, module) -> None:

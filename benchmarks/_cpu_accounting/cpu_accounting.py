@@ -3,8 +3,9 @@
 Nothing here runs in production: ``sitecustomize.py`` (this folder, on PYTHONPATH of a measured run) calls
 ``cpu_accounted.install``, which wraps Primus's entry points from outside with these counters once Primus is
 imported. Each counted call takes the thread CPU time (``time.thread_time_ns``) it spends, less the time spent
-back in upstream's code it calls (``theirs``). The clock reads themselves are charged to no one (each interval
-charged less one read's measured cost), and ours called from ours reads no clock. At exit each process that
+back in upstream's code it calls (``theirs``). The instrument itself is charged to no one: each interval charged
+less what it charges an empty one (its clock read and its own frames, measured at start), and ours called from ours
+reads no clock. At exit each process that
 counted writes ``cpu-<pid>.json`` to the directory ``$PRIMUS_CPU_ACCOUNTING``: per thread, the nanoseconds, and per
 outermost entry point its calls, nanoseconds and each call's nanoseconds, plus what ``note`` added (the delivery
 process's start-up). Importing this module starts nothing (``_measure`` reads the dumps through it).
@@ -14,7 +15,6 @@ from __future__ import annotations
 
 import atexit
 import functools
-import itertools
 import json
 import os
 import resource
@@ -46,32 +46,45 @@ class _Thread(threading.local):
 
 _THREADS: list[tuple[str, dict[str, Any]]] = []
 _LOCAL: _Thread  # set by start
-_CLOCK_COST_NS = 0
+_INTERVAL_COST_NS = 0
 _extra: dict[str, Any] = {}
 _NEW = object.__new__
 
 
 def start(directory: str) -> None:
     """Count in this process from now on; its figures go to ``directory`` when it exits."""
-    global _dir, _LOCAL, _CLOCK_COST_NS
-    _CLOCK_COST_NS = _clock_cost_ns()
+    global _dir, _LOCAL, _INTERVAL_COST_NS
+    _INTERVAL_COST_NS = _interval_cost_ns()
     _LOCAL = _Thread()  # threading.local: __init__ runs again in each thread that uses it
     _dir = directory
     atexit.register(dump)
 
 
-def _clock_cost_ns(reads: int = 1001) -> int:
-    """What the clock reads themselves add to each interval charged: an interval runs from the moment one read
-    samples the clock to the moment a later one does, so it holds the end of the first read and the start of the
-    second, one read's worth: the median gap between back-to-back reads (~3 us on a VM, where each is a system
-    call; uncorrected, that was ~40 us per logged step charged to us for the measuring alone)."""
-    clock = time.thread_time_ns
-    stamps = [clock() for _ in range(reads)]
-    return int(statistics.median(b - a for a, b in itertools.pairwise(stamps)))
+def _interval_cost_ns(calls: int = 1001) -> int:
+    """What the instrument itself adds to each interval it charges: an interval runs from the clock read that ends
+    one push or pop to the one that starts the next, so it holds one read's worth of the clock (~3 us on a VM, where
+    each is a system call) and the instrument's own frames around our code (~0.5 us). Measured as what it charges
+    for an empty one, an entry point of ours that runs no Python (a C function) called from upstream's code, the
+    median of ``calls`` on a probe account of its own; warm here, it is less than the instrument takes in a
+    training step's cold caches, so our figures stay on the high side. Uncorrected, this was ~40 us per logged step
+    (the clock) and ~0.5 us per call of ours from upstream (the frames) charged to us for the measuring alone."""
+    global _LOCAL, _INTERVAL_COST_NS
+    _INTERVAL_COST_NS = 0
+    _LOCAL = probe = _Thread()
+    _THREADS.pop()  # the probe's figures are no thread's
+    empty = ours(int, "probe")
+    charged = []
+    _push(False, "probe", time.thread_time_ns())  # upstream's code, calling ours
+    for _ in range(calls):
+        before = probe.ns
+        empty()
+        charged.append(probe.ns - before)
+    _pop()
+    return int(statistics.median(charged))
 
 
 def _charge(account: _Thread, now: int) -> None:
-    account.ns += max(0, now - account.since - _CLOCK_COST_NS)
+    account.ns += max(0, now - account.since - _INTERVAL_COST_NS)
 
 
 def _push(mine: bool, entry: str, now: int) -> None:
@@ -200,7 +213,7 @@ def dump() -> None:
         "threads": threads,
         "process_cpu_s": process_cpu_s(),
         "peak_rss_mib": peak_rss_mib(),
-        "clock_cost_ns": _CLOCK_COST_NS,
+        "interval_cost_ns": _INTERVAL_COST_NS,
         **_extra,
     }
     path = Path(_dir) / f"cpu-{os.getpid()}.json"

@@ -73,8 +73,8 @@ class MegatronTracking:
         self.rank_figures: LogStepFigures | None = None
         self.step_functions: StepFunctions | None = None
         self.iteration_of: Callable[[tuple, dict], int] | None = None  # training_log's (args, kwargs) -> iteration
+        self.iteration_position = 0  # where training_log takes it by position: read there with no call
         self.checkpoints: CheckpointJournal | None = None
-        self.iteration = 0  # the last logged step: the step upstream's One-Logger figures are journaled at
         self.one_logger: UpstreamOneLogger | None = None  # upstream's get_one_logger(), on the writer rank
 
     def plan_for(self, args) -> TrackingPlan:
@@ -117,18 +117,31 @@ class MegatronTracking:
     def training_log(self, wrapped, instance, args, kwargs):
         """Every rank: the log step's row published (if on); the writer rank: the step ends in the writer."""
         waited = batch_wait_s() if self.rank_figures is not None else math.nan  # upstream resets its timers
-        result = wrapped(*args, **kwargs)
+        one_logger = self.one_logger
+        if one_logger is None:
+            result = wrapped(*args, **kwargs)
+        else:
+            one_logger.held = []  # upstream's One-Logger figures of the step go with its record
+            try:
+                result = wrapped(*args, **kwargs)
+            except BaseException:
+                one_logger.release()
+                raise
         if self.rank_figures is None and self.writer is None:
             return result
         assert self.iteration_of is not None, "bound with the wrapper, when the training_log patch installs"
-        iteration = self.iteration = self.iteration_of(args, kwargs)
-        if self.one_logger is not None:
-            self.one_logger.flush()  # before the step's own record: the figures upstream logged before it
+        at = self.iteration_position  # each call of ours costs microseconds in a logged step's cold caches
+        iteration = args[at] if len(args) > at else self.iteration_of(args, kwargs)
+        before = None if one_logger is None else one_logger.step_ends(iteration)
         ranks = self.rank_figures.at(iteration, waited) if self.rank_figures is not None else None
-        if self.writer is not None:  # the figures over ranks are read on the hub's thread (they may wait there)
-            if ranks is not None and self.writer.run is not None:
-                ranks.journal_hosts(self.writer.run)
-            self.writer.end_step(iteration, *((None, None) if ranks is None else (ranks.system, ranks.stragglers)))
+        writer = self.writer
+        if writer is not None:  # the figures over ranks are read on the hub's thread (they may wait there)
+            if ranks is None:
+                writer.end_step(iteration, None, None, before)
+            else:
+                if writer.run is not None:
+                    ranks.journal_hosts(writer.run)
+                writer.end_step(iteration, ranks.system, ranks.stragglers, before)
         return result
 
     def evaluate_and_print_results(self, wrapped, instance, args, kwargs):
@@ -156,7 +169,7 @@ class MegatronTracking:
             return None
         # for every tracker by name: a record "for all" would count as a log step (goodput, resumed steps)
         names = tuple(sink_names(self.plan.config))
-        self.one_logger = UpstreamOneLogger(lambda step, figures: run.log(step, figures, names), lambda: self.iteration)
+        self.one_logger = UpstreamOneLogger(lambda step, figures: run.log(step, figures, names), names)
         return self.one_logger
 
     def busy(self, what: str, on: bool) -> None:
@@ -181,7 +194,7 @@ class MegatronTracking:
         if self.rank_figures is not None:
             self.rank_figures.close()
         self.writer, self.plan, self.rank_figures, self.checkpoints = None, None, None, None
-        self.one_logger, self.iteration = None, 0
+        self.one_logger = None
         run = writer.run if writer is not None else None  # None: every tracker off
         if writer is not None and run is not None:
             writer.flush()  # what upstream wrote since the last step ended (evaluation scalars)

@@ -35,6 +35,7 @@ TENSORBOARD_ONLY = (SinkName.TENSORBOARD,)
 SAMPLES_VS_STEPS = "samples vs steps"
 _VS_SAMPLES = " vs samples"
 _DROPPED, _VS_SAMPLES_TAG, _STEP_TAG = range(3)  # what a tag is, judged once per tag name
+Record = tuple[int, Mapping[str, Any], "tuple[str, ...] | None"]  # one metrics record for the hub: step, metrics, only
 
 
 class StepFunctions(NamedTuple):
@@ -68,6 +69,9 @@ class TrackingSummaryWriter:
             if not keep
         )
         self._calls: list[tuple[str, Any, Any]] = []  # upstream's add_scalar calls since the last hand-over
+        # upstream's fixed arguments a step reads, read once here
+        self._log_interval, self._tensorboard_interval = args.log_interval, args.tensorboard_log_interval
+        self._samples_per_microbatch = args.micro_batch_size * args.data_parallel_size
         self._kinds: dict[str, int] = {}  # the hub's thread only
         self._failed = False
         self._throughput_on = run is not None and (args.log_throughput or perf_metrics)  # upload implies it
@@ -114,30 +118,35 @@ class TrackingSummaryWriter:
 
     # -- the step ------------------------------------------------------------------------
     def end_step(
-        self, iteration: int, system: Mapping[str, float] | None = None, stragglers: Mapping[str, float] | None = None
+        self,
+        iteration: int,
+        system: Mapping[str, float] | None = None,
+        stragglers: Mapping[str, float] | None = None,
+        before: Callable[[], list[Record]] | None = None,
     ) -> None:
         """After upstream's training_log: the step goes to the run as one function the hub's thread calls
         (``_records``): upstream's scalars of the step, "samples vs steps" and, on log steps, the progress and perf
         figures and the console line, all made there.
         Here only what must be read at the step: the clock, the micro-batch count, the device's memory, kept as a
         plain tuple (the ``Moment`` is made on the hub's thread).
-        ``system``, ``stragglers``: the figures over ranks (RankFigures), if on: read on the hub's thread only."""
+        ``system``, ``stragglers``: the figures over ranks (RankFigures), if on: read on the hub's thread only.
+        ``before``: makes records that go ahead of the step's own (upstream's One-Logger figures of the step)."""
         try:
-            args = self._args
+            consumed = self._args.consumed_train_samples
             reading = None
-            if iteration % args.log_interval == 0:  # a log step: the iteration, the clock, the global batch size
+            if iteration % self._log_interval == 0:  # a log step: the iteration, the clock, the global batch size
                 step = self._step_functions
                 assert step is not None, "the training_log patch binds upstream's step functions before it asks"
-                batch_size = args.micro_batch_size * args.data_parallel_size * step.get_num_microbatches()
-                reading = (iteration, time.perf_counter(), batch_size, args.consumed_train_samples)
+                batch_size = self._samples_per_microbatch * step.get_num_microbatches()
+                reading = (iteration, time.perf_counter(), batch_size, consumed)
             if self.run is None:  # no hub: the console line is made here
                 if reading is not None:
                     moment = Moment(*reading)
                     self._print(moment, *self._figures(moment))
                 return
             calls, self._calls = self._calls, []
-            if iteration % args.tensorboard_log_interval == 0:
-                calls.append((SAMPLES_VS_STEPS, args.consumed_train_samples, iteration))
+            if iteration % self._tensorboard_interval == 0:
+                calls.append((SAMPLES_VS_STEPS, consumed, iteration))
             gathered = system is not None
             if reading is not None and self._system_on and not gathered:
                 system = self._device.now()  # the host's latest sample is added on the hub's thread
@@ -150,6 +159,7 @@ class TrackingSummaryWriter:
                     system if self._system_on else None,
                     gathered,
                     stragglers,
+                    before,
                 ),
                 iteration,
             )
@@ -158,9 +168,11 @@ class TrackingSummaryWriter:
 
     def before_training(self) -> None:
         """Upstream has picked its device: the utilisation's device is looked up and first sampled now, once,
-        rather than in the first logged step (~4 ms there: NVML/amdsmi are looked up)."""
+        rather than in the first logged step (~4 ms there: NVML/amdsmi are looked up); its memory counters are
+        read once too, so a device without them (CPU) is not asked in the first logged step either."""
         if self._system_on:
             self._perf.begin()
+            self._device.now()
 
     # -- on the hub's thread -------------------------------------------------------------
     def _records(
@@ -171,12 +183,13 @@ class TrackingSummaryWriter:
         system: Mapping[str, float] | None = None,
         gathered: bool = False,
         stragglers: Mapping[str, float] | None = None,
-    ) -> list[tuple[int, dict[str, Any], tuple[str, ...] | None]]:
+        before: Callable[[], list[Record]] | None = None,
+    ) -> list[Record]:
         """One record per step upstream wrote to, with the progress and perf figures of log step ``iteration``
         made from its ``reading`` (a ``Moment``'s fields; perf with throughput on; the console line printed, if on)
         and, the perf set on, its memory and utilisation (``system``: ``gathered`` over ranks, or this device's
         memory read at the step, to which the host's latest sample is added here) and the ``stragglers`` figures;
-        then one record per "vs samples" step, to TensorBoard only."""
+        then one record per "vs samples" step, to TensorBoard only; ``before``'s records ahead of them all."""
         steps: dict[int, dict[str, Any]] = {}
         samples: dict[int, dict[str, Any]] = {}
         for tag, value, step in calls:
@@ -200,9 +213,11 @@ class TrackingSummaryWriter:
                 step.update(system)
                 if not gathered:
                     step.update(self._perf.host_latest())
-        return [(step, metrics, None) for step, metrics in steps.items()] + [
-            (step, metrics, TENSORBOARD_ONLY) for step, metrics in samples.items()
-        ]
+        return (
+            (before() if before is not None else [])
+            + [(step, metrics, None) for step, metrics in steps.items()]
+            + [(step, metrics, TENSORBOARD_ONLY) for step, metrics in samples.items()]
+        )
 
     def _print(self, moment: Moment, perf: dict[str, float], progress: dict[str, float]) -> None:
         """The console line of a log step, with the console figures on; none at the first log step, which only

@@ -6,6 +6,7 @@ logged step."""
 from __future__ import annotations
 
 import functools
+import inspect
 
 from primus.patches import REGISTRY
 from primus.patches.arguments import Arguments
@@ -31,10 +32,22 @@ def _install_training_log(module, handle):
     Arguments(module.num_floating_point_operations, "args", "batch_size")  # called so by the writer
     TRACKING.step_functions = StepFunctions(module.num_floating_point_operations, module.get_num_microbatches)
     TRACKING.iteration_of = functools.partial(training_log_arguments, "iteration")
+    TRACKING.iteration_position = _position(module.training_log, "iteration")
 
     handle.wrap(module, "setup_model_and_optimizer", TRACKING.setup_model_and_optimizer)
     handle.wrap(module, "training_log", TRACKING.training_log)
     handle.wrap(module, "evaluate_and_print_results", TRACKING.evaluate_and_print_results)
+
+
+def _position(function, name: str) -> int:
+    """Where ``function`` takes ``name`` by position (a keyword-only one: past any call's positional arguments)."""
+    parameters = list(inspect.signature(function).parameters.values())
+    at = [p.name for p in parameters].index(name)
+    return (
+        at
+        if parameters[at].kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        else len(parameters)
+    )
 
 
 @REGISTRY.patch(
