@@ -27,7 +27,7 @@ OURS = {  # module -> its functions counted as ours, each under its qualified na
     "primus.backends.torchtitan.tracking_logger": ("TrackingLogger.log", "TrackingLogger.close"),
 }
 OURS_CLASSES = {  # module -> classes whose every method is counted as ours
-    "primus.backends.megatron.training.upstream_one_logger": ("UpstreamOneLogger",),
+    "primus.backends.megatron.upstream_one_logger": ("UpstreamOneLogger",),
 }
 THEIRS = {  # module -> upstream's functions our code calls
     "megatron.core.timers": ("Timers._get_global_min_max_time",),

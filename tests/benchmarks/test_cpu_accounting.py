@@ -207,7 +207,7 @@ def test_every_method_upstream_calls_on_megatrons_writer_is_counted():
 
 
 ONE_LOGGER = textwrap.dedent("""
-    from primus.backends.megatron.training.upstream_one_logger import UpstreamOneLogger
+    from primus.backends.megatron.upstream_one_logger import UpstreamOneLogger
 
     one_logger = UpstreamOneLogger(lambda step, figures: None, ())
     with one_logger.get_context_manager():  # as upstream's one_logger_utils calls it

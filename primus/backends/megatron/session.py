@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from primus.backends.megatron.tracking_plan import plan_tracking
-from primus.backends.megatron.training.upstream_one_logger import UpstreamOneLogger
+from primus.backends.megatron.upstream_one_logger import UpstreamOneLogger
 from primus.backends.megatron_core.parallel_degrees import parallel_degrees
 from primus.backends.megatron_core.tracking_summary_writer import StepFunctions, TrackingSummaryWriter
 from primus.log import get_logger, set_level

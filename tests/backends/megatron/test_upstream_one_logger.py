@@ -6,8 +6,8 @@ one_logger_utils, MLflow and nv-one-logger is test_megatron_one_logger.py's."""
 import pytest
 from test_tracking_summary_writer import RecordingRun, make_writer
 
-from primus.backends.megatron.training.global_vars import MegatronTracking
-from primus.backends.megatron.training.upstream_one_logger import UpstreamOneLogger
+from primus.backends.megatron.session import MegatronTracking
+from primus.backends.megatron.upstream_one_logger import UpstreamOneLogger
 
 NAMES = ("mlflow", "one_logger")
 

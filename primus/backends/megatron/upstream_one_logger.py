@@ -17,7 +17,7 @@ import itertools
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from primus.backends.megatron.training.tracking_summary_writer import Record
+from primus.backends.megatron_core.tracking_summary_writer import Record
 from primus.tracking.trackers.one_logger import E2E_PREFIX as PREFIX
 
 Figures = Mapping[str, Any]
