@@ -69,9 +69,9 @@ class TrackingSummaryWriter:
             if not keep
         )
         self._calls: list[tuple[str, Any, Any]] = []  # upstream's add_scalar calls since the last hand-over
-        # upstream's fixed arguments a step reads, read once here
-        self._log_interval, self._tensorboard_interval = args.log_interval, args.tensorboard_log_interval
-        self._samples_per_microbatch = args.micro_batch_size * args.data_parallel_size
+        if step is not None:  # upstream's fixed arguments end_step reads, once here (Bridge's writer has no steps)
+            self._log_interval, self._tensorboard_interval = args.log_interval, args.tensorboard_log_interval
+            self._samples_per_microbatch = args.micro_batch_size * args.data_parallel_size
         self._kinds: dict[str, int] = {}  # the hub's thread only
         self._failed = False
         self._throughput_on = run is not None and (args.log_throughput or perf_metrics)  # upload implies it
