@@ -140,7 +140,7 @@ class Goodput:
             where = attempt.busy or (STARTUP if attempt.last_step is None else OTHER)
             totals[where] += rest
             totals[OTHER] += attempt.pending
-        wall = now - self.first_start if self.first_start is not None else 0.0
+        wall = self.wall_s(now)
         totals[FRACTION] = totals[PRODUCTIVE] / wall if wall > 0 else 0.0
         totals[SLOW] = self.slow.slow_s
         totals[DISRUPTIONS] = max(0, self.attempts - 1)
