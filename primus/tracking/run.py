@@ -97,7 +97,10 @@ class Run:
         self._exit_handlers = ExitHandlers(self.finish)
         if self._delivery is not None:  # what its health watch raises is journaled here for the trackers
             self._delivery.on_alert = lambda alert: self.alert(alert, notified=True)
-            self._delivery.on_restart = self._delivery_restarted
+            # journaled to be told (console, webhook) by the new delivery process's health watch, and tracked
+            self._delivery.on_restart = lambda text: self.alert(
+                Alert(AlertKind.DELIVERY_RESTARTED, self.last_step, text, time.time())
+            )
         for follower in features.followers:
             follower.start()
         self.event("start", pid=os.getpid(), run_name=cfg.run_name, resumed=self.resumed, **features.start_fields)
@@ -113,10 +116,6 @@ class Run:
         self._exit_handlers.why = f"stopped by no_progress (exit {exit_code})"
         self.finish(RunStatus.FAILED)
         raise SystemExit(exit_code)
-
-    def _delivery_restarted(self, text: str) -> None:
-        """Journaled to be told (console, webhook) by the new delivery process's health watch, and tracked."""
-        self.alert(Alert(AlertKind.DELIVERY_RESTARTED, self.last_step, text, time.time()))
 
     def _wandb_id(self, cfg: WandbConfig) -> str:
         """The id the user gave (wandb.run_id), else the one kept in the run directory, else the run that
