@@ -16,7 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, NoReturn
 
-from primus.tracking.delivery.process import DeliveryProcess, DeliverySpec
+from primus.tracking.delivery.process import DeliveryProcess, DeliverySpec, sink_stats
 from primus.tracking.delivery.worker import SinkWorker, Worker
 from primus.tracking.features import trainer_features
 from primus.tracking.hub import ALREADY_TRACKED, MetricsHub
@@ -211,17 +211,7 @@ class Run:
             "dropped": dict(self._hub.dropped),
             "refused": self._hub.refused + self._hub.malformed,
             "not_journaled": dict(self._hub.not_journaled.records),
-            "sinks": {
-                w.name: {
-                    "failures": w.failures,
-                    "last_error": w.last_error,
-                    "pending_bytes": w.pending_bytes,
-                    "disabled": w.disabled,
-                    "direct_delivered": w.direct_delivered,
-                    "direct_lost": w.direct_lost,
-                }
-                for w in self._workers
-            },
+            "sinks": {w.name: {**sink_stats(w), "pending_bytes": w.pending_bytes} for w in self._workers},
         }
 
     # -- the end -------------------------------------------------------------------------
