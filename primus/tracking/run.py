@@ -270,9 +270,9 @@ class Run:
         if self._hub.not_journaled.total:
             self._report_not_journaled()
         for w in self._workers:
-            if w.disabled:
+            if w.disabled or not (w in late or w.pending_bytes):
                 continue
-            if (w in late or w.pending_bytes) and not getattr(BUILT_IN.get(w.name), "synced", True):
+            if not getattr(BUILT_IN.get(w.name), "synced", True):
                 log.warning(
                     "primus tracking: %s did not receive the run's last figures within exit_deadline_s=%s "
                     "(last error: %s)",
@@ -280,7 +280,7 @@ class Run:
                     self.config.exit_deadline_s,
                     w.last_error or "none",
                 )
-            elif w in late or w.pending_bytes:
+            else:
                 log.warning(
                     "primus tracking: %s did not receive everything within exit_deadline_s=%s (%d journal "
                     "bytes pending; last error: %s). It is all in %s: deliver it with "

@@ -171,7 +171,7 @@ class Goodput:
             attempt.pending += elapsed
 
     def _event(self, attempt: Attempt, event: str, at: float, data: Mapping[str, Any]) -> None:
-        if event in (SAVE_START, SAVED) or event == BUSY_EVENT:
+        if event in (SAVE_START, SAVED, BUSY_EVENT):
             on = event == SAVE_START or (event == BUSY_EVENT and bool(data.get("on")))
             kind = SAVE if event != BUSY_EVENT else BUSY_KINDS.get(str(data.get("what")), OTHER)
             self._charge(attempt, at)
