@@ -11,7 +11,7 @@ from primus.report.panels import Panel, pick_name, scale
 from primus.tracking.goodput.accounting import FRACTION, GOODPUT_EVENT, NAMES
 from primus.tracking.journal.files import JOURNAL_DIR
 from primus.tracking.journal.reader import has_journal, read_all
-from primus.tracking.journal.records import EVENT, METRICS, Alert, alert_of
+from primus.tracking.journal.records import EVENT, METRICS, Alert, event_of
 from primus.tracking.tags.meta import RunMeta
 
 # IntervalAverager's default and trainer_base.yaml's: used when the run's params do not say
@@ -69,7 +69,7 @@ def load_run(path: Path, label: str | None = None) -> RunData:
             segment += 1
         elif FRACTION in record.data and (record.kind == METRICS or record.data.get("event") == GOODPUT_EVENT):
             goodput = {name: float(record.data[name]) for name in NAMES if name in record.data}
-        elif (alert := alert_of(record)) is not None:
+        elif isinstance(alert := event_of(record), Alert):
             alerts.append(alert)
         if record.kind == METRICS:
             for name, value in record.data.items():

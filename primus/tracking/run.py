@@ -16,7 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, NoReturn
 
-from primus.tracking.delivery.process import DeliveryProcess, DeliverySpec
+from primus.tracking.delivery.process import DeliveryProcess, DeliverySpec, sink_stats
 from primus.tracking.delivery.worker import SinkWorker, Worker
 from primus.tracking.features import trainer_features
 from primus.tracking.hub import ALREADY_TRACKED, MetricsHub
@@ -97,7 +97,10 @@ class Run:
         self._exit_handlers = ExitHandlers(self.finish)
         if self._delivery is not None:  # what its health watch raises is journaled here for the trackers
             self._delivery.on_alert = lambda alert: self.alert(alert, notified=True)
-            self._delivery.on_restart = self._delivery_restarted
+            # journaled to be told (console, webhook) by the new delivery process's health watch, and tracked
+            self._delivery.on_restart = lambda text: self.alert(
+                Alert(AlertKind.DELIVERY_RESTARTED, self.last_step, text, time.time())
+            )
         for follower in features.followers:
             follower.start()
         self.event("start", pid=os.getpid(), run_name=cfg.run_name, resumed=self.resumed, **features.start_fields)
@@ -113,10 +116,6 @@ class Run:
         self._exit_handlers.why = f"stopped by no_progress (exit {exit_code})"
         self.finish(RunStatus.FAILED)
         raise SystemExit(exit_code)
-
-    def _delivery_restarted(self, text: str) -> None:
-        """Journaled to be told (console, webhook) by the new delivery process's health watch, and tracked."""
-        self.alert(Alert(AlertKind.DELIVERY_RESTARTED, self.last_step, text, time.time()))
 
     def _wandb_id(self, cfg: WandbConfig) -> str:
         """The id the user gave (wandb.run_id), else the one kept in the run directory, else the run that
@@ -212,17 +211,7 @@ class Run:
             "dropped": dict(self._hub.dropped),
             "refused": self._hub.refused + self._hub.malformed,
             "not_journaled": dict(self._hub.not_journaled.records),
-            "sinks": {
-                w.name: {
-                    "failures": w.failures,
-                    "last_error": w.last_error,
-                    "pending_bytes": w.pending_bytes,
-                    "disabled": w.disabled,
-                    "direct_delivered": w.direct_delivered,
-                    "direct_lost": w.direct_lost,
-                }
-                for w in self._workers
-            },
+            "sinks": {w.name: {**sink_stats(w), "pending_bytes": w.pending_bytes} for w in self._workers},
         }
 
     # -- the end -------------------------------------------------------------------------
@@ -281,9 +270,9 @@ class Run:
         if self._hub.not_journaled.total:
             self._report_not_journaled()
         for w in self._workers:
-            if w.disabled:
+            if w.disabled or not (w in late or w.pending_bytes):
                 continue
-            if (w in late or w.pending_bytes) and not getattr(BUILT_IN.get(w.name), "synced", True):
+            if not getattr(BUILT_IN.get(w.name), "synced", True):
                 log.warning(
                     "primus tracking: %s did not receive the run's last figures within exit_deadline_s=%s "
                     "(last error: %s)",
@@ -291,7 +280,7 @@ class Run:
                     self.config.exit_deadline_s,
                     w.last_error or "none",
                 )
-            elif w in late or w.pending_bytes:
+            else:
                 log.warning(
                     "primus tracking: %s did not receive everything within exit_deadline_s=%s (%d journal "
                     "bytes pending; last error: %s). It is all in %s: deliver it with "

@@ -20,7 +20,7 @@ from primus.tracking import MlflowConfig, TensorBoardConfig, TrackingConfig, Wan
 from primus.tracking.delivery.process import CHILD_MODULE
 from primus.tracking.delivery.restarts import LIMIT
 from primus.tracking.journal.reader import read_all
-from primus.tracking.journal.records import AlertKind, alert_of
+from primus.tracking.journal.records import Alert, AlertKind, event_of
 from primus.tracking.journal.run_state import RunState
 
 pytestmark = pytest.mark.slow
@@ -54,7 +54,7 @@ def new_child(known: set[int]) -> psutil.Process:
 
 
 def restarts_journaled(run_dir) -> list:
-    return [a for r in read_all(run_dir) if (a := alert_of(r)) and a.kind == AlertKind.DELIVERY_RESTARTED]
+    return [a for r in read_all(run_dir) if isinstance(a := event_of(r), Alert) and a.kind == AlertKind.DELIVERY_RESTARTED]
 
 
 def restarts_posted(receiver) -> int:

@@ -26,7 +26,7 @@ from primus.tracking.delivery.node import node_address
 from primus.tracking.delivery.node_main import IDLE_CHECK_S, NodeDelivery
 from primus.tracking.journal import files
 from primus.tracking.journal.reader import read_all
-from primus.tracking.journal.records import alert_of
+from primus.tracking.journal.records import Alert, event_of
 from primus.tracking.journal.run_state import RunState
 
 EXIT_DEADLINE_S = 60.0
@@ -199,7 +199,7 @@ def test_a_killed_shared_process_is_started_again_once_and_every_run_it_served_r
     for rank, run in enumerate(runs):
         assert run.stats()["delivery_restarts"] == 1
         assert [s for s, _ in read_tb_scalars(tmp_path / f"tb_{rank}")["loss"]] == [s for s, _ in STEPS]
-        alerts = [a.text for r in read_all(tmp_path / f"rank_{rank}") if (a := alert_of(r)) is not None]
+        alerts = [a.text for r in read_all(tmp_path / f"rank_{rank}") if isinstance(a := event_of(r), Alert)]
         assert len(alerts) == 1 and alerts[0].startswith(
             "the node's shared delivery process stopped delivering to tensorboard; restarted (1 of "), alerts
 

@@ -26,8 +26,7 @@ class EventLog(Protocol):
 
 class CheckpointJournal:
     """What a backend's checkpoint hooks (and its evaluation's, the other expected pause) call, on a process that
-    tracks. Until a run is attached (MaxText loads its checkpoint before the run starts) the records wait here,
-    with their own time."""
+    tracks."""
 
     def __init__(self, run: EventLog | None = None):
         self._run = run

@@ -23,7 +23,7 @@ from dataclasses import asdict
 from typing import Any, NoReturn
 
 from primus.redaction import redact_text
-from primus.tracking.delivery.process import DeliverySpec, message
+from primus.tracking.delivery.process import DeliverySpec, message, sink_stats
 from primus.tracking.delivery.worker import SinkWorker
 from primus.tracking.features import delivery_followers
 from primus.tracking.journal.followers import Follower
@@ -151,18 +151,7 @@ class ForwardedStream:
 
 
 def stats(workers: Iterable[SinkWorker], done: dict[str, bool] | None = None) -> dict[str, dict]:
-    return {
-        w.name: {
-            "cursor": w.cursor,
-            "failures": w.failures,
-            "last_error": w.last_error,
-            "disabled": w.disabled,
-            "done": bool(done and done.get(w.name)),
-            "direct_delivered": w.direct_delivered,
-            "direct_lost": w.direct_lost,
-        }
-        for w in workers
-    }
+    return {w.name: {**sink_stats(w), "cursor": w.cursor, "done": bool(done and done.get(w.name))} for w in workers}
 
 
 def report_stats(workers: list[SinkWorker], replies: Replies, stop: threading.Event) -> None:

@@ -9,6 +9,7 @@ serves no run and no rank is attaching.
 from __future__ import annotations
 
 import fcntl
+import functools
 import logging
 import os
 import select
@@ -86,11 +87,8 @@ class NodeDelivery:
         replies = Replies(replies_fd)
         self.routes.add(replies, [threading.current_thread()])
         delivered = False
-
-        def started(threads: list[threading.Thread]) -> None:
-            # what a sink's thread logs or its tracker client prints there goes to this run's trainer
-            self.routes.add_threads(replies, threads)
-
+        # what a sink's thread logs or its tracker client prints there goes to this run's trainer
+        started = functools.partial(self.routes.add_threads, replies)
         try:
             with os.fdopen(commands_fd, "rb") as commands:
                 spec = DeliverySpec.decode(commands.readline())

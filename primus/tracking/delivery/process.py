@@ -29,6 +29,7 @@ import primus
 from primus.redaction import redact_text
 from primus.tracking.delivery.node import attach
 from primus.tracking.delivery.restarts import RestartBudget
+from primus.tracking.delivery.worker import Worker
 from primus.tracking.journal.files import JOURNAL_DIR
 from primus.tracking.journal.reader import JournalReader, journal_end
 from primus.tracking.journal.records import METRICS, Alert, AlertKind, Record, encode
@@ -57,6 +58,12 @@ class DeliverySpec:
     @staticmethod
     def decode(line: bytes) -> DeliverySpec:
         return pickle.loads(base64.b64decode(line))
+
+
+def sink_stats(worker: Worker) -> dict[str, Any]:
+    """How a sink's worker fares, wherever it runs: what the delivery process reports and ``Run.stats`` shows."""
+    names = ("failures", "last_error", "disabled", "direct_delivered", "direct_lost")
+    return {name: getattr(worker, name) for name in names}
 
 
 def message(obj: dict[str, Any]) -> bytes:

@@ -140,7 +140,7 @@ class Goodput:
             where = attempt.busy or (STARTUP if attempt.last_step is None else OTHER)
             totals[where] += rest
             totals[OTHER] += attempt.pending
-        wall = now - self.first_start if self.first_start is not None else 0.0
+        wall = self.wall_s(now)
         totals[FRACTION] = totals[PRODUCTIVE] / wall if wall > 0 else 0.0
         totals[SLOW] = self.slow.slow_s
         totals[DISRUPTIONS] = max(0, self.attempts - 1)
@@ -171,7 +171,7 @@ class Goodput:
             attempt.pending += elapsed
 
     def _event(self, attempt: Attempt, event: str, at: float, data: Mapping[str, Any]) -> None:
-        if event in (SAVE_START, SAVED) or event == BUSY_EVENT:
+        if event in (SAVE_START, SAVED, BUSY_EVENT):
             on = event == SAVE_START or (event == BUSY_EVENT and bool(data.get("on")))
             kind = SAVE if event != BUSY_EVENT else BUSY_KINDS.get(str(data.get("what")), OTHER)
             self._charge(attempt, at)

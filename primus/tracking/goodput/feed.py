@@ -16,12 +16,13 @@ import sys
 import time
 from collections import deque
 from collections.abc import Iterable, Mapping
+from itertools import takewhile
 from pathlib import Path
 from typing import Any
 
 from primus.tracking.goodput.accounting import GOODPUT_EVENT, GOODPUT_TEXT, Goodput, breakdown
 from primus.tracking.journal.followers import Follower, RunJournal
-from primus.tracking.journal.reader import JournalReader
+from primus.tracking.journal.reader import read_all
 from primus.tracking.journal.records import EVENT, METRICS, Logged
 from primus.tracking.settings.config import GOODPUT_WINDOWS
 
@@ -115,18 +116,8 @@ class GoodputFeed(Follower):
             self.goodput.observe(EVENT, 0, noted_at, event)
 
     def _seed(self) -> None:
-        reader = JournalReader(self._run_dir)
-        offset = 0
-        try:
-            while offset < self._until:
-                records, next_offset = reader.read(offset, self._until)
-                if next_offset == offset:
-                    break
-                offset = next_offset
-                for r in records:
-                    self.goodput.observe(r.kind, r.step, r.ts_ms / 1000.0, r.data, r.only)
-        finally:
-            reader.close()
+        for r in takewhile(lambda r: r.end <= self._until, read_all(self._run_dir)):
+            self.goodput.observe(r.kind, r.step, r.ts_ms / 1000.0, r.data, r.only)
 
 
 def process_start_s() -> float | None:

@@ -107,7 +107,7 @@ class Webhook:
         except urllib.error.HTTPError as e:
             return f"HTTP {e.code}"
         except (OSError, ValueError) as e:  # URLError, a timeout, a reset; ValueError: not a URL
-            return self._redacted(f"{type(e).__name__}: {getattr(e, 'reason', e)}")
+            return redact_text(f"{type(e).__name__}: {getattr(e, 'reason', e)}").replace(self._url, MASK)
 
     def _wait(self, delay: float) -> bool:
         """Back off; False when the close deadline passed (or comes before the wait would end)."""
@@ -115,6 +115,3 @@ class Webhook:
         if deadline is not None and time.monotonic() + delay > deadline:
             return False
         return not self._stop.wait(delay)
-
-    def _redacted(self, text: str) -> str:
-        return redact_text(text).replace(self._url, MASK)

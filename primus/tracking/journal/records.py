@@ -251,11 +251,6 @@ def event_of(record: Record) -> JournalEvent:
     return NamedEvent(str(name), d)
 
 
-def alert_of(record: Record) -> Alert | None:
-    """The alert a journal record holds, if it holds one."""
-    return event if isinstance(event := event_of(record), Alert) else None
-
-
 def ends_pause(step: int, after_step: int | None) -> bool:
     """Whether a log step ends the expected pause begun after training step ``after_step`` (None: any step does)."""
     return after_step is None or step > after_step

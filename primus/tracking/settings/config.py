@@ -33,10 +33,10 @@ JOURNAL_RETENTIONS = ("keep", "delivered")
 GOODPUT_WINDOWS = (60, 300, 900)  # seconds of the recent goodput figures (goodput/recent.py) by default
 DELIVERY_ENV = "PRIMUS_TRACKING_DELIVERY"
 COMET_DIR = "comet"  # comet_ml's offline archives, in the run directory
-DEFAULT_EXPERIMENT = "primus"
+DEFAULT_EXPERIMENT = "primus"  # the MLflow experiment when neither the run nor MLFLOW_EXPERIMENT_NAME names one
 PUSHGATEWAY_ENV = "PRIMUS_PROMETHEUS_PUSHGATEWAY"  # the Prometheus Pushgateway the delivery process pushes to
 PUSH_INTERVAL_ENV = "PRIMUS_PROMETHEUS_PUSH_INTERVAL"  # seconds between two pushes at most
-PROMETHEUS_PORT_ENV = "PRIMUS_PROMETHEUS_PORT"  # the delivery process serves /metrics on this port  # the MLflow experiment when neither the run nor MLFLOW_EXPERIMENT_NAME names one
+PROMETHEUS_PORT_ENV = "PRIMUS_PROMETHEUS_PORT"  # the delivery process serves /metrics on this port
 _WANDB_BRANCH = re.compile(r"[^?/\s]+\?_step=\d+(\.\d+)?")  # wandb's "<run id>?_step=<step>"
 
 
@@ -332,24 +332,16 @@ def _resolve_prometheus(cfg: PrometheusConfig, env: Mapping[str, str]) -> Promet
     if given is not None:
         key = "prometheus.port" if cfg.port is not None else PROMETHEUS_PORT_ENV
         _require(port is not None and 0 < port < 65536, key, given, "give a free TCP port, e.g. 9464")
-    interval = cfg.push_interval_s
-    if interval is None:
-        interval = _env_number(env, PUSH_INTERVAL_ENV, 1.0)
-    _positive(
-        "prometheus.push_interval_s" if cfg.push_interval_s is not None else PUSH_INTERVAL_ENV, interval, "e.g. 1"
-    )
+    interval = _seconds(cfg.push_interval_s, "prometheus.push_interval_s", env, PUSH_INTERVAL_ENV, 1.0, "e.g. 1")
     _positive("prometheus.timeout_s", cfg.timeout_s, "e.g. 5")
-    return replace(cfg, pushgateway=url and url.rstrip("/"), push_interval_s=float(interval), port=port)
+    return replace(cfg, pushgateway=url and url.rstrip("/"), push_interval_s=interval, port=port)
 
 
 def _resolve_wandb(cfg: WandbConfig, run_dir: Path, run_name: str, env: Mapping[str, str]) -> WandbConfig:
     mode = cfg.mode or env.get("WANDB_MODE") or "online"
     _require(mode in WANDB_MODES, "wandb.mode (or WANDB_MODE)", mode, f"use one of {', '.join(WANDB_MODES)}")
-    init_timeout = cfg.init_timeout_s
-    if init_timeout is None:
-        init_timeout = _env_number(env, "WANDB_INIT_TIMEOUT", WANDB_INIT_TIMEOUT_S)
-    _positive(
-        "wandb.init_timeout_s" if cfg.init_timeout_s is not None else "WANDB_INIT_TIMEOUT", init_timeout, "e.g. 30"
+    init_timeout = _seconds(
+        cfg.init_timeout_s, "wandb.init_timeout_s", env, "WANDB_INIT_TIMEOUT", WANDB_INIT_TIMEOUT_S, "e.g. 30"
     )
     save_dir = cfg.save_dir or env.get("WANDB_DIR") or run_dir
     _check_wandb_branch(cfg)
@@ -496,15 +488,20 @@ def _require(ok: bool, key: str, value: Any, fix: str) -> None:
         raise TrackingConfigError(f"{key}={redact_text(repr(value))} is not valid: {fix}")
 
 
-def _env_number(env: Mapping[str, str], name: str, default: float) -> Any:
-    """The number in ``env[name]``, ``default`` when unset; the raw text when it is not a number (refused later)."""
-    text = env.get(name, "").strip()
-    if not text:
-        return default
-    try:
-        return float(text)
-    except ValueError:
-        return text
+def _seconds(
+    given: float | None, key: str, env: Mapping[str, str], variable: str, default: float, example: str
+) -> float:
+    """``given`` (the option ``key``), else the number in ``env[variable]``, else ``default``; refused unless it is
+    positive, naming the option or the variable it came from."""
+    value: Any = given
+    if given is None:
+        key, text = variable, env.get(variable, "").strip()
+        try:
+            value = float(text) if text else default
+        except ValueError:  # refused below, as written
+            value = text
+    _positive(key, value, example)
+    return float(value)
 
 
 def _positive(key: str, value: Any, example: str) -> None:

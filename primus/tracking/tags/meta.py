@@ -26,6 +26,7 @@ from primus.tracking.tags.params import flat_params, redacted_tags
 from primus.tracking.tags.system import system_tags
 
 log = logging.getLogger("primus.tracking")
+TRACKER_SECTIONS = ("mlflow", "wandb", "tensorboard", "comet", "one_logger", "otlp")  # kept as resolved, redacted
 
 
 @dataclass
@@ -48,12 +49,7 @@ class RunMeta:
         return cls(
             params=flat_params(cfg.params),
             tags=_with_system_tags(redacted_tags(cfg.tags)),
-            mlflow=_settings(cfg.mlflow) if cfg.mlflow else None,
-            wandb=_settings(cfg.wandb) if cfg.wandb else None,
-            tensorboard=_settings(cfg.tensorboard) if cfg.tensorboard else None,
-            comet=_settings(cfg.comet) if cfg.comet else None,
-            one_logger=_settings(cfg.one_logger) if cfg.one_logger else None,
-            otlp=_settings(cfg.otlp) if cfg.otlp else None,
+            **{name: _settings(section) if (section := getattr(cfg, name)) else None for name in TRACKER_SECTIONS},
             run_name=cfg.run_name,
             experiment_name=cfg.experiment_name,
             plugin_sinks=list(cfg.plugin_sinks or ()),

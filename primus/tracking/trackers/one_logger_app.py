@@ -89,14 +89,9 @@ class OneLoggerApp:
         begin = self.last_ms
         width = max(t_ms - begin, 0) / todo
         for i in range(todo):
-            self._call(
-                int(begin + i * width), self._cb.on_training_single_iteration_start, start_time_msec=begin + i * width
-            )
-            self._call(
-                int(begin + (i + 1) * width),
-                self._cb.on_training_single_iteration_end,
-                finish_time_msec=begin + (i + 1) * width,
-            )
+            start, finish = begin + i * width, begin + (i + 1) * width
+            self._call(int(start), self._cb.on_training_single_iteration_start, start_time_msec=start)
+            self._call(int(finish), self._cb.on_training_single_iteration_end, finish_time_msec=finish)
         self.iteration = step
         self.last_ms = t_ms
 
