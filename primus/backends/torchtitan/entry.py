@@ -1,9 +1,7 @@
-"""``python -m primus.backends.torchtitan [torchtitan args]``: upstream's ``python -m torchtitan.train``
-(run as ``__main__``, so each release calls its own ``main``: 0.3 ``main()``, 0.2.2 ``main(Trainer)``) with
-Primus's patches active. What upstream reads only from its command line comes from the experiment when the
-command line has none: ``model: {module, config}`` -> ``--module/--config`` (0.3, e.g. ``{module: llama3,
-config: llama3_8b}``) and ``job.config_file`` -> ``--job.config_file`` (0.2.2's TOML job file). Without
-torchrun, the rendezvous variables of a one-process world are set."""
+"""``python -m primus.backends.torchtitan [torchtitan args]``: upstream's ``python -m torchtitan.train`` (run as
+``__main__``, so each release calls its own ``main``) with Primus's patches active. What upstream reads only from
+its command line comes from the experiment when the command line has none (``upstream_argv``); without torchrun,
+the rendezvous variables of a one-process world are set."""
 
 from __future__ import annotations
 
