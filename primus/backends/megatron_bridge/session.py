@@ -1,15 +1,11 @@
 """Primus's tracking for one Megatron-Bridge process, the one object its patches hold (``TRACKING``).
 
-Bridge asks its ``GlobalState`` for its writers on every log call. On the rank Bridge writes from (the last),
-the first ask plans the run from Bridge's logger settings, starts it, and from then on Bridge's TensorBoard
-writer is Megatron's ``TrackingSummaryWriter`` (Bridge's code is megatron-core's: the same ``add_scalar`` calls,
-``Timers.write`` included), so every scalar Bridge writes — losses, learning rate, grad norm, throughput, memory,
-timers, validation — goes to the run and from there to every tracker; Bridge's own W&B and MLflow writers stay
-unset. Each step goes out when Bridge's ``training_log`` (or an evaluation) returns, with the progress figures
-(``tracking/measure/progress.py``) at log steps: Bridge's own consumed samples (which its checkpoint restores), its
-``seq_length`` and ``train_iters``. The checkpoint patches journal each save and load in ``checkpoints`` (the
-writing rank, with a tracker on): Bridge loads its checkpoint in ``setup``, before the run starts at its first log
-call, so the journal is made with the plan and keeps that record until then."""
+On Bridge's writing rank (the last), the first ask for its writers plans and starts the run, and from then on
+Bridge's TensorBoard writer is Megatron's ``TrackingSummaryWriter`` (Bridge's code is megatron-core's: the same
+``add_scalar`` calls), so every scalar Bridge writes goes to the run and every tracker; Bridge's own W&B and MLflow
+writers stay unset. Each step goes out when ``training_log`` (or an evaluation) returns, with the progress figures
+from Bridge's own consumed samples. Bridge loads its checkpoint in ``setup``, before the run starts at its first
+log call, so the checkpoint journal is made with the plan and keeps that record until then."""
 
 from __future__ import annotations
 

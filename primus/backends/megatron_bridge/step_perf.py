@@ -37,8 +37,8 @@ class BridgePerf:
             self._perf.begin()
 
     def at(self, step: int, now: float, *, consumed_samples: float, flops_so_far: Any, seq_length: int) -> dict:
-        """The figures of the interval that ends at log step ``step``; none at the first, which only starts the
-        clock (its time includes start-up)."""
+        """None at the first log step, which only starts the clock (its time includes start-up)."""
+
         # a tensor would need a device read: Bridge keeps a number, and anything else gives no TFLOP/s (and adds
         # nothing to the TFLOP/s average)
         flops_now = float(flops_so_far) if isinstance(flops_so_far, (int, float)) else None
