@@ -35,7 +35,6 @@ class MaxTextTracking:
 
     def plan_for(self, config: Any) -> TrackingPlan:
         """A config built another way gets MaxText's own keys and no Primus options."""
-
         if self.planned is not None and self.planned[0] is config:
             return self.planned[1]
         return plan_tracking(config, PrimusOptions(), given_run_dir())

@@ -75,9 +75,8 @@ class BridgeTracking:
         self.checkpoints: CheckpointJournal | None = None  # the writing rank's, with a tracker on
 
     def plan_for(self, config: Any, rank: int, world_size: int) -> None:
-        """Every rank, before training: the plan (raises on a bad setting); with a tracker on, the writing rank's
-        checkpoint journal (a load in setup waits there for the run), and another rank has its stacks saved in the
-        run's folder at a stall."""
+        """Every rank, before training (raises on a bad setting). With a tracker on, the writing rank's checkpoint
+        journal is made now (a load in setup waits there for the run); another rank has its stacks saved at a stall."""
         self.plan = plan_tracking(config, rank=rank)
         self._writes = rank == world_size - 1
         if self.plan.stragglers and world_size > 1:  # with a tracker or not: the console names the slowest rank
@@ -113,9 +112,8 @@ class BridgeTracking:
         return TrackingSummaryWriter(self.run, _writer_args(world_size), None, perf_metrics=False)
 
     def end_step(self, state: Any) -> None:
-        """After Bridge's training_log (every rank; ``state``: its GlobalState): at a log step every rank's busy time
-        is published (stragglers on), and on the writing rank the progress figures and the straggler summary of the
-        previous log step join the step's scalars; then the step goes out."""
+        """After Bridge's training_log (every rank): at a log step every rank's busy time is published (stragglers
+        on), and on the writing rank the figures join the step's scalars; then the step goes out."""
         train, config = state.train_state, state.cfg
         log_step = train.step % config.logger.log_interval == 0
         ranks = self.rank_figures.read() if self.rank_figures is not None and log_step else None

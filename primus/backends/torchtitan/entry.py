@@ -19,13 +19,7 @@ _COMMAND_LINE_ONLY = (
     (MODEL_SECTION, "config", "--config"),
     ("job", "config_file", "--job.config_file"),
 )
-_SINGLE_PROCESS = (
-    ("MASTER_ADDR", "127.0.0.1"),
-    ("RANK", "0"),
-    ("WORLD_SIZE", "1"),
-    ("LOCAL_RANK", "0"),
-    ("LOCAL_WORLD_SIZE", "1"),
-)
+_SINGLE_PROCESS = dict(MASTER_ADDR="127.0.0.1", RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", LOCAL_WORLD_SIZE="1")
 
 
 def _given(argv: Sequence[str], flag: str) -> bool:
@@ -45,7 +39,7 @@ def upstream_argv(argv: Sequence[str], params: Mapping | None) -> list[str]:
 
 
 def single_process_env(environ: MutableMapping[str, str] = os.environ) -> None:
-    for key, value in _SINGLE_PROCESS:
+    for key, value in _SINGLE_PROCESS.items():
         environ.setdefault(key, value)
     if "MASTER_PORT" not in environ:
         with socket.socket() as s:

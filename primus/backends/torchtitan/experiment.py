@@ -15,7 +15,6 @@ def experiment_params(environ: Mapping[str, str] = os.environ) -> dict[str, Any]
     """The experiment's torchtitan parameters to lay over upstream's config; None without PRIMUS_CONFIG. Upstream's
     keys only the module preset sets are left out: they restate upstream's defaults, and the user's job (a config
     function, a TOML job file) must win, as it does without Primus. Raises ConfigError."""
-
     from primus.config.environment import module_from_env
 
     module = module_from_env("torchtitan", environ)

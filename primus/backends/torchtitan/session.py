@@ -59,7 +59,6 @@ class TorchTitanTracking:
     ):
         """Start the run on this rank and return the logger upstream's processor will use. ``model``: the dict
         that names the model (its ``name`` and ``flavor`` become tags)."""
-
         from primus.backends.torchtitan.step_perf import ProcessorPerf
         from primus.backends.torchtitan.step_progress import ProcessorProgress
         from primus.backends.torchtitan.tracking_logger import TrackingLogger

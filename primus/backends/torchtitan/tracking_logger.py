@@ -59,7 +59,6 @@ class TrackingLogger(BaseLogger):
 
     def _records(self, metrics: dict[str, Any], step: int, fields: tuple | None):
         """On the hub's thread: the step's record, upstream's metrics with Primus's figures of a training step."""
-
         if fields is not None:
             reading = StepReading(*fields)
             metrics.update(reading.stragglers)

@@ -53,9 +53,8 @@ def run_directory(
     checkpoint_dir: Path | None,
     rank: int,
     explicit: Path | None,
-    now: float | None = None,
 ) -> Path:
-    fresh = Path(dump_folder) / metrics.save_tb_folder / timestamp(now or launch_time())
+    fresh = Path(dump_folder) / metrics.save_tb_folder / timestamp(launch_time())
     base = choose_run_dir(explicit=explicit, checkpoint_dir=checkpoint_dir, fresh=fresh)
     return base / f"rank_{rank}" if metrics.save_for_all_ranks else base
 

@@ -44,9 +44,9 @@ def job_config_sections(params: Mapping[str, Any]) -> dict[str, Any]:
     return sections
 
 
-def apply_sections(config: Any, params: Mapping[str, Any], where: str = "torchtitan") -> None:
+def apply_sections(config: Any, params: Mapping[str, Any]) -> None:
     problems: list[str] = []
-    _apply(config, params, where, problems)
+    _apply(config, params, "torchtitan", problems)
     if problems:
         raise ConfigError(problems)
 

@@ -13,7 +13,6 @@ A100_PEAK_FLOPS = 312e12  # get_peak_flops's figure for an A100, and its fallbac
 def upstream_peak_is_real(device_name: str, peak_flops: float) -> bool:
     """Not the A100 fallback, unless the device is an A100 or its bf16 datasheet peak (upstream's MFU is against
     bf16) is the same."""
-
     if peak_flops != A100_PEAK_FLOPS or "A100" in device_name:
         return True
     return peak_tflops(device_name, "bf16") == A100_PEAK_FLOPS / 1e12

@@ -27,7 +27,6 @@ def _tracking_logger(
     parallel_dims: Any,
 ):
     """None when every tracker is off (upstream builds its own logger)."""
-
     import torch.distributed as dist
 
     from primus.backends.torchtitan.parallel_tags import layout_tags_of
