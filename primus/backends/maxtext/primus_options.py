@@ -14,6 +14,7 @@ from primus.config.schemas.tracking import params_for
 from primus.config.yaml12 import parse_scalar
 
 OPTIONS = {p.name: p for p in params_for("maxtext")}
+KEYS = frozenset(OPTIONS)
 
 
 # the options' fields, built from their declarations (Any: a class made at run time is no static type)
@@ -33,11 +34,11 @@ def split_options(argv: Sequence[str], kwargs: Mapping[str, Any]) -> tuple[list[
     rest: list[str] = []
     for arg in argv:
         key, sep, text = str(arg).partition("=")
-        if sep and key in OPTIONS:
+        if sep and key in KEYS:
             given[key] = parse_scalar(text)  # YAML, as upstream's parser reads its own values
         else:
             rest.append(arg)
-    given.update({k: v for k, v in kwargs.items() if k in OPTIONS})
+    given.update({k: v for k, v in kwargs.items() if k in KEYS})
     problems, typed = [], {}
     for key, value in given.items():
         typed[key], problem = OPTIONS[key].coerce(value)
@@ -47,4 +48,4 @@ def split_options(argv: Sequence[str], kwargs: Mapping[str, Any]) -> tuple[list[
             )
     if problems:
         raise ConfigError(problems)
-    return rest, {k: v for k, v in kwargs.items() if k not in OPTIONS}, PrimusOptions(**typed)
+    return rest, {k: v for k, v in kwargs.items() if k not in KEYS}, PrimusOptions(**typed)
