@@ -3,7 +3,6 @@ backend, and how MLflow spells the names it refuses."""
 
 from __future__ import annotations
 
-from primus.config.schemas import FRAMEWORKS
 from primus.docs_gen.markdown import code, fill, table
 from primus.docs_gen.run_tags import run_tags_section
 from primus.report.panels import MFU, PANELS
@@ -19,7 +18,7 @@ from primus.tracking.measure.names import READABLE, SCHEMA, MlflowKeys, is_valid
 from primus.tracking.measure.perf import PEAK_TFLOPS
 from primus.tracking.measure.progress import AT_EVERY_LOG_STEP, ETA_WINDOW, FROM_THE_SECOND_LOG_STEP
 from primus.tracking.measure.stragglers import SLOW_RATIO
-from primus.upstreams.backends import backend_named
+from primus.upstreams.backends import backends
 
 
 def _names(names: tuple[str, ...]) -> str:
@@ -37,10 +36,10 @@ def _collision_example() -> str:
 
 def render_metrics() -> str:
     panels = table(
-        ["Panel", "Primus name", *(backend_named(f).title for f in FRAMEWORKS)],
-        [[p.title, _names(p.primus_names), *(_names(p.native(f)) for f in FRAMEWORKS)] for p in (*PANELS, MFU)],
+        ["Panel", "Primus name", *(b.title for b in backends())],
+        [[p.title, _names(p.primus_names), *(_names(p.native(b.name)) for b in backends())] for p in (*PANELS, MFU)],
     )
-    every = dict.fromkeys([*SCHEMA, *(n for p in PANELS for f in FRAMEWORKS for n in p.native(f))])
+    every = dict.fromkeys([*SCHEMA, *(n for p in PANELS for b in backends() for n in p.native(b.name))])
     refused = [[code(n), code(mlflow_key(n))] for n in every if not n.endswith("/") and not is_valid_mlflow_key(n)]
     peaks = [[code(key), *(f"{peaks[d]:g}" if d in peaks else "—" for d in PEAK_DTYPES)] for key, peaks in PEAK_TFLOPS]
     spelling = [[code(bad), code(good)] for bad, good in READABLE] + [["any other character", code("_")]]

@@ -33,14 +33,8 @@ TRACES = "traces"  # torch profiler traces (and TraceLens' report) uploaded
 ONE_LOGGER_OPTIONS = "one_logger_options"  # the spec's One-Logger options, where upstream has none of its own
 # What a backend's upstream logs, by kind (``Backend.metric_names``): the report's panels and the health watch
 # read a run's figures by these, after Primus's own names
-LOSS, LEARNING_RATE, TOKENS_PER_SEC, TFLOPS, MEMORY, MFU = (
-    "loss",
-    "learning rate",
-    "tokens/s",
-    "TFLOP/s",
-    "memory",
-    "MFU",
-)
+LOSS, LEARNING_RATE, TOKENS_PER_SEC = "loss", "learning rate", "tokens/s"
+TFLOPS, MEMORY, MFU = "TFLOP/s", "memory", "MFU"
 OPTION_GROUPS = (
     DISABLE_SWITCHES,
     ENABLE_SWITCHES,

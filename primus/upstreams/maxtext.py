@@ -1,16 +1,5 @@
-"""The MaxText releases the patches were written and tested for: 0.2.4 and 0.2.5, whose hooks have one form
-(``maxtext.configs.pyconfig.initialize``; ``MetricLogger.write_metrics(metrics, step, metric_type)`` behind
-one-step deferred writes, the last step written by ``flush_metrics_and_cleanup``; W&B as MaxText's own
-``enable_wandb`` keys). Older 0.2.x releases are refused:
-
-* 0.2.3 has no W&B keys: ``enable_wandb``, which every experiment sets, is an unknown key to its config, and
-  W&B tracking through MaxText's own switches does not exist there;
-* 0.2.0 - 0.2.2 call ``write_metrics(metrics, step, is_training)``, and keep one deferred train entry with eval
-  summaries written at once; 0.2.2 computes the per-step FLOP and token counts only when its own TensorBoard
-  writer is on (off under Primus, which writes TensorBoard itself: ``record_train_metrics`` then fails);
-* 0.2.0 and 0.2.1 also create their TensorBoard writer whatever ``enable_tensorboard`` says (a second event
-  file beside Primus's), never abort on a NaN/Inf loss (a diverging run cannot end FAILED), and their
-  ``maxtext`` is a namespace package (no ``__init__.py``)."""
+"""The MaxText releases the patches were written and tested for: 0.2.4 and 0.2.5, whose hooks have one form.
+Why older 0.2.x releases are refused is ``differences``' last row (docs/compatibility.md)."""
 
 from primus.upstreams.release import Upstream
 

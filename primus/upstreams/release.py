@@ -1,18 +1,12 @@
-"""Which upstream code is imported, and which release it is.
+"""Which upstream code is imported, and which release it is (``Upstream``: one per backend).
 
-A backend declares its upstream once (``Upstream``): the package whose code Primus patches, the PyPI
-distribution it ships in, the releases Primus supports, and the file that holds the version. The
-version is read from that file in the package as imported, or as an import would find it now, not
-from the installed distribution's metadata: a source checkout first on PYTHONPATH over an installed
-wheel is judged as what it is. Metadata is the fallback only for a wheel's own files that carry no
-version. Nothing upstream is imported or executed: the package is found on the path and the version
-file is parsed.
+The version is read from the package's own version file as an import would find it now, not from the installed
+distribution's metadata: a source checkout first on PYTHONPATH over an installed wheel is judged as what it is
+(metadata is the fallback for a wheel whose files carry no version). Nothing upstream is imported or executed.
 
-A release outside an upstream's supported range is refused (``PRIMUS_UPSTREAM_CHECK=strict``, the default: a
-silent wrong metric is worse than a clear stop) or tried (``warn``): then each patch is judged against the
-nearest end of the range it was written for, and still installs only if its hold on upstream (targets,
-signatures) holds.
-"""
+A release outside the supported range is refused (``PRIMUS_UPSTREAM_CHECK=strict``, the default: a silent wrong
+metric is worse than a clear stop) or tried (``warn``): then each patch is judged against the nearest end of the
+range it was written for, and still installs only if its hold on upstream (targets, signatures) holds."""
 
 from __future__ import annotations
 

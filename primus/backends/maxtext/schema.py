@@ -9,6 +9,7 @@ from pathlib import Path
 from primus.config.schema import Param, Schema
 from primus.config.schemas import upstream_tables
 from primus.config.schemas.tracking import params_for
+from primus.upstreams.maxtext import MAXTEXT  # a declaration; imports no upstream
 
 LOG_PERIOD = Param(
     "log_period",
@@ -16,9 +17,7 @@ LOG_PERIOD = Param(
     ge=1,
     help="Train steps between TensorBoard flushes (also GCS metric uploads and managed-profiler updates).",
 )
-CHECKED_UPSTREAM = [
-    LOG_PERIOD
-]  # upstream's own, checked by the plan on whatever path it came (upstream's command line)
+CHECKED_UPSTREAM = [LOG_PERIOD]  # upstream's own, checked by the plan on whatever path it came (its command line)
 PARAMS = [
     LOG_PERIOD,
     Param(
@@ -40,9 +39,6 @@ PARAMS = [
 
 
 def table() -> Path:
-    """The generated table of the maxtext release installed here (else the newest)."""
-    from primus.upstreams.maxtext import MAXTEXT  # a declaration; imports no upstream
-
     return upstream_tables.select("maxtext", upstream_tables.installed(MAXTEXT))
 
 

@@ -28,14 +28,13 @@ class MaxTextTracking:
         self.checkpoints = CheckpointJournal()
 
     def prepare(self, config: Any, options: PrimusOptions) -> TrackingPlan:
-        """Plan for a config just built (raises TrackingPlanError) and say what was decided, once."""
         plan = plan_tracking(config, options, given_run_dir())
         plan.notices.emit(log)
         self.planned = (config, plan)
         return plan
 
     def plan_for(self, config: Any) -> TrackingPlan:
-        """The plan made for this config; a config built another way gets MaxText's own keys and no Primus options."""
+        """A config built another way gets MaxText's own keys and no Primus options."""
         if self.planned is not None and self.planned[0] is config:
             return self.planned[1]
         return plan_tracking(config, PrimusOptions(), given_run_dir())

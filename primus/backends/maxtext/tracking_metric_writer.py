@@ -1,16 +1,10 @@
 """What a tracked ``MetricLogger`` writes through in place of upstream's TensorBoard and W&B writers, and the
-view of MaxText's config that logger is built with: upstream's own, read-only, except that its TensorBoard and
-W&B writers are off (training itself keeps the real config).
+read-only view of MaxText's config that logger is built with (its own writers off; training keeps the real one).
 
-Upstream hands ``write_metrics`` one dict per step — ``{"scalar": {name: value}, "scalars": {name: {sub:
-value}}}``, train steps one step late (the device has finished them), eval summaries at the train step they
-follow — and each becomes one ``run.log``: every enabled sink (TensorBoard, W&B, MLflow, journal) gets every
-metric, under upstream's names (``learning/loss``, ``perf/step_time_seconds``...; ``scalars`` flattened to
-``name/sub`` as upstream's W&B writer does). Values are handed over as they are (numpy or JAX scalars); the
-hub thread turns them into floats, off the training thread.
-
-``running_eval`` snapshots (upstream's per-eval-step running averages, numbered by eval step) stay on the
-console, as upstream keeps them out of TensorBoard: their steps would run backwards in W&B and MLflow."""
+Each ``write_metrics`` dict (train steps one step late, eval summaries at the train step they follow) becomes one
+``run.log`` under upstream's names, ``scalars`` flattened to ``name/sub`` as upstream's W&B writer does; values are
+handed over as they are (numpy or JAX scalars) and turned into floats on the hub's thread. ``running_eval``
+snapshots stay on the console, as upstream keeps them out of TensorBoard: their steps would run backwards."""
 
 from __future__ import annotations
 

@@ -1,14 +1,11 @@
-"""What a MaxText run will track, decided from upstream's built config and Primus's options as soon as the
-config exists (``pyconfig.initialize``), before any model is built: a bad setting stops the job there with
-one message naming the key and the fix.
+"""What a MaxText run will track, decided from upstream's built config and Primus's options as soon as the config
+exists (``pyconfig.initialize``), before any model is built: a bad setting stops the job there with one message
+naming the key and the fix. MaxText's own keys keep their meaning (``enable_tensorboard`` writes where upstream
+writes, ``enable_wandb`` with ``wandb_project_name``/``wandb_run_name``); Primus adds ``enable_mlflow`` and the rest.
 
-MaxText's own keys keep their meaning: ``enable_tensorboard`` (upstream's default: on) writes where upstream
-writes, ``<tensorboard_dir>/<run_name>``; ``enable_wandb`` with ``wandb_project_name`` / ``wandb_run_name``;
-``log_period`` flushes TensorBoard. Primus adds ``enable_mlflow`` and its ``mlflow_*`` keys.
-
-Run directory (journal, run ids, tracker folders): PRIMUS_RUN_DIR when `primus train` set it, else
-``<base_output_directory>/<run_name>/primus``: MaxText's own per-run folder, where its checkpoints live,
-so a job restarted under the same run_name resumes the same MLflow and W&B runs."""
+Run directory: PRIMUS_RUN_DIR when `primus train` set it, else ``<base_output_directory>/<run_name>/primus``,
+MaxText's own per-run folder where its checkpoints live, so a job restarted under the same run_name resumes the
+same MLflow and W&B runs."""
 
 from __future__ import annotations
 
@@ -57,8 +54,7 @@ def one_logger_shape(config: Any) -> OneLoggerConfig:
 def plan_tracking(
     config: Any, options: PrimusOptions, explicit_run_dir: Path | None = None, environ: Mapping[str, str] = os.environ
 ) -> TrackingPlan:
-    """``config``: MaxText's built config (``pyconfig.HyperParameters``); raises TrackingPlanError listing
-    every problem."""
+    """``config``: MaxText's built config; raises TrackingPlanError listing every problem."""
     notices = Notices()
     for problem in problems(CHECKED_UPSTREAM, lambda key: getattr(config, key)):
         notices.error(problem)

@@ -1,13 +1,8 @@
-"""An experiment's MaxText parameters as MaxText's own ``key=value`` arguments, placed before the ones on
-the command line, so the command line still wins (upstream's parser keeps the last value of a key).
-
-They follow the user's own config file, so they win over it too, except the values only the module preset
-gave (``preset_only``): the spec's defaults, which stand in for MaxText's ``base.yml``. Such a key is left
-out when the user's file, or a parent it names, sets it: that file's value is the one the user meant.
-
-Values are written as JSON, which upstream's parser (OmegaConf, YAML) reads back with the same type. Under
-`primus train` MaxText writes into the run directory: ``base_output_directory`` is its parent and
-``run_name`` its name, unless the experiment sets them."""
+"""An experiment's MaxText parameters as MaxText's own ``key=value`` arguments, as JSON (which upstream's YAML parser
+reads back with the same type), placed after the user's config file and before the command line's arguments, so
+the command line still wins. A value only the module preset gave (``preset_only``, standing in for ``base.yml``) is
+left out when the user's file or a parent sets the key. Under `primus train` ``base_output_directory`` and
+``run_name`` default to the run directory's parent and name."""
 
 from __future__ import annotations
 
@@ -32,11 +27,8 @@ def with_experiment(
     argv = list(argv)
     head = 2 if len(argv) > 1 and str(argv[1]).endswith(".yml") else min(len(argv), 1)
     if head == 2 and preset_only:
-        params = _without(params, preset_only & keys_set_by_config_files(str(argv[1]), configs_dir))
+        users = preset_only & keys_set_by_config_files(str(argv[1]), configs_dir)
+        params = {key: value for key, value in params.items() if key not in users}
     derived = {"base_output_directory": str(run_dir.parent), "run_name": run_dir.name} if run_dir else {}
     settings = [f"{key}={json.dumps(value, default=str)}" for key, value in {**derived, **params}.items()]
     return [*argv[:head], *settings, *argv[head:]]
-
-
-def _without(params: Mapping[str, Any], keys: Set[str]) -> dict[str, Any]:
-    return {key: value for key, value in params.items() if key not in keys}

@@ -1,17 +1,9 @@
 """Generate the table of upstream MaxText config keys that the MaxText schema is built from.
 
-MaxText lives in its own environment (``.venv-maxtext``) and `primus train` validates in the launching one, so
-the table is generated there from MaxText's own pydantic config (``maxtext.configs.types.MaxTextConfig``)
-and checked in, one per minor release (``upstream_tables``); run it with the MaxText environment's Python::
-
-    .venv-maxtext/bin/python -m primus.backends.maxtext.upstream_table          # (re)write the table
-    .venv-maxtext/bin/python -m primus.backends.maxtext.upstream_table --check  # exit 1 when upstream differs
-
-A key is a field of the config model with its annotation and constraints as a type expression
-(``type_expressions``; enums as the values pydantic takes), upstream's default and description. A field
-that is itself a model (``lora``, ``dpo``) is a section of keys. Cross-field checks (MaxText's validators)
-stay MaxText's: they run when the job builds its config, before any model exists.
-"""
+MaxText lives in its own environment and `primus train` validates in the launching one, so the table is generated
+there from MaxText's pydantic config and checked in, one per minor release (``upstream_tables``):
+``.venv-maxtext/bin/python -m primus.backends.maxtext.upstream_table [--check]``. A field that is itself a model
+(``lora``) is a section of keys; MaxText's cross-field validators stay MaxText's, run when the job builds its config."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """An experiment's Megatron-Bridge module as Bridge's own ``run_recipe.py`` builds its config: the recipe function
 (``--recipe``) gives the ConfigContainer, the experiment's fields are applied to it as run_recipe.py's ``KEY=VALUE``
-overrides (Bridge's Hydra parser, ``process_config_with_overrides``: a field the recipe's config lacks is refused),
-and the model's sequence length follows the dataset's; ``dataset_preset`` is run_recipe.py's ``--dataset``. All of it before training starts: a problem is a
-ConfigError naming the key, the value and the fix. Imports Bridge (its environment's)."""
+overrides (a field the recipe's config lacks is refused), and the model's sequence length follows the dataset's.
+All of it before training starts: a problem is a ConfigError naming the key, the value and the fix."""
 
 from __future__ import annotations
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from primus.config.schema import Param, Schema
 from primus.config.schemas import upstream_tables
 from primus.config.schemas.tracking import params_for, upstream_keys
+from primus.upstreams.megatron_bridge import MEGATRON_BRIDGE  # a declaration; imports no upstream
 
 BACKEND = "megatron_bridge"  # the backend this schema is (primus/backends/megatron_bridge/backend.py)
 
@@ -49,10 +50,7 @@ CREDENTIALS = frozenset({"logger.comet_api_key"})
 
 
 def table() -> Path:
-    """The generated table of the Megatron-Bridge release installed here (else the newest)."""
-    from primus.upstreams.megatron_bridge import MEGATRON_BRIDGE as UPSTREAM  # a declaration; imports no upstream
-
-    return upstream_tables.select(BACKEND, upstream_tables.installed(UPSTREAM))
+    return upstream_tables.select(BACKEND, upstream_tables.installed(MEGATRON_BRIDGE))
 
 
 def schema() -> Schema:

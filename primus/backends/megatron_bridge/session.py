@@ -1,15 +1,11 @@
 """Primus's tracking for one Megatron-Bridge process, the one object its patches hold (``TRACKING``).
 
-Bridge asks its ``GlobalState`` for its writers on every log call. On the rank Bridge writes from (the last),
-the first ask plans the run from Bridge's logger settings, starts it, and from then on Bridge's TensorBoard
-writer is Megatron's ``TrackingSummaryWriter`` (Bridge's code is megatron-core's: the same ``add_scalar`` calls,
-``Timers.write`` included), so every scalar Bridge writes — losses, learning rate, grad norm, throughput, memory,
-timers, validation — goes to the run and from there to every tracker; Bridge's own W&B and MLflow writers stay
-unset. Each step goes out when Bridge's ``training_log`` (or an evaluation) returns, with the progress figures
-(``tracking/measure/progress.py``) at log steps: Bridge's own consumed samples (which its checkpoint restores), its
-``seq_length`` and ``train_iters``. The checkpoint patches journal each save and load in ``checkpoints`` (the
-writing rank, with a tracker on): Bridge loads its checkpoint in ``setup``, before the run starts at its first log
-call, so the journal is made with the plan and keeps that record until then."""
+On Bridge's writing rank (the last), the first ask for its writers plans and starts the run, and from then on
+Bridge's TensorBoard writer is Megatron's ``TrackingSummaryWriter`` (Bridge's code is megatron-core's: the same
+``add_scalar`` calls), so every scalar Bridge writes goes to the run and every tracker; Bridge's own W&B and MLflow
+writers stay unset. Each step goes out when ``training_log`` (or an evaluation) returns, with the progress figures
+from Bridge's own consumed samples. Bridge loads its checkpoint in ``setup``, before the run starts at its first
+log call, so the checkpoint journal is made with the plan and keeps that record until then."""
 
 from __future__ import annotations
 
@@ -79,9 +75,8 @@ class BridgeTracking:
         self.checkpoints: CheckpointJournal | None = None  # the writing rank's, with a tracker on
 
     def plan_for(self, config: Any, rank: int, world_size: int) -> None:
-        """Every rank, before training: the plan (raises on a bad setting); with a tracker on, the writing rank's
-        checkpoint journal (a load in setup waits there for the run), and another rank has its stacks saved in the
-        run's folder at a stall."""
+        """Every rank, before training (raises on a bad setting). With a tracker on, the writing rank's checkpoint
+        journal is made now (a load in setup waits there for the run); another rank has its stacks saved at a stall."""
         self.plan = plan_tracking(config, rank=rank)
         self._writes = rank == world_size - 1
         if self.plan.stragglers and world_size > 1:  # with a tracker or not: the console names the slowest rank
@@ -117,9 +112,8 @@ class BridgeTracking:
         return TrackingSummaryWriter(self.run, _writer_args(world_size), None, perf_metrics=False)
 
     def end_step(self, state: Any) -> None:
-        """After Bridge's training_log (every rank; ``state``: its GlobalState): at a log step every rank's busy time
-        is published (stragglers on), and on the writing rank the progress figures and the straggler summary of the
-        previous log step join the step's scalars; then the step goes out."""
+        """After Bridge's training_log (every rank): at a log step every rank's busy time is published (stragglers
+        on), and on the writing rank the figures join the step's scalars; then the step goes out."""
         train, config = state.train_state, state.cfg
         log_step = train.step % config.logger.log_interval == 0
         ranks = self.rank_figures.read() if self.rank_figures is not None and log_step else None

@@ -13,9 +13,8 @@ from primus.tracking.measure.perf import IntervalPerf, StepPerf
 
 
 class BridgePerf:
-    """``throughput``: the tokens/s, TFLOP/s, MFU and time per step figures (Megatron's ``--log-throughput``,
-    Bridge's ``log_throughput``/``log_throughput_to_tensorboard``, or the perf set); ``system``: the perf set's
-    memory and utilisation. ``model``: Bridge's model config (the same precision flags as Megatron's args)."""
+    """The tokens/s, TFLOP/s, MFU and time per step figures; with ``system``, the perf set's memory and utilisation.
+    ``model``: Bridge's model config (the same precision flags as Megatron's args)."""
 
     def __init__(
         self,
@@ -37,8 +36,7 @@ class BridgePerf:
             self._perf.begin()
 
     def at(self, step: int, now: float, *, consumed_samples: float, flops_so_far: Any, seq_length: int) -> dict:
-        """The figures of the interval that ends at log step ``step``; none at the first, which only starts the
-        clock (its time includes start-up)."""
+        """None at the first log step, which only starts the clock (its time includes start-up)."""
         # a tensor would need a device read: Bridge keeps a number, and anything else gives no TFLOP/s (and adds
         # nothing to the TFLOP/s average)
         flops_now = float(flops_so_far) if isinstance(flops_so_far, (int, float)) else None

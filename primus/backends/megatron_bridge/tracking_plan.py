@@ -1,18 +1,13 @@
 """What a Megatron-Bridge run will track, decided on every rank before training from Bridge's own logger settings
-(``ConfigContainer.logger``), which keep their meaning: ``tensorboard_dir`` turns TensorBoard on and names its
-folder (``tensorboard_queue_size``), ``wandb_project`` W&B (``wandb_entity``, ``wandb_exp_name``, ``wandb_save_dir``),
-``mlflow_experiment`` MLflow (``mlflow_tracking_uri``), ``comet_project`` Comet (``comet_workspace``,
-``comet_experiment_name``, ``comet_tags``; offline by COMET_MODE=offline, its archive in ``<run_dir>/comet`` unless
-COMET_OFFLINE_DIRECTORY says where). Bridge's keys that stand for Primus options (the catalogue's
-``upstream`` spelling: ``mlflow_experiment``, ``mlflow_run_name``, ``mlflow_tags``, ``mlflow_description``) are
-checked as those options; Primus's options Bridge has no key for come from the experiment (PRIMUS_CONFIG, as
-`primus train` and `primus-run --config` give it), else their defaults. Every tracker then runs behind the hub and
-Bridge writes none itself.
+(``ConfigContainer.logger``), which keep their meaning: ``tensorboard_dir``, ``wandb_project``,
+``mlflow_experiment`` and ``comet_project`` turn their trackers on (offline Comet by COMET_MODE=offline). Bridge's
+keys that stand for Primus options (``upstream_keys``: ``mlflow_run_name``, ``mlflow_tags``...) are checked as
+those options; the others come from the experiment (PRIMUS_CONFIG), else their defaults. Every tracker then runs
+behind the hub and Bridge writes none itself.
 
-Run directory (journal, run ids, derived tracker folders), by the rule every launcher shares
-(primus.config.run_directory): PRIMUS_RUN_DIR; else ``<checkpoint.save>/primus``, so a job restarted from its
-checkpoint resumes the same runs; else a fresh timestamped folder under PRIMUS_OUTPUT_ROOT (default
-output/megatron_bridge)."""
+Run directory, by the rule every launcher shares (primus.config.run_directory): PRIMUS_RUN_DIR; else
+``<checkpoint.save>/primus``, so a restarted job resumes the same runs; else a fresh timestamped folder under
+PRIMUS_OUTPUT_ROOT (default output/megatron_bridge)."""
 
 from __future__ import annotations
 

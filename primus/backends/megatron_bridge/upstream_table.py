@@ -1,17 +1,10 @@
 """Generate the table of Megatron-Bridge's ConfigContainer fields that the Megatron-Bridge schema is built from.
 
-Bridge lives in its own environment (``.venv-bridge``) and `primus train` validates in the launching one, so the
-table is generated there from Bridge's own config dataclasses and checked in, one per minor release
-(``upstream_tables``); run it with the Bridge environment's Python::
-
-    .venv-bridge/bin/python -m primus.backends.megatron_bridge.upstream_table          # (re)write the table
-    .venv-bridge/bin/python -m primus.backends.megatron_bridge.upstream_table --check  # exit 1 when upstream differs
-
-A field is a dotted name (``train.train_iters``, ``logger.tensorboard_dir``) with its annotation as a type
-expression, upstream's default and docstring (``dataclass_tables``). ``model`` lists the fields of every model
-provider Bridge defines (a recipe picks one); which of them the chosen recipe's config has, Bridge's override
-parser says when the job starts, before training. Enum members are written by name, as Hydra overrides take them.
-"""
+Bridge lives in its own environment and `primus train` validates in the launching one, so the table is generated
+there from Bridge's config dataclasses and checked in, one per minor release (``upstream_tables``):
+``.venv-bridge/bin/python -m primus.backends.megatron_bridge.upstream_table [--check]``. ``model`` lists the fields
+of every model provider Bridge defines (a recipe picks one); which the chosen recipe's config has, Bridge's
+override parser says when the job starts. Enum members are written by name, as Hydra overrides take them."""
 
 from __future__ import annotations
 

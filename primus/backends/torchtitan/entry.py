@@ -1,9 +1,7 @@
-"""``python -m primus.backends.torchtitan [torchtitan args]``: upstream's ``python -m torchtitan.train``
-(run as ``__main__``, so each release calls its own ``main``: 0.3 ``main()``, 0.2.2 ``main(Trainer)``) with
-Primus's patches active. What upstream reads only from its command line comes from the experiment when the
-command line has none: ``model: {module, config}`` -> ``--module/--config`` (0.3, e.g. ``{module: llama3,
-config: llama3_8b}``) and ``job.config_file`` -> ``--job.config_file`` (0.2.2's TOML job file). Without
-torchrun, the rendezvous variables of a one-process world are set."""
+"""``python -m primus.backends.torchtitan [torchtitan args]``: upstream's ``python -m torchtitan.train`` (run as
+``__main__``, so each release calls its own ``main``) with Primus's patches active. What upstream reads only from
+its command line comes from the experiment when the command line has none (``upstream_argv``); without torchrun,
+the rendezvous variables of a one-process world are set."""
 
 from __future__ import annotations
 
@@ -21,13 +19,7 @@ _COMMAND_LINE_ONLY = (
     (MODEL_SECTION, "config", "--config"),
     ("job", "config_file", "--job.config_file"),
 )
-_SINGLE_PROCESS = (
-    ("MASTER_ADDR", "127.0.0.1"),
-    ("RANK", "0"),
-    ("WORLD_SIZE", "1"),
-    ("LOCAL_RANK", "0"),
-    ("LOCAL_WORLD_SIZE", "1"),
-)
+_SINGLE_PROCESS = dict(MASTER_ADDR="127.0.0.1", RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", LOCAL_WORLD_SIZE="1")
 
 
 def _given(argv: Sequence[str], flag: str) -> bool:
@@ -47,7 +39,7 @@ def upstream_argv(argv: Sequence[str], params: Mapping | None) -> list[str]:
 
 
 def single_process_env(environ: MutableMapping[str, str] = os.environ) -> None:
-    for key, value in _SINGLE_PROCESS:
+    for key, value in _SINGLE_PROCESS.items():
         environ.setdefault(key, value)
     if "MASTER_PORT" not in environ:
         with socket.socket() as s:

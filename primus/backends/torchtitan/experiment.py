@@ -12,11 +12,9 @@ MODEL_SECTION = "model"  # 0.3: Primus's {module, config} -> upstream's --module
 
 
 def experiment_params(environ: Mapping[str, str] = os.environ) -> dict[str, Any] | None:
-    """The experiment's torchtitan parameters to lay over upstream's config; None without PRIMUS_CONFIG.
-    Upstream's keys only the module preset sets are left out: they restate upstream's defaults (a test keeps
-    them equal), and upstream's config comes from the user's job (a config function, a TOML job file) whose
-    own values must win, as they do without Primus. Raises ConfigError (every problem in the file, or not
-    exactly one torchtitan module)."""
+    """The experiment's torchtitan parameters to lay over upstream's config; None without PRIMUS_CONFIG. Upstream's
+    keys only the module preset sets are left out: they restate upstream's defaults, and the user's job (a config
+    function, a TOML job file) must win, as it does without Primus. Raises ConfigError."""
     from primus.config.environment import module_from_env
 
     module = module_from_env("torchtitan", environ)

@@ -27,7 +27,6 @@ class TorchTitanLaunchRules(LaunchRules):
 
 
 def _checkpoint(module: ModuleConfig) -> dict | None:
-    """The module's checkpoint section when it enables checkpointing."""
     checkpoint = module.params.get("checkpoint") or {}
     return checkpoint if checkpoint.get("enable") else None
 

@@ -1,12 +1,6 @@
-"""Primus's metrics options as fields of upstream's ``metrics`` config.
-
-``with_primus_options`` turns the loaded ``MetricsProcessor.Config`` (0.3; or a user's subclass of it)
-into a subclass that also has a field for each option the catalogue (``primus/config/schemas/tracking.py``)
-gives TorchTitan, so they are set the same way as upstream's own — in the
-experiment YAML's ``metrics:`` block or on the command line (``--metrics.enable-mlflow``) — and are
-part of the config dict every tracker receives. ``build()`` still constructs the same processor class.
-``primus_job_config_class`` does the same for a 0.2.2 ``JobConfig`` class, whose ``metrics`` field type is
-what its TOML loader and command-line parser read (so ``[metrics] enable_mlflow = true`` works too)."""
+"""Primus's metrics options as fields of upstream's ``metrics`` config (0.3's ``MetricsProcessor.Config``, 0.2.2's
+``JobConfig.metrics``), so they are set as upstream's own are (the YAML's ``metrics:``, ``--metrics.enable-mlflow``,
+a TOML ``[metrics]``) and are part of the config dict every tracker receives."""
 
 from __future__ import annotations
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from primus.config.schema import Param, Schema
 from primus.config.schemas import upstream_tables
 from primus.config.schemas.tracking import params_for
+from primus.upstreams.torchtitan import TORCHTITAN  # a declaration; imports no upstream
 
 LOG_FREQ = Param("metrics.log_freq", "int", ge=1, help="Steps between metric logs.")
 CHECKED_UPSTREAM = [LOG_FREQ]  # upstream's own, checked by the plan on whatever path it came (upstream's command line)
@@ -40,9 +41,6 @@ PARAMS = [
 
 
 def table() -> Path:
-    """The generated table of the torchtitan release installed here (else the newest)."""
-    from primus.upstreams.torchtitan import TORCHTITAN  # a declaration; imports no upstream
-
     return upstream_tables.select("torchtitan", upstream_tables.installed(TORCHTITAN))
 
 

@@ -26,9 +26,7 @@ class TorchTitanTracking:
 
     def prepare(self, config: Any, rank: int, *, dump_folder: str, profiler_section: str) -> TrackingPlan:
         """Plan from upstream's parsed config (raises TrackingPlanError), say what was decided once, and point
-        upstream's log and profiler output where the MLflow upload takes it from. ``config`` has ``metrics``
-        and ``checkpoint`` sections in every release; ``dump_folder`` and the profiler section's name are
-        where the release keeps them."""
+        upstream's log and profiler output where the MLflow upload takes it from."""
         checkpoint_dir = Path(dump_folder) / config.checkpoint.folder if config.checkpoint.enable else None
         profiler = getattr(config, profiler_section)
         plan = plan_tracking(
@@ -59,9 +57,8 @@ class TorchTitanTracking:
         tag: str | None,
         layout: dict[str, str] | None = None,
     ):
-        """Start the run on this rank and return the logger upstream's processor will use. ``params``: upstream's
-        config as a dict (every release has its ``training`` and ``metrics`` sections); ``model``: the dict that
-        names the model (its ``name`` and ``flavor`` become tags); ``layout``: the run's parallel layout tags."""
+        """Start the run on this rank and return the logger upstream's processor will use. ``model``: the dict
+        that names the model (its ``name`` and ``flavor`` become tags)."""
         from primus.backends.torchtitan.step_perf import ProcessorPerf
         from primus.backends.torchtitan.step_progress import ProcessorProgress
         from primus.backends.torchtitan.tracking_logger import TrackingLogger

@@ -40,10 +40,9 @@ class ProcessorPerf:
         self._device = DeviceCounters(self._perf.device_now)
 
     def read(self, processor: Any, now: float, system: Mapping[str, float] | None = None) -> tuple:
-        """Call before upstream's ``log`` on the same step (it resets the counters read here); ``now``:
-        ``time.perf_counter()`` at the step. ``system``: the memory/utilisation figures gathered over ranks
-        (RankFigures), in place of this rank's own reading. A ``PerfReading``'s fields as a plain tuple: the
-        ``PerfReading`` is made by ``figures``, on the hub's thread."""
+        """Call before upstream's ``log`` on the same step (it resets the counters read here). ``system``: the
+        figures gathered over ranks, in place of this rank's own. A plain tuple: ``figures`` makes the
+        ``PerfReading``, on the hub's thread."""
         return (
             now - processor.time_last_log,
             processor.ntokens_since_last_log,
@@ -54,7 +53,6 @@ class ProcessorPerf:
         )
 
     def figures(self, step: int, dims: Any, fields: tuple) -> dict[str, float]:
-        """The perf set of log step ``step`` from its reading (``read``); ``dims``: upstream's ParallelDims."""
         reading = PerfReading(*fields)
         steps = step - self._last_step if self._last_step is not None else self._log_freq
         self._last_step = step

@@ -19,7 +19,6 @@ from primus.tracking.measure.progress import Progress
 
 class ProcessorProgress:
     def __init__(self, training: Mapping[str, Any], parallelism: Mapping[str, Any] | None = None):
-        """``training``, ``parallelism``: upstream's sections as dicts."""
         self._progress = Progress()
         self._steps = int(training["steps"])
         if "seq_len" in training:
@@ -37,8 +36,6 @@ class ProcessorProgress:
             self._pp_microbatches = int((parallelism or {}).get("num_pp_microbatches", 1))
 
     def figures(self, step: int, now: float, dims: Any) -> dict[str, float]:
-        """The figures of log step ``step``, read at ``now`` (``time.perf_counter()``); ``dims``: upstream's
-        ParallelDims (the data-parallel degree, as upstream's Trainer takes it)."""
         samples = self._per_step
         if samples < 0:
             microbatches = self._pp_microbatches if getattr(dims, "pp_enabled", False) else 1

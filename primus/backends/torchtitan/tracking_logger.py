@@ -1,11 +1,7 @@
-"""The metric logger upstream's ``MetricsProcessor`` gets in place of its TensorBoard and W&B loggers.
-
-Everything upstream logs — ``log`` (losses, grad norm, throughput, memory, lr, tokens seen) and
-``log_validation`` — is one ``run.log`` per call: every enabled sink (TensorBoard, W&B, MLflow, journal)
-gets every metric, with upstream's names (MLflow's sink spells them for MLflow: ``throughput(tps)`` ->
-``throughput_tps_<hash>``). The call queues and returns; nothing is written on the training thread. The figures
-Primus adds to a log step (stragglers, progress, the perf set) are read at the step (``read_step``, before
-upstream's ``log`` resets its counters) and made on the hub's thread with the step's metrics."""
+"""The metric logger upstream's ``MetricsProcessor`` gets in place of its TensorBoard and W&B loggers: each ``log``
+and ``log_validation`` call is one ``run.log``, queued (nothing is written on the training thread), with
+upstream's names. What Primus adds to a log step is read at the step (``read_step``, before upstream's ``log``
+resets its counters) and made on the hub's thread with the step's metrics."""
 
 from __future__ import annotations
 
@@ -44,14 +40,13 @@ class TrackingLogger(BaseLogger):
         self.run = run
         self.tag = tag
         self.perf = perf  # set when the perf metric set is on
-        self.progress = progress  # the progress figures
+        self.progress = progress
         self.dropped: frozenset[str] = frozenset()  # upstream's names not tracked (upstream_mfu)
         self._reading: tuple | None = None  # read_step's StepReading fields, for upstream's log call of that step
 
     def read_step(self, processor: Any, step: int, stragglers: Mapping[str, float], system: Mapping[str, float] | None):
         """Upstream's ``MetricsProcessor.log`` of ``step`` is about to run (and reset its counters): read what this
-        step's figures are made from. ``stragglers``, ``system``: the figures gathered over ranks, if on. Kept as a
-        plain tuple: the ``StepReading`` is made on the hub's thread."""
+        step's figures are made from, as a plain tuple (the ``StepReading`` is made on the hub's thread)."""
         now = time.perf_counter()
         perf = self.perf.read(processor, now, system) if self.perf is not None else None
         self._reading = (step, now, processor.parallel_dims, stragglers, perf)
@@ -63,8 +58,7 @@ class TrackingLogger(BaseLogger):
         self.run.log_later(functools.partial(self._records, dict(metrics), step, reading), step)
 
     def _records(self, metrics: dict[str, Any], step: int, fields: tuple | None):
-        """On the hub's thread: the step's record, upstream's metrics with Primus's figures of a training step (read
-        at the step: ``read_step``'s fields)."""
+        """On the hub's thread: the step's record, upstream's metrics with Primus's figures of a training step."""
         if fields is not None:
             reading = StepReading(*fields)
             metrics.update(reading.stragglers)

@@ -53,9 +53,8 @@ def run_directory(
     checkpoint_dir: Path | None,
     rank: int,
     explicit: Path | None,
-    now: float | None = None,
 ) -> Path:
-    fresh = Path(dump_folder) / metrics.save_tb_folder / timestamp(now or launch_time())
+    fresh = Path(dump_folder) / metrics.save_tb_folder / timestamp(launch_time())
     base = choose_run_dir(explicit=explicit, checkpoint_dir=checkpoint_dir, fresh=fresh)
     return base / f"rank_{rank}" if metrics.save_for_all_ranks else base
 
@@ -71,12 +70,9 @@ def plan_tracking(
     profiler_section: str = "profiler",
     one_logger: OneLoggerConfig | None = None,
 ) -> TrackingPlan:
-    """``metrics``: the parsed metrics config (upstream's fields plus Primus's, see metrics_options);
-    ``checkpoint_dir``: where upstream saves checkpoints, None when checkpointing is off;
-    ``profiling``: upstream's <profiler_section>.enable_profiling (the trace report has nothing to read
-    without it); ``profiler_section``: upstream's name for that section (0.3 ``profiler``, 0.2 ``profiling``);
-    ``one_logger``: the run's shape for One-Logger, whose options the plan applies.
-    Raises TrackingPlanError listing every problem."""
+    """``metrics``: the parsed metrics config (upstream's fields and Primus's); ``checkpoint_dir``: None when
+    checkpointing is off; ``profiler_section``: 0.3's ``profiler``, 0.2's ``profiling``. Raises TrackingPlanError
+    listing every problem."""
     notices = Notices()
     for problem in problems(CHECKED_UPSTREAM, lambda key: getattr(metrics, key.removeprefix("metrics."))):
         notices.error(problem)

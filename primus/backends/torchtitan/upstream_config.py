@@ -1,11 +1,7 @@
-"""An experiment's sections set on upstream's config before the command line is parsed onto it — 0.3's
-``Trainer.Config`` (the loaded config function's result), 0.2.2's ``JobConfig`` (defaults, then the TOML
-job file): so ``training: {steps: 5}`` in YAML means ``--training.steps 5``, and a flag given on the
-command line still wins. Keys upstream does not have are errors, reported together, with a did-you-mean.
-
-How an experiment names what upstream reads only from its command line (``entry.upstream_argv`` adds the
-flags) differs by release: ``model: {module, config}`` (0.3's ``--module/--config``) or ``job.config_file``
-(0.2.2's ``--job.config_file``); the functions below give each release the sections it has."""
+"""An experiment's sections set on upstream's config before the command line is parsed onto it, so ``training:
+{steps: 5}`` in YAML means ``--training.steps 5`` and a flag still wins. Keys upstream does not have are errors,
+reported together, with a did-you-mean. What upstream reads only from its command line is named by ``model:
+{module, config}`` on 0.3 and ``job.config_file`` on 0.2.2 (``entry.upstream_argv``)."""
 
 from __future__ import annotations
 
@@ -48,9 +44,9 @@ def job_config_sections(params: Mapping[str, Any]) -> dict[str, Any]:
     return sections
 
 
-def apply_sections(config: Any, params: Mapping[str, Any], where: str = "torchtitan") -> None:
+def apply_sections(config: Any, params: Mapping[str, Any]) -> None:
     problems: list[str] = []
-    _apply(config, params, where, problems)
+    _apply(config, params, "torchtitan", problems)
     if problems:
         raise ConfigError(problems)
 

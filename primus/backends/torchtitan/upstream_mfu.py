@@ -1,9 +1,6 @@
-"""Upstream's ``mfu(%)`` reaches the trackers only when upstream knew the device's peak.
-
-torchtitan's ``get_peak_flops`` (tools/utils.py) falls back to an A100's 312 TFLOP/s for a device it does
-not know — every CPU, and GPUs newer than its table — and ``MetricsProcessor.log`` then reports an MFU
-against that made-up peak. Like Primus's own ``perf/mfu`` (primus.tracking.measure.perf), an unknown peak means no
-MFU: the metric is left out, not guessed. ``tflops`` (achieved, peak-free) stays."""
+"""Upstream's ``mfu(%)`` reaches the trackers only when upstream knew the device's peak: torchtitan's
+``get_peak_flops`` falls back to an A100's for a device it does not know (every CPU, newer GPUs). As for Primus's
+own ``perf/mfu``, an unknown peak means no MFU, not a guessed one; ``tflops`` (peak-free) stays."""
 
 from __future__ import annotations
 
@@ -14,9 +11,8 @@ A100_PEAK_FLOPS = 312e12  # get_peak_flops's figure for an A100, and its fallbac
 
 
 def upstream_peak_is_real(device_name: str, peak_flops: float) -> bool:
-    """Whether ``peak_flops`` (upstream's, for ``device_name``) is the device's own figure: not the A100
-    fallback, unless the device is an A100 or its bf16 datasheet peak (upstream's MFU is against bf16) is
-    the same."""
+    """Not the A100 fallback, unless the device is an A100 or its bf16 datasheet peak (upstream's MFU is against
+    bf16) is the same."""
     if peak_flops != A100_PEAK_FLOPS or "A100" in device_name:
         return True
     return peak_tflops(device_name, "bf16") == A100_PEAK_FLOPS / 1e12

@@ -1,17 +1,10 @@
 """Generate the table of upstream TorchTitan config fields that the TorchTitan schema is built from.
 
-Validation must not import torchtitan (torch, ten seconds), so the table is generated from the installed
-torchtitan's own config dataclasses and checked in, one per minor release (``upstream_tables``)::
-
-    python -m primus.backends.torchtitan.upstream_table          # (re)write the installed release's table
-    python -m primus.backends.torchtitan.upstream_table --check  # exit 1 when upstream differs
-
-A field is a dotted name (``training.mixed_precision_param``) with its annotation as a type expression
-(``type_expressions``), upstream's default and docstring. A section lists the fields of its declared class and of
-every subclass torchtitan defines (a config function may put a subclass there: llama3's ``dataloader``); which of
-those the chosen config has, upstream's config manager says when the job starts (``upstream_config``). Fields tyro
-hides (``tyro.conf.Suppress``: ``model_spec``) are not listed. Each release has its config root here (ROOTS); a
-release with another config system (0.2's ``JobConfig``) gets a table by adding its root and regenerating."""
+Validation must not import torchtitan (torch, ten seconds), so the table is generated from the installed release's
+config dataclasses and checked in, one per minor release (``upstream_tables``): ``python -m
+primus.backends.torchtitan.upstream_table [--check]``. A section lists the fields of its declared class and of
+every subclass torchtitan defines (a config function may put a subclass there: llama3's ``dataloader``); fields
+tyro hides (``tyro.conf.Suppress``) are not listed. A release with another config system gets its root in ROOTS."""
 
 from __future__ import annotations
 

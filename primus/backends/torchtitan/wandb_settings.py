@@ -17,9 +17,7 @@ UPSTREAM_DEFAULT_PROJECT = "torchtitan"
 
 
 def wandb_settings(save_dir: Path, notices: Notices, environ: Mapping[str, str] = os.environ) -> WandbConfig:
-    """The W&B sink's settings from the variables upstream's WandBLogger passes to wandb.init
-    (components/metrics.py, 0.2.2 and 0.3.0); warns of missing credentials.
-    WANDB_RUN_GROUP reaches wandb directly (wandb reads it itself)."""
+    """Warns of missing credentials. WANDB_RUN_GROUP reaches wandb directly (wandb reads it itself)."""
     notices.check_wandb_credentials("metrics.enable_wandb", environ)
     return WandbConfig(
         project=environ.get("WANDB_PROJECT") or UPSTREAM_DEFAULT_PROJECT,

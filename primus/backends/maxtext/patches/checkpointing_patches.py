@@ -1,9 +1,6 @@
-"""Patches that journal MaxText's checkpoints (``primus/tracking/checkpoints/checkpoint_journal.py``) from
-``maxtext.common.checkpointing``: ``save_checkpoint`` (a start mark, then the save when upstream says it saved: for
-an asynchronous save, once the state is copied off the device and the write goes on in the background) and
-``load_state_if_possible`` (the step this run's own checkpoint folder gave back). The checkpoint of a step is
-``<checkpoint manager's directory>/<step>``, as upstream addresses it. MaxText loads before its ``MetricLogger``
-starts the run: the journal keeps that record until then."""
+"""Patches that journal MaxText's checkpoints (``save_checkpoint``: a start mark, then the save once upstream says it
+saved; ``load_state_if_possible``: the step given back), each at ``<manager's directory>/<step>`` as upstream
+addresses it. MaxText loads before its ``MetricLogger`` starts the run: the journal keeps that record until then."""
 
 from __future__ import annotations
 

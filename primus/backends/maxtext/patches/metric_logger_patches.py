@@ -1,14 +1,7 @@
-"""Patches on maxtext.common.metric_logger.MetricLogger: the hub in place of upstream's TensorBoard and W&B
-writers, fed from ``write_metrics``, upstream's single fan-out (train, eval and running-eval metrics, each
-step once, plus the last step in the final flush).
-
-``__init__``: on the first JAX process of a tracked run, upstream's logger sees its config with
-``enable_tensorboard`` and ``enable_wandb`` off (no tensorboardX writer, no ``wandb.init`` of its own) and
-the run starts. ``write_metrics`` logs the step to the hub before upstream's console line, metrics file and
-NaN/Inf abort (which exits). ``write_setup_info_to_tensorboard`` sends the parameter count to every tracker
-and upstream's config texts to TensorBoard. ``flush_metrics_and_cleanup`` (in ``train_loop``'s ``finally``)
-ends the run: FINISHED, FAILED with an exception or a non-zero exit in flight, KILLED on Ctrl-C.
-With every tracker off, upstream's methods run unchanged."""
+"""Patches on maxtext.common.metric_logger.MetricLogger: the hub in place of upstream's TensorBoard and W&B writers,
+fed from ``write_metrics`` (upstream's single fan-out) before upstream's console line and NaN/Inf abort; the run
+starts in ``__init__`` on the first JAX process and ends in ``flush_metrics_and_cleanup`` (``train_loop``'s
+``finally``) with the status of what is in flight. With every tracker off, upstream's methods run unchanged."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""Patch on maxtext.configs.pyconfig: the experiment's MaxText parameters (PRIMUS_CONFIG, under `primus train`
-or `primus-run --config`) ahead of the command line's (the module preset's defaults only where the user's own
-config file does not set the key), Primus's keys taken off it, and the tracking decided
-(and checked) as soon as upstream has built the config — ``train.initialize`` calls it before any model exists.
-
-Required: without it ``enable_mlflow=true`` is an unknown key to upstream, and a bad tracking setting would
-surface only after compilation."""
+"""Patch on maxtext.configs.pyconfig: the experiment's MaxText parameters ahead of the command line's, Primus's keys
+taken off it, and the tracking planned and checked as soon as upstream has built the config, before any model
+exists. Required: without it ``enable_mlflow=true`` is an unknown key to upstream."""
 
 from __future__ import annotations
 

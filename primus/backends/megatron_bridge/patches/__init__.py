@@ -1,1 +1,1 @@
-"""The Megatron-Bridge backend's declaring modules (entry points of the group ``primus.patches``)."""
+"""Patches on upstream Megatron-Bridge, one module per hook point, in the order ``backend.py`` lists them."""

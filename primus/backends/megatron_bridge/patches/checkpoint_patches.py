@@ -1,17 +1,11 @@
-"""Patches that journal Megatron-Bridge's checkpoints (``primus/tracking/checkpoints/checkpoint_journal.py``) as Megatron's are: a start
-mark as ``checkpointing.save_checkpoint`` begins, the load's start as ``load_checkpoint`` does, and the save and the
-load from Bridge's own W&B hooks (``utils.wandb_utils.on_save_checkpoint_success`` / ``on_load_checkpoint_success``),
-which Bridge calls on its last rank, the one that tracks, after each global save (once an asynchronous one is
-finalised) and after a load. An entry point of the group ``primus.patches`` (``setup.cfg``); importing this module
-registers them.
+"""Patches that journal Megatron-Bridge's checkpoints as Megatron's are: a start mark as ``save_checkpoint`` and
+``load_checkpoint`` begin, the save and the load from Bridge's own W&B hooks (``on_save_checkpoint_success`` /
+``on_load_checkpoint_success``), which Bridge calls on its last rank (the one that tracks) after each global save
+(once an asynchronous one is finalised) and after a load.
 
-Bridge's hooks log each checkpoint as a W&B reference artifact, and ``use_artifact`` on a load, with its own W&B
-writer, which the writers patch leaves unset (W&B is a sink of the hub): without these patches the artifacts would
-stop under Primus. Bridge's hook still runs first (it does nothing without its writer); the record carries what it
-would have logged (its own name and alias helpers; unlike Megatron's, no tracker file in the artifact), and the W&B
-sink logs it in the delivery process. Bridge's MLflow hook, which uploads each checkpoint's folder with its own
-MLflow writer (unset too), gives way to the MLflow sink's manifest per save, with the files when
-``mlflow_upload_checkpoints`` asks."""
+Bridge's hooks log each checkpoint as a W&B reference artifact with its own W&B writer, which the writers patch
+leaves unset: the record carries what they would have logged, and the W&B sink logs it in the delivery process.
+Bridge's MLflow hook (its own writer, unset too) gives way to the MLflow sink's manifest per save."""
 
 from __future__ import annotations
 

@@ -1,12 +1,8 @@
-"""Patches that put the hub in place of Megatron-Bridge's own writers (``primus/backends/megatron_bridge/
-tracking.py``). An entry point of the group ``primus.patches`` (``setup.cfg``); importing this module registers
-them.
-
-* ``GlobalState.tensorboard_logger`` is the hub's writer on Bridge's writing rank, ``wandb_logger``,
-  ``mlflow_logger`` and ``comet_logger`` are None: W&B, MLflow and Comet are the hub's sinks.
-* After ``training_log`` (with the progress figures) and each ``evaluate_and_print_results`` the step goes out; ``_finish_train`` ends the run
-  FINISHED (a run that dies earlier is ended by the run's exit handlers). Patched where Bridge looks them up:
-  ``train.py`` and ``pretrain.py`` bind them by name at import."""
+"""Patches that put the hub in place of Megatron-Bridge's own writers (``session.py``): ``GlobalState``'s
+``tensorboard_logger`` is the hub's writer on Bridge's writing rank, its W&B, MLflow and Comet loggers None (the
+hub's sinks). The step goes out after ``training_log`` and each evaluation; ``_finish_train`` ends the run (one
+that dies earlier is ended by its exit handlers). Patched where Bridge looks them up: ``train.py`` and
+``pretrain.py`` bind them by name at import."""
 
 from __future__ import annotations
 

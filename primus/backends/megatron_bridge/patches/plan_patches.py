@@ -1,13 +1,12 @@
-"""Plans a Megatron-Bridge run on every rank before training (``primus/backends/megatron_bridge/session.py``), as
-Megatron's ranks plan in validate_args: a bad setting stops every rank with one message before anything is built,
-and a rank that does not write (all but the last) still knows the run it belongs to (its stacks on a stall). An
-entry point of the group ``primus.patches`` (``setup.cfg``); importing this module registers it."""
+"""Plans a Megatron-Bridge run on every rank before training (``session.py``), as Megatron's ranks plan in
+validate_args: a bad setting stops every rank with one message before anything is built, and a rank that does not
+write (all but the last) still knows the run it belongs to (its stacks on a stall)."""
 
 from __future__ import annotations
 
 from types import ModuleType
 
-from primus.patches import REGISTRY, Patch, PatchHandle
+from primus.patches import REGISTRY, PatchHandle
 from primus.upstreams.megatron_bridge import MEGATRON_BRIDGE
 
 
@@ -21,19 +20,13 @@ def _plan_then_setup(wrapped, instance, args, kwargs):
     return wrapped(*args, **kwargs)
 
 
+@REGISTRY.patch(
+    "megatron_bridge.tracking.plan",
+    target="megatron.bridge.training.pretrain",
+    upstream=MEGATRON_BRIDGE,
+    backend="megatron_bridge",
+    description="setup (in pretrain() and finetune(), every rank) -> the run is planned from the config first "
+    "(pretrain.py:_pretrain)",
+)
 def _install(pretrain: ModuleType, handle: PatchHandle) -> None:
     handle.wrap(pretrain, "setup", _plan_then_setup)
-
-
-REGISTRY.register(
-    Patch(
-        id="megatron_bridge.tracking.plan",
-        target="megatron.bridge.training.pretrain",
-        upstream=MEGATRON_BRIDGE,
-        versions="",
-        install=_install,
-        backend="megatron_bridge",
-        description="setup (in pretrain() and finetune(), every rank) -> the run is planned from the config first "
-        "(pretrain.py:_pretrain)",
-    )
-)

@@ -12,27 +12,24 @@ import torch
 _PEAK_FIELDS = ("active_bytes.all.peak", "reserved_bytes.all.peak")
 
 
-def _host_name() -> str:
+def _proc_field(path: str, name: str) -> str | None:
+    """The value of the first ``name: value`` line of a /proc file; None when there is none."""
     try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return "CPU " + line.split(":", 1)[1].strip()
+        with open(path) as f:
+            return next((line.split(":", 1)[1].strip() for line in f if line.startswith(name)), None)
     except OSError:
-        pass
-    return "CPU"
+        return None
+
+
+def _host_name() -> str:
+    model = _proc_field("/proc/cpuinfo", "model name")
+    return f"CPU {model}" if model else "CPU"
 
 
 def _peak_rss_bytes() -> int:
     """VmHWM: the resident-set high-water mark, which ``reset_peak_memory_stats`` can lower."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return -1  # upstream's own value for "unknown"
+    peak = _proc_field("/proc/self/status", "VmHWM:")
+    return int(peak.split()[0]) * 1024 if peak else -1  # -1: upstream's own value for "unknown"
 
 
 class CpuDeviceModule(types.ModuleType):

@@ -24,9 +24,10 @@ def _step_of(checkpoint_id: str) -> int:
     return int(PurePosixPath(checkpoint_id.rstrip("/")).name.removeprefix(STEP_PREFIX))
 
 
-def _install(manager: Any, handle: PatchHandle) -> None:
+def _install_checkpoints(module: ModuleType, handle: PatchHandle) -> None:
     from primus.backends.torchtitan.session import TRACKING
 
+    manager = module.CheckpointManager
     save = Arguments(manager.dcp_save, "checkpoint_id", method=True)
     load = Arguments(manager.dcp_load, "checkpoint_id", method=True)
 
@@ -63,10 +64,6 @@ def _when_written(result: Any, done: Callable[[], None]) -> None:
             done()
 
     future.add_done_callback(written)
-
-
-def _install_checkpoints(module: ModuleType, handle: PatchHandle) -> None:
-    _install(module.CheckpointManager, handle)
 
 
 for _id, _target, _versions in (

@@ -1,16 +1,10 @@
-"""Patches on torchtitan.config.manager: the experiment YAML and Primus's metrics options onto
-upstream's config, and the tracking decided (and checked) as soon as the config is parsed.
+"""Patches on torchtitan.config.manager: the experiment YAML and Primus's metrics options onto upstream's config,
+and the tracking planned (and checked) as soon as the config is parsed. Required: without them
+`--metrics.enable-mlflow` is an unknown argument, and a bad setting would surface only after the model was built.
 
-Required: without them a `--metrics.enable-mlflow` flag is an unknown argument, and a bad setting would
-surface only after the model was built. One patch per upstream generation (primus/upstreams/torchtitan.py), the same steps:
-Primus's fields in the metrics config, the experiment's sections on the config upstream built before it
-parses the command line, the tracking planned from the parsed config.
-
-- 0.3: ``_load_config`` returns the config function's result: both steps happen on it.
-- 0.2.2: ``parse_args`` builds the base config inline (``JobConfig`` defaults, then the TOML job file) and
-  hands it to ``tyro.cli`` as the default; no method sits between. So ``_maybe_add_custom_config`` (the
-  config class to build) gets Primus's metrics fields, and the ``tyro`` that manager.py calls (an Overlay)
-  sets the experiment's sections on the default it is given (YAML over TOML, the command line over both)."""
+0.2.2 builds its base config inline in ``parse_args`` and hands it to ``tyro.cli`` as the default, with no method
+between: so ``_maybe_add_custom_config`` gets Primus's fields, and manager.py's ``tyro`` (an Overlay) sets the
+experiment's sections on that default (YAML over TOML, the command line over both)."""
 
 from __future__ import annotations
 

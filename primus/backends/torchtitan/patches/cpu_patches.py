@@ -1,7 +1,5 @@
-"""Declares the TorchTitan CPU platform: the patches that let unmodified torchtitan train on a host
-without an accelerator (1 process, or torchrun with FSDP/DDP/TP on gloo), declared in
-``primus/backends/torchtitan/cpu/`` by what they patch. An entry point of the group ``primus.patches``
-(``setup.cfg``); importing this module registers them."""
+"""The TorchTitan CPU platform: the patches that let unmodified torchtitan train on a host without an accelerator (1
+process, or torchrun with FSDP/DDP/TP on gloo), declared in ``../cpu/`` by what they patch."""
 
 from __future__ import annotations
 

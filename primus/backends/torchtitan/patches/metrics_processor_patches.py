@@ -1,16 +1,7 @@
-"""Patches on torchtitan.components.metrics: the hub in place of upstream's metric loggers.
-
-Upstream's metric-logger builder returns a TrackingLogger on the metrics rank (upstream's rule: rank 0, or the
-first rank of the last pipeline stage) or on every rank with ``save_for_all_ranks``, instead of upstream's
-TensorBoard/W&B LoggerContainer; ranks that do not track get upstream's no-op BaseLogger. With every
-tracker off, upstream's own builder runs unchanged. The builder differs by release (primus/upstreams/torchtitan.py),
-one patch each: 0.3's ``MetricsProcessor._build_metric_logger`` (keyword arguments), 0.2.2's module-level
-``_build_metric_logger(job_config, parallel_dims, tag)``.
-
-The same in every release: ``MetricsProcessor.__init__`` leaves upstream's ``mfu(%)`` out of the trackers when the
-device's peak is unknown (upstream_mfu); before ``MetricsProcessor.log`` resets its counters, what the progress, perf,
-across-rank and straggler figures are made from is read (upstream calls ``log`` on every rank at every log step, so
-each rank takes part in the one gather those options need; docs/metrics.md)."""
+"""Patches on torchtitan.components.metrics: the hub in place of upstream's metric loggers, on the metrics rank
+(upstream's rule) or every rank with ``save_for_all_ranks``; the other ranks get upstream's no-op BaseLogger, and
+with every tracker off upstream's own builder runs. ``MetricsProcessor.log`` runs on every rank at every log step,
+so the across-rank and straggler figures are gathered there, before upstream resets its counters."""
 
 from __future__ import annotations
 
@@ -35,10 +26,7 @@ def _tracking_logger(
     tag: str | None,
     parallel_dims: Any,
 ):
-    """The logger this rank gets: None when every tracker is off (upstream builds its own); upstream's
-    no-op BaseLogger on a rank that does not track; else the hub's logger. ``metrics_rank``: upstream's
-    choice of the rank that logs; ``params``: the config as a dict (the run's parameters); ``model``: the
-    dict naming the model; ``parallel_dims``: upstream's ParallelDims (the run's layout)."""
+    """None when every tracker is off (upstream builds its own logger)."""
     import torch.distributed as dist
 
     from primus.backends.torchtitan.parallel_tags import layout_tags_of

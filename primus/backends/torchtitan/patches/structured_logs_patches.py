@@ -1,8 +1,5 @@
-"""TorchTitan's structured logs (0.3: ``torchtitan.observability.structured_logger``, one JSONL file per rank under
-``<output_dir>/structured_logs/``) go with the run's logs to MLflow (``mlflow_upload_logs``): while that upload is
-on, ``init_structured_logger`` is given the run directory as its output folder, so each rank's file lands in
-``<run_dir>/structured_logs/``, which the MLflow sink uploads after training, as the profiler's traces are pointed
-into ``<run_dir>/traces``. Upstream's console line names where each file is."""
+"""TorchTitan 0.3's structured logs (one JSONL file per rank) go with the run's logs to MLflow (``mlflow_upload_logs``):
+while that upload is on, their folder is the run directory, which the MLflow sink uploads after training."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The patch that journals TorchTitan's evaluations as an expected pause in steps (run health's stall allowance,
-``primus/tracking/health/detectors.py``): ``Validator.validate``, which every release calls at its ``validation.freq`` steps
-and which runs the whole validation set before the next training step is logged."""
+"""TorchTitan's evaluations journaled as an expected pause in steps: the stall alert allows for them
+(``primus/tracking/health/detectors.py``) and goodput counts them as badput."""
 
 from __future__ import annotations
 
