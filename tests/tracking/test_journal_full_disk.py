@@ -11,9 +11,15 @@ import pytest
 
 from support.disks import fill
 from support.journal_files import journal_lines
-from support.readers import read_tb_scalars
+from support.readers import mlflow_history, read_tb_scalars
 
-from primus.tracking import TensorBoardConfig, TrackingConfig, start_run
+from primus.tracking import MlflowConfig, TensorBoardConfig, TrackingConfig, start_run
+from primus.tracking.journal.records import METRICS, Record, SinkName
+from primus.tracking.journal.run_state import RunState
+from primus.tracking.measure.names import mlflow_key
+from primus.tracking.trackers.context import SinkContext
+from primus.tracking.trackers.mlflow import MlflowSink
+from primus.tracking.trackers.tensorboard import TensorBoardSink
 
 STEPS = 300
 FREED_AT = 200
@@ -52,3 +58,37 @@ def test_a_full_disk_sends_records_directly_to_the_trackers_and_says_where_they_
                     f"{len(missing)}. Lost for: none."]
     end = journal_lines(disk / "run")[-1]["d"]
     assert end["event"] == "end" and end["not_journaled"] == {"metrics": len(missing)}
+
+
+def test_sinks_that_open_on_a_full_disk_deliver_and_save_their_state_once_there_is_room(tmpfs, tmp_path,
+                                                                                         mlflow_uri, mlflow_client,
+                                                                                         primus_caplog):
+    """The delivery process may open its sinks after the run directory's disk filled (a slow start under load):
+    what a sink keeps there for a restart (TensorBoard's tags table written, MLflow's run id) cannot be written,
+    and the sink delivers all the same; the state is written with its next save that finds room."""
+    primus_caplog.set_level(logging.WARNING, logger="primus.tracking")
+    run_dir = tmpfs("disk", "size=64k") / "run"
+    run_dir.mkdir()
+    state = RunState(run_dir)
+    state.update("run", status="RUNNING")  # the run's own state file and lock, written at its start
+    cfg = TrackingConfig(run_dir=run_dir, tensorboard=TensorBoardConfig(log_dir=tmp_path / "tb"),
+                         mlflow=MlflowConfig(experiment_name="full-disk-state")).resolve()
+    tensorboard, mlflow = (cls(SinkContext(name, run_dir, "r", "e", {}, {"host": "h"}, state, cfg))
+                           for name, cls in ((SinkName.TENSORBOARD, TensorBoardSink), (SinkName.MLFLOW, MlflowSink)))
+    filler = fill(run_dir.parent)
+    records = [Record(METRICS, step, 1_000 + step, {"loss": step / 2}, end=step + 1) for step in range(3)]
+    for sink in tensorboard, mlflow:
+        sink.open()
+        sink.write(records)
+    assert [s for s, _ in read_tb_scalars(tmp_path / "tb")["loss"]] == [0, 1, 2]
+    assert [s for s, _ in mlflow_history(mlflow_client, mlflow.run_id, mlflow_key("loss"))] == [0, 1, 2]
+    said = [r.getMessage() for r in primus_caplog.records if "could not save" in r.getMessage()]
+    assert len(said) == 2 and all("No space left on device" in line for line in said), said
+    assert state.section("mlflow") == {} and state.section("tensorboard") == {}
+
+    filler.unlink()
+    mlflow.close("FINISHED", complete=True)  # its next save: the run's end, and the run id it kept
+    tensorboard.context.save()
+    assert state.section("mlflow")["run_id"] == mlflow.run_id and state.section("mlflow")["terminated"] == "FINISHED"
+    assert state.section("tensorboard") == {"tags_written": True}
+    tensorboard.close("FINISHED", complete=True)
