@@ -71,7 +71,11 @@ class TrackingSummaryWriter:
         self._calls: list[tuple[str, Any, Any]] = []  # upstream's add_scalar calls since the last hand-over
         if step is not None:  # upstream's fixed arguments end_step reads, once here (Bridge's writer has no steps)
             self._log_interval, self._tensorboard_interval = args.log_interval, args.tensorboard_log_interval
-            self._samples_per_microbatch = args.micro_batch_size * args.data_parallel_size
+            # megatron-core 0.19's GTP-remat peers are outside data_parallel_size and each takes micro-batches of
+            # its own: upstream's training_log multiplies them back in (earlier releases have no such axis)
+            self._samples_per_microbatch = (
+                args.micro_batch_size * args.data_parallel_size * getattr(args, "gtp_weight_remat_size", 1)
+            )
         self._kinds: dict[str, int] = {}  # the hub's thread only
         self._failed = False
         self._throughput_on = run is not None and (args.log_throughput or perf_metrics)  # upload implies it

@@ -329,3 +329,22 @@ def test_the_end_of_a_megatron_run_drains_the_hub_once_and_delivers_every_record
     metrics = {(r.step, name) for r in read_all(tmp_path / "run") if r.kind == METRICS for name in r.data}
     assert {(2, "lm loss"), (2, "lm loss validation")} <= metrics
     assert "[primus] iteration 2/10 | tokens/s/GPU" in log_file.read_text()
+
+
+@pytest.mark.parametrize("gtp_remat", [None, 1, 2])
+def test_the_global_batch_is_upstreams_with_its_gtp_remat_peers(run, gtp_remat):
+    """megatron-core 0.19's training_log counts micro-batch x data-parallel x GTP-remat peers x micro-batches
+    (data_parallel_size leaves the GTP-remat axis out); earlier releases have no such argument."""
+    asked = []
+
+    def formula(args, batch_size):
+        asked.append(batch_size)
+        return 1e6 * batch_size
+
+    step = StepFunctions(num_floating_point_operations=formula, get_num_microbatches=lambda: 3)
+    extra = {} if gtp_remat is None else {"gtp_weight_remat_size": gtp_remat}
+    w = TrackingSummaryWriter(run, megatron_args(micro_batch_size=2, data_parallel_size=4, **extra), step,
+                              perf_metrics=True)
+    w.end_step(1)
+    w.end_step(2)
+    assert set(asked) == {2 * 4 * (gtp_remat or 1) * 3}
