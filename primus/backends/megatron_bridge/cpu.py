@@ -5,13 +5,11 @@ CPU generator) install when Bridge imports it. Bridge's start-up (``megatron.bri
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from types import ModuleType
-from typing import Any
 
 from primus.backends.megatron_core.cpu import initialize
-from primus.backends.megatron_core.cpu.platform import cpu_patch
-from primus.patches import Patch, PatchHandle
+from primus.patches import PatchHandle
+from primus.patches.platform import cpu_patches
 from primus.upstreams.megatron_bridge import MEGATRON_BRIDGE
 
 
@@ -21,8 +19,7 @@ def install_local_layer_spec(gpt_provider: ModuleType, handle: PatchHandle) -> N
     handle.replace(gpt_provider, "transformer_engine_layer_spec", gpt_provider.local_layer_spec)
 
 
-def bridge_cpu_patch(id: str, target: str, description: str, install: Callable[[Any, PatchHandle], None]) -> Patch:
-    return cpu_patch(id, target, description, install, upstream=MEGATRON_BRIDGE, backend="megatron_bridge")
+bridge_cpu_patch = cpu_patches(MEGATRON_BRIDGE, "megatron_bridge")
 
 
 PATCHES = (
