@@ -11,7 +11,7 @@ from primus.report.panels import Panel, pick_name, scale
 from primus.tracking.goodput.accounting import FRACTION, GOODPUT_EVENT, NAMES
 from primus.tracking.journal.files import JOURNAL_DIR
 from primus.tracking.journal.reader import has_journal, read_all
-from primus.tracking.journal.records import EVENT, METRICS, Alert, event_of
+from primus.tracking.journal.records import BACKEND_TAG, EVENT, METRICS, Alert, event_of
 from primus.tracking.tags.meta import RunMeta
 
 # IntervalAverager's default and trainer_base.yaml's: used when the run's params do not say
@@ -81,7 +81,7 @@ def load_run(path: Path, label: str | None = None) -> RunData:
     return RunData(
         path=path,
         label=label or path.name,
-        backend=meta.tags.get("primus.backend"),
+        backend=meta.tags.get(BACKEND_TAG),
         skip_iterations=skip if isinstance(skip, int) else DEFAULT_SKIP_ITERATIONS,
         points=dict(points),
         wall_time_s=sum(last - first for first, last in spans.values()) / 1000 if spans else None,

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from primus.config.schemas.tracking import goodput_windows, params_for, problems
 from primus.errors import SettingsError
 from primus.tracking.journal.files import TRACES_DIR, rank_log_file
-from primus.tracking.journal.records import RANK_TAG
+from primus.tracking.journal.records import BACKEND_TAG, RANK_TAG
 from primus.tracking.settings.config import (
     PROMETHEUS_PORT_ENV,
     PUSHGATEWAY_ENV,
@@ -36,8 +36,10 @@ from primus.tracking.settings.one_logger_presence import LEGACY, PUBLIC, legacy_
 from primus.tracking.tags.run_labels import RunLabels, run_labels
 from primus.upstreams.backends import backend_named
 
-if TYPE_CHECKING:  # a backend builds it; plan_run only passes it on
-    from primus.tracking.settings.config import CometConfig, OneLoggerConfig
+if TYPE_CHECKING:
+    from primus.tracking.checkpoints.checkpoint_journal import CheckpointJournal
+    from primus.tracking.run import Run
+    from primus.tracking.settings.config import CometConfig, OneLoggerConfig  # a backend builds them
 
 PERF = "mlflow_upload_performance_metrics"
 ACROSS_RANKS = "mlflow_performance_metrics_across_ranks"
@@ -106,6 +108,7 @@ class Notices:
 class TrackingPlan:
     config: TrackingConfig | None  # None: every tracker is off and upstream's behaviour is unchanged
     notices: Notices
+    backend: str  # the run's BACKEND_TAG
     all_ranks: bool = False  # every rank tracks, each into its own run; else only the rank the backend logs from
     rank: int = 0  # this rank's (its run's tag RANK_TAG when every rank has its own run)
     log_file: Path | None = None  # this rank's console is copied there (every rank) and uploaded after training
@@ -122,10 +125,20 @@ class TrackingPlan:
         """The config the run starts with: the plan's, with the run's params and tags (the backend's, which are
         all under primus., and the user's)."""
         assert self.config is not None, "no tracker is on: there is no run to start"
-        own = {RANK_TAG: str(self.rank)} if self.all_ranks else {}
+        own = {BACKEND_TAG: self.backend, **({RANK_TAG: str(self.rank)} if self.all_ranks else {})}
         return dataclasses.replace(
             self.config, params={**params, **self.recorded_params}, tags={**self.user_tags, **tags, **own}
         )
+
+    def start(self, params: Mapping[str, Any], tags: Mapping[str, str], checkpoints: CheckpointJournal) -> Run:
+        """Start the run (``run_config``'s), with its exit handlers, and journal ``checkpoints`` into it (with what
+        they held from before the start)."""
+        from primus.tracking import start_run  # the hub and its sinks load only when a run starts
+
+        run = start_run(self.run_config(params, tags))
+        run.install_exit_handlers()
+        checkpoints.attach(run)
+        return run
 
 
 @dataclass(frozen=True)
@@ -181,7 +194,7 @@ def plan_run(
     where = destinations(notices)
     if where is None:
         notices.raise_if_errors()
-        return TrackingPlan(None, notices, stragglers=stragglers)
+        return TrackingPlan(None, notices, backend, stragglers=stragglers)
     config = notices.resolved(
         TrackingConfig(
             run_dir=where.run_dir,
@@ -223,6 +236,7 @@ def plan_run(
     return TrackingPlan(
         config if tracked else None,
         notices,
+        backend,
         all_ranks=all_ranks,
         rank=where.rank,
         log_file=rank_log_file(where.run_dir, where.rank) if "mlflow_upload_logs" in chosen else None,

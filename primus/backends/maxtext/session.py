@@ -40,18 +40,13 @@ class MaxTextTracking:
         return plan_tracking(config, PrimusOptions(), given_run_dir())
 
     def start(self, plan: TrackingPlan, config: Any, announce: Callable[[int], None] | None) -> TrackingMetricWriter:
-        from primus.tracking import start_run
-
         settings = config.get_keys()
         jax = sys.modules.get("jax")  # MaxText's own, loaded by then: its devices are the world the layout divides
         tags = {
-            "primus.backend": "maxtext",
             "maxtext.model_name": str(settings.get("model_name", "")),
             **(layout_tags_of(settings, jax.device_count()) if jax is not None else {}),
         }
-        run = start_run(plan.run_config(params=settings, tags=tags))
-        run.install_exit_handlers()
-        self.checkpoints.attach(run)
+        run = plan.start(settings, tags, self.checkpoints)
         return TrackingMetricWriter(
             run,
             log_period=config.log_period,

@@ -104,14 +104,11 @@ class MegatronTracking:
             if args.log_throughput or args.log_progress:  # the console figures need no tracker
                 self.writer = TrackingSummaryWriter(None, args, step, perf_metrics=False)
             return
-        from primus.tracking import start_run
-
-        tags = {"primus.backend": "megatron", **layout_tags(args.world_size, **parallel_degrees(args, args.world_size))}
-        run = start_run(plan.run_config(params=_plain_params(args), tags=tags))
-        run.install_exit_handlers()
+        self.checkpoints = CheckpointJournal()
+        tags = layout_tags(args.world_size, **parallel_degrees(args, args.world_size))
+        run = plan.start(_plain_params(args), tags, self.checkpoints)
         self.writer = TrackingSummaryWriter(run, args, step, perf_metrics=plan.perf_metrics)
         upstream_global_vars._GLOBAL_TENSORBOARD_WRITER = self.writer
-        self.checkpoints = CheckpointJournal(run)
 
     # -- the training_log patch's wrappers (wrapt's signature) -----------------------------
     def training_log(self, wrapped, instance, args, kwargs):

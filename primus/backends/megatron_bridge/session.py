@@ -15,7 +15,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from primus.backends.megatron_bridge.step_perf import BridgePerf
-from primus.backends.megatron_bridge.tracking_plan import BACKEND, plan_tracking
+from primus.backends.megatron_bridge.tracking_plan import plan_tracking
 from primus.backends.megatron_core.parallel_degrees import parallel_degrees
 from primus.backends.megatron_core.tracking_summary_writer import TrackingSummaryWriter
 from primus.config.schemas.tracking import params_for
@@ -96,17 +96,13 @@ class BridgeTracking:
         return self.writer
 
     def _start(self, config: Any, rank: int, world_size: int) -> TrackingSummaryWriter | None:
-        from primus.tracking import start_run
-
         plan = self.plan if self.plan is not None else plan_tracking(config, rank=rank)
         plan.notices.emit(log)
         if plan.config is None:
             return None
-        tags = {"primus.backend": BACKEND, **layout_tags(world_size, **parallel_degrees(config.model, world_size))}
-        self.run = start_run(plan.run_config(params=flat_params(config.to_dict()), tags=tags))
-        self.run.install_exit_handlers()
         self.checkpoints = self.checkpoints or CheckpointJournal()  # None: planned here, not before setup
-        self.checkpoints.attach(self.run)
+        tags = layout_tags(world_size, **parallel_degrees(config.model, world_size))
+        self.run = plan.start(flat_params(config.to_dict()), tags, self.checkpoints)
         self.progress = Progress()
         self.perf = _perf(config, plan, world_size)
         return TrackingSummaryWriter(self.run, _writer_args(world_size), None, perf_metrics=False)

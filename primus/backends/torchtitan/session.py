@@ -62,13 +62,10 @@ class TorchTitanTracking:
         from primus.backends.torchtitan.step_perf import ProcessorPerf
         from primus.backends.torchtitan.step_progress import ProcessorProgress
         from primus.backends.torchtitan.tracking_logger import TrackingLogger
-        from primus.tracking import start_run
 
-        tags = {"primus.backend": "torchtitan", **(layout or {})}
+        tags = dict(layout or {})
         tags.update({f"torchtitan.{k}": str(v) for k in ("name", "flavor") if (v := (model or {}).get(k)) is not None})
-        run = start_run(plan.run_config(params=params, tags=tags))
-        run.install_exit_handlers()
-        self.checkpoints.attach(run)
+        run = plan.start(params, tags, self.checkpoints)
         perf = None
         if plan.perf_metrics:
             perf = ProcessorPerf(

@@ -153,6 +153,7 @@ SAVE_START, SAVED, LOADED = "checkpoint_save_start", "checkpoint_saved", "checkp
 # (MaxText logs a step once the next is handed over): a log step ends the pause only past it
 BUSY_EVENT = "busy"
 RESUMED_FROM_TAG = "primus.resumed_from"
+BACKEND_TAG = "primus.backend"  # the run's backend: Primus's name of the trainer
 RANK_TAG = "primus.rank"  # a rank's own run (every rank tracking into its own): which rank it is
 WANDB_ARTIFACT_TYPE = "model"  # Megatron's; the W&B sink gives every backend's checkpoints this type
 

@@ -23,7 +23,7 @@ import urllib.request
 from collections.abc import Iterable, Sequence
 
 from primus.redaction import redact_text
-from primus.tracking.journal.records import Alert, Metrics, Record, SinkName, event_of
+from primus.tracking.journal.records import BACKEND_TAG, Alert, Metrics, Record, SinkName, event_of
 from primus.tracking.settings import otlp_env
 from primus.tracking.settings.config import OtlpConfig, resolved
 from primus.tracking.sinks.sink import Sink, SinkUnavailable
@@ -33,7 +33,6 @@ log = logging.getLogger("primus.tracking")
 
 # ~40 bytes of protobuf a point: 500 steps of 60 figures are ~1.2 MB, well under collectors' request limits
 RECORDS_PER_REQUEST = 500
-BACKEND_TAG = "primus.backend"
 _PROTOBUF = "application/x-protobuf"
 
 
@@ -47,7 +46,7 @@ class OtlpSink(Sink):
             "service.name": "primus",
             "primus.run": context.run_name,
             "primus.experiment": context.experiment_name,
-            "primus.backend": context.tags.get(BACKEND_TAG, ""),
+            BACKEND_TAG: context.tags.get(BACKEND_TAG, ""),
             "host.name": socket.gethostname(),
         }
         self._headers: dict[str, dict[str, str]] = {}

@@ -21,7 +21,17 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from primus.redaction import redact_text
-from primus.tracking.journal.records import RANK_TAG, Alert, AlertKind, Metrics, Record, RunStatus, SinkName, event_of
+from primus.tracking.journal.records import (
+    BACKEND_TAG,
+    RANK_TAG,
+    Alert,
+    AlertKind,
+    Metrics,
+    Record,
+    RunStatus,
+    SinkName,
+    event_of,
+)
 from primus.tracking.settings.config import resolved
 from primus.tracking.sinks.sink import Durability, Sink, SinkUnavailable
 from primus.tracking.trackers import prometheus_names as names
@@ -29,7 +39,6 @@ from primus.tracking.trackers.context import SinkContext
 from primus.tracking.trackers.prometheus_endpoint import ENDPOINT
 
 log = logging.getLogger("primus.tracking")
-BACKEND_TAG = "primus.backend"  # the run's tags that label its group, with RANK_TAG
 
 
 @dataclass(frozen=True)
