@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from primus.backends.megatron.log_step_figures import LogStepFigures, batch_wait_s
 from primus.backends.megatron.tracking_plan import plan_tracking
 from primus.backends.megatron.upstream_one_logger import UpstreamOneLogger
 from primus.backends.megatron_core.parallel_degrees import parallel_degrees
@@ -22,41 +23,11 @@ from primus.log_capture import capture_console, stop_console_capture
 from primus.tracking.checkpoints.checkpoint_journal import CheckpointJournal
 from primus.tracking.health.stacks import register_for_stacks
 from primus.tracking.journal.records import Alert, AlertKind
-from primus.tracking.measure.across_ranks import LogStepRanks, RankFigures
 from primus.tracking.plan import TrackingPlan
 from primus.tracking.tags.parallel import layout_tags
 from primus.tracking.trackers.registry import sink_names
 
 log = get_logger("primus.megatron")
-
-
-def batch_wait_s() -> float:
-    """This rank's seconds in upstream's ``batch-generator`` timer (the forward step's batch reads) since the timers'
-    last reset, the previous log step: timed at ``--timing-log-level 2``, NaN below it."""
-    from megatron.core.timers import DummyTimer
-    from megatron.training import get_timers
-
-    timer = get_timers()("batch-generator", log_level=2)
-    return math.nan if isinstance(timer, DummyTimer) else float(timer.elapsed(reset=False))
-
-
-class LogStepFigures:
-    """Every rank's memory and utilisation (``mlflow_performance_metrics_across_ranks``) and busy time
-    (``primus_stragglers``) at a log step: upstream calls ``training_log`` on every rank, so on log steps each rank
-    publishes its row, and the writer rank gets the previous log step's summaries."""
-
-    def __init__(self, log_interval: int, figures: bool, stragglers: bool, writes: bool):
-        self._log_interval = log_interval
-        self._figures = RankFigures(figures, stragglers, writes)
-
-    def at(self, iteration: int, data_wait_s: float = math.nan) -> LogStepRanks | None:
-        """On a log step (every rank calls it) this rank's figures and the previous log step's summaries over ranks
-        (the writer rank), else None. ``data_wait_s``: this rank's batch-generator seconds since the last log step
-        (NaN: not timed)."""
-        return None if iteration % self._log_interval else self._figures.read(data_wait_s)
-
-    def close(self) -> None:
-        self._figures.close()
 
 
 class MegatronTracking:
