@@ -46,11 +46,6 @@ LOSS, LEARNING_RATE, TOKENS_PER_SEC, TFLOPS, MEMORY = PANELS
 MFU = Panel("MFU (rows only)", ("perf/mfu",), backends.MFU)
 
 
-def scale(name: str) -> float:
-    """The factor that converts an upstream name's values into its panel's unit (bytes to GiB ...)."""
-    return next((b.metric_scale[name] for b in backends.backends() if name in b.metric_scale), 1.0)
-
-
 def pick_name(panel: Panel, backend: str | None, names: Collection[str]) -> str | None:
     """The first of the panel's names for ``backend`` that the run logged, or None."""
     for candidate in panel.candidates(backend):

@@ -13,9 +13,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from primus.report.goodput import goodput_fraction
-from primus.report.panels import MFU, TFLOPS, TOKENS_PER_SEC, Panel, scale
+from primus.report.panels import MFU, TFLOPS, TOKENS_PER_SEC, Panel
 from primus.report.run_data import RunData
 from primus.report.summary import first_log_starts_clock, log_intervals, summarize
+from primus.upstreams.backends import metric_scale
 
 FORMATS = ("csv", "json")
 COLUMNS = (
@@ -61,7 +62,7 @@ def median_after_warmup(run: RunData, panel: Panel) -> float | None:
     if name is None:
         return None
     kept = log_intervals(run.points[name], run.skip_iterations, first_log_starts_clock(run.backend))
-    return statistics.median(point.value for _, _, point in kept) * scale(name) if kept else None
+    return statistics.median(point.value for _, _, point in kept) * metric_scale(name) if kept else None
 
 
 def format_rows(runs: Sequence[RunData], fmt: str) -> str:

@@ -7,12 +7,13 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from primus.report.panels import Panel, pick_name, scale
+from primus.report.panels import Panel, pick_name
 from primus.tracking.goodput.accounting import FRACTION, GOODPUT_EVENT, NAMES
 from primus.tracking.journal.files import JOURNAL_DIR
 from primus.tracking.journal.reader import has_journal, read_all
 from primus.tracking.journal.records import BACKEND_TAG, EVENT, METRICS, Alert, event_of
 from primus.tracking.tags.meta import RunMeta
+from primus.upstreams.backends import metric_scale
 
 # IntervalAverager's default and trainer_base.yaml's: used when the run's params do not say
 DEFAULT_SKIP_ITERATIONS = 2
@@ -48,7 +49,7 @@ class RunData:
     def series(self, name: str) -> tuple[list[int], list[float]]:
         """Steps and values of one metric in its panel's unit, one value per step: the last one written
         (a resumed run replays the steps after its checkpoint)."""
-        factor = scale(name)
+        factor = metric_scale(name)
         by_step = {p.step: p.value * factor for p in self.points.get(name, ())}
         steps = sorted(by_step)
         return steps, [by_step[s] for s in steps]

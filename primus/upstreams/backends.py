@@ -31,10 +31,13 @@ STRAGGLERS = "stragglers"  # the slowest rank named at each log step
 LOG_FILES = "log_files"  # every rank's console captured into the run directory
 TRACES = "traces"  # torch profiler traces (and TraceLens' report) uploaded
 ONE_LOGGER_OPTIONS = "one_logger_options"  # the spec's One-Logger options, where upstream has none of its own
-# What a backend's upstream logs, by kind (``Backend.metric_names``): the report's panels and the health watch
-# read a run's figures by these, after Primus's own names
+# What a backend's upstream logs, by kind (``Backend.metric_names``): the report's panels, the health watch and the
+# goodput breakdown read a run's figures by these, after Primus's own names
 LOSS, LEARNING_RATE, TOKENS_PER_SEC = "loss", "learning rate", "tokens/s"
 TFLOPS, MEMORY, MFU = "TFLOP/s", "memory", "MFU"
+ITERATION_S = "seconds per iteration"
+DATA_WAIT_S = "data wait, seconds per iteration"  # an iteration's wait for its batches
+DATA_WAIT_SHARE = "data wait, share of an iteration"  # the same as a fraction of the iteration's time
 OPTION_GROUPS = (
     DISABLE_SWITCHES,
     ENABLE_SWITCHES,
@@ -158,3 +161,10 @@ def names() -> tuple[str, ...]:
 def metric_names(kind: str) -> tuple[str, ...]:
     """Every backend's names for ``kind``, each once, in the backends' order."""
     return tuple(dict.fromkeys(n for b in backends() for n in b.metric_names.get(kind, ())))
+
+
+@functools.cache
+def metric_scale(name: str) -> float:
+    """The factor that converts a backend's values of ``name`` into its kind's unit (bytes to GiB, percent to a
+    fraction)."""
+    return next((b.metric_scale[name] for b in backends() if name in b.metric_scale), 1.0)

@@ -3,7 +3,9 @@
 
 from primus.upstreams.backends import (
     ACROSS_RANKS,
+    DATA_WAIT_S,
     DISABLE_SWITCHES,
+    ITERATION_S,
     LEARNING_RATE,
     LOG_FILES,
     LOG_FLAGS,
@@ -35,6 +37,8 @@ BACKEND = Backend(
         LEARNING_RATE: ("learning-rate",),
         TFLOPS: ("throughput",),
         MEMORY: ("mem-max-allocated-bytes", "mem-allocated-bytes"),
+        ITERATION_S: ("iteration-time",),
+        DATA_WAIT_S: ("batch-generator-time",),  # its timer (--timing-log-level 2), max over ranks
     },
     metric_scale={"mem-max-allocated-bytes": 2**-30, "mem-allocated-bytes": 2**-30},
     first_log_starts_clock=True,  # its training_log's first call in a process has no interval yet

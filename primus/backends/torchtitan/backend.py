@@ -2,7 +2,9 @@
 
 from primus.upstreams.backends import (
     ACROSS_RANKS,
+    DATA_WAIT_SHARE,
     ENABLE_SWITCHES,
+    ITERATION_S,
     LEARNING_RATE,
     LOG_FILES,
     LOSS,
@@ -35,8 +37,10 @@ BACKEND = Backend(
         TFLOPS: ("tflops",),
         MEMORY: ("memory/max_reserved(GiB)", "memory/max_active(GiB)"),
         MFU: ("mfu(%)",),
+        ITERATION_S: ("time_metrics/end_to_end(s)",),  # its log interval over its log frequency
+        DATA_WAIT_SHARE: ("time_metrics/data_loading(%)",),  # of its log interval
     },
-    metric_scale={"mfu(%)": 0.01},
+    metric_scale={"mfu(%)": 0.01, "time_metrics/data_loading(%)": 0.01},
     launch_rules_class="primus.backends.torchtitan.launch_rules:TorchTitanLaunchRules",
     session_class="primus.backends.torchtitan.session:TorchTitanTracking",
     entry_module="primus.backends.torchtitan",

@@ -31,6 +31,7 @@ from primus.tracking.journal.records import (
     ends_pause,
 )
 from primus.tracking.settings.config import GOODPUT_WINDOWS
+from primus.upstreams import backends
 
 PRODUCTIVE, FRACTION = "goodput/productive_s", "goodput/productive_fraction"
 STARTUP, SAVE, LOAD, EVAL = "badput/startup_s", "badput/checkpoint_save_s", "badput/checkpoint_load_s", "badput/eval_s"
@@ -44,31 +45,31 @@ NAMES = (*EVERY_LOG_STEP, DEVIATION)
 
 GOODPUT_EVENT, GOODPUT_TEXT = "goodput", "goodput/breakdown"  # the run's end: its figures, and as a line of text
 BUSY_KINDS = {"evaluation": EVAL, "checkpoint save": SAVE, "checkpoint load": LOAD}  # a busy's "what"
-# TorchTitan's: the share of its log interval spent loading batches, and its seconds per iteration (its log interval
-# over its log frequency)
-TITAN_DATA_SHARE, TITAN_ITERATION = "time_metrics/data_loading(%)", "time_metrics/end_to_end(s)"
-# seconds per iteration, by the name a backend logs it under, and the factor to seconds: ours (perf.py), Megatron's
-# own, TorchTitan's
-ITERATION_TIME = {"perf/iteration_time_ms": 1e-3, "iteration-time": 1.0, TITAN_ITERATION: 1.0}
-MEGATRON_DATA_WAIT = "batch-generator-time"  # Megatron's timer, max over ranks, already per iteration
+ITERATION_MS = "perf/iteration_time_ms"  # ours (measure/perf.py)
 
 
-def first_value(names: Mapping[str, float], data: Mapping[str, Any]) -> float | None:
-    """The first of ``names`` that ``data`` holds, in seconds (each name's factor applied), else None."""
-    for name, factor in names.items():
+def first_value(kind: str, data: Mapping[str, Any]) -> float | None:
+    """The first of the backends' names for ``kind`` that ``data`` holds, in the kind's unit, else None."""
+    for name in backends.metric_names(kind):
         value = data.get(name)
         if isinstance(value, int | float) and value >= 0:
-            return float(value) * factor
+            return float(value) * backends.metric_scale(name)
     return None
 
 
+def seconds_per_iteration(data: Mapping[str, Any]) -> float | None:
+    """Ours where the perf figures are on, else upstream's own."""
+    ours = data.get(ITERATION_MS)
+    return ours / 1000 if isinstance(ours, int | float) and ours >= 0 else first_value(backends.ITERATION_S, data)
+
+
 def data_wait_per_iteration(data: Mapping[str, Any]) -> float | None:
-    """Seconds an iteration waited for its batches, where upstream times it: Megatron's batch-generator timer, or
-    TorchTitan's share of the interval spent loading data times its seconds per iteration; else None."""
-    megatron = first_value({MEGATRON_DATA_WAIT: 1.0}, data)
-    if megatron is not None:
-        return megatron
-    share, per_iteration = first_value({TITAN_DATA_SHARE: 0.01}, data), first_value({TITAN_ITERATION: 1.0}, data)
+    """Seconds an iteration waited for its batches, where upstream times it: in seconds (Megatron's batch-generator
+    timer), or as a share of its seconds per iteration (TorchTitan's); else None."""
+    waited = first_value(backends.DATA_WAIT_S, data)
+    if waited is not None:
+        return waited
+    share, per_iteration = first_value(backends.DATA_WAIT_SHARE, data), first_value(backends.ITERATION_S, data)
     return share * per_iteration if share is not None and per_iteration is not None else None
 
 
@@ -203,7 +204,7 @@ class Goodput:
         if attempt.last_step is None:  # the attempt's first log step: steps from here on were computed again
             self._lose_after(step - 1)
             since = self.kept[-1].step if self.kept else 0
-            per_iteration = first_value(ITERATION_TIME, data)
+            per_iteration = seconds_per_iteration(data)
             if per_iteration is not None:  # the interval's steps were training, not start-up
                 carved = min(attempt.startup, per_iteration * max(0, step - since))
                 self.totals[STARTUP] -= carved
